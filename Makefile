@@ -1,0 +1,60 @@
+# Two commands do all the set-up: `make demo` and `make test` (see README.md).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+BUNDLE := hookwidgets/static/widget.js
+JS_SOURCES := $(shell find js/src -type f 2>/dev/null) js/package.json js/package-lock.json
+HOST ?= 127.0.0.1
+PORT ?= 8888
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: demo test test-python test-js lint format screenshots chromium frontend clean
+
+# torch goes in first, from the CPU wheel: any unpinned torch requirement resolved on an empty
+# environment would pull a multi-GB CUDA build. The editable install builds js/ (hatch-jupyter-builder).
+$(INSTALLED): pyproject.toml js/package.json js/package-lock.json
+	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+# Rebuild the bundle whenever the frontend source changed since the last build.
+$(BUNDLE): $(JS_SOURCES) | $(INSTALLED)
+	[ -d js/node_modules ] || npm --prefix js ci --no-audit --no-fund
+	npm --prefix js run build
+	touch $@
+
+frontend: $(BUNDLE)
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium fonts-liberation; }
+
+demo: $(INSTALLED) $(BUNDLE)
+	@echo "Starting JupyterLab on http://$(HOST):$(PORT)/ — open the URL with the token printed below."
+	$(BIN)/jupyter lab --ip=$(HOST) --port=$(PORT) --no-browser $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/quickstart.ipynb
+
+test: $(INSTALLED) $(BUNDLE) chromium lint test-js test-python
+
+test-js: $(INSTALLED)
+	[ -d js/node_modules ] || npm --prefix js ci --no-audit --no-fund
+	npm --prefix js test
+
+test-python: $(INSTALLED) $(BUNDLE) chromium
+	$(BIN)/python -m pytest
+
+lint: $(INSTALLED)
+	$(BIN)/ruff check hookwidgets tests $(wildcard bench)
+	$(BIN)/ruff format --check hookwidgets tests $(wildcard bench)
+
+format: $(INSTALLED)
+	$(BIN)/ruff format hookwidgets tests $(wildcard bench)
+	$(BIN)/ruff check --fix hookwidgets tests $(wildcard bench)
+
+# Browser tests write screenshots to artifacts/; this copies the README's ones into docs/.
+screenshots: $(INSTALLED) $(BUNDLE) chromium
+	$(BIN)/python -m pytest tests/e2e -m e2e
+	cp artifacts/e2e/quickstart-widget.png docs/screenshot-explorer.png
+
+clean:
+	rm -rf $(VENV) hookwidgets/static js/node_modules artifacts .pytest_cache

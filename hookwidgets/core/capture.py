@@ -1,0 +1,135 @@
+"""Records of hook firings and the byte-bounded store that keeps them."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+DEFAULT_MEMORY_BUDGET = 256 * 2**20
+
+
+@dataclass
+class Record:
+    """One hook firing: the tensors it saw (detached, ordered by name) and where it came from."""
+
+    target: str
+    kind: str
+    step: int
+    call: int
+    tensors: dict[str, torch.Tensor] = field(default_factory=dict)
+    stats: dict[str, float] | None = None
+    _versions: dict[str, int] = field(default_factory=dict, repr=False)
+
+    @property
+    def tensor(self) -> torch.Tensor | None:
+        """The primary tensor: the first one recorded (output, first arg or first gradient)."""
+        return next(iter(self.tensors.values()), None)
+
+    @property
+    def stale(self) -> bool:
+        """True once a later in-place op changed a captured tensor (its version counter moved)."""
+        return any(t._version != self._versions.get(name, t._version) for name, t in self.tensors.items())
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by this record's tensors."""
+        return sum(t.numel() * t.element_size() for t in self.tensors.values())
+
+
+def make_record(target: str, kind: str, step: int, call: int, tensors: dict[str, torch.Tensor], copy: bool) -> Record:
+    """A Record of detached tensors (cloned when ``copy``), remembering their version counters."""
+    kept = {}
+    for name, t in tensors.items():
+        t = t.detach()
+        kept[name] = t.clone() if copy else t
+    versions = {name: t._version for name, t in kept.items()}
+    return Record(target, kind, step, call, kept, _versions=versions)
+
+
+class CaptureStore(Mapping):
+    """Records by target and kind, newest last, evicting the oldest once over ``memory_budget`` bytes.
+
+    ``store[target][kind]`` is a list of Records. Safe when hooks fire on other threads.
+    """
+
+    def __init__(self, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> None:
+        if memory_budget <= 0:
+            raise ValueError(f"memory_budget must be a positive number of bytes, got {memory_budget}")
+        self.memory_budget = int(memory_budget)
+        self.evicted = 0
+        self.nbytes = 0
+        self._order: deque[Record] = deque()
+        self._by_target: dict[str, OrderedDict[str, deque[Record]]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, record: Record) -> None:
+        """Keep ``record``; evict the oldest records until the store fits its budget again."""
+        size = record.nbytes
+        with self._lock:
+            self._by_target.setdefault(record.target, OrderedDict()).setdefault(record.kind, deque()).append(record)
+            self._order.append(record)
+            self.nbytes += size
+            while self.nbytes > self.memory_budget and len(self._order) > 1:
+                self._evict_oldest()
+
+    def _evict_oldest(self) -> None:
+        old = self._order.popleft()
+        history = self._by_target[old.target][old.kind]
+        history.popleft()  # records of one (target, kind) are kept in arrival order too
+        if not history:
+            del self._by_target[old.target][old.kind]
+            if not self._by_target[old.target]:
+                del self._by_target[old.target]
+        self.nbytes -= old.nbytes
+        self.evicted += 1
+
+    def latest(self, target: str, kind: str) -> Record | None:
+        """The newest record of ``(target, kind)``, or None."""
+        with self._lock:
+            history = self._by_target.get(target, {}).get(kind)
+            return history[-1] if history else None
+
+    def clear(self, target: str | None = None) -> None:
+        """Forget every record, or those of one target."""
+        with self._lock:
+            keep = [r for r in self._order if target is not None and r.target != target]
+            self._order = deque(keep)
+            self._by_target = {}
+            self.nbytes = 0
+            for r in keep:
+                self._by_target.setdefault(r.target, OrderedDict()).setdefault(r.kind, deque()).append(r)
+                self.nbytes += r.nbytes
+
+    def __len__(self) -> int:
+        return len(self._by_target)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._by_target))
+
+    def __getitem__(self, target: str) -> dict[str, list[Record]]:
+        with self._lock:
+            kinds = self._by_target.get(target)
+            if kinds is None:
+                known = ", ".join(repr(t) for t in self._by_target) or "none yet: attach a hook and run"
+                raise KeyError(f"no captures for target {target!r}; targets with captures: {known}")
+            return {kind: list(records) for kind, records in kinds.items()}
+
+    def __repr__(self) -> str:
+        n = len(self._order)
+        mib = self.nbytes / 2**20
+        return f"<CaptureStore {n} records, {mib:.1f} of {self.memory_budget / 2**20:.0f} MiB, {self.evicted} evicted>"
+
+    def summary(self) -> dict[str, Any]:
+        """Counts for display: records, bytes, budget, evictions."""
+        with self._lock:
+            return {
+                "records": len(self._order),
+                "nbytes": self.nbytes,
+                "budget": self.memory_budget,
+                "evicted": self.evicted,
+            }

@@ -1,0 +1,132 @@
+"""The headless explorer: tree, hooks, runs and captures of one model, with no display code."""
+
+from __future__ import annotations
+
+import traceback
+import warnings
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import nn
+
+from .capture import DEFAULT_MEMORY_BUDGET, CaptureStore
+from .hooks import HookInfo, HookRegistry
+from .inputs import Inputs, Target, backward_score, call_model, describe_inputs
+from .modelstate import preserved_state
+from .targets import resolve_module
+from .tree import ProbeResult, build_tree, probe
+
+
+class Explorer:
+    """Hooks on a model, what they captured, and runs that leave the model as found.
+
+    Use as a context manager or call ``close()``; a finalizer removes the hooks if the explorer is
+    dropped unclosed.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        example_inputs: Inputs | None = None,
+        *,
+        memory_budget: int = DEFAULT_MEMORY_BUDGET,
+        on_error: str = "record",
+    ) -> None:
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"HookExplorer needs a torch.nn.Module, got {type(model).__name__}")
+        self.model = model
+        self.example_inputs = example_inputs
+        self.captures = CaptureStore(memory_budget)
+        self._registry = HookRegistry(model, self.captures, on_error=on_error)
+        self._finalizer = weakref.finalize(self, self._registry.close)
+        self.probe_error: str | None = None
+        self.tree = build_tree(model, self._probe())
+
+    def _probe(self) -> ProbeResult | None:
+        if self.example_inputs is None:
+            return None
+        try:
+            return probe(self.model, self.example_inputs)
+        except Exception as exc:
+            self.probe_error = explain_run_error(exc, self.example_inputs)
+            warnings.warn(
+                f"the probe run with example_inputs failed, so no output shapes are shown: {exc}", stacklevel=3
+            )
+            return None
+
+    @property
+    def hooks(self) -> list[HookInfo]:
+        """The explorer's live hooks in attach order."""
+        return self._registry.hooks
+
+    @property
+    def step(self) -> int:
+        """How many root forwards the hooks have seen."""
+        return self._registry.step
+
+    def attach(
+        self, target: str, kind: str | Sequence[str] = "forward", action: str = "capture", *, copy: bool = False
+    ) -> HookInfo | list[HookInfo]:
+        """Attach hook(s) of ``kind`` on the module at path ``target``; re-attaching replaces."""
+        module = resolve_module(self.model, target)
+        if isinstance(kind, str):
+            return self._registry.attach(target, module, kind, action, copy)
+        return [self._registry.attach(target, module, k, action, copy) for k in kind]
+
+    def detach(self, target: str | None = None, kind: str | None = None) -> list[HookInfo]:
+        """Remove one hook, all hooks of a target, or (no arguments) every hook."""
+        if target is not None:
+            resolve_module(self.model, target)
+        return self._registry.detach(target, kind)
+
+    def run(self, inputs: Inputs | None = None, target: Target = None) -> Any:
+        """Forward ``inputs`` (default: the example inputs); with ``target``, backward from that score.
+
+        The run leaves parameters' ``.grad``, buffers, RNG state and train/eval mode as found.
+        """
+        if inputs is None:
+            if self.example_inputs is None:
+                raise ValueError("run() needs inputs: pass them, or give HookExplorer example_inputs=")
+            inputs = self.example_inputs
+        with preserved_state(self.model), torch.enable_grad():
+            output = call_model(self.model, inputs)
+            if target is not None:
+                backward_score(output, target).backward()
+        return _detached(output)
+
+    def __repr__(self) -> str:
+        modules = sum(1 for _ in self.model.modules())
+        name, model = type(self).__name__, type(self.model).__name__
+        return f"<{name} of {model}: {modules} modules, {len(self.hooks)} hooks, step {self.step}>"
+
+    def close(self) -> None:
+        """Remove every hook the explorer added; the model's hook dicts are as before."""
+        self._finalizer()
+
+    def __enter__(self) -> Explorer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _detached(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, (tuple, list)):
+        return (
+            type(value)(_detached(v) for v in value)
+            if not hasattr(value, "_fields")
+            else type(value)(*map(_detached, value))
+        )
+    if isinstance(value, dict):
+        return {k: _detached(v) for k, v in value.items()}
+    return value
+
+
+def explain_run_error(exc: BaseException, inputs: Inputs) -> str:
+    """The error of a failed run as text, with the inputs' shapes so a wrong shape is obvious."""
+    trace = "".join(traceback.format_exception(exc)).rstrip()
+    return f"{type(exc).__name__}: {exc}\n(inputs were {describe_inputs(inputs)})\n\n{trace}"

@@ -1,0 +1,38 @@
+"""Resolve user-given target names (module paths) to objects, with close-match errors."""
+
+from __future__ import annotations
+
+import difflib
+
+from torch import nn
+
+
+def module_paths(model: nn.Module) -> list[str]:
+    """All module paths of ``model`` in registration order; the root is ``""``."""
+    return [path for path, _ in model.named_modules(remove_duplicate=False)]
+
+
+def describe_path(path: str) -> str:
+    """How a path is shown in messages: the root has no name of its own."""
+    return "'' (the model itself)" if path == "" else repr(path)
+
+
+def resolve_module(model: nn.Module, path: str) -> nn.Module:
+    """The submodule at ``path``; a KeyError naming the closest paths when there is none."""
+    if not isinstance(path, str):
+        raise TypeError(f"a module path must be a string such as 'layer1.0.conv1', not {type(path).__name__}")
+    try:
+        return model.get_submodule(path)
+    except AttributeError:
+        pass
+    candidates = [p for p in module_paths(model) if p]
+    close = difflib.get_close_matches(path, candidates, n=3, cutoff=0.5)
+    if close:
+        hint = " — did you mean " + " or ".join(repr(c) for c in close) + "?"
+    elif candidates:
+        hint = f"; its modules are {', '.join(repr(c) for c in candidates[:8])}" + (
+            ", …" if len(candidates) > 8 else ""
+        )
+    else:
+        hint = "; it has no submodules, so only '' (the model itself) can be a target"
+    raise KeyError(f"no module {path!r} in {type(model).__name__}{hint}")

@@ -1,0 +1,5 @@
+"""Small models and inputs shipped with hookwidgets, for notebooks and tests (no downloads)."""
+
+from .digits import DigitsCNN, accuracy, digit_image, load_digits, pretrained_digits_cnn, train_digits_cnn
+
+__all__ = ["DigitsCNN", "accuracy", "digit_image", "load_digits", "pretrained_digits_cnn", "train_digits_cnn"]

@@ -1,0 +1,105 @@
+"""A small CNN on scikit-learn's bundled 8×8 digits, upsampled so feature maps have room. No download."""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+IMAGE_SIZE = 32
+_MEAN, _STD = 0.30, 0.40  # digits pixels scaled to [0, 1] have about this mean and spread
+
+
+def load_digits(size: int = IMAGE_SIZE) -> tuple[torch.Tensor, torch.Tensor]:
+    """All 1,797 digits as normalised ``(N, 1, size, size)`` float images and their labels."""
+    try:
+        from sklearn.datasets import load_digits as sklearn_digits
+    except ImportError as exc:
+        raise ImportError("the digits examples need scikit-learn: pip install 'hookwidgets[examples]'") from exc
+    data = sklearn_digits()
+    images = torch.tensor(data.images, dtype=torch.float32)[:, None] / 16.0
+    images = F.interpolate(images, size=(size, size), mode="bilinear", align_corners=False)
+    return (images - _MEAN) / _STD, torch.tensor(data.target, dtype=torch.long)
+
+
+def digit_image(index: int = 0, size: int = IMAGE_SIZE) -> tuple[torch.Tensor, int]:
+    """One digit as a ``(1, 1, size, size)`` batch and its label."""
+    images, labels = load_digits(size)
+    return images[index : index + 1], int(labels[index])
+
+
+class DigitsCNN(nn.Module):
+    """Three conv blocks and a linear classifier; named layers so paths read well."""
+
+    def __init__(self, classes: int = 10) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            OrderedDict(
+                conv1=nn.Conv2d(1, 16, 3, padding=1),
+                bn1=nn.BatchNorm2d(16),
+                relu1=nn.ReLU(),
+                pool1=nn.MaxPool2d(2),
+                conv2=nn.Conv2d(16, 32, 3, padding=1),
+                bn2=nn.BatchNorm2d(32),
+                relu2=nn.ReLU(),
+                pool2=nn.MaxPool2d(2),
+                conv3=nn.Conv2d(32, 32, 3, padding=1),
+                relu3=nn.ReLU(),
+            )
+        )
+        self.classifier = nn.Sequential(
+            OrderedDict(pool=nn.AdaptiveAvgPool2d(4), flatten=nn.Flatten(), fc=nn.Linear(32 * 16, classes))
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.features(x))
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("HOOKWIDGETS_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "hookwidgets")
+    return Path(base)
+
+
+def train_digits_cnn(epochs: int = 5, seed: int = 0) -> DigitsCNN:
+    """Train a DigitsCNN on 1,500 digits in a few seconds on a CPU, leaving the global RNG untouched."""
+    images, labels = load_digits()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = DigitsCNN()
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+        train_x, train_y = images[:1500], labels[:1500]
+        model.train()
+        for _ in range(epochs):
+            for batch in torch.randperm(len(train_x)).split(64):
+                optimizer.zero_grad()
+                F.cross_entropy(model(train_x[batch]), train_y[batch]).backward()
+                optimizer.step()
+    model.zero_grad(set_to_none=True)
+    return model.eval()
+
+
+def pretrained_digits_cnn(cache: bool = True) -> DigitsCNN:
+    """A trained DigitsCNN in eval mode, trained on first use and cached on disk afterwards."""
+    path = _cache_dir() / "digits_cnn_v1.pt"
+    if cache and path.exists():
+        model = DigitsCNN()
+        model.load_state_dict(torch.load(path, weights_only=True))
+        return model.eval()
+    model = train_digits_cnn()
+    if cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        torch.save(model.state_dict(), tmp)
+        tmp.replace(path)  # atomic, so parallel first uses never read half a file
+    return model
+
+
+def accuracy(model: nn.Module) -> float:
+    """Accuracy on the 297 held-out digits."""
+    images, labels = load_digits()
+    with torch.no_grad():
+        return (model(images[1500:]).argmax(1) == labels[1500:]).float().mean().item()

@@ -1,0 +1,108 @@
+/** Module tree lookups, visible rows and keyboard navigation; pure, no DOM. */
+
+/** Whether `tree` is a usable root node (the traitlet is `{}` before Python fills it). */
+export function isTree(tree) {
+  return tree != null && typeof tree === "object" && typeof tree.path === "string";
+}
+
+/** Children of a node, tolerating a missing list. */
+export function childrenOf(node) {
+  return Array.isArray(node?.children) ? node.children : [];
+}
+
+/** Visit every node depth-first, parents before children: visit(node, depth, parent). */
+export function walk(tree, visit) {
+  if (!isTree(tree)) return;
+  // Iterative so a very deep model cannot overflow the stack.
+  const stack = [[tree, 0, null]];
+  while (stack.length > 0) {
+    const [node, depth, parent] = stack.pop();
+    visit(node, depth, parent);
+    const children = childrenOf(node);
+    for (let i = children.length - 1; i >= 0; i--) stack.push([children[i], depth + 1, node]);
+  }
+}
+
+/** Number of modules in the tree, the root included (like `len(list(model.modules()))`). */
+export function countModules(tree) {
+  let count = 0;
+  walk(tree, () => {
+    count += 1;
+  });
+  return count;
+}
+
+/** Map<path, {node, depth, parent}> for constant-time lookups; parent is a path or null. */
+export function indexTree(tree) {
+  const index = new Map();
+  walk(tree, (node, depth, parent) => {
+    index.set(node.path, { node, depth, parent: parent ? parent.path : null });
+  });
+  return index;
+}
+
+/** The node at `path`, or null. */
+export function findNode(tree, path) {
+  let found = null;
+  walk(tree, (node) => {
+    if (found === null && node.path === path) found = node;
+  });
+  return found;
+}
+
+/** Paths of the ancestors of `path`, root first; empty when `path` is the root or unknown. */
+export function ancestorPaths(index, path) {
+  const out = [];
+  let entry = index.get(path);
+  while (entry && entry.parent !== null) {
+    out.unshift(entry.parent);
+    entry = index.get(entry.parent);
+  }
+  return out;
+}
+
+/** Paths expanded at first sight: nodes with children above `maxDepth` (root and its children). */
+export function defaultExpanded(tree, maxDepth = 2) {
+  const expanded = new Set();
+  walk(tree, (node, depth) => {
+    if (depth < maxDepth && childrenOf(node).length > 0) expanded.add(node.path);
+  });
+  return expanded;
+}
+
+/** Rows to show, in order: [{node, path, depth, hasChildren, expanded}], children of collapsed nodes skipped. */
+export function flattenVisible(tree, expanded) {
+  const rows = [];
+  if (!isTree(tree)) return rows;
+  const stack = [[tree, 0]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop();
+    const children = childrenOf(node);
+    const isOpen = children.length > 0 && expanded.has(node.path);
+    rows.push({ node, path: node.path, depth, hasChildren: children.length > 0, expanded: isOpen });
+    if (isOpen) for (let i = children.length - 1; i >= 0; i--) stack.push([children[i], depth + 1]);
+  }
+  return rows;
+}
+
+/**
+ * Path of the visible row `delta` rows away from `path`, clamped to the ends; the first row
+ * when `path` is not visible; null when there are no rows.
+ */
+export function stepPath(rows, path, delta) {
+  if (rows.length === 0) return null;
+  const at = rows.findIndex((row) => row.path === path);
+  if (at < 0) return rows[0].path;
+  const next = Math.min(rows.length - 1, Math.max(0, at + delta));
+  return rows[next].path;
+}
+
+/** Next visible path below `path` (stays on the last row). */
+export function nextPath(rows, path) {
+  return stepPath(rows, path, 1);
+}
+
+/** Previous visible path above `path` (stays on the first row). */
+export function previousPath(rows, path) {
+  return stepPath(rows, path, -1);
+}

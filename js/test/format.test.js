@@ -1,0 +1,75 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import {
+  badgeLabel,
+  displayPath,
+  formatCount,
+  formatFired,
+  formatParams,
+  formatShape,
+} from "../src/format.js";
+
+test("formatCount keeps small counts exact", () => {
+  assert.equal(formatCount(0), "0");
+  assert.equal(formatCount(7), "7");
+  assert.equal(formatCount(999), "999");
+});
+
+test("formatCount switches units at 1000 and drops a trailing .0", () => {
+  assert.equal(formatCount(1000), "1k");
+  assert.equal(formatCount(1234), "1.2k");
+  assert.equal(formatCount(12345), "12.3k");
+  assert.equal(formatCount(123456), "123k");
+  assert.equal(formatCount(3_400_000), "3.4M");
+  assert.equal(formatCount(25_557_032), "25.6M");
+  assert.equal(formatCount(7_000_000_000), "7B");
+});
+
+test("formatCount rounding never shows 1000 of a unit", () => {
+  assert.equal(formatCount(99_949), "99.9k");
+  assert.equal(formatCount(99_960), "100k");
+  assert.equal(formatCount(999_499), "999k");
+  assert.equal(formatCount(999_500), "1M");
+  assert.equal(formatCount(999_999), "1M");
+  assert.equal(formatCount(999_999_999), "1B");
+});
+
+test("formatCount of a non-number is a dash", () => {
+  assert.equal(formatCount(undefined), "—");
+  assert.equal(formatCount(Number.NaN), "—");
+});
+
+test("formatParams appends frozen parameters only when there are some", () => {
+  assert.equal(formatParams(12_345, 0), "12.3k");
+  assert.equal(formatParams(12_345, 1000), "12.3k (+1k frozen)");
+  assert.equal(formatParams(0, 2320), "0 (+2.3k frozen)");
+  assert.equal(formatParams(0, 0), "0");
+  assert.equal(formatParams(undefined, undefined), "0");
+});
+
+test("formatShape joins dimensions with ×", () => {
+  assert.equal(formatShape([1, 16, 32, 32]), "1×16×32×32");
+  assert.equal(formatShape([10]), "10");
+  assert.equal(formatShape([]), "scalar");
+  assert.equal(formatShape(null), "—");
+  assert.equal(formatShape(undefined), "—");
+  assert.equal(formatShape([[1, 2], [3]]), "(1×2), (3)");
+});
+
+test("badgeLabel shortens the common kinds and passes others through", () => {
+  assert.equal(badgeLabel("forward_pre"), "pre");
+  assert.equal(badgeLabel("forward"), "fwd");
+  assert.equal(badgeLabel("grad"), "grad");
+  assert.equal(badgeLabel("backward"), "backward");
+  assert.equal(badgeLabel("post_accumulate"), "post_accumulate");
+  // Inherited object keys must not be mistaken for labels.
+  assert.equal(badgeLabel("constructor"), "constructor");
+});
+
+test("formatFired and displayPath", () => {
+  assert.equal(formatFired(1), "fired 1 time");
+  assert.equal(formatFired(3), "fired 3 times");
+  assert.equal(formatFired(undefined), "fired 0 times");
+  assert.equal(displayPath(""), "(model)");
+  assert.equal(displayPath("layer1.0"), "layer1.0");
+});

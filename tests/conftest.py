@@ -1,0 +1,93 @@
+"""Shared fixtures: small models written here, and helpers that snapshot a model's hook state."""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+
+import pytest
+import torch
+from torch import nn
+
+HOOK_DICTS = (
+    "_forward_pre_hooks",
+    "_forward_pre_hooks_with_kwargs",
+    "_forward_hooks",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_backward_pre_hooks",
+    "_backward_hooks",
+    "_state_dict_hooks",
+    "_state_dict_pre_hooks",
+    "_load_state_dict_pre_hooks",
+    "_load_state_dict_post_hooks",
+)
+
+
+def hook_state(model: nn.Module) -> dict:
+    """Every module's hook dicts (keys and hook objects, in order) and its full-backward flag."""
+    state = {}
+    for path, module in model.named_modules():
+        for name in HOOK_DICTS:
+            state[(path, name)] = list(getattr(module, name).items())
+        state[(path, "_is_full_backward_hook")] = module._is_full_backward_hook
+    return state
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Keep the digits model cache of a test run out of the user's home."""
+    os.environ["HOOKWIDGETS_CACHE"] = str(tmp_path_factory.mktemp("hookwidgets-cache"))
+
+
+class SmallCNN(nn.Module):
+    """Conv, BatchNorm, ReLU, Dropout and a Linear head: state a run could disturb."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            OrderedDict(conv=nn.Conv2d(3, 4, 3, padding=1), bn=nn.BatchNorm2d(4), act=nn.ReLU(), drop=nn.Dropout(0.5))
+        )
+        self.head = nn.Sequential(OrderedDict(pool=nn.AdaptiveAvgPool2d(2), flatten=nn.Flatten(), fc=nn.Linear(16, 5)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
+
+
+class SharedBlock(nn.Module):
+    """One Linear called twice per forward (weight sharing)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(torch.tanh(self.lin(x)))
+
+
+class TupleOut(nn.Module):
+    """A child that returns a tuple, so outputs are named output.0 and output.1."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.split = Splitter()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a, b = self.split(x)
+        return (a * b).sum(dim=1, keepdim=True)
+
+
+class Splitter(nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x * 2, x + 1
+
+
+@pytest.fixture
+def cnn() -> SmallCNN:
+    torch.manual_seed(0)
+    return SmallCNN()
+
+
+@pytest.fixture
+def image() -> torch.Tensor:
+    return torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(1))

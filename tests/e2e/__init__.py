@@ -1,0 +1,1 @@
+"""Browser tests: a real JupyterLab server driven by Playwright chromium."""

@@ -1,0 +1,76 @@
+import threading
+
+import pytest
+import torch
+
+from hookwidgets.core.capture import CaptureStore, make_record
+
+
+def _record(target="a", kind="forward", step=1, numel=256):
+    return make_record(target, kind, step, 0, {"output": torch.zeros(numel)}, copy=False)
+
+
+def test_oldest_records_are_evicted_to_stay_under_the_budget():
+    store = CaptureStore(memory_budget=3 * 1024)  # three records of 1 KiB
+    for step in range(1, 6):
+        store.add(_record(step=step))
+    assert [r.step for r in store["a"]["forward"]] == [3, 4, 5]
+    assert store.evicted == 2
+    assert store.nbytes == 3 * 1024
+    assert store.summary() == {"records": 3, "nbytes": 3072, "budget": 3072, "evicted": 2}
+
+
+def test_eviction_crosses_targets_and_kinds_in_arrival_order():
+    store = CaptureStore(memory_budget=2 * 1024)
+    store.add(_record("a", "forward"))
+    store.add(_record("b", "grad"))
+    store.add(_record("a", "grad"))
+    assert sorted(store) == ["a", "b"]
+    assert list(store["a"]) == ["grad"]
+    assert store.latest("a", "forward") is None
+    assert store.latest("b", "grad").target == "b"
+
+
+def test_a_record_larger_than_the_budget_is_kept_alone():
+    store = CaptureStore(memory_budget=100)
+    store.add(_record(numel=1000))
+    store.add(_record(numel=1000, step=2))
+    assert [r.step for r in store["a"]["forward"]] == [2]
+
+
+def test_unknown_target_lists_the_targets_with_captures():
+    store = CaptureStore()
+    store.add(_record("layer1"))
+    with pytest.raises(KeyError, match="no captures for target 'layer2'; targets with captures: 'layer1'"):
+        store["layer2"]
+
+
+def test_clear_one_target_or_all():
+    store = CaptureStore()
+    store.add(_record("a"))
+    store.add(_record("b"))
+    store.clear("a")
+    assert list(store) == ["b"] and store.nbytes == 1024
+    store.clear()
+    assert len(store) == 0 and store.nbytes == 0
+
+
+def test_budget_must_be_positive():
+    with pytest.raises(ValueError, match="memory_budget must be a positive number of bytes"):
+        CaptureStore(memory_budget=0)
+
+
+def test_concurrent_adds_keep_the_byte_count_exact():
+    store = CaptureStore(memory_budget=50 * 1024)
+
+    def add_many(name):
+        for step in range(200):
+            store.add(_record(name, step=step))
+
+    threads = [threading.Thread(target=add_many, args=(n,)) for n in "abcd"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    kept = sum(len(records) for target in store for records in store[target].values())
+    assert kept == 50 and store.evicted == 750 and store.nbytes == 50 * 1024

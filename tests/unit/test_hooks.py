@@ -1,0 +1,223 @@
+import gc
+import threading
+import weakref
+
+import pytest
+import torch
+from torch import nn
+
+from hookwidgets.core import Explorer
+
+from ..conftest import SharedBlock, TupleOut, hook_state
+
+
+def test_forward_and_forward_pre_capture_the_module_tensors(cnn, image):
+    with Explorer(cnn) as ex:
+        ex.attach("features.conv", ["forward_pre", "forward"])
+        out = ex.run(image)
+        (pre,) = ex.captures["features.conv"]["forward_pre"]
+        (fwd,) = ex.captures["features.conv"]["forward"]
+    assert list(pre.tensors) == ["args.0"] and torch.equal(pre.tensor, image)
+    assert list(fwd.tensors) == ["output"] and fwd.tensor.shape == (2, 4, 8, 8)
+    assert (fwd.target, fwd.kind, fwd.step, fwd.call) == ("features.conv", "forward", 1, 0)
+    assert not fwd.tensor.requires_grad and fwd.tensor.grad_fn is None  # detached
+    assert fwd.nbytes == 2 * 4 * 8 * 8 * 4
+    assert out.shape == (2, 5)
+
+
+def test_grad_hook_records_the_gradient_of_the_output(cnn, image):
+    cnn.eval()
+    ex = Explorer(cnn)
+    ex.attach("features.act", "grad")
+    ex.attach("features.act", "forward")
+    ex.run(image, target=[1, 3])
+    (rec,) = ex.captures["features.act"]["grad"]
+    act = ex.captures["features.act"]["forward"][0].tensor
+
+    # independent computation with autograd.grad on the same forward
+    captured = {}
+    handle = cnn.features.act.register_forward_hook(lambda m, a, o: captured.setdefault("out", o))
+    logits = cnn(image)
+    handle.remove()
+    expected = torch.autograd.grad(logits[0, 1] + logits[1, 3], captured["out"])[0]
+    assert list(rec.tensors) == ["grad_output"]
+    assert rec.step == 1 and rec.call == 0
+    torch.testing.assert_close(rec.tensor, expected)
+    torch.testing.assert_close(act, captured["out"].detach())
+    ex.close()
+
+
+def test_tuple_outputs_are_named_and_each_gets_a_grad_record():
+    model = TupleOut()
+    x = torch.randn(3, 2, requires_grad=True)
+    with Explorer(model) as ex:
+        ex.attach("split", ["forward", "grad"])
+        ex.run(x, target=lambda out: out.sum())
+        fwd = ex.captures["split"]["forward"][0]
+        grads = ex.captures["split"]["grad"]
+    assert list(fwd.tensors) == ["output.0", "output.1"]
+    torch.testing.assert_close(fwd.tensors["output.1"], x.detach() + 1)
+    names = sorted(name for rec in grads for name in rec.tensors)
+    assert names == ["grad_output.0", "grad_output.1"]
+    by_name = {name: t for rec in grads for name, t in rec.tensors.items()}
+    torch.testing.assert_close(by_name["grad_output.0"], x.detach() + 1)  # d(a*b)/da = b
+    torch.testing.assert_close(by_name["grad_output.1"], x.detach() * 2)
+
+
+def test_a_module_called_twice_gets_call_indices_within_one_step():
+    model = SharedBlock()
+    with Explorer(model) as ex:
+        ex.attach("lin", ["forward", "grad"])
+        ex.run(torch.randn(2, 4), target=lambda out: out.sum())
+        ex.run(torch.randn(2, 4))
+        forwards = ex.captures["lin"]["forward"]
+        grads = ex.captures["lin"]["grad"]
+    assert [(r.step, r.call) for r in forwards] == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    assert sorted((r.step, r.call) for r in grads) == [(1, 0), (1, 1)]
+
+
+def test_close_puts_every_hook_dict_back_exactly_and_keeps_foreign_hooks(cnn, image):
+    foreign = cnn.features.conv.register_forward_hook(lambda m, a, o: None)
+    before = hook_state(cnn)
+    ex = Explorer(cnn, example_inputs=image)
+    ex.attach("features.conv", ["forward_pre", "forward", "grad"])
+    ex.attach("", "forward")
+    assert hook_state(cnn) != before
+    ex.run(target=0)
+    ex.close()
+    assert hook_state(cnn) == before
+    assert len(cnn.features.conv._forward_hooks) == 1
+    ex.close()  # idempotent
+    foreign.remove()
+
+
+def test_attaching_the_same_target_and_kind_again_replaces_it(cnn, image):
+    with Explorer(cnn) as ex:
+        ex.attach("features.conv", "forward")
+        ex.attach("features.conv", "forward")
+        assert len(cnn.features.conv._forward_hooks) == 1
+        assert [(h.target, h.kind) for h in ex.hooks] == [("features.conv", "forward")]
+        ex.run(image)
+        assert len(ex.captures["features.conv"]["forward"]) == 1
+
+
+def test_detach_one_kind_then_all(cnn, image):
+    before = hook_state(cnn)
+    ex = Explorer(cnn)
+    ex.attach("features.conv", ["forward", "grad"])
+    ex.attach("head.fc", "forward")
+    removed = ex.detach("features.conv", "forward")
+    assert [(h.target, h.kind) for h in removed] == [("features.conv", "forward")]
+    assert [(h.target, h.kind) for h in ex.hooks] == [("features.conv", "grad"), ("head.fc", "forward")]
+    ex.detach()
+    assert ex.hooks == []
+    assert hook_state(cnn) == before
+
+
+def test_detach_stops_grad_hooks_already_armed_on_live_tensors(cnn, image):
+    ex = Explorer(cnn)
+    ex.attach("features.conv", "grad")
+    out = cnn(image)
+    ex.detach("features.conv", "grad")
+    out.sum().backward()
+    assert "features.conv" not in ex.captures
+
+
+def test_unknown_kind_action_and_path_name_the_fix(cnn):
+    ex = Explorer(cnn)
+    with pytest.raises(ValueError, match="unknown hook kind 'forwards' for module 'features.conv'; choose one of"):
+        ex.attach("features.conv", "forwards")
+    with pytest.raises(ValueError, match="unknown action 'keep'"):
+        ex.attach("features.conv", "forward", action="keep")
+    with pytest.raises(KeyError, match="did you mean 'features.conv'"):
+        ex.attach("features.cnov", "forward")
+    with pytest.raises(KeyError, match="did you mean 'head.fc'"):
+        ex.detach("head.fcc")
+
+
+def test_grad_hook_explains_a_forward_under_no_grad(cnn, image):
+    with Explorer(cnn) as ex:
+        ex.attach("features.conv", "grad")
+        with torch.no_grad():
+            cnn(image)
+        assert "torch.no_grad" in ex.hooks[0].note
+        ex.run(image)
+        assert ex.hooks[0].note is None
+
+
+def test_capture_is_flagged_stale_after_an_in_place_change_unless_copied():
+    model = nn.Sequential(nn.Linear(3, 3), nn.ReLU(inplace=True))
+    x = torch.randn(8, 3)
+    with Explorer(model) as ex:
+        ex.attach("0", "forward")
+        model(x)
+        ref = ex.captures["0"]["forward"][-1]
+        ex.attach("0", "forward", copy=True)
+        model(x)
+        copied = ex.captures["0"]["forward"][-1]
+    assert ref.stale and ref.tensor.min() >= 0  # the in-place ReLU overwrote the reference
+    assert not copied.stale and copied.tensor.min() < 0  # the clone kept the negatives
+
+
+def test_steps_count_root_forwards_and_fired_counts_grow(cnn, image):
+    with Explorer(cnn) as ex:
+        ex.attach("features.conv", "forward")
+        for _ in range(3):
+            cnn(image)
+        assert ex.step == 3
+        assert ex.hooks[0].fired == 3
+        assert [r.step for r in ex.captures["features.conv"]["forward"]] == [1, 2, 3]
+
+
+def test_a_failing_action_is_recorded_not_raised(cnn, image, monkeypatch):
+    import hookwidgets.core.hooks as hooks_module
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    with Explorer(cnn) as ex:
+        ex.attach("features.conv", "forward")
+        monkeypatch.setattr(hooks_module, "make_record", broken)
+        with pytest.warns(UserWarning, match="hook 'forward' on 'features.conv' failed"):
+            out = cnn(image)
+        assert out.shape == (2, 5)
+        assert "RuntimeError: disk full" in ex.hooks[0].last_error
+    with Explorer(cnn, on_error="raise") as ex:
+        ex.attach("features.conv", "forward")
+        with pytest.raises(RuntimeError, match="disk full"):
+            cnn(image)
+
+
+def test_dropped_explorer_removes_its_hooks_and_frees_the_model(image):
+    from ..conftest import SmallCNN
+
+    model = SmallCNN()
+    before = hook_state(model)
+    ex = Explorer(model, example_inputs=image)
+    ex.attach("features.conv", ["forward", "grad"])
+    model(image).sum().backward()
+    model_ref = weakref.ref(model)
+    del ex
+    gc.collect()
+    assert hook_state(model) == before
+    del model
+    gc.collect()
+    assert model_ref() is None
+
+
+def test_hooks_fired_from_worker_threads_are_all_recorded(cnn, image):
+    cnn.eval()
+    with Explorer(cnn, memory_budget=2**30) as ex:
+        ex.attach("features.conv", ["forward", "grad"])
+
+        def work():
+            for _ in range(10):
+                cnn(image).sum().backward()
+
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(ex.captures["features.conv"]["forward"]) == 40
+        assert len(ex.captures["features.conv"]["grad"]) == 40

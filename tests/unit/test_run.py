@@ -1,0 +1,70 @@
+import pytest
+import torch
+
+from hookwidgets.core import Explorer
+from hookwidgets.core.inputs import backward_score
+
+
+def test_run_with_a_target_leaves_grads_buffers_rng_and_mode_as_found(cnn, image):
+    cnn.train()
+    ex = Explorer(cnn, example_inputs=image)
+    ex.attach("features.conv", "grad")
+    bn = cnn.features.bn
+    stats_before = (bn.running_mean.clone(), bn.running_var.clone(), bn.num_batches_tracked.clone())
+    torch.manual_seed(7)
+    rng_before = torch.get_rng_state()
+
+    out = ex.run(target="top")
+
+    assert out.shape == (2, 5) and not out.requires_grad
+    assert all(p.grad is None for p in cnn.parameters())
+    assert torch.equal(bn.running_mean, stats_before[0]) and torch.equal(bn.running_var, stats_before[1])
+    assert torch.equal(bn.num_batches_tracked, stats_before[2])
+    assert torch.equal(torch.get_rng_state(), rng_before)
+    assert all(m.training for m in cnn.modules())
+    assert len(ex.captures["features.conv"]["grad"]) == 1
+    ex.close()
+
+
+def test_run_keeps_existing_grads_and_restores_state_when_forward_raises(cnn, image):
+    cnn.head.fc.weight.grad = torch.full_like(cnn.head.fc.weight, 3.0)
+    kept = cnn.head.fc.weight.grad
+    ex = Explorer(cnn)
+    ex.run(image, target=0)
+    assert cnn.head.fc.weight.grad is kept and torch.all(kept == 3.0)
+    cnn.train()
+    with pytest.raises(RuntimeError):
+        ex.run(torch.randn(2, 7, 8, 8), target=0)
+    assert all(m.training for m in cnn.modules())
+
+
+def test_run_without_inputs_or_example_inputs_says_how_to_fix(cnn):
+    with pytest.raises(ValueError, match="give HookExplorer example_inputs="):
+        Explorer(cnn).run()
+
+
+def test_backward_score_targets():
+    logits = torch.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]], requires_grad=True)
+    assert backward_score(logits, 2).item() == 5.0
+    assert backward_score(logits, [1, 0]).item() == 12.0
+    assert backward_score(logits, "top").item() == 12.0
+    assert backward_score(logits, lambda out: out[:, 0].mean()).item() == 4.0
+
+
+@pytest.mark.parametrize(
+    ("output", "target", "message"),
+    [
+        (torch.zeros(2, 3), 3, r"target class \[3, 3\] out of range: the output has 3 classes"),
+        (torch.zeros(2, 3), [0], "target has 1 class indices but the batch has 2 items"),
+        (torch.zeros(2, 3, 4), 0, r"needs an output of shape \(batch, classes\), got \(2, 3, 4\)"),
+        (torch.zeros(2, 3), lambda out: out, "a callable target must return a scalar tensor"),
+    ],
+)
+def test_backward_score_rejects_bad_targets(output, target, message):
+    with pytest.raises(ValueError, match=message):
+        backward_score(output, target)
+
+
+def test_constructor_rejects_a_non_module():
+    with pytest.raises(TypeError, match="needs a torch.nn.Module, got function"):
+        Explorer(lambda x: x)

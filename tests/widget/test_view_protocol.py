@@ -1,0 +1,156 @@
+"""Drive the explorer's view through the same comm messages the browser sends."""
+
+import json
+
+import pytest
+import torch
+from ipywidgets.widgets.widget import _remove_buffers
+
+from hookwidgets import HookExplorer
+
+from ..conftest import hook_state
+
+
+def browser_sets(view, **state):
+    """What the frontend sends for ``model.set(...); model.save_changes()``."""
+    view._handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []})
+
+
+def browser_sends(view, **content):
+    """What the frontend sends for ``model.send(content)``."""
+    view._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
+
+
+@pytest.fixture
+def explorer(cnn, image):
+    cnn.eval()
+    ex = HookExplorer(cnn, example_inputs=image)
+    yield ex
+    ex.close()
+
+
+def test_view_starts_with_the_tree_and_the_offered_hook_kinds(explorer):
+    view = explorer.view
+    assert view.tree["cls"] == "SmallCNN"
+    assert view.tree["children"][0]["children"][0]["shape"] == [2, 4, 8, 8]
+    assert view.hook_kinds == ["forward_pre", "forward", "grad"]
+    assert view.hooks == [] and view.error == "" and view.status["state"] == "idle"
+    bundle = explorer._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == view.model_id
+
+
+def test_click_toggle_run_shows_the_capture_as_png_bytes(explorer, cnn):
+    view = explorer.view
+    browser_sets(view, selected="features.conv")
+    browser_sends(view, kind="attach", target="features.conv", hook="forward")
+    browser_sends(view, kind="attach", target="features.conv", hook="grad")
+    assert [(h["target"], h["kind"], h["fired"]) for h in view.hooks] == [
+        ("features.conv", "forward", 0),
+        ("features.conv", "grad", 0),
+    ]
+    assert len(cnn.features.conv._forward_hooks) == 2
+
+    browser_sends(view, kind="run")
+
+    assert view.status["state"] == "idle" and "step 1" in view.status["message"]
+    (record,) = explorer.captures["features.conv"]["forward"]
+    assert record.tensor.shape == (2, 4, 8, 8)
+    assert [h["fired"] for h in view.hooks] == [1, 1]
+    assert view.plots["target"] == "features.conv"
+    items = {item["kind"]: item for item in view.plots["items"]}
+    assert set(items) == {"forward", "grad"}
+    assert items["forward"]["shape"] == [2, 4, 8, 8] and items["forward"]["step"] == 1
+    assert items["forward"]["png"][:8] == b"\x89PNG\r\n\x1a\n"
+    assert all(p.grad is None for p in cnn.parameters())  # the Run button left .grad as found
+
+    # PNG bytes travel as binary buffers, never inside the JSON state
+    state, paths, buffers = _remove_buffers(view.get_state())
+    json.dumps(state)
+    assert ["plots", "items", 0, "png"] in paths
+    assert bytes(buffers[paths.index(["plots", "items", 0, "png"])]) == view.plots["items"][0]["png"]
+
+
+def test_selecting_another_module_shows_its_own_captures(explorer):
+    view = explorer.view
+    explorer.attach("features.conv", "forward")
+    explorer.attach("head.fc", "forward")
+    browser_sets(view, selected="features.conv")
+    browser_sends(view, kind="run")
+    assert view.plots["items"][0]["shape"] == [2, 4, 8, 8]
+    browser_sets(view, selected="head.fc")
+    assert view.plots["target"] == "head.fc" and view.plots["items"][0]["shape"] == [2, 5]
+    browser_sets(view, selected="features")
+    assert view.plots == {"target": "features", "items": []}
+
+
+def test_detach_message_removes_the_hook(explorer, cnn):
+    before = hook_state(cnn)
+    view = explorer.view
+    browser_sends(view, kind="attach", target="features.bn", hook="forward_pre")
+    browser_sends(view, kind="detach", target="features.bn", hook="forward_pre")
+    assert view.hooks == [] and explorer.hooks == []
+    assert hook_state(cnn) == before
+
+
+def test_unknown_path_from_the_browser_shows_the_error_in_the_widget(explorer):
+    view = explorer.view
+    browser_sends(view, kind="attach", target="features.cnv", hook="forward")
+    assert "did you mean 'features.conv'" in view.error
+    assert view.status["state"] == "error"
+    browser_sends(view, kind="dismiss_error")
+    assert view.error == "" and view.status["state"] == "idle"
+
+
+def test_wrong_input_shape_shows_the_error_and_the_kernel_stays_usable(cnn):
+    with pytest.warns(UserWarning, match="probe run"):
+        ex = HookExplorer(cnn, example_inputs=torch.randn(1, 5, 8, 8))
+    view = ex.view
+    assert "expected input[1, 5, 8, 8] to have 3 channels" in view.error
+    assert "inputs were Tensor(1, 5, 8, 8)" in view.error
+    ex.attach("features.conv", "forward")
+    browser_sends(view, kind="dismiss_error")
+    browser_sends(view, kind="run")
+    assert view.status["state"] == "error" and "RuntimeError" in view.status["message"]
+    assert "to have 3 channels" in view.error
+    assert ex.hooks[0].fired == 1  # always_call: the failed forward still reports
+    assert ex.run(torch.randn(1, 3, 8, 8)).shape == (1, 5)  # the explorer still works
+    ex.close()
+
+
+def test_run_without_example_inputs_explains_itself(cnn):
+    ex = HookExplorer(cnn)
+    browser_sends(ex.view, kind="run")
+    assert "HookExplorer(model, example_inputs=x)" in ex.view.error
+    ex.close()
+
+
+def test_unknown_message_kind_is_reported(explorer):
+    browser_sends(explorer.view, kind="explode")
+    assert "unknown message kind 'explode'" in explorer.view.error
+
+
+def test_python_side_attach_updates_the_view_and_close_restores_the_model(cnn, image):
+    before = hook_state(cnn)
+    ex = HookExplorer(cnn, example_inputs=image)
+    view = ex.view
+    ex.attach("features.act", ["forward", "grad"])
+    assert [(h["target"], h["kind"]) for h in view.hooks] == [("features.act", "forward"), ("features.act", "grad")]
+    ex.close()
+    assert hook_state(cnn) == before
+    assert view.comm is None  # the widget is closed too
+
+
+def test_digits_quickstart_model_round_trip():
+    from hookwidgets.examples import digit_image, pretrained_digits_cnn
+
+    model = pretrained_digits_cnn()
+    x, label = digit_image(0)
+    with HookExplorer(model, example_inputs=x) as ex:
+        conv1 = ex.tree["children"][0]["children"][0]
+        assert (conv1["path"], conv1["shape"]) == ("features.conv1", [1, 16, 32, 32])
+        browser_sets(ex.view, selected="features.conv1")
+        browser_sends(ex.view, kind="attach", target="features.conv1", hook="forward")
+        browser_sends(ex.view, kind="run")
+        assert ex.captures["features.conv1"]["forward"][0].tensor.shape == (1, 16, 32, 32)
+        assert f"[{label}]" in ex.view.status["message"]  # the trained model predicts the digit
