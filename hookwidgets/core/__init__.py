@@ -2,18 +2,24 @@
 
 from .capture import CaptureStore, Record
 from .explorer import Explorer
-from .hooks import MODULE_KINDS, HookInfo, HookRegistry
-from .targets import resolve_module
+from .hooks import HookInfo, HookRegistry, TimelineEvent
+from .kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, PARAM_KINDS
+from .targets import resolve_module, resolve_target
 from .tree import build_tree, probe
 
 __all__ = [
+    "GLOBAL_KINDS",
+    "KINDS",
     "MODULE_KINDS",
+    "PARAM_KINDS",
     "CaptureStore",
     "Explorer",
     "HookInfo",
     "HookRegistry",
     "Record",
+    "TimelineEvent",
     "build_tree",
     "probe",
     "resolve_module",
+    "resolve_target",
 ]

@@ -5,17 +5,18 @@ from __future__ import annotations
 import traceback
 import warnings
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 from torch import nn
 
 from .capture import DEFAULT_MEMORY_BUDGET, CaptureStore
-from .hooks import HookInfo, HookRegistry
+from .hooks import HookInfo, HookRegistry, TimelineEvent
 from .inputs import Inputs, Target, backward_score, call_model, describe_inputs
+from .kinds import resolve_kind
 from .modelstate import preserved_state
-from .targets import resolve_module
+from .targets import resolve_target
 from .tree import ProbeResult, build_tree, probe
 
 
@@ -67,18 +68,38 @@ class Explorer:
         return self._registry.step
 
     def attach(
-        self, target: str, kind: str | Sequence[str] = "forward", action: str = "capture", *, copy: bool = False
+        self,
+        target: str,
+        kind: str | Sequence[str] = "forward",
+        action: str | Callable = "capture",
+        *,
+        edit: Any = None,
+        copy: bool = False,
+        with_kwargs: bool = False,
     ) -> HookInfo | list[HookInfo]:
-        """Attach hook(s) of ``kind`` on the module at path ``target``; re-attaching replaces."""
-        module = resolve_module(self.model, target)
-        if isinstance(kind, str):
-            return self._registry.attach(target, module, kind, action, copy)
-        return [self._registry.attach(target, module, k, action, copy) for k in kind]
+        """Attach hook(s) of ``kind`` on a module path or parameter name; re-attaching replaces.
+
+        ``action`` is ``capture``, ``stats``, ``print`` or a callable with torch's signature for the
+        kind; ``edit`` (e.g. ``("scale", 2.0)``) changes the value before the action sees it.
+        """
+        family, obj = resolve_target(self.model, target)
+        kinds = [kind] if isinstance(kind, str) else list(kind)
+        specs = [resolve_kind(k, target, family) for k in kinds]  # all validated before any is attached
+        infos = [
+            self._registry.attach(target, obj, spec, k, action, edit, copy, with_kwargs)
+            for k, spec in zip(kinds, specs, strict=True)
+        ]
+        return infos[0] if isinstance(kind, str) else infos
+
+    @property
+    def timeline(self) -> list[TimelineEvent]:
+        """Every hook firing in order (step, phase, target, kind, call); the newest 10,000 are kept."""
+        return list(self._registry.timeline)
 
     def detach(self, target: str | None = None, kind: str | None = None) -> list[HookInfo]:
         """Remove one hook, all hooks of a target, or (no arguments) every hook."""
         if target is not None:
-            resolve_module(self.model, target)
+            resolve_target(self.model, target)
         return self._registry.detach(target, kind)
 
     def run(self, inputs: Inputs | None = None, target: Target = None) -> Any:

@@ -36,3 +36,28 @@ def resolve_module(model: nn.Module, path: str) -> nn.Module:
     else:
         hint = "; it has no submodules, so only '' (the model itself) can be a target"
     raise KeyError(f"no module {path!r} in {type(model).__name__}{hint}")
+
+
+def resolve_target(model: nn.Module, target: str) -> tuple[str, nn.Module | nn.Parameter]:
+    """``("module", module)`` or ``("param", parameter)`` for a path; a KeyError with close matches."""
+    if not isinstance(target, str):
+        raise TypeError(f"a target must be a string such as 'layer1.0.conv1', not {type(target).__name__}")
+    try:
+        return "module", model.get_submodule(target)
+    except AttributeError:
+        pass
+    params = dict(model.named_parameters(remove_duplicate=False))
+    if target in params:
+        return "param", params[target]
+    candidates = [p for p in module_paths(model) if p] + list(params)
+    close = difflib.get_close_matches(target, candidates, n=3, cutoff=0.5)
+    hint = (
+        " — did you mean " + " or ".join(repr(c) for c in close) + "?"
+        if close
+        else (
+            "; targets are module paths such as "
+            + ", ".join(repr(c) for c in candidates[:4])
+            + " or parameter names, and '' for the model itself"
+        )
+    )
+    raise KeyError(f"no module or parameter {target!r} in {type(model).__name__}{hint}")

@@ -7,8 +7,9 @@ from typing import Any
 from ..core.capture import CaptureStore, Record
 from ..plots import feature_map_figure, figure_png, gradient_map_figure
 
-# Kinds whose captures the inspector draws, in display order.
-PLOTTED_KINDS = ("forward_pre", "forward", "grad")
+# Kinds whose captures the inspector draws, in display order; backward kinds on a diverging scale.
+PLOTTED_KINDS = ("forward_pre", "forward", "backward_pre", "backward", "grad")
+GRADIENT_KINDS = ("backward_pre", "backward", "grad")
 
 
 def plot_item(record: Record) -> dict[str, Any] | None:
@@ -20,7 +21,7 @@ def plot_item(record: Record) -> dict[str, Any] | None:
     title = f"{record.target or '(model)'} · {name}"
     if record.stale:
         title += " · STALE: changed in place after capture"
-    draw = gradient_map_figure if record.kind == "grad" else feature_map_figure
+    draw = gradient_map_figure if record.kind in GRADIENT_KINDS else feature_map_figure
     return {
         "kind": record.kind,
         "title": title,

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from torch import nn
 
 from ..core.capture import DEFAULT_MEMORY_BUDGET
 from ..core.explorer import Explorer, explain_run_error
-from ..core.hooks import MODULE_KINDS, HookInfo
+from ..core.hooks import HookInfo
 from ..core.inputs import Inputs, Target
+from ..core.kinds import WIDGET_KINDS
 from .captures import plot_items
 from .view import ExplorerView
 
@@ -39,7 +40,7 @@ class HookExplorer(Explorer):
         if self._view is None:
             view = ExplorerView(
                 tree=self.tree,
-                hook_kinds=list(MODULE_KINDS),
+                hook_kinds=list(WIDGET_KINDS),
                 error=self.probe_error or "",
             )
             # The view is kept alive by the widget registry; it must not keep the explorer alive.
@@ -59,9 +60,16 @@ class HookExplorer(Explorer):
         return bundle
 
     def attach(
-        self, target: str, kind: str | Sequence[str] = "forward", action: str = "capture", *, copy: bool = False
+        self,
+        target: str,
+        kind: str | Sequence[str] = "forward",
+        action: str | Callable = "capture",
+        *,
+        edit: Any = None,
+        copy: bool = False,
+        with_kwargs: bool = False,
     ) -> HookInfo | list[HookInfo]:
-        info = super().attach(target, kind, action, copy=copy)
+        info = super().attach(target, kind, action, edit=edit, copy=copy, with_kwargs=with_kwargs)
         self._sync()
         return info
 

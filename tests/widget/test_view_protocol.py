@@ -33,7 +33,7 @@ def test_view_starts_with_the_tree_and_the_offered_hook_kinds(explorer):
     view = explorer.view
     assert view.tree["cls"] == "SmallCNN"
     assert view.tree["children"][0]["children"][0]["shape"] == [2, 4, 8, 8]
-    assert view.hook_kinds == ["forward_pre", "forward", "grad"]
+    assert view.hook_kinds == ["forward_pre", "forward", "backward_pre", "backward", "grad"]
     assert view.hooks == [] and view.error == "" and view.status["state"] == "idle"
     bundle = explorer._repr_mimebundle_()
     data = bundle[0] if isinstance(bundle, tuple) else bundle

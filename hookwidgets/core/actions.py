@@ -1,0 +1,92 @@
+"""What a hook does when it fires: edits first, then capture, stats, print or the user's callable."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .capture import CaptureStore, Record, make_record
+from .edits import apply_edits
+from .stats import tensor_stats
+
+BUILTIN_ACTIONS = ("capture", "stats", "print")
+
+
+def named_tensors(prefix: str, value: Any) -> dict[str, torch.Tensor]:
+    """Tensors inside a (nested) tuple, list or dict, named ``prefix``, ``prefix.0``, ``prefix.key``…"""
+    if isinstance(value, torch.Tensor):
+        return {prefix: value}
+    found: dict[str, torch.Tensor] = {}
+    if isinstance(value, (tuple, list)):
+        items = enumerate(value)
+    elif isinstance(value, dict):
+        items = value.items()
+    else:
+        return found
+    for key, item in items:
+        found.update(named_tensors(f"{prefix}.{key}", item))
+    return found
+
+
+@dataclass
+class Firing:
+    """One call of a hook: where it fired and the value an edit may replace."""
+
+    target: str
+    kind: str
+    step: int
+    call: int
+
+
+def check_action(action: str | Callable) -> None:
+    """A ValueError naming the valid actions for anything that is neither one of them nor callable."""
+    if not callable(action) and action not in BUILTIN_ACTIONS:
+        raise ValueError(f"unknown action {action!r}; choose one of {', '.join(BUILTIN_ACTIONS)} or pass a callable")
+
+
+def perform(
+    store: CaptureStore,
+    action: str | Callable,
+    edits: tuple,
+    copy: bool,
+    firing: Firing,
+    editable: Any,
+    tensors_of: Callable[[Any], dict[str, torch.Tensor]],
+    call_user: Callable[[Any], Any] | None = None,
+) -> Any:
+    """Run one firing; returns what the hook should return to torch (None leaves values unchanged).
+
+    ``editable`` is the value edits apply to (args, output or gradients); ``tensors_of`` names the
+    tensors to record from the edited value; ``call_user`` calls a user callable with it.
+    """
+    if callable(action):
+        return call_user(editable) if call_user is not None else None  # torch's own return semantics
+    edited = apply_edits(editable, edits) if edits else editable
+    tensors = tensors_of(edited)
+    if action == "capture":
+        store.add(make_record(firing.target, firing.kind, firing.step, firing.call, tensors, copy))
+    elif action == "stats":
+        primary = next(iter(tensors.values()), None)
+        stats = tensor_stats(primary) if primary is not None else None
+        store.add(Record(firing.target, firing.kind, firing.step, firing.call, {}, stats=stats))
+    elif action == "print":
+        print(describe_firing(firing, tensors))
+    return edited if edits else None
+
+
+def describe_firing(firing: Firing, tensors: dict[str, torch.Tensor]) -> str:
+    """One line for the print action: where it fired and each tensor's shape, dtype and range."""
+    parts = []
+    for name, t in tensors.items():
+        stats = tensor_stats(t)
+        parts.append(
+            f"{name} {tuple(t.shape)} {str(t.dtype).removeprefix('torch.')} "
+            f"mean={stats['mean']:.4g} std={stats['std']:.4g} min={stats['min']:.4g} max={stats['max']:.4g}"
+            + (f" nan={int(stats['nan'])}" if stats["nan"] else "")
+            + (f" inf={int(stats['inf'])}" if stats["inf"] else "")
+        )
+    where = f"[step {firing.step}] {firing.target or '(model)'} {firing.kind} call {firing.call}"
+    return f"{where}: " + ("; ".join(parts) if parts else "no tensors")

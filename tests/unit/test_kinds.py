@@ -1,0 +1,212 @@
+"""Every hook kind against a hand-written torch hook on the same model, value by value."""
+
+import pytest
+import torch
+import torch.nn.modules.module as module_globals
+from torch import nn
+
+from hookwidgets.core import Explorer
+
+from ..conftest import hook_state
+
+GLOBAL_STATE = (
+    "_global_forward_pre_hooks",
+    "_global_forward_hooks",
+    "_global_forward_hooks_with_kwargs",
+    "_global_forward_hooks_always_called",
+    "_global_backward_pre_hooks",
+    "_global_backward_hooks",
+)
+
+
+def global_state():
+    state = {name: list(getattr(module_globals, name).items()) for name in GLOBAL_STATE}
+    state["_global_is_full_backward_hook"] = module_globals._global_is_full_backward_hook
+    return state
+
+
+@pytest.fixture
+def mlp():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 3))
+
+
+@pytest.fixture
+def x():
+    return torch.randn(6, 4, generator=torch.Generator().manual_seed(2), requires_grad=True)
+
+
+def by_hand(model, x, register):
+    """Run forward+backward with a hand-written hook; returns what it saw."""
+    seen = {}
+    handle = register(seen)
+    model(x).sum().backward()
+    handle.remove()
+    model.zero_grad(set_to_none=True)
+    x.grad = None
+    return seen
+
+
+def test_backward_pre_matches_a_hand_written_hook(mlp, x):
+    expected = by_hand(mlp, x, lambda s: mlp[2].register_full_backward_pre_hook(lambda m, go: s.update(go=go[0])))
+    with Explorer(mlp) as ex:
+        ex.attach("2", "backward_pre")
+        ex.run(x, target=lambda out: out.sum())
+        (rec,) = ex.captures["2"]["backward_pre"]
+    assert list(rec.tensors) == ["grad_output.0"]
+    torch.testing.assert_close(rec.tensor, expected["go"])
+
+
+def test_backward_matches_a_hand_written_hook(mlp, x):
+    expected = by_hand(
+        mlp, x, lambda s: mlp[2].register_full_backward_hook(lambda m, gi, go: s.update(gi=gi[0], go=go[0]))
+    )
+    with Explorer(mlp) as ex:
+        ex.attach("2", "backward")
+        ex.run(x, target=lambda out: out.sum())
+        (rec,) = ex.captures["2"]["backward"]
+    assert list(rec.tensors) == ["grad_output.0", "grad_input.0"]
+    torch.testing.assert_close(rec.tensors["grad_input.0"], expected["gi"])
+    torch.testing.assert_close(rec.tensor, expected["go"])
+
+
+def test_global_forward_fires_for_every_module_of_this_model_only(mlp, x):
+    expected = {}
+    handles = [m.register_forward_hook(lambda m, a, o, p=p: expected.setdefault(p, o)) for p, m in mlp.named_modules()]
+    mlp(x)
+    for h in handles:
+        h.remove()
+    other = nn.Sequential(nn.Linear(4, 4))
+    with Explorer(mlp) as ex:
+        ex.attach("", "global_forward")
+        ex.run(x)
+        other(torch.randn(2, 4))
+        assert sorted(ex.captures) == ["", "0", "1", "2"]
+        for path, out in expected.items():
+            (rec,) = ex.captures[path]["global_forward"]
+            torch.testing.assert_close(rec.tensor, out.detach())
+
+
+def test_global_backward_kinds_match_hand_written_hooks(mlp, x):
+    expected = by_hand(mlp, x, lambda s: mlp[0].register_full_backward_hook(lambda m, gi, go: s.update(gi=gi[0])))
+    before = global_state()
+    with Explorer(mlp) as ex:
+        ex.attach("", ["global_backward_pre", "global_backward"])
+        ex.run(x, target=lambda out: out.sum())
+        rec = ex.captures["0"]["global_backward"][0]
+        assert len(ex.captures["2"]["global_backward_pre"]) == 1
+    torch.testing.assert_close(rec.tensors["grad_input.0"], expected["gi"])
+    assert global_state() == before
+
+
+def test_parameter_grad_and_post_accumulate_see_the_final_gradient(mlp, x):
+    with Explorer(mlp) as ex:
+        ex.attach("0.weight", ["grad", "post_accumulate"])
+        mlp(x).sum().backward()
+        grad = ex.captures["0.weight"]["grad"][0].tensor
+        post = ex.captures["0.weight"]["post_accumulate"][0].tensor
+    torch.testing.assert_close(grad, mlp[0].weight.grad)
+    torch.testing.assert_close(post, mlp[0].weight.grad)
+
+
+def test_legacy_backward_warns_and_close_lifts_its_sticky_flag(mlp, x):
+    before = hook_state(mlp)
+    with Explorer(mlp) as ex:
+        ex.attach("2", "legacy_backward")
+        with pytest.warns(FutureWarning, match="non-full backward hook"):
+            ex.run(x, target=lambda out: out.sum())
+        shapes = sorted(tuple(t.shape) for t in ex.captures["2"]["legacy_backward"][0].tensors.values())
+    assert (3,) in shapes  # the legacy hook sees AddmmBackward0's inputs, the bias among them
+    assert hook_state(mlp) == before
+    with Explorer(mlp) as ex:
+        ex.attach("2", "backward")  # torch would refuse this had the legacy flag stayed set (P2)
+
+
+def test_stats_action_keeps_numbers_not_tensors(mlp, x):
+    with Explorer(mlp) as ex:
+        ex.attach("1", "forward", action="stats")
+        out = ex.run(x)
+        (rec,) = ex.captures["1"]["forward"]
+    act = torch.tanh(mlp[0](x)).detach()
+    assert rec.tensors == {} and rec.nbytes == 0
+    assert rec.stats["max"] == pytest.approx(act.max().item())
+    assert rec.stats["mean"] == pytest.approx(act.mean().item(), abs=1e-6)
+    assert out.shape == (6, 3)
+
+
+def test_print_action_writes_one_line(mlp, x, capsys):
+    with Explorer(mlp) as ex:
+        ex.attach("0", "forward", action="print")
+        ex.run(x)
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("[step 1] 0 forward call 0: output (6, 5) float32 mean=")
+
+
+def test_a_user_callable_return_value_is_honoured_as_torch_would(mlp, x):
+    with Explorer(mlp) as ex:
+        ex.attach("2", "forward", action=lambda m, args, out: out * 0 + 7)
+        assert torch.all(ex.run(x) == 7)
+
+
+def test_callable_of_the_wrong_arity_is_refused_at_attach_time(mlp):
+    with Explorer(mlp) as ex, pytest.raises(TypeError, match=r"torch calls it as hook\(module, args, output\)"):
+        ex.attach("2", "forward", action=lambda grad: None)
+
+
+def test_edits_change_the_gradient_that_flows_on(mlp, x):
+    plain = by_hand(mlp, x, lambda s: mlp[0].weight.register_hook(lambda g: s.update(g=g)))
+    with Explorer(mlp) as ex:
+        ex.attach("1", "grad", edit=("scale", 2.0))
+        mlp(x).sum().backward()
+        edited = mlp[0].weight.grad.clone()
+        captured = ex.captures["1"]["grad"][0].tensor
+    torch.testing.assert_close(edited, 2 * plain["g"])
+    assert captured.abs().sum() > 0
+    with Explorer(mlp) as ex:
+        ex.attach("1", "forward", edit=("zero",))
+        assert torch.allclose(ex.run(x), mlp[2].bias.expand(6, 3))
+
+
+def test_kind_invalid_for_the_target_lists_the_valid_kinds(mlp):
+    with Explorer(mlp) as ex:
+        with pytest.raises(
+            ValueError, match=r"'post_accumulate' is not valid for module '0'.*valid kinds there: forward_pre"
+        ):
+            ex.attach("0", "post_accumulate")
+        with pytest.raises(ValueError, match="attach them to target ''"):
+            ex.attach("0", "global_forward")
+        with pytest.raises(ValueError, match="valid kinds there: grad, post_accumulate"):
+            ex.attach("0.weight", "forward")
+        with pytest.raises(ValueError, match="did you mean 'backward'"):
+            ex.attach("0", "bakward")
+        with pytest.raises(KeyError, match="did you mean '0.weight'"):
+            ex.attach("0.weigth", "grad")
+
+
+def test_timeline_orders_forward_then_backward_firings(mlp, x):
+    with Explorer(mlp) as ex:
+        ex.attach("0", ["forward", "backward"])
+        ex.attach("2", ["forward", "backward"])
+        ex.run(x, target=lambda out: out.sum())
+        events = [(e.step, e.phase, e.target, e.kind) for e in ex.timeline]
+    assert events == [
+        (1, "forward", "0", "forward"),
+        (1, "forward", "2", "forward"),
+        (1, "backward", "2", "backward"),
+        (1, "backward", "0", "backward"),
+    ]
+
+
+def test_keyboard_interrupt_in_a_hook_propagates_and_close_still_restores(mlp, x):
+    before, globals_before = hook_state(mlp), global_state()
+
+    def interrupt(module, args, output):
+        raise KeyboardInterrupt
+
+    ex = Explorer(mlp)
+    ex.attach("1", "forward", action=interrupt)
+    ex.attach("", "global_backward")
+    with pytest.raises(KeyboardInterrupt):
+        ex.run(x)
+    ex.close()
+    assert hook_state(mlp) == before and global_state() == globals_before
