@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from .capture import DEFAULT_MEMORY_BUDGET, CaptureStore
+from .diagnose import first_nonfinite, summary_rows
 from .hooks import HookInfo, HookRegistry, TimelineEvent
 from .inputs import Inputs, Target, backward_score, call_model, describe_inputs
 from .kinds import resolve_kind
@@ -107,20 +108,35 @@ class Explorer:
 
         The run leaves parameters' ``.grad``, buffers, RNG state and train/eval mode as found.
         """
-        if inputs is None:
-            if self.example_inputs is None:
-                raise ValueError("run() needs inputs: pass them, or give HookExplorer example_inputs=")
-            inputs = self.example_inputs
+        inputs = self._inputs(inputs)
         with preserved_state(self.model), torch.enable_grad():
             output = call_model(self.model, inputs)
             if target is not None:
                 backward_score(output, target).backward()
         return _detached(output)
 
+    def first_nonfinite(self, inputs: Inputs | None = None) -> str | None:
+        """The first module, in the order forwards finish, whose output held NaN or Inf (None if none)."""
+        return first_nonfinite(self.model, self._inputs(inputs))
+
+    def summary(self) -> list[dict[str, Any]]:
+        """Per-layer, per-step rows of activation and gradient statistics from ``stats`` hooks.
+
+        ``ex.attach("", ["global_forward", "global_backward"], action="stats")`` fills it for every module.
+        """
+        return summary_rows(self.captures)
+
     def __repr__(self) -> str:
         modules = sum(1 for _ in self.model.modules())
         name, model = type(self).__name__, type(self.model).__name__
         return f"<{name} of {model}: {modules} modules, {len(self.hooks)} hooks, step {self.step}>"
+
+    def _inputs(self, inputs: Inputs | None) -> Inputs:
+        if inputs is not None:
+            return inputs
+        if self.example_inputs is None:
+            raise ValueError("this needs inputs: pass them, or give HookExplorer example_inputs=")
+        return self.example_inputs
 
     def close(self) -> None:
         """Remove every hook the explorer added; the model's hook dicts are as before."""

@@ -39,7 +39,7 @@ def test_run_keeps_existing_grads_and_restores_state_when_forward_raises(cnn, im
 
 
 def test_run_without_inputs_or_example_inputs_says_how_to_fix(cnn):
-    with pytest.raises(ValueError, match="give HookExplorer example_inputs="):
+    with pytest.raises(ValueError, match="pass them, or give HookExplorer example_inputs="):
         Explorer(cnn).run()
 
 

@@ -1,0 +1,59 @@
+import pytest
+import torch
+from torch import nn
+
+from hookwidgets.core import Explorer
+
+from ..conftest import hook_state
+
+
+class Log(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(x)
+
+
+def nan_model() -> nn.Sequential:
+    torch.manual_seed(0)
+    # Linear -> ReLU leaves zeros and negatives out; the shift makes some inputs of log negative
+    return nn.Sequential(nn.Linear(4, 4), nn.Tanh(), Log(), nn.Linear(4, 2))
+
+
+def test_first_nonfinite_names_the_module_where_nan_starts():
+    model = nan_model()
+    before = hook_state(model)
+    ex = Explorer(model)
+    assert ex.first_nonfinite(torch.randn(8, 4)) == "2"
+    assert hook_state(model) == before
+
+
+def test_first_nonfinite_is_none_for_a_healthy_forward(cnn, image):
+    assert Explorer(cnn, example_inputs=image).first_nonfinite() is None
+
+
+def test_first_nonfinite_inside_nested_modules_reports_the_innermost():
+    inner = nn.Sequential(nn.Linear(3, 3), Log())
+    model = nn.Sequential(nn.Identity(), inner, nn.Linear(3, 1))
+    x = torch.full((2, 3), -1.0)
+    with torch.no_grad():
+        inner[0].weight.copy_(torch.eye(3))
+        inner[0].bias.zero_()
+    assert Explorer(model).first_nonfinite(x) == "1.1"
+
+
+def test_summary_has_activation_and_gradient_stats_per_layer_and_step():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    x = torch.randn(5, 4)
+    with Explorer(model) as ex:
+        ex.attach("", ["global_forward", "global_backward"], action="stats")
+        for _ in range(2):
+            model(x).sum().backward()
+        rows = ex.summary()
+    assert [(r["step"], r["target"]) for r in rows] == [(s, t) for s in (1, 2) for t in ("", "0", "1", "2")]
+    relu = next(r for r in rows if r["step"] == 1 and r["target"] == "1")
+    act = torch.relu(model[0](x)).detach()
+    assert relu["act_norm"] == pytest.approx(torch.linalg.vector_norm(act).item())
+    assert relu["act_zero_fraction"] == pytest.approx((act == 0).float().mean().item())
+    out_grad = torch.ones(5, 2) @ model[2].weight.detach()
+    assert abs(relu["grad_norm"] - torch.linalg.vector_norm(out_grad).item()) < 1e-5
+    assert relu["act_nan"] == 0 and relu["grad_inf"] == 0
