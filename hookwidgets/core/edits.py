@@ -26,6 +26,8 @@ def normalize_edits(edit: Any) -> tuple[Edit, ...]:
         return (_normalize_one(edit),)
     if isinstance(edit, (tuple, list)):
         return tuple(_normalize_one(e) for e in edit)
+    if isinstance(edit, str):
+        _normalize_one(edit)
     raise ValueError(f"edit={edit!r} is not an edit; pass a tuple or a list of tuples: {VALID_FORMS}")
 
 
