@@ -154,3 +154,15 @@ def test_digits_quickstart_model_round_trip():
         browser_sends(ex.view, kind="run")
         assert ex.captures["features.conv1"]["forward"][0].tensor.shape == (1, 16, 32, 32)
         assert f"[{label}]" in ex.view.status["message"]  # the trained model predicts the digit
+
+
+def test_backward_kinds_from_the_inspector_draw_gradient_maps(explorer):
+    view = explorer.view
+    browser_sets(view, selected="features.act")
+    browser_sends(view, kind="attach", target="features.act", hook="backward_pre")
+    browser_sends(view, kind="run")
+    (item,) = view.plots["items"]
+    assert item["kind"] == "backward_pre" and item["shape"] == [2, 4, 8, 8]
+    assert "grad_output.0" in item["title"]
+    record = explorer.captures["features.act"]["backward_pre"][0]
+    assert record.tensor.abs().sum() > 0
