@@ -18,6 +18,7 @@ from torch.utils.hooks import RemovableHandle
 from .actions import Firing, check_action, named_tensors, perform
 from .capture import CaptureStore
 from .edits import normalize_edits
+from .foreign import foreign_hooks
 from .kinds import MODULE_KINDS, Kind, check_callable
 
 ON_ERROR = ("record", "raise")
@@ -48,6 +49,7 @@ class HookInfo:
     fired: int = 0
     last_error: str | None = None
     note: str | None = None
+    foreign: bool = False
     active: bool = True
     _handles: list[RemovableHandle] = field(default_factory=list, repr=False)
 
@@ -57,6 +59,8 @@ class HookInfo:
         return self.action if isinstance(self.action, str) else getattr(self.action, "__name__", "callable")
 
     def __repr__(self) -> str:
+        if self.foreign:
+            return f"<foreign hook {self.kind} on {self.target!r}: {self.action_name} (not the explorer's; left alone)>"
         edit = f" + edit {list(self.edit)}" if self.edit else ""
         error = ", last error: " + self.last_error.splitlines()[-1] if self.last_error else ""
         note = f", note: {self.note}" if self.note else ""
@@ -72,6 +76,7 @@ class HookInfo:
             "fired": self.fired,
             "error": self.last_error,
             "note": self.note,
+            "foreign": self.foreign,
         }
 
 
@@ -100,8 +105,14 @@ class HookRegistry:
 
     @property
     def hooks(self) -> list[HookInfo]:
-        """Live hooks in attach order."""
-        return list(self._hooks.values())
+        """The registry's live hooks in attach order, then hooks others attached (``foreign=True``)."""
+        own_ids = {h.id for info in self._hooks.values() for h in info._handles}
+        own_ids.update(h.id for h in self._step_handles)
+        others = [
+            HookInfo(target, kind, name, foreign=True, active=False)
+            for target, kind, name in foreign_hooks(self._root, own_ids)
+        ]
+        return list(self._hooks.values()) + others
 
     def attach(
         self,

@@ -137,7 +137,7 @@ class HookExplorer(Explorer):
     def _sync(self) -> None:
         if self._view is None:
             return
-        self._view.hooks = [info.as_dict() for info in self.hooks]
+        self._view.hooks = [info.as_dict() for info in self.hooks if not info.foreign]
         self._sync_plots()
 
     def _sync_plots(self) -> None:

@@ -224,3 +224,27 @@ def test_hooks_fired_from_worker_threads_are_all_recorded(cnn, image):
             t.join()
         assert len(ex.captures["features.conv"]["forward"]) == 40
         assert len(ex.captures["features.conv"]["grad"]) == 40
+
+
+def test_foreign_hooks_are_listed_and_never_removed(cnn, image):
+    def my_probe(module, args, output):
+        return None
+
+    theirs = [
+        cnn.features.conv.register_forward_hook(my_probe),
+        cnn.head.fc.weight.register_hook(lambda grad: None),
+    ]
+    with Explorer(cnn) as ex:
+        ex.attach("features.conv", "forward")
+        listed = [(h.target, h.kind, h.foreign) for h in ex.hooks]
+        assert listed[0] == ("features.conv", "forward", False)
+        assert ("features.conv", "forward", True) in listed
+        assert ("head.fc.weight", "grad", True) in listed
+        foreign = next(h for h in ex.hooks if h.foreign and h.kind == "forward")
+        assert "my_probe" in repr(foreign) and "left alone" in repr(foreign)
+        ex.detach()
+        assert [(h.target, h.kind) for h in ex.hooks] == [("features.conv", "forward"), ("head.fc.weight", "grad")]
+    assert my_probe in cnn.features.conv._forward_hooks.values()
+    assert len(cnn.head.fc.weight._backward_hooks) == 1
+    for handle in theirs:
+        handle.remove()

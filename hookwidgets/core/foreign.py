@@ -1,0 +1,46 @@
+"""Hooks that others attached to the model: listed beside the explorer's own, never removed."""
+
+from __future__ import annotations
+
+import torch.nn.modules.module as module_globals
+from torch import nn
+
+# Module attribute holding the hook dict -> the kind it corresponds to.
+MODULE_DICTS = {
+    "_forward_pre_hooks": "forward_pre",
+    "_forward_hooks": "forward",
+    "_backward_pre_hooks": "backward_pre",
+    "_backward_hooks": "backward",
+}
+GLOBAL_DICTS = {
+    "_global_forward_pre_hooks": "global_forward_pre",
+    "_global_forward_hooks": "global_forward",
+    "_global_backward_pre_hooks": "global_backward_pre",
+    "_global_backward_hooks": "global_backward",
+}
+
+
+def _name(hook: object) -> str:
+    return getattr(hook, "__qualname__", None) or getattr(hook, "__name__", None) or type(hook).__name__
+
+
+def foreign_hooks(model: nn.Module, own_ids: set[int]) -> list[tuple[str, str, str]]:
+    """``(target, kind, hook name)`` for every hook on the model whose handle id is not in ``own_ids``.
+
+    Covers module hook dicts, parameter tensor and post-accumulate hooks, and the process-wide
+    global module hooks (shown on target ``""``, since they fire for this model too).
+    """
+    found = []
+    for path, module in model.named_modules():
+        for attr, kind in MODULE_DICTS.items():
+            found += [(path, kind, _name(h)) for key, h in getattr(module, attr).items() if key not in own_ids]
+    for name, param in model.named_parameters():
+        for key, hook in (param._backward_hooks or {}).items():
+            if key not in own_ids:
+                found.append((name, "grad", _name(hook)))
+        for key, hook in (getattr(param, "_post_accumulate_grad_hooks", None) or {}).items():
+            if key not in own_ids:
+                found.append((name, "post_accumulate", _name(hook)))
+    for attr, kind in GLOBAL_DICTS.items():
+        found += [("", kind, _name(h)) for key, h in getattr(module_globals, attr).items() if key not in own_ids]
+    return found
