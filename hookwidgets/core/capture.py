@@ -94,6 +94,12 @@ class CaptureStore(Mapping):
             history = self._by_target.get(target, {}).get(kind)
             return history[-1] if history else None
 
+    def snapshot(self) -> tuple[list[Record], dict[str, int]]:
+        """Every record in arrival order and the store's counts, read together so they agree."""
+        with self._lock:
+            records = list(self._order)
+            return records, {"records": len(records), "nbytes": self.nbytes, "evicted": self.evicted}
+
     def clear(self, target: str | None = None) -> None:
         """Forget every record, or those of one target."""
         with self._lock:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import traceback
 import warnings
 import weakref
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -13,7 +15,9 @@ from torch import nn
 
 from .capture import DEFAULT_MEMORY_BUDGET, CaptureStore
 from .diagnose import first_nonfinite, summary_rows
-from .hooks import HookInfo, HookRegistry, TimelineEvent
+from .diagnostics import compiled_note, explain_collision, inplace_culprit, is_inplace_collision
+from .export import export_captures
+from .hooks import FULL_BACKWARD_KINDS, HookInfo, HookRegistry, TimelineEvent
 from .inputs import Inputs, Target, backward_score, call_model, describe_inputs
 from .kinds import resolve_kind
 from .modelstate import preserved_state
@@ -38,7 +42,9 @@ class Explorer:
     ) -> None:
         if not isinstance(model, nn.Module):
             raise TypeError(f"HookExplorer needs a torch.nn.Module, got {type(model).__name__}")
-        self.model = model
+        self._model: nn.Module | None = model
+        self._model_name = type(model).__name__
+        self._module_count = sum(1 for _ in model.modules())
         self.example_inputs = example_inputs
         self.captures = CaptureStore(memory_budget)
         self._registry = HookRegistry(model, self.captures, on_error=on_error)
@@ -62,6 +68,18 @@ class Explorer:
     def hooks(self) -> list[HookInfo]:
         """The explorer's live hooks in attach order."""
         return self._registry.hooks
+
+    @property
+    def model(self) -> nn.Module:
+        """The explored model; after ``close()`` the explorer lets go of it."""
+        if self._model is None:
+            raise RuntimeError(f"this explorer of {self._model_name} is closed: create a new HookExplorer(model)")
+        return self._model
+
+    @property
+    def diagnostics(self) -> list[str]:
+        """Explanations of hooks the explorer had to detach (e.g. an in-place op broke a backward hook)."""
+        return list(self._registry.explanations)
 
     @property
     def step(self) -> int:
@@ -90,7 +108,29 @@ class Explorer:
             self._registry.attach(target, obj, spec, k, action, edit, copy, with_kwargs)
             for k, spec in zip(kinds, specs, strict=True)
         ]
+        self._check_collisions([i for i in infos if i.kind in FULL_BACKWARD_KINDS])
+        note = compiled_note(self.model)
+        if note:
+            warnings.warn(note, stacklevel=2)
+            for info in infos:
+                info.note = note
         return infos[0] if isinstance(kind, str) else infos
+
+    def _check_collisions(self, infos: list[HookInfo]) -> None:
+        """With example inputs, find at attach time a full backward hook that an in-place op breaks."""
+        if not infos or self.example_inputs is None:
+            return
+        try:
+            with self._registry.suspended(), preserved_state(self.model), torch.enable_grad():
+                call_model(self.model, self.example_inputs)
+        except RuntimeError as exc:
+            if not is_inplace_collision(exc):
+                return  # any other failure of the example inputs was reported by the probe
+            culprit = inplace_culprit(exc, self.model)
+            for info in infos:
+                self._registry.detach(info.target, info.kind)
+            text = explain_collision(infos[0].kind, infos[0].target, culprit, self.model)
+            raise ValueError(text) from None
 
     @property
     def timeline(self) -> list[TimelineEvent]:
@@ -117,7 +157,8 @@ class Explorer:
 
     def first_nonfinite(self, inputs: Inputs | None = None) -> str | None:
         """The first module, in the order forwards finish, whose output held NaN or Inf (None if none)."""
-        return first_nonfinite(self.model, self._inputs(inputs))
+        with self._registry.suspended():  # a diagnostic run: the user's hooks record nothing
+            return first_nonfinite(self.model, self._inputs(inputs))
 
     def summary(self) -> list[dict[str, Any]]:
         """Per-layer, per-step rows of activation and gradient statistics from ``stats`` hooks.
@@ -126,10 +167,13 @@ class Explorer:
         """
         return summary_rows(self.captures)
 
+    def export(self, path: str | os.PathLike) -> Path:
+        """Write every capture to ``path`` (``.safetensors``) with a JSON sidecar of targets, kinds and steps."""
+        return export_captures(self.captures, path)
+
     def __repr__(self) -> str:
-        modules = sum(1 for _ in self.model.modules())
-        name, model = type(self).__name__, type(self.model).__name__
-        return f"<{name} of {model}: {modules} modules, {len(self.hooks)} hooks, step {self.step}>"
+        state = "closed" if self._model is None else f"{len(self.hooks)} hooks, step {self.step}"
+        return f"<{type(self).__name__} of {self._model_name}: {self._module_count} modules, {state}>"
 
     def _inputs(self, inputs: Inputs | None) -> Inputs:
         if inputs is not None:
@@ -139,8 +183,9 @@ class Explorer:
         return self.example_inputs
 
     def close(self) -> None:
-        """Remove every hook the explorer added; the model's hook dicts are as before."""
+        """Remove every hook the explorer added (the model's hook dicts are as before) and let go of the model."""
         self._finalizer()
+        self._model = None
 
     def __enter__(self) -> Explorer:
         return self

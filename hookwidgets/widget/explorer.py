@@ -116,10 +116,12 @@ class HookExplorer(Explorer):
         if self.example_inputs is None:
             raise ValueError("Run needs example inputs: create the explorer with HookExplorer(model, example_inputs=x)")
         view.status = {"state": "busy", "message": "running forward and backward…"}
+        explained = len(self.diagnostics)
         try:
             output = Explorer.run(self, self.example_inputs, target="top")
         except Exception as exc:
-            view.error = explain_run_error(exc, self.example_inputs)
+            new = self.diagnostics[explained:]  # what the engine understood about this failure comes first
+            view.error = "\n\n".join([*new, explain_run_error(exc, self.example_inputs)])
             view.status = {"state": "error", "message": f"run failed: {type(exc).__name__}"}
             self._sync()
             return

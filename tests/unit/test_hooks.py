@@ -248,3 +248,45 @@ def test_foreign_hooks_are_listed_and_never_removed(cnn, image):
     assert len(cnn.head.fc.weight._backward_hooks) == 1
     for handle in theirs:
         handle.remove()
+
+
+def test_a_thousand_steps_stay_under_budget_with_the_newest_kept():
+    model = nn.Sequential(nn.Linear(8, 8))
+    x = torch.randn(4, 8)
+    record_bytes = 4 * 8 * 4
+    with Explorer(model, memory_budget=50 * record_bytes) as ex:
+        ex.attach("0", "forward", copy=True)
+        for _ in range(1000):
+            model(x)
+        history = ex.captures["0"]["forward"]
+        assert ex.captures.nbytes <= ex.captures.memory_budget
+        assert len(history) == 50 and history[-1].step == 1000 and history[0].step == 951
+        assert ex.captures.evicted == 1000 - 50
+
+
+def test_an_exception_inside_a_run_leaves_hooks_attached_and_close_restores(cnn, image):
+    before = hook_state(cnn)
+    ex = Explorer(cnn)
+    ex.attach("features.conv", ["forward", "grad"])
+    ex.attach("", "global_forward")
+    with pytest.raises(RuntimeError):
+        ex.run(torch.randn(2, 9, 8, 8), target=0)
+    assert len(ex.hooks) == 3  # the user's hooks stay until detach() or close()
+    assert ex.run(image, target=0).shape == (2, 5)
+    ex.close()
+    assert hook_state(cnn) == before
+
+
+def test_the_model_is_freed_after_close_and_del():
+    from ..conftest import SmallCNN
+
+    model = SmallCNN()
+    ex = Explorer(model, example_inputs=torch.randn(1, 3, 8, 8))
+    ex.attach("features.conv", ["forward", "backward", "grad"])
+    ex.attach("head.fc.weight", "post_accumulate")
+    ex.run(target=0)
+    ref = weakref.ref(model)
+    ex.close()
+    del model
+    gc.collect()
+    assert ref() is None

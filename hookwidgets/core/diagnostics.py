@@ -1,0 +1,78 @@
+"""Why a hook did not fire, or broke a forward: the known pitfalls, recognised and explained."""
+
+from __future__ import annotations
+
+import types
+
+import torch
+from torch import nn
+
+_INPLACE_VIEW_ERROR = "BackwardHookFunction is a view and is being modified inplace"
+
+NOT_ARMED = (
+    "not armed: the forward ran without grad (torch.no_grad / inference_mode, or nothing upstream "
+    "requires grad), so backward hooks cannot fire for this call"
+)
+
+
+def is_inplace_collision(exc: BaseException | None) -> bool:
+    """True for torch's error when an in-place op modifies the output a full backward hook wrapped."""
+    return isinstance(exc, RuntimeError) and _INPLACE_VIEW_ERROR in str(exc)
+
+
+def inplace_culprit(exc: BaseException, model: nn.Module) -> str | None:
+    """Path of the innermost module of ``model`` running when ``exc`` was raised (the in-place one)."""
+    paths = {id(m): p for p, m in model.named_modules()}
+    culprit = None
+    tb: types.TracebackType | None = exc.__traceback__
+    while tb is not None:
+        owner = tb.tb_frame.f_locals.get("self")
+        if isinstance(owner, nn.Module) and id(owner) in paths:
+            culprit = paths[id(owner)]
+        tb = tb.tb_next
+    return culprit
+
+
+def explain_collision(kind: str, target: str, culprit: str | None, model: nn.Module) -> str:
+    """What went wrong when a full backward hook met an in-place op, and the two ways out."""
+    where = "an in-place op"
+    fix = "make the in-place op out of place"
+    if culprit is not None:
+        module = model.get_submodule(culprit)
+        where = f"the in-place module {culprit!r} ({type(module).__name__})"
+        if hasattr(module, "inplace"):
+            fix = f"set model.get_submodule({culprit!r}).inplace = False"
+    return (
+        f"the full backward hook {kind!r} on {target!r} collides with {where}: torch wraps the hooked "
+        "module's output in a view for the backward hook, and modifying that view in place makes the "
+        f"forward raise. The hook was detached so the next forward works. Attach 'grad' instead (tensor "
+        f"hooks are robust to in-place ops), or {fix}."
+    )
+
+
+def backward_output_note(kind: str, output: object) -> str | None:
+    """Why a full backward hook cannot fire for this output, or None when it can."""
+    if isinstance(output, dict):
+        used = (
+            "'grad' tensor hooks on the dict's tensors record grad_output instead"
+            if kind.endswith("_pre")
+            else ("attach 'grad' to record the output gradients")
+        )
+        return f"output is a dict: full backward hooks cannot fire on it (torch needs a Tensor or a tuple); {used}"
+    if not torch.is_grad_enabled():
+        return NOT_ARMED
+    return None
+
+
+def compiled_note(model: nn.Module) -> str | None:
+    """A warning for compiled models, whose hooks added after compilation are ignored by default (P8)."""
+    compiled = type(model).__name__ == "OptimizedModule" or any(
+        getattr(m, "_compiled_call_impl", None) is not None for m in model.modules()
+    )
+    if not compiled:
+        return None
+    return (
+        "the model is compiled: hooks added after its first compiled call do not fire unless "
+        "torch._dynamo.config.skip_nnmodule_hook_guards = False (then it recompiles once); "
+        "attach hooks before compiling, or explore the uncompiled module"
+    )

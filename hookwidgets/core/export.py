@@ -1,0 +1,147 @@
+"""Captures to disk: one ``.safetensors`` file of tensors plus a ``.json`` sidecar describing each record."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import save_file
+
+from hookwidgets.core.capture import CaptureStore, Record
+
+FORMAT = "hookwidgets-captures"
+VERSION = "1"
+SUFFIX = ".safetensors"
+
+
+def sidecar_path(path: str | os.PathLike) -> Path:
+    """The JSON sidecar that goes with a capture file: ``caps.safetensors`` -> ``caps.safetensors.json``."""
+    path = Path(path)
+    return path.with_name(path.name + ".json")
+
+
+def export_captures(store: CaptureStore, path: str | os.PathLike) -> Path:
+    """Write every record of ``store``, oldest first, to ``path`` and its JSON sidecar; returns ``path``.
+
+    Tensor keys are ``"{record index:06d}/{tensor name}"``. Tensors are saved contiguous, on the CPU,
+    in their own dtype; tensors sharing memory with an earlier one are copied so each key has its own.
+    """
+    path = _checked_path(path)
+    records, summary = store.snapshot()
+    tensors: dict[str, torch.Tensor] = {}
+    entries = []
+    seen_storages: set[tuple[torch.device, int]] = set()
+    for index, record in enumerate(records):
+        entry = _record_entry(record)
+        for name, t in record.tensors.items():
+            key = f"{index:06d}/{name}"
+            t = _savable(t)
+            storage = (t.device, t.untyped_storage().data_ptr())
+            if storage in seen_storages:
+                t = t.clone()  # safetensors refuses tensors that share memory (aliased captures do)
+            seen_storages.add((t.device, t.untyped_storage().data_ptr()))
+            tensors[key] = t
+            entry["tensors"].append({"name": name, "key": key, "shape": list(t.shape), "dtype": _dtype_name(t.dtype)})
+        entries.append(entry)
+
+    sidecar = sidecar_path(path)
+    document = {"format": FORMAT, "version": VERSION, "file": path.name, "summary": summary, "records": entries}
+    metadata = {"hookwidgets": json.dumps({"format": FORMAT, "version": VERSION, "sidecar": sidecar.name})}
+    # Both files are written under temporary names and renamed at the end, so a failed export never
+    # leaves a capture file paired with another export's sidecar.
+    tmp_data = _temp_beside(path)
+    tmp_sidecar = None
+    try:
+        save_file(tensors, tmp_data, metadata=metadata)
+        tmp_sidecar = _temp_beside(sidecar)
+        with open(tmp_sidecar, "w", encoding="utf-8") as f:
+            json.dump(document, f, indent=1)
+        os.replace(tmp_data, path)
+        os.replace(tmp_sidecar, sidecar)
+    finally:
+        for tmp in (tmp_data, tmp_sidecar):
+            if tmp is not None and os.path.exists(tmp):
+                os.remove(tmp)
+    return path
+
+
+def load_captures(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Read a capture file and its sidecar back: one dict per record, in store order.
+
+    Each dict has ``target``, ``kind``, ``step``, ``call``, ``stale``, ``nbytes``, ``stats`` (None for
+    records without) and ``tensors``, a list of ``{name, key, shape, dtype, tensor}``.
+    """
+    path = _checked_path(path)
+    sidecar = sidecar_path(path)
+    try:
+        with open(sidecar, encoding="utf-8") as f:
+            document = json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"no sidecar {str(sidecar)!r} beside {str(path)!r}: export_captures writes both files; keep them together"
+        ) from None
+    if document.get("format") != FORMAT or document.get("version") != VERSION:
+        raise ValueError(
+            f"{str(sidecar)!r} is not a {FORMAT} version {VERSION} sidecar "
+            f"(format {document.get('format')!r}, version {document.get('version')!r})"
+        )
+    if not path.exists():
+        raise FileNotFoundError(f"no capture file {str(path)!r} beside its sidecar {str(sidecar)!r}")
+    records = document["records"]
+    with safe_open(path, framework="pt", device="cpu") as f:
+        keys = set(f.keys())
+        missing = [t["key"] for r in records for t in r["tensors"] if t["key"] not in keys]
+        if missing:
+            raise ValueError(
+                f"{str(path)!r} does not match its sidecar: {len(missing)} tensors missing, first {missing[0]!r}; "
+                "export again to write both files together"
+            )
+        for record in records:
+            for entry in record["tensors"]:
+                entry["tensor"] = f.get_tensor(entry["key"])
+    return records
+
+
+def _checked_path(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    if path.suffix != SUFFIX:
+        fixed = path.with_suffix(SUFFIX)
+        raise ValueError(f"capture file must end in {SUFFIX!r}, got {str(path)!r}; use {str(fixed)!r}")
+    return path
+
+
+def _record_entry(record: Record) -> dict[str, Any]:
+    return {
+        "target": record.target,
+        "kind": record.kind,
+        "step": record.step,
+        "call": record.call,
+        "stale": record.stale,
+        "nbytes": record.nbytes,
+        "stats": record.stats,
+        "tensors": [],
+    }
+
+
+def _savable(t: torch.Tensor) -> torch.Tensor:
+    """``t`` as safetensors can store it: dense, on the CPU, contiguous, conjugate and negation bits applied."""
+    t = t.detach()
+    if t.layout != torch.strided:
+        t = t.to_dense()
+    return t.to("cpu").resolve_conj().resolve_neg().contiguous()
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _temp_beside(path: Path) -> str:
+    """An empty temporary file in ``path``'s folder; an unwritable folder raises OSError here."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    return tmp

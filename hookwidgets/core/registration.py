@@ -1,0 +1,219 @@
+"""How each hook kind is registered with torch: one method per kind family, mixed into HookRegistry."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.nn.modules.module as module_globals
+from torch import nn
+from torch.utils.hooks import RemovableHandle
+
+from .actions import Firing, named_tensors
+from .diagnostics import backward_output_note
+from .kinds import Kind
+
+if TYPE_CHECKING:
+    from .hooks import HookInfo
+
+
+class KindRegistrations:
+    """Registration of every kind; relies on the registry's ``_fire``, ``_next_call`` and ``step``."""
+
+    step: int
+    _root: nn.Module
+    _paths: dict[int, str]
+    _suspended: bool
+    _full_flags: dict[nn.Module, bool | None]
+
+    # HookRegistry provides _next_call(target, kind), _begin_step(args) and _fire(info, phase, firing, ...).
+
+    def _register(self, spec: Kind, obj: Any, info: HookInfo, with_kwargs: bool) -> list[RemovableHandle]:
+        if spec.family == "global":
+            return [self._register_global(spec, info)]
+        if spec.family == "param":
+            return [self._register_param(spec, obj, info)]
+        handles = [self._register_module(spec, obj, info, info.target, with_kwargs)]
+        if spec.name in ("backward", "backward_pre"):
+            handles.append(obj.register_forward_hook(self._check_backward_output(info)))
+        return handles
+
+    def _check_backward_output(self, info: HookInfo) -> Callable:
+        """A forward hook telling why a full backward hook cannot fire (dict output, no grad)."""
+        target, kind = info.target, info.kind
+
+        def check(mod: nn.Module, args: Any, output: Any) -> None:
+            if self._suspended:
+                return
+            info.note = backward_output_note(kind, output)
+            if kind == "backward_pre" and isinstance(output, dict):
+                # Fall back to tensor hooks so the output gradients are still recorded.
+                firing_call = self._next_call(target, kind)
+                for name, tensor in named_tensors("grad_output", output).items():
+                    if tensor.requires_grad:
+                        firing = Firing(target, kind, self.step, firing_call)
+                        tensor.register_hook(self._tensor_hook(info, firing, name))
+
+        return check
+
+    def _register_module(
+        self, spec: Kind, module: nn.Module, info: HookInfo, target: str, with_kwargs: bool
+    ) -> RemovableHandle:
+        kind, user = info.kind, info.action
+        if spec.name in ("backward_pre", "backward", "legacy_backward"):
+            self._full_flags.setdefault(module, module._is_full_backward_hook)
+        if spec.name == "forward_pre":
+
+            def forward_pre(mod, args, kwargs=None):
+                firing = Firing(target, kind, self.step, self._next_call(target, kind))
+                call_user = None
+                if callable(user):
+                    call_user = (lambda a: user(mod, a, kwargs)) if with_kwargs else (lambda a: user(mod, a))
+                result = self._fire(info, "forward", firing, args, lambda a: _forward_inputs(a, kwargs), call_user)
+                if with_kwargs and result is not None and not callable(user):
+                    return (result, kwargs)  # an edit replaced args; torch wants (args, kwargs) here
+                return result
+
+            return module.register_forward_pre_hook(forward_pre, with_kwargs=with_kwargs)
+        if spec.name == "forward":
+
+            def forward(mod, args, *rest):
+                kwargs, output = rest if with_kwargs else (None, rest[0])
+                firing = Firing(target, kind, self.step, self._next_call(target, kind))
+                call_user = None
+                if callable(user):
+                    call_user = (
+                        (lambda o: user(mod, args, kwargs, o)) if with_kwargs else (lambda o: user(mod, args, o))
+                    )
+                return self._fire(info, "forward", firing, output, lambda o: named_tensors("output", o), call_user)
+
+            # always_call: a forward that raises still reports (with output None) instead of vanishing.
+            return module.register_forward_hook(forward, with_kwargs=with_kwargs, always_call=True)
+        if spec.name == "backward_pre":
+
+            def backward_pre(mod, grad_output):
+                firing = Firing(target, kind, self.step, self._next_call(target, kind))
+                call_user = (lambda g: user(mod, g)) if callable(user) else None
+                return self._fire(info, "backward", firing, grad_output, _grad_outputs, call_user)
+
+            return module.register_full_backward_pre_hook(backward_pre)
+        if spec.name in ("backward", "legacy_backward"):
+
+            def backward(mod, grad_input, grad_output):
+                firing = Firing(target, kind, self.step, self._next_call(target, kind))
+                call_user = (lambda g: user(mod, g, grad_output)) if callable(user) else None
+                result = self._fire(
+                    info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user
+                )
+                if result is not None and all(g is None for g in grad_input):
+                    return None  # torch refuses a value when no input requires grad (first layer)
+                return result
+
+            if spec.name == "legacy_backward":
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", FutureWarning)
+                    return module.register_backward_hook(backward)
+            return module.register_full_backward_hook(backward)
+        if spec.name == "grad":
+            return module.register_forward_hook(self._arm_tensor_hooks(info, target))
+        raise AssertionError(f"unhandled module kind {spec.name}")
+
+    def _arm_tensor_hooks(self, info: HookInfo, target: str) -> Callable:
+        kind = info.kind
+
+        def arm(mod: nn.Module, args: Any, output: Any) -> None:
+            step, call = self.step, self._next_call(target, kind)
+            armed = 0
+            for name, tensor in named_tensors("output", output).items():
+                if tensor.requires_grad:
+                    tensor.register_hook(self._tensor_hook(info, Firing(target, kind, step, call), "grad_" + name))
+                    armed += 1
+            info.note = (
+                None
+                if armed
+                else (
+                    "not armed: no output tensor required grad (forward under torch.no_grad / inference_mode, "
+                    "or nothing upstream requires grad), so no gradient will come for this call"
+                )
+            )
+
+        return arm
+
+    def _tensor_hook(self, info: HookInfo, firing: Firing, name: str) -> Callable[[torch.Tensor], Any]:
+        user = info.action
+
+        def tensor_hook(grad: torch.Tensor) -> Any:
+            if not info.active:
+                return None
+            call_user = user if callable(user) else None
+            return self._fire(info, "backward", firing, grad, lambda g: {name: g}, call_user)
+
+        return tensor_hook
+
+    def _register_param(self, spec: Kind, param: torch.Tensor, info: HookInfo) -> RemovableHandle:
+        target, kind, user = info.target, info.kind, info.action
+        if spec.name == "param_grad":
+
+            def param_grad(grad):
+                firing = Firing(target, kind, self.step, 0)
+                return self._fire(
+                    info, "backward", firing, grad, lambda g: {"grad": g}, user if callable(user) else None
+                )
+
+            return param.register_hook(param_grad)
+
+        def post_accumulate(p):
+            firing = Firing(target, kind, self.step, 0)
+            call_user = (lambda _: user(p)) if callable(user) else None
+            self._fire(info, "backward", firing, p.grad, lambda g: {"grad": g} if g is not None else {}, call_user)
+
+        return param.register_post_accumulate_grad_hook(post_accumulate)
+
+    def _register_global(self, spec: Kind, info: HookInfo) -> RemovableHandle:
+        self._paths = {id(m): p for p, m in self._root.named_modules(remove_duplicate=False)}
+        paths, kind, user = self._paths, info.kind, info.action
+
+        def dispatch(module: nn.Module, *values: Any) -> Any:
+            path = paths.get(id(module))
+            if path is None or not info.active:
+                return None  # a module of another model: global hooks are process-wide in torch
+            if module is self._root and spec.phase == "forward" and spec.name.endswith("_pre"):
+                self._begin_step(values[0])
+            firing = Firing(path, kind, self.step, self._next_call(path, kind))
+            call_user = (lambda v: user(module, *values[:-1], v)) if callable(user) else None
+            if spec.name == "global_forward_pre":
+                return self._fire(info, "forward", firing, values[0], lambda a: named_tensors("args", a), call_user)
+            if spec.name == "global_forward":
+                return self._fire(info, "forward", firing, values[1], lambda o: named_tensors("output", o), call_user)
+            if spec.name == "global_backward_pre":
+                return self._fire(info, "backward", firing, values[0], _grad_outputs, call_user)
+            grad_input, grad_output = values
+            call_user = (lambda g: user(module, g, grad_output)) if callable(user) else None
+            result = self._fire(info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user)
+            return None if all(g is None for g in grad_input) else result
+
+        register = {
+            "global_forward_pre": module_globals.register_module_forward_pre_hook,
+            "global_forward": lambda h: module_globals.register_module_forward_hook(h, always_call=True),
+            "global_backward_pre": module_globals.register_module_full_backward_pre_hook,
+            "global_backward": module_globals.register_module_full_backward_hook,
+        }[spec.name]
+        return register(dispatch)
+
+
+def _forward_inputs(args: Any, kwargs: dict | None) -> dict[str, torch.Tensor]:
+    tensors = named_tensors("args", args)
+    if kwargs:
+        tensors.update(named_tensors("kwargs", kwargs))
+    return tensors
+
+
+def _grad_outputs(grad_output: Any) -> dict[str, torch.Tensor]:
+    return named_tensors("grad_output", grad_output)
+
+
+def _grads_both(grad_input: Any, grad_output: Any) -> dict[str, torch.Tensor]:
+    """Output-side gradients first, so a backward record's primary tensor is grad_output.0."""
+    return {**named_tensors("grad_output", grad_output), **named_tensors("grad_input", grad_input)}

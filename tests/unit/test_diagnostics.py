@@ -1,0 +1,118 @@
+"""The pitfalls the engine recognises: in-place collisions, dict outputs, no_grad, compiled models."""
+
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+from hookwidgets.core import Explorer
+from hookwidgets.core.diagnostics import NOT_ARMED
+
+from ..conftest import hook_state
+
+
+def inplace_model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 4), nn.ReLU(inplace=True), nn.Linear(4, 2))
+
+
+def test_inplace_collision_in_a_forward_is_explained_and_the_hook_detached():
+    model = inplace_model()
+    before = hook_state(model)
+    x = torch.randn(3, 4)
+    ex = Explorer(model)
+    info = ex.attach("0", "backward")
+    ex.attach("2", "forward")
+    collision = r"full backward hook 'backward' on '0' collides with the in-place module '1'"
+    with (
+        pytest.warns(UserWarning, match=collision),
+        pytest.raises(RuntimeError, match="is a view and is being modified inplace"),
+    ):
+        model(x)
+    assert "Attach 'grad' instead" in info.last_error
+    assert "set model.get_submodule('1').inplace = False" in info.last_error
+    assert ex.diagnostics == [info.last_error]
+    assert [(h.target, h.kind) for h in ex.hooks] == [("2", "forward")]
+    model(x).sum().backward()  # the next forward works
+    ex.close()
+    assert hook_state(model) == before
+
+
+def test_inplace_collision_is_found_at_attach_time_with_example_inputs():
+    model = inplace_model()
+    before = hook_state(model)
+    ex = Explorer(model, example_inputs=torch.randn(3, 4))
+    ex.attach("2", "forward")
+    with pytest.raises(ValueError, match=r"'backward_pre' on '1' collides with the in-place module '1' \(ReLU\)"):
+        ex.attach("1", "backward_pre")
+    assert [(h.target, h.kind) for h in ex.hooks] == [("2", "forward")]
+    assert ex.hooks[0].fired == 0  # the probe ran with the user's hooks suspended
+    ex.attach("1", "grad")  # the advice works
+    ex.run(target=0)
+    assert len(ex.captures["1"]["grad"]) == 1
+    ex.close()
+    assert hook_state(model) == before
+
+
+class DictOut(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.lin(x)
+        return {"a": y * 2, "b": y.sum(dim=1)}
+
+
+class UsesDict(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = DictOut()
+
+    def forward(self, x):
+        out = self.block(x)
+        return out["a"].sum() + 3 * out["b"].sum()
+
+
+def test_dict_output_says_why_and_records_output_gradients_with_tensor_hooks():
+    model = UsesDict()
+    x = torch.randn(2, 3)
+    with Explorer(model) as ex:
+        pre = ex.attach("block", "backward_pre")
+        full = ex.attach("block", "backward")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torch's own warning about the dict
+            model(x).backward()
+        assert "output is a dict" in pre.note and "'grad' tensor hooks" in pre.note
+        assert "attach 'grad'" in full.note
+        grads = {name: t for rec in ex.captures["block"]["backward_pre"] for name, t in rec.tensors.items()}
+        assert "backward" not in ex.captures["block"]
+    torch.testing.assert_close(grads["grad_output.a"], torch.ones(2, 3))
+    torch.testing.assert_close(grads["grad_output.b"], torch.full((2,), 3.0))
+
+
+def test_backward_hooks_under_no_grad_say_they_are_not_armed():
+    model = inplace_model()
+    with Explorer(model) as ex:
+        info = ex.attach("2", "backward")
+        with torch.no_grad():
+            model(torch.randn(2, 4))
+        assert info.note == NOT_ARMED
+        model(torch.randn(2, 4))
+        assert info.note is None
+
+
+def test_compiled_model_warns_that_late_hooks_are_ignored():
+    model = nn.Sequential(nn.Linear(2, 2))
+    model.compile()
+    with Explorer(model) as ex, pytest.warns(UserWarning, match="the model is compiled"):
+        info = ex.attach("0", "forward")
+    assert "skip_nnmodule_hook_guards" in info.note
+
+
+def test_first_nonfinite_leaves_the_users_hooks_silent(cnn, image):
+    with Explorer(cnn) as ex:
+        ex.attach("features.conv", "forward")
+        assert ex.first_nonfinite(image) is None
+        assert ex.hooks[0].fired == 0 and ex.step == 0
