@@ -67,7 +67,7 @@ def perform(
     edited = apply_edits(editable, edits) if edits else editable
     tensors = tensors_of(edited)
     if action == "capture":
-        store.add(make_record(firing.target, firing.kind, firing.step, firing.call, tensors, copy))
+        store.add(make_record(firing.target, firing.kind, firing.step, firing.call, tensors, copy, store.offload))
     elif action == "stats":
         primary = next(iter(tensors.values()), None)
         stats = tensor_stats(primary) if primary is not None else None

@@ -24,6 +24,14 @@ class Record:
     tensors: dict[str, torch.Tensor] = field(default_factory=dict)
     stats: dict[str, float] | None = None
     _versions: dict[str, int] = field(default_factory=dict, repr=False)
+    _copy_done: Any = field(default=None, repr=False)  # a CUDA event while an offload copy is in flight
+
+    def wait(self) -> Record:
+        """Block until an asynchronous offload copy has landed (a no-op otherwise); returns self."""
+        if self._copy_done is not None:
+            self._copy_done.synchronize()
+            self._copy_done = None
+        return self
 
     @property
     def tensor(self) -> torch.Tensor | None:
@@ -41,14 +49,36 @@ class Record:
         return sum(t.numel() * t.element_size() for t in self.tensors.values())
 
 
-def make_record(target: str, kind: str, step: int, call: int, tensors: dict[str, torch.Tensor], copy: bool) -> Record:
-    """A Record of detached tensors (cloned when ``copy``), remembering their version counters."""
+def make_record(
+    target: str,
+    kind: str,
+    step: int,
+    call: int,
+    tensors: dict[str, torch.Tensor],
+    copy: bool,
+    offload: str | None = None,
+) -> Record:
+    """A Record of detached tensors (cloned when ``copy``), remembering their version counters.
+
+    With ``offload="cpu"``, accelerator tensors are copied into pinned host memory without blocking;
+    the store waits for the copy before handing the record out.
+    """
     kept = {}
+    pending = False
     for name, t in tensors.items():
         t = t.detach()
-        kept[name] = t.clone() if copy else t
+        if offload == "cpu" and t.device.type != "cpu":
+            host = torch.empty(t.shape, dtype=t.dtype, pin_memory=torch.cuda.is_available())
+            kept[name] = host.copy_(t, non_blocking=True)
+            pending = True
+        else:
+            kept[name] = t.clone() if copy else t
     versions = {name: t._version for name, t in kept.items()}
-    return Record(target, kind, step, call, kept, _versions=versions)
+    record = Record(target, kind, step, call, kept, _versions=versions)
+    if pending and torch.cuda.is_available():
+        record._copy_done = torch.cuda.Event()
+        record._copy_done.record()
+    return record
 
 
 class CaptureStore(Mapping):
@@ -57,10 +87,13 @@ class CaptureStore(Mapping):
     ``store[target][kind]`` is a list of Records. Safe when hooks fire on other threads.
     """
 
-    def __init__(self, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> None:
+    def __init__(self, memory_budget: int = DEFAULT_MEMORY_BUDGET, offload: str | None = None) -> None:
         if memory_budget <= 0:
             raise ValueError(f"memory_budget must be a positive number of bytes, got {memory_budget}")
+        if offload not in (None, "cpu"):
+            raise ValueError(f"offload must be None or 'cpu' (copy captures to pinned host memory), got {offload!r}")
         self.memory_budget = int(memory_budget)
+        self.offload = offload
         self.evicted = 0
         self.nbytes = 0
         self._order: deque[Record] = deque()
@@ -92,12 +125,12 @@ class CaptureStore(Mapping):
         """The newest record of ``(target, kind)``, or None."""
         with self._lock:
             history = self._by_target.get(target, {}).get(kind)
-            return history[-1] if history else None
+            return history[-1].wait() if history else None
 
     def snapshot(self) -> tuple[list[Record], dict[str, int]]:
         """Every record in arrival order and the store's counts, read together so they agree."""
         with self._lock:
-            records = list(self._order)
+            records = [r.wait() for r in self._order]
             return records, {"records": len(records), "nbytes": self.nbytes, "evicted": self.evicted}
 
     def clear(self, target: str | None = None) -> None:
@@ -123,7 +156,7 @@ class CaptureStore(Mapping):
             if kinds is None:
                 known = ", ".join(repr(t) for t in self._by_target) or "none yet: attach a hook and run"
                 raise KeyError(f"no captures for target {target!r}; targets with captures: {known}")
-            return {kind: list(records) for kind, records in kinds.items()}
+            return {kind: [r.wait() for r in records] for kind, records in kinds.items()}
 
     def __repr__(self) -> str:
         n = len(self._order)

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from .capture import DEFAULT_MEMORY_BUDGET, CaptureStore
+from .compare import BackwardComparison, compare_backward
 from .diagnose import first_nonfinite, summary_rows
 from .diagnostics import compiled_note, explain_collision, inplace_culprit, is_inplace_collision
 from .export import export_captures
@@ -38,6 +39,7 @@ class Explorer:
         example_inputs: Inputs | None = None,
         *,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
+        offload: str | None = None,
         on_error: str = "record",
     ) -> None:
         if not isinstance(model, nn.Module):
@@ -46,7 +48,7 @@ class Explorer:
         self._model_name = type(model).__name__
         self._module_count = sum(1 for _ in model.modules())
         self.example_inputs = example_inputs
-        self.captures = CaptureStore(memory_budget)
+        self.captures = CaptureStore(memory_budget, offload)
         self._registry = HookRegistry(model, self.captures, on_error=on_error)
         self._finalizer = weakref.finalize(self, self._registry.close)
         self.probe_error: str | None = None
@@ -166,6 +168,10 @@ class Explorer:
         ``ex.attach("", ["global_forward", "global_backward"], action="stats")`` fills it for every module.
         """
         return summary_rows(self.captures)
+
+    def compare_backward(self, target: str, inputs: Inputs | None = None, score: Target = None) -> BackwardComparison:
+        """The legacy and the full backward hook's gradients on ``target`` side by side (on hook-free copies)."""
+        return compare_backward(self.model, target, self._inputs(inputs), score)
 
     def export(self, path: str | os.PathLike) -> Path:
         """Write every capture to ``path`` (``.safetensors``) with a JSON sidecar of targets, kinds and steps."""

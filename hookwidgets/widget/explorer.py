@@ -29,9 +29,10 @@ class HookExplorer(Explorer):
         example_inputs: Inputs | None = None,
         *,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
+        offload: str | None = None,
         on_error: str = "record",
     ) -> None:
-        super().__init__(model, example_inputs, memory_budget=memory_budget, on_error=on_error)
+        super().__init__(model, example_inputs, memory_budget=memory_budget, offload=offload, on_error=on_error)
         self._view: ExplorerView | None = None
 
     @property

@@ -74,3 +74,34 @@ def test_concurrent_adds_keep_the_byte_count_exact():
         t.join()
     kept = sum(len(records) for target in store for records in store[target].values())
     assert kept == 50 and store.evicted == 750 and store.nbytes == 50 * 1024
+
+
+def test_offload_must_be_none_or_cpu():
+    with pytest.raises(ValueError, match="offload must be None or 'cpu'"):
+        CaptureStore(offload="disk")
+
+
+def test_cpu_offload_keeps_cpu_tensors_as_references():
+    store = CaptureStore(offload="cpu")
+    t = torch.ones(3)
+    store.add(make_record("a", "forward", 1, 0, {"output": t}, copy=False, offload="cpu"))
+    kept = store.latest("a", "forward").tensor
+    assert kept.data_ptr() == t.data_ptr()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="the offload copy needs a CUDA device")
+def test_cuda_captures_land_in_pinned_host_memory():
+    from torch import nn
+
+    from hookwidgets.core import Explorer
+
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU()).cuda()
+    with Explorer(model, offload="cpu") as ex:
+        ex.attach("0", ["forward", "grad"])
+        x = torch.randn(4, 8, device="cuda")
+        out = ex.run(x, target=lambda o: o.sum())
+        record = ex.captures["0"]["forward"][0]
+        grad = ex.captures["0"]["grad"][0]
+    assert record.tensor.device.type == "cpu" and record.tensor.is_pinned()
+    torch.testing.assert_close(record.tensor, model[0](x).detach().cpu())
+    assert grad.tensor.device.type == "cpu" and out.device.type == "cuda"
