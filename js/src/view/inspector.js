@@ -97,6 +97,8 @@ export function createInspector(model) {
             text: `${formatCount(hook.fired ?? 0)}×`,
           }),
         ];
+        // Notes say why a hook stays silent (no_grad, a dict output, a compiled model).
+        if (hook.note) parts.push(h("div", { cls: "hw-hook-note", text: hook.note }));
         if (hook.error) parts.push(h("pre", { cls: "hw-hook-error", text: hook.error }));
         return h("li", { cls: hook.error ? "hw-hook hw-hook-failed" : "hw-hook" }, parts);
       }),
