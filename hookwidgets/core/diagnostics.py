@@ -15,6 +15,12 @@ NOT_ARMED = (
 )
 
 
+NO_INPUT_GRAD = (
+    "the edit had no effect: no input of this module requires grad (e.g. the first layer), and torch "
+    "refuses a changed grad_input there; edit 'grad' or 'backward_pre' on it instead"
+)
+
+
 def is_inplace_collision(exc: BaseException | None) -> bool:
     """True for torch's error when an in-place op modifies the output a full backward hook wrapped."""
     return isinstance(exc, RuntimeError) and _INPLACE_VIEW_ERROR in str(exc)

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from .capture import DEFAULT_MEMORY_BUDGET, CaptureStore
+from .codegen import hook_code
 from .compare import BackwardComparison, compare_backward
 from .diagnose import first_nonfinite, summary_rows
 from .diagnostics import compiled_note, explain_collision, inplace_culprit, is_inplace_collision
@@ -172,6 +173,10 @@ class Explorer:
     def compare_backward(self, target: str, inputs: Inputs | None = None, score: Target = None) -> BackwardComparison:
         """The legacy and the full backward hook's gradients on ``target`` side by side (on hook-free copies)."""
         return compare_backward(self.model, target, self._inputs(inputs), score)
+
+    def code(self) -> str:
+        """Plain-torch Python (no hookwidgets) that registers hooks doing what the explorer's hooks do."""
+        return hook_code(self.hooks, model=self.model)
 
     def export(self, path: str | os.PathLike) -> Path:
         """Write every capture to ``path`` (``.safetensors``) with a JSON sidecar of targets, kinds and steps."""

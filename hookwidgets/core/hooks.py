@@ -55,6 +55,8 @@ class HookInfo:
     fired: int = 0
     last_error: str | None = None
     note: str | None = None
+    spec: str = ""  # the engine's kind: as ``kind``, except "param_grad" for "grad" on a parameter
+    with_kwargs: bool = False
     foreign: bool = False
     active: bool = True
     _handles: list[RemovableHandle] = field(default_factory=list, repr=False)
@@ -154,7 +156,9 @@ class HookRegistry(KindRegistrations):
                 "use kind 'grad' (on the parameter or module) to edit gradients"
             )
         self.detach(target, kind)
-        info = HookInfo(target, kind, action, edits, copy)
+        # post_accumulate sees p.grad, which later backwards accumulate into in place: keep a copy
+        copy = copy or spec.name == "post_accumulate"
+        info = HookInfo(target, kind, action, edits, copy, spec=spec.name, with_kwargs=with_kwargs)
         info._handles.extend(self._register(spec, obj, info, with_kwargs))
         self._hooks[(target, kind)] = info
         self._ensure_step_tracker()

@@ -12,7 +12,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from .actions import Firing, named_tensors
-from .diagnostics import backward_output_note
+from .diagnostics import NO_INPUT_GRAD, backward_output_note
 from .kinds import Kind
 
 if TYPE_CHECKING:
@@ -108,7 +108,8 @@ class KindRegistrations:
                     info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user
                 )
                 if result is not None and all(g is None for g in grad_input):
-                    return None  # torch refuses a value when no input requires grad (first layer)
+                    info.note = NO_INPUT_GRAD  # torch refuses a value here: say the edit did nothing
+                    return None
                 return result
 
             if spec.name == "legacy_backward":
@@ -192,7 +193,10 @@ class KindRegistrations:
             grad_input, grad_output = values
             call_user = (lambda g: user(module, g, grad_output)) if callable(user) else None
             result = self._fire(info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user)
-            return None if all(g is None for g in grad_input) else result
+            if result is not None and all(g is None for g in grad_input):
+                info.note = NO_INPUT_GRAD
+                return None
+            return result
 
         register = {
             "global_forward_pre": module_globals.register_module_forward_pre_hook,

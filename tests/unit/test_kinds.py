@@ -1,5 +1,7 @@
 """Every hook kind against a hand-written torch hook on the same model, value by value."""
 
+import warnings
+
 import pytest
 import torch
 import torch.nn.modules.module as module_globals
@@ -210,3 +212,24 @@ def test_keyboard_interrupt_in_a_hook_propagates_and_close_still_restores(mlp, x
         ex.run(x)
     ex.close()
     assert hook_state(mlp) == before and global_state() == globals_before
+
+
+def test_post_accumulate_records_keep_each_steps_gradient(mlp, x):
+    with Explorer(mlp) as ex:
+        ex.attach("0.bias", "post_accumulate")
+        mlp(x).sum().backward()
+        first = mlp[0].bias.grad.clone()
+        mlp(x).sum().backward()  # accumulates into the same .grad tensor in place
+        records = ex.captures["0.bias"]["post_accumulate"]
+    torch.testing.assert_close(records[0].tensor, first)
+    torch.testing.assert_close(records[1].tensor, 2 * first)
+    assert not records[0].stale
+
+
+def test_an_edit_that_torch_must_ignore_says_so(mlp):
+    with Explorer(mlp) as ex:
+        info = ex.attach("0", "backward", edit=("zero",))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torch: no inputs require gradients
+            ex.run(torch.randn(2, 4), target=lambda out: out.sum())
+    assert "the edit had no effect" in info.note

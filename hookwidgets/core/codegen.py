@@ -1,0 +1,423 @@
+"""Plain-torch Python source that registers the same hooks as the explorer, for use without hookwidgets."""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import math
+from typing import Any
+
+from torch import nn
+
+from .hooks import HookInfo
+from .kinds import GLOBAL_KINDS, MODULE_KINDS
+from .targets import resolve_target
+
+# Names the generated code defines itself; the model variable and hook functions must not shadow them.
+RESERVED = {
+    "torch",
+    "defaultdict",
+    "captures",
+    "handles",
+    "paths",
+    "_named",
+    "_edit",
+    "_edit_tensor",
+    "_stats",
+    "_print",
+}
+SUPPORTED = (*MODULE_KINDS, *GLOBAL_KINDS, "param_grad", "post_accumulate")
+
+# Per engine kind (global ones without their prefix): torch's hook signature, the value an edit
+# replaces (and the hook returns), and the named tensors the explorer records.
+SIGNATURE = {
+    "forward_pre": "module, args",
+    "forward": "module, args, output",
+    "backward_pre": "module, grad_output",
+    "backward": "module, grad_input, grad_output",
+    "legacy_backward": "module, grad_input, grad_output",
+    "grad": "grad",
+    "param_grad": "grad",
+    "post_accumulate": "param",
+}
+EDITABLE = {
+    "forward_pre": "args",
+    "forward": "output",
+    "backward_pre": "grad_output",
+    "backward": "grad_input",
+    "legacy_backward": "grad_input",
+}
+TENSORS = {
+    "forward_pre": '_named("args", args)',
+    "forward": '_named("output", output)',
+    "backward_pre": '_named("grad_output", grad_output)',
+    "backward": '{**_named("grad_output", grad_output), **_named("grad_input", grad_input)}',
+    "legacy_backward": '{**_named("grad_output", grad_output), **_named("grad_input", grad_input)}',
+    "grad": "{name: grad}",  # name: grad_output, grad_output.0, ... after the output tensors
+    "param_grad": '{"grad": grad}',
+    "post_accumulate": '{"grad": param.grad} if param.grad is not None else {}',
+}
+MODULE_REGISTER = {
+    "forward_pre": "register_forward_pre_hook({fn}{kwargs})",
+    # always_call: a forward that raises still reports (output None), as in the explorer
+    "forward": "register_forward_hook({fn}{kwargs}, always_call=True)",
+    "backward_pre": "register_full_backward_pre_hook({fn})",
+    "backward": "register_full_backward_hook({fn})",
+    "legacy_backward": "register_backward_hook({fn})",
+    "grad": "register_forward_hook({fn})",
+    "param_grad": "register_hook({fn})",
+    "post_accumulate": "register_post_accumulate_grad_hook({fn})",
+}
+GLOBAL_REGISTER = {
+    "global_forward_pre": "register_module_forward_pre_hook({fn})",
+    "global_forward": "register_module_forward_hook({fn}, always_call=True)",
+    "global_backward_pre": "register_module_full_backward_pre_hook({fn})",
+    "global_backward": "register_module_full_backward_hook({fn})",
+}
+
+HEADER = """\
+# Plain-PyTorch version of {count} hook(s) made with hookwidgets; needs only torch and the model in `{model}`.
+# captures[(target, kind)] lists what each hook recorded, oldest first; to remove every hook:
+#     for handle in handles:
+#         handle.remove()
+{skipped}from collections import defaultdict
+
+import torch
+
+captures = defaultdict(list)  # (target, kind) -> records: dicts of detached tensors, or of statistics
+handles = []  # one RemovableHandle per registered hook
+
+
+def _named(prefix, value):
+    \"\"\"The tensors inside a (nested) tuple, list or dict, named prefix, prefix.0, prefix.key, ...\"\"\"
+    if isinstance(value, torch.Tensor):
+        return {{prefix: value}}
+    if isinstance(value, (tuple, list)):
+        items = enumerate(value)
+    elif isinstance(value, dict):
+        items = value.items()
+    else:
+        return {{}}
+    found = {{}}
+    for key, item in items:
+        found.update(_named(f"{{prefix}}.{{key}}", item))
+    return found
+"""
+
+EDIT = """
+
+def _edit(value, edits):
+    \"\"\"value with every floating-point tensor inside edited in order: new tensors, never in place.\"\"\"
+    if isinstance(value, torch.Tensor):
+        return _edit_tensor(value, edits) if value.is_floating_point() else value
+    if isinstance(value, tuple):
+        items = [_edit(v, edits) for v in value]
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)  # namedtuples too
+    if isinstance(value, list):
+        return type(value)(_edit(v, edits) for v in value)
+    if isinstance(value, dict):
+        return type(value)({{k: _edit(v, edits) for k, v in value.items()}})
+    return value  # None and non-tensors pass through
+
+
+def _edit_tensor(t, edits):
+    for edit in edits:
+{branches}    return t
+"""
+EDIT_BRANCHES = {
+    "scale": ["t = t * edit[1]"],
+    "clip": ["t = t.clamp(-edit[1], edit[1])"],
+    "clip_norm": [
+        "# the norm in float32 at least, so float16 does not overflow; the rescale stays differentiable",
+        "norm = torch.linalg.vector_norm(t, dtype=torch.promote_types(t.dtype, torch.float32))",
+        "t = t * torch.where(norm > edit[1], edit[1] / norm, torch.ones_like(norm)).to(t.dtype)",
+    ],
+    "zero": [
+        "# masked_fill keeps the graph (zero gradients upstream) and, unlike t * 0, turns Inf and NaN into 0",
+        "t = t.masked_fill(torch.ones((), dtype=torch.bool, device=t.device), 0)",
+    ],
+    "ablate": [
+        "# zero the given channels: dim 1, or dim 0 of a 1-D tensor",
+        "index = torch.tensor(edit[1], dtype=torch.long, device=t.device)",
+        "t = t.index_fill(1 if t.dim() >= 2 else 0, index, 0)",
+    ],
+}
+
+STATS = '''
+
+def _stats(t):
+    """mean, population std, min, max and L2 norm of the finite values; zero fraction; NaN/Inf counts."""
+    x = t.detach()
+    x = x.abs() if x.is_complex() else x
+    x = x.to(torch.float64 if x.dtype == torch.float64 else torch.float32).flatten()
+    finite = x[torch.isfinite(x)]
+    n, nan = x.numel(), int(torch.isnan(x).sum())
+    stats = dict.fromkeys(("mean", "std", "min", "max"), float("nan")) | {"norm": 0.0}
+    if finite.numel():
+        stats = {
+            "mean": finite.mean().item(),
+            "std": finite.std(correction=0).item(),
+            "min": finite.min().item(),
+            "max": finite.max().item(),
+            "norm": torch.linalg.vector_norm(finite).item(),
+        }
+    zero_fraction = int((x == 0).sum()) / n if n else 0.0
+    return stats | {"zero_fraction": zero_fraction, "nan": nan, "inf": n - nan - finite.numel(), "numel": n}
+'''
+
+PRINT = '''
+
+def _print(where, tensors):
+    """One line: where the hook fired and each tensor's shape, dtype and range."""
+    parts = []
+    for name, t in tensors.items():
+        s = _stats(t)
+        parts.append(
+            f"{name} {tuple(t.shape)} {str(t.dtype).removeprefix('torch.')} "
+            f"mean={s['mean']:.4g} std={s['std']:.4g} min={s['min']:.4g} max={s['max']:.4g}"
+            + (f" nan={s['nan']}" if s["nan"] else "")
+            + (f" inf={s['inf']}" if s["inf"] else "")
+        )
+    print(f"{where}: " + ("; ".join(parts) if parts else "no tensors"))
+'''
+
+PATHS = """
+
+# Global hooks fire for every module in the process: this maps the model's own modules to their paths.
+paths = {{id(m): p for p, m in {model}.named_modules(remove_duplicate=False)}}
+"""
+
+GRAD_NOTE = """\
+# A forward hook arms a tensor hook on each output that requires grad: unlike a full backward hook, this
+# works when a module changes its output in place. Tensor hooks armed by a forward that already ran stay
+# on that forward's graph after the handles are removed."""
+
+LEGACY_NOTE = """\
+# register_backward_hook is deprecated (torch warns): on a module made of several autograd ops it sees the
+# gradients of the last op only (for Linear: bias, input and weight of addmm), not the module's inputs, and
+# once used, the module refuses full backward hooks even after removal. Here only for comparison: use
+# register_full_backward_hook (kind 'backward') or a tensor hook on the output (kind 'grad')."""
+
+PLACEHOLDER = """\
+def {fn}({signature}):
+    # replace with your hook `{name}`: the explorer cannot turn arbitrary Python code into source,
+    # so this placeholder with torch's signature does nothing.
+    return None"""
+
+
+def hook_code(hooks: list[HookInfo], model_name: str = "model", *, model: nn.Module | None = None) -> str:
+    """Python source, torch only, that registers hooks equivalent to ``hooks`` on the variable ``model_name``.
+
+    The code keeps the handles in ``handles`` and what the hooks record in ``captures[(target, kind)]``.
+    Hooks others attached (``foreign``) are left out. ``model`` tells whether a ``grad`` hook is on a
+    module or a parameter where that cannot be read from the hook's live handle.
+    """
+    if not model_name.isidentifier() or keyword.iskeyword(model_name) or model_name in RESERVED:
+        raise ValueError(
+            f"model_name {model_name!r} must be a Python identifier, not one the generated code defines "
+            f"({', '.join(sorted(RESERVED))})"
+        )
+    own = [info for info in hooks if not info.foreign and info.active]
+    specs = [_spec(info, model) for info in own]
+    names = {*RESERVED, model_name}
+    blocks = [
+        _block(i, info, spec, model_name, names) for i, (info, spec) in enumerate(zip(own, specs, strict=True), 1)
+    ]
+
+    skipped = len(hooks) - len(own)
+    note = f"# Left out: {skipped} hook(s) others attached or no longer live.\n" if skipped else ""
+    parts = [HEADER.format(count=len(own), model=model_name, skipped=note)]
+    edits = {edit[0] for info in own if not callable(info.action) for edit in info.edit}
+    if edits:
+        used = [name for name in EDIT_BRANCHES if name in edits]
+        branches = "".join(
+            f"        {'elif' if i else 'if'} edit[0] == {_quote(name)}:\n"
+            + "".join(f"            {line}\n" for line in EDIT_BRANCHES[name])
+            for i, name in enumerate(used)
+        )
+        parts.append(EDIT.format(branches=branches))
+    actions = {info.action for info in own if isinstance(info.action, str)}
+    if actions & {"stats", "print"}:
+        parts.append(STATS)
+    if "print" in actions:
+        parts.append(PRINT)
+    if any(spec in GLOBAL_KINDS for spec in specs):
+        parts.append(PATHS.format(model=model_name))
+    parts += ["\n\n" + block + "\n" for block in blocks]
+    return "".join(parts)
+
+
+def _spec(info: HookInfo, model: nn.Module | None) -> str:
+    """The engine's kind for a hook: its ``kind``, except ``param_grad`` for ``grad`` on a parameter."""
+    if info.kind != "grad":
+        return info.kind
+    if info.spec:
+        return info.spec
+    if model is not None:
+        family, _ = resolve_target(model, info.target)
+        return "param_grad" if family == "param" else "grad"
+    raise ValueError(
+        f"cannot tell whether the 'grad' hook on {info.target!r} is on a module or a parameter: "
+        "pass model= to hook_code"
+    )
+
+
+def _with_kwargs(info: HookInfo) -> bool:
+    """Whether a forward or forward-pre hook takes kwargs."""
+    return info.with_kwargs and info.kind in ("forward_pre", "forward")
+
+
+def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[str]) -> str:
+    """One commented block: the hook function(s), then the line registering it."""
+    if callable(info.action):
+        what = f"your callable {info.action_name!r}"
+    else:
+        edit = f"edit {', '.join(_literal(e) for e in info.edit)}, then " if info.edit else ""
+        copy = " (copies, so later in-place ops cannot change them)" if info.copy and info.action == "capture" else ""
+        what = edit + info.action + copy
+    lines = [f"# Hook {index}: {info.kind} on {info.target!r} -> {what}"]
+    if spec not in SUPPORTED:
+        return lines[0] + f"\n# not generated: hookwidgets has no plain-torch code for kind {info.kind!r} yet"
+    if spec == "legacy_backward":
+        lines.append(LEGACY_NOTE)
+    if spec == "grad":
+        lines.append(GRAD_NOTE)
+    with_kwargs = _with_kwargs(info)
+    signature = SIGNATURE[spec.removeprefix("global_")]
+    if with_kwargs:
+        signature = signature.replace("args", "args, kwargs")
+    # A callable registered as is takes its own name; the grad and global hooks wrap it in hook_<index>.
+    direct = callable(info.action) and spec not in GLOBAL_KINDS and spec != "grad"
+    fn = _name(names, info.action_name if direct else "", f"hook_{index}")
+
+    if spec in GLOBAL_KINDS:
+        lines += _global_hook(info, spec, fn, signature, names)
+        registration = f"torch.nn.modules.module.{GLOBAL_REGISTER[spec].format(fn=fn)}"
+    else:
+        if spec == "grad":
+            lines += _grad_hook(info, fn, names)
+        elif callable(info.action):
+            lines.append(_placeholder(info, fn, signature))
+        else:
+            lines += [f"def {fn}({signature}):", *_body(info, spec, _key(info), _where(info), with_kwargs)]
+        if spec in ("param_grad", "post_accumulate"):
+            owner = f"{model_name}.get_parameter({_quote(info.target)})"
+        else:
+            owner = f"{model_name}.get_submodule({_quote(info.target)})" if info.target else model_name
+        kwargs = ", with_kwargs=True" if with_kwargs else ""
+        registration = f"{owner}.{MODULE_REGISTER[spec].format(fn=fn, kwargs=kwargs)}"
+    return "\n".join([*lines, "", "", f"handles.append({registration})"])
+
+
+def _grad_hook(info: HookInfo, fn: str, names: set[str]) -> list[str]:
+    """A forward hook ``fn`` that arms a tensor hook on every output tensor requiring grad, and that tensor hook."""
+    if callable(info.action):
+        on_grad = _name(names, info.action_name, f"{fn}_grad")
+        lines = [_placeholder(info, on_grad, "grad")]
+        arm = f"tensor.register_hook({on_grad})"
+        loop, items = "tensor", "values"
+    else:
+        on_grad = _name(names, "", f"{fn}_grad")
+        lines = [f"def {on_grad}(grad, name):", *_body(info, "grad", _key(info), _where(info))]
+        arm = f"tensor.register_hook(lambda grad, name=name: {on_grad}(grad, name))"
+        loop, items = "name, tensor", "items"
+    return [
+        *lines,
+        "",
+        "",
+        f"def {fn}(module, args, output):",
+        f'    for {loop} in _named("grad_output", output).{items}():',
+        "        if tensor.requires_grad:",
+        f"            {arm}",
+    ]
+
+
+def _global_hook(info: HookInfo, spec: str, fn: str, signature: str, names: set[str]) -> list[str]:
+    """A process-wide module hook that acts for the model's own modules only, keyed by their paths."""
+    lines = []
+    if callable(info.action):
+        user = _name(names, info.action_name, f"{fn}_user")
+        lines += [_placeholder(info, user, signature), "", ""]
+        body = [f"    return {user}({signature})"]
+    else:
+        body = _body(info, spec, f"(path, {_quote(info.kind)})", f"f\"{{path or '(model)'}} {info.kind}\"")
+    return [
+        *lines,
+        f"def {fn}({signature}):",
+        "    path = paths.get(id(module))",
+        "    if path is None:",
+        "        return None  # a module of another model",
+        *body,
+    ]
+
+
+def _body(info: HookInfo, spec: str, key: str, where: str, with_kwargs: bool = False) -> list[str]:
+    """Body lines: edit the value (when asked), record its tensors, return what torch expects for ``spec``."""
+    local = spec.removeprefix("global_")
+    editable = EDITABLE.get(local, "grad")
+    pre_kwargs = with_kwargs and local == "forward_pre"
+    lines = []
+    if info.edit:
+        lines.append(f"{editable} = _edit({editable}, {_literal(info.edit)})")
+    lines.append(
+        "tensors = " + ('{**_named("args", args), **_named("kwargs", kwargs)}' if pre_kwargs else TENSORS[local])
+    )
+    if info.action == "capture":
+        detach = "t.detach().clone()" if info.copy else "t.detach()"
+        lines.append(f"captures[{key}].append({{name: {detach} for name, t in tensors.items()}})")
+    elif info.action == "stats":
+        lines += [
+            "primary = next(iter(tensors.values()), None)  # the first output, argument or gradient",
+            f"captures[{key}].append(None if primary is None else _stats(primary))",
+        ]
+    else:
+        lines.append(f"_print({where}, tensors)")
+    if info.edit:
+        if local.endswith("backward"):
+            lines.append("# torch refuses a value when no input requires grad (e.g. the first layer)")
+            lines.append("return None if all(g is None for g in grad_input) else grad_input")
+        else:
+            lines.append("return args, kwargs  # torch wants both back" if pre_kwargs else f"return {editable}")
+    return ["    " + line for line in lines]
+
+
+def _placeholder(info: HookInfo, fn: str, signature: str) -> str:
+    shown = repr(info.action_name)[1:-1]  # escapes newlines and control characters in the name
+    return PLACEHOLDER.format(fn=fn, signature=signature, name=shown)
+
+
+def _name(names: set[str], wanted: str, fallback: str) -> str:
+    """``wanted`` if it is a free identifier (not a builtin either), else ``fallback`` (numbered when taken)."""
+    free = wanted.isidentifier() and not keyword.iskeyword(wanted) and not hasattr(builtins, wanted)
+    name = wanted if free and wanted not in names else fallback
+    base, n = name, 2
+    while name in names:
+        name, n = f"{base}_{n}", n + 1
+    names.add(name)
+    return name
+
+
+def _key(info: HookInfo) -> str:
+    return f"({_quote(info.target)}, {_quote(info.kind)})"
+
+
+def _where(info: HookInfo) -> str:
+    return _quote(f"{info.target or '(model)'} {info.kind}")
+
+
+def _quote(text: str) -> str:
+    """A string literal for ``text``: ``repr``, in double quotes when that needs no escape."""
+    literal = repr(text)
+    return f'"{literal[1:-1]}"' if literal[0] == "'" and '"' not in text else literal
+
+
+def _literal(value: Any) -> str:
+    """Source for a (nested) tuple of numbers and strings; non-finite floats as ``float("inf")``."""
+    if isinstance(value, (tuple, list)):
+        items = [_literal(v) for v in value]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if isinstance(value, str):
+        return _quote(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return f'float("{value}")'
+    return repr(value)
