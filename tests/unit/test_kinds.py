@@ -233,3 +233,30 @@ def test_an_edit_that_torch_must_ignore_says_so(mlp):
             warnings.simplefilter("ignore", UserWarning)  # torch: no inputs require gradients
             ex.run(torch.randn(2, 4), target=lambda out: out.sum())
     assert "the edit had no effect" in info.note
+
+
+def test_with_kwargs_hooks_see_keyword_arguments_and_edits_keep_them():
+    class Scaled(nn.Module):
+        def forward(self, x, *, scale):
+            return x * scale
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Scaled()
+
+        def forward(self, x):
+            return self.inner(x, scale=torch.tensor(3.0))
+
+    outer = Outer()
+    x = torch.ones(2, 2)
+    with Explorer(outer) as ex:
+        ex.attach("inner", "forward_pre", with_kwargs=True, edit=("scale", 2.0))
+        ex.attach("inner", "forward", with_kwargs=True)
+        out = ex.run(x)
+        (pre,) = ex.captures["inner"]["forward_pre"]
+        (fwd,) = ex.captures["inner"]["forward"]
+    assert list(pre.tensors) == ["args.0", "kwargs.scale"]
+    torch.testing.assert_close(pre.tensors["args.0"], 2 * x)  # the edit was applied, kwargs kept
+    torch.testing.assert_close(out, 6 * x)
+    torch.testing.assert_close(fwd.tensor, 6 * x)
