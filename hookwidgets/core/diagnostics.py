@@ -21,6 +21,14 @@ NO_INPUT_GRAD = (
 )
 
 
+def no_input_grad_note(path: str) -> str:
+    """Why a full backward hook's grad_input is all None (P6: the first layer)."""
+    return (
+        f"grad_input of {path or '(model)'!r} is all None: none of its inputs requires grad (e.g. the first layer), "
+        "so only grad_output is recorded; pass inputs with requires_grad=True to see input gradients"
+    )
+
+
 def is_inplace_collision(exc: BaseException | None) -> bool:
     """True for torch's error when an in-place op modifies the output a full backward hook wrapped."""
     return isinstance(exc, RuntimeError) and _INPLACE_VIEW_ERROR in str(exc)

@@ -152,7 +152,9 @@ class Explorer:
         The run leaves parameters' ``.grad``, buffers, RNG state and train/eval mode as found.
         """
         inputs = self._inputs(inputs)
-        with preserved_state(self.model), torch.enable_grad():
+        with preserved_state(self.model), torch.enable_grad(), warnings.catch_warnings():
+            # torch warns on every backward when a first layer's inputs need no grad; the hook's note says it once
+            warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed")
             output = call_model(self.model, inputs)
             if target is not None:
                 backward_score(output, target).backward()

@@ -12,7 +12,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from .actions import Firing, named_tensors
-from .diagnostics import NO_INPUT_GRAD, backward_output_note
+from .diagnostics import NO_INPUT_GRAD, backward_output_note, no_input_grad_note
 from .kinds import Kind
 
 if TYPE_CHECKING:
@@ -107,8 +107,9 @@ class KindRegistrations:
                 result = self._fire(
                     info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user
                 )
-                if result is not None and all(g is None for g in grad_input):
-                    info.note = NO_INPUT_GRAD  # torch refuses a value here: say the edit did nothing
+                if all(g is None for g in grad_input):
+                    # torch refuses a changed grad_input here (and warns): say what that means
+                    info.note = NO_INPUT_GRAD if result is not None else no_input_grad_note(target)
                     return None
                 return result
 
@@ -193,8 +194,8 @@ class KindRegistrations:
             grad_input, grad_output = values
             call_user = (lambda g: user(module, g, grad_output)) if callable(user) else None
             result = self._fire(info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user)
-            if result is not None and all(g is None for g in grad_input):
-                info.note = NO_INPUT_GRAD
+            if all(g is None for g in grad_input):
+                info.note = NO_INPUT_GRAD if result is not None else no_input_grad_note(path)
                 return None
             return result
 

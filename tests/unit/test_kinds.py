@@ -260,3 +260,14 @@ def test_with_kwargs_hooks_see_keyword_arguments_and_edits_keep_them():
     torch.testing.assert_close(pre.tensors["args.0"], 2 * x)  # the edit was applied, kwargs kept
     torch.testing.assert_close(out, 6 * x)
     torch.testing.assert_close(fwd.tensor, 6 * x)
+
+
+def test_first_layer_backward_hook_explains_its_none_grad_input(mlp):
+    with Explorer(mlp) as ex:
+        info = ex.attach("0", "backward")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # the explorer's own run does not repeat torch's warning
+            ex.run(torch.randn(2, 4), target=lambda out: out.sum())
+        (rec,) = ex.captures["0"]["backward"]
+    assert list(rec.tensors) == ["grad_output.0"]
+    assert "grad_input of '0' is all None" in info.note
