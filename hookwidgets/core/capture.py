@@ -25,6 +25,11 @@ class Record:
     stats: dict[str, float] | None = None
     _versions: dict[str, int] = field(default_factory=dict, repr=False)
     _copy_done: Any = field(default=None, repr=False)  # a CUDA event while an offload copy is in flight
+    nbytes: int = field(init=False)
+    """Bytes held by this record's tensors (computed once: the store reads it on every add and eviction)."""
+
+    def __post_init__(self) -> None:
+        self.nbytes = sum(t.numel() * t.element_size() for t in self.tensors.values())
 
     def wait(self) -> Record:
         """Block until an asynchronous offload copy has landed (a no-op otherwise); returns self."""
@@ -42,11 +47,6 @@ class Record:
     def stale(self) -> bool:
         """True once a later in-place op changed a captured tensor (its version counter moved)."""
         return any(t._version != self._versions.get(name, t._version) for name, t in self.tensors.items())
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held by this record's tensors."""
-        return sum(t.numel() * t.element_size() for t in self.tensors.values())
 
 
 def make_record(
