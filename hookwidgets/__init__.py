@@ -1,7 +1,7 @@
 """hookwidgets: look inside PyTorch models through hooks, in a notebook or headless.
 
-``from hookwidgets import HookExplorer``. The widget layer is imported lazily so that
-``hookwidgets.core`` stays usable (and importable) with torch alone.
+``from hookwidgets import HookExplorer``; ``%load_ext hookwidgets`` in a notebook. The widget and
+IPython layers are imported lazily so that ``hookwidgets.core`` stays usable with torch alone.
 """
 
 from __future__ import annotations
@@ -9,11 +9,47 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["Explorer", "HookExplorer", "__version__"]
+__all__ = [
+    "Explorer",
+    "HookExplorer",
+    "__version__",
+    "disable_display",
+    "enable_display",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]
 
 if TYPE_CHECKING:
     from .core.explorer import Explorer
     from .widget.explorer import HookExplorer
+
+
+def load_ipython_extension(ip: Any) -> None:
+    """``%load_ext hookwidgets``: registers the ``%hookexplorer`` magic."""
+    from .ipython import load_ipython_extension as load
+
+    load(ip)
+
+
+def unload_ipython_extension(ip: Any) -> None:
+    """``%unload_ext hookwidgets``: removes the magic and display printer, closes the explorers they made."""
+    from .ipython import unload_ipython_extension as unload
+
+    unload(ip)
+
+
+def enable_display(ip: Any = None) -> None:
+    """Show an explorer for every ``nn.Module`` that ends a cell (the current IPython shell by default)."""
+    from .ipython import enable_display as enable
+
+    enable(ip)
+
+
+def disable_display(ip: Any = None) -> None:
+    """Undo ``enable_display()`` and close the explorers it made."""
+    from .ipython import disable_display as disable
+
+    disable(ip)
 
 
 def __getattr__(name: str) -> Any:

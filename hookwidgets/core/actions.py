@@ -10,7 +10,8 @@ import torch
 
 from .capture import CaptureStore, Record, make_record
 from .edits import apply_edits
-from .stats import tensor_stats
+from .scope import hidden_ops
+from .stats import StatsMemo, tensor_stats
 
 BUILTIN_ACTIONS = ("capture", "stats", "print")
 
@@ -56,21 +57,28 @@ def perform(
     editable: Any,
     tensors_of: Callable[[Any], dict[str, torch.Tensor]],
     call_user: Callable[[Any], Any] | None = None,
+    memo: StatsMemo | None = None,
 ) -> Any:
     """Run one firing; returns what the hook should return to torch (None leaves values unchanged).
 
     ``editable`` is the value edits apply to (args, output or gradients); ``tensors_of`` names the
-    tensors to record from the edited value; ``call_user`` calls a user callable with it.
+    tensors to record from the edited value; ``call_user`` calls a user callable with it; ``memo``
+    shares the statistics of a tensor that several hooks see.
     """
     if callable(action):
         return call_user(editable) if call_user is not None else None  # torch's own return semantics
-    edited = apply_edits(editable, edits) if edits else editable
+    if edits:
+        with hidden_ops():  # the edit's own autograd nodes must not shift the ids of the module's nodes
+            edited = apply_edits(editable, edits)
+    else:
+        edited = editable
     tensors = tensors_of(edited)
     if action == "capture":
         store.add(make_record(firing.target, firing.kind, firing.step, firing.call, tensors, copy, store.offload))
     elif action == "stats":
         primary = next(iter(tensors.values()), None)
-        stats = tensor_stats(primary) if primary is not None else None
+        reduce = memo.stats if memo is not None else tensor_stats
+        stats = reduce(primary) if primary is not None else None
         store.add(Record(firing.target, firing.kind, firing.step, firing.call, {}, stats=stats))
     elif action == "print":
         print(describe_firing(firing, tensors))

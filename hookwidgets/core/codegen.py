@@ -26,7 +26,8 @@ RESERVED = {
     "_stats",
     "_print",
 }
-SUPPORTED = (*MODULE_KINDS, *GLOBAL_KINDS, "param_grad", "post_accumulate")
+# global_grad (tensor hooks armed by a global forward hook) has no generated code yet: its block says so.
+SUPPORTED = (*MODULE_KINDS, *(k for k in GLOBAL_KINDS if k != "global_grad"), "param_grad", "post_accumulate")
 
 # Per engine kind (global ones without their prefix): torch's hook signature, the value an edit
 # replaces (and the hook returns), and the named tensors the explorer records.

@@ -48,13 +48,13 @@ def summary_rows(store: CaptureStore) -> list[dict[str, Any]]:
     """One row per (step, module) from ``stats`` records: activation and gradient statistics.
 
     Forward kinds fill ``act_*`` columns, backward kinds ``grad_*`` (from grad_output), so
-    ``ex.attach("", ["global_forward", "global_backward"], action="stats")`` gives the full table.
+    ``ex.attach("", ["global_forward", "global_grad"], action="stats")`` gives the full table.
     """
     rows: dict[tuple[int, str], dict[str, Any]] = {}
     for target in store:
         for kind, records in store[target].items():
             prefix = "act" if kind in ("forward", "global_forward") else "grad"
-            if kind not in ("forward", "global_forward", "backward", "global_backward", "grad"):
+            if kind not in ("forward", "global_forward", "backward", "global_backward", "grad", "global_grad"):
                 continue
             for record in records:
                 if record.stats is None:

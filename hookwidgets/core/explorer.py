@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import traceback
 import warnings
@@ -13,12 +14,16 @@ from typing import Any
 import torch
 from torch import nn
 
+from .attribution import CAM_METHODS, attribute
 from .capture import DEFAULT_MEMORY_BUDGET, CaptureStore
 from .codegen import hook_code
 from .compare import BackwardComparison, compare_backward
+from .dataflow import dataflow_graph
 from .diagnose import first_nonfinite, summary_rows
 from .diagnostics import compiled_note, explain_collision, inplace_culprit, is_inplace_collision
 from .export import export_captures
+from .graph import GraphRecorder
+from .graph_state import RecordedGraph
 from .hooks import FULL_BACKWARD_KINDS, HookInfo, HookRegistry, TimelineEvent
 from .inputs import Inputs, Target, backward_score, call_model, describe_inputs
 from .kinds import resolve_kind
@@ -53,6 +58,7 @@ class Explorer:
         self._registry = HookRegistry(model, self.captures, on_error=on_error)
         self._finalizer = weakref.finalize(self, self._registry.close)
         self.probe_error: str | None = None
+        self._graph = RecordedGraph()
         self.tree = build_tree(model, self._probe())
 
     def _probe(self) -> ProbeResult | None:
@@ -107,6 +113,8 @@ class Explorer:
         family, obj = resolve_target(self.model, target)
         kinds = [kind] if isinstance(kind, str) else list(kind)
         specs = [resolve_kind(k, target, family) for k in kinds]  # all validated before any is attached
+        if family == "node":
+            self._check_node_id(target)
         infos = [
             self._registry.attach(target, obj, spec, k, action, edit, copy, with_kwargs)
             for k, spec in zip(kinds, specs, strict=True)
@@ -118,6 +126,13 @@ class Explorer:
             for info in infos:
                 info.note = note
         return infos[0] if isinstance(kind, str) else infos
+
+    def _check_node_id(self, node_id: str) -> None:
+        """A KeyError with close ids when the recorded graph (recorded now if it can be) lacks ``node_id``."""
+        if self._graph.data is None and self.example_inputs is not None:
+            with contextlib.suppress(Exception):  # no graph to check against: the hook's note will tell
+                self.graph()
+        self._graph.check(node_id, self._model_name)
 
     def _check_collisions(self, infos: list[HookInfo]) -> None:
         """With example inputs, find at attach time a full backward hook that an in-place op breaks."""
@@ -146,19 +161,47 @@ class Explorer:
             resolve_target(self.model, target)
         return self._registry.detach(target, kind)
 
-    def run(self, inputs: Inputs | None = None, target: Target = None) -> Any:
+    def run(self, inputs: Inputs | None = None, target: Target = None, *, record_graph: bool = False) -> Any:
         """Forward ``inputs`` (default: the example inputs); with ``target``, backward from that score.
 
-        The run leaves parameters' ``.grad``, buffers, RNG state and train/eval mode as found.
+        The run leaves parameters' ``.grad``, buffers, RNG state and train/eval mode as found. With
+        ``record_graph``, its autograd graph becomes the one ``graph()`` returns.
         """
         inputs = self._inputs(inputs)
+        recorder = GraphRecorder(self.model) if record_graph else contextlib.nullcontext()
         with preserved_state(self.model), torch.enable_grad(), warnings.catch_warnings():
             # torch warns on every backward when a first layer's inputs need no grad; the hook's note says it once
             warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed")
-            output = call_model(self.model, inputs)
+            try:
+                with recorder:
+                    output = call_model(self.model, inputs)
+            finally:
+                if record_graph:
+                    self._graph.keep(recorder)  # before the backward frees what the nodes saved
             if target is not None:
                 backward_score(output, target).backward()
         return _detached(output)
+
+    def graph(self, inputs: Inputs | None = None, *, saved_tensors: bool = True) -> dict[str, Any]:
+        """The autograd graph of the last recorded run as plain data (DESIGN.md, Data shapes).
+
+        With ``inputs``, or when no run was recorded yet, records a forward of ``inputs`` (default: the
+        example inputs) first; the model is left as found. A ValueError says why a run left no graph.
+        """
+        if inputs is not None or self._graph.data is None:
+            with self._registry.suspended():  # a diagnostic run: the user's hooks record nothing
+                self._graph.record(self.model, self._inputs(inputs), saved_tensors)
+        return self._graph.data
+
+    def saved_memory(self) -> dict[str, int]:
+        """Bytes each module saved for backward in the recorded run (activation memory), largest first."""
+        if self._graph.data is None:
+            self.graph()
+        return dict(sorted(self._graph.saved_by_module.items(), key=lambda item: -item[1]))
+
+    def dataflow(self, depth: int | None = None) -> dict[str, Any]:
+        """Modules as nodes and the tensors passed between them, from the recorded graph (``depth`` merges)."""
+        return dataflow_graph(self.graph(), depth=depth)
 
     def first_nonfinite(self, inputs: Inputs | None = None) -> str | None:
         """The first module, in the order forwards finish, whose output held NaN or Inf (None if none)."""
@@ -168,7 +211,8 @@ class Explorer:
     def summary(self) -> list[dict[str, Any]]:
         """Per-layer, per-step rows of activation and gradient statistics from ``stats`` hooks.
 
-        ``ex.attach("", ["global_forward", "global_backward"], action="stats")`` fills it for every module.
+        ``ex.attach("", ["global_forward", "global_grad"], action="stats")`` fills it for every module
+        (``global_grad``: tensor hooks on every module's outputs, which in-place ops do not break).
         """
         return summary_rows(self.captures)
 
@@ -183,6 +227,62 @@ class Explorer:
     def export(self, path: str | os.PathLike) -> Path:
         """Write every capture to ``path`` (``.safetensors``) with a JSON sidecar of targets, kinds and steps."""
         return export_captures(self.captures, path)
+
+    def gradcam(
+        self,
+        layer: str | nn.Module | None = None,
+        inputs: Inputs | None = None,
+        target: Any = None,
+        method: str = "gradcam",
+    ) -> torch.Tensor:
+        """A CAM of ``target`` at ``layer`` (None: the last spatial layer): ``(N, H, W)`` in [0, 1] at input size.
+
+        ``method`` is ``gradcam``, ``gradcam++``, ``hirescam``, ``xgradcam`` or ``layercam``; the
+        tensor's ``.layer`` names the layer used and ``.classes`` the class explained per item.
+        """
+        if method not in CAM_METHODS:
+            raise ValueError(
+                f"gradcam() draws CAMs ({', '.join(CAM_METHODS)}); "
+                f"for {method!r} use ex.attribute(x, method={method!r})"
+            )
+        return self.attribute(inputs, target, method=method, layer=layer)
+
+    def attribute(
+        self,
+        inputs: Inputs | None = None,
+        target: Any = None,
+        method: str = "gradcam",
+        layer: str | nn.Module | None = None,
+    ) -> torch.Tensor:
+        """Any attribution method: CAMs give ``(N, H, W)`` in [0, 1], pixel methods an input-shaped ``(N, C, H, W)``.
+
+        ``target`` is a class index, one per item, a callable on the output, or None (each item's top
+        class). The model is left as found and the explorer's hooks record nothing during the run.
+        """
+        with self._registry.suspended():
+            return attribute(self.model, self._inputs(inputs), target, method, layer).annotated()
+
+    def watch_ddp(self, hook: Callable | None = None, log_dir: str | os.PathLike | None = None, **options: Any) -> Any:
+        """A ``hookwidgets.distributed.DDPInspector`` on the explored DistributedDataParallel model.
+
+        ``hook`` (default: allreduce) and ``log_dir`` are the inspector's; ``ex.close()`` closes it too.
+        """
+        # Imported here: core stays torch-only, and the distributed inspector is a layer of its own.
+        from ..distributed import DDPInspector
+        from ..distributed.checks import require_ddp
+
+        ddp = require_ddp(self.model, "ex.watch_ddp()", then="explore it: HookExplorer(ddp)")
+        inspector = DDPInspector(ddp, hook=hook, log_dir=log_dir, **options)
+        detached = self._finalizer.detach()
+        if detached is not None:
+            _, close_hooks, args, kwargs = detached
+
+            def close_all() -> None:  # holds the inspector and the registry's close, never the explorer
+                inspector.close()
+                close_hooks(*args, **kwargs)
+
+            self._finalizer = weakref.finalize(self, close_all)
+        return inspector
 
     def __repr__(self) -> str:
         state = "closed" if self._model is None else f"{len(self.hooks)} hooks, step {self.step}"

@@ -24,7 +24,9 @@ from .diagnostics import explain_collision, inplace_culprit, is_inplace_collisio
 from .edits import normalize_edits
 from .foreign import foreign_hooks
 from .kinds import MODULE_KINDS, Kind, check_callable
+from .nodehooks import NodeHooks
 from .registration import KindRegistrations
+from .stats import StatsMemo
 
 ON_ERROR = ("record", "raise")
 FULL_BACKWARD_KINDS = ("backward", "backward_pre", "global_backward", "global_backward_pre")
@@ -113,6 +115,10 @@ class HookRegistry(KindRegistrations):
         self.explanations: deque[str] = deque(maxlen=100)
         self._pending_removal: list[RemovableHandle] = []
         self._lock = threading.Lock()
+        self._node_hooks = NodeHooks(self)
+        self._stats_memo = StatsMemo()
+        self.step_listeners: list[Callable[[int], None]] = []
+        """Called with the step number at the end of each forward of the model (not in suspended runs)."""
 
     @property
     def _root(self) -> nn.Module | None:
@@ -123,6 +129,7 @@ class HookRegistry(KindRegistrations):
         """The registry's live hooks in attach order, then hooks others attached (``foreign=True``)."""
         own_ids = {h.id for info in self._hooks.values() for h in info._handles}
         own_ids.update(h.id for h in self._step_handles)
+        own_ids.update(self._node_hooks.handle_ids())
         root = self._root
         if root is None:
             return list(self._hooks.values())
@@ -199,6 +206,7 @@ class HookRegistry(KindRegistrations):
             module_globals._global_forward_hooks_with_kwargs.pop(handle.id, None)
         info._handles.clear()
         self._hooks.pop((info.target, info.kind), None)
+        self._node_hooks.discard(info)
         self._restore_backward_flags()
 
     # Steps: one call of the root module; the first pre-hook to see a root call starts the step.
@@ -219,13 +227,21 @@ class HookRegistry(KindRegistrations):
             self._root_args = args
             self.step += 1
             self._calls.clear()
+            self._stats_memo.clear()
 
     def _end_step(self, module: nn.Module, args: Any, output: Any) -> None:
         self._root_args = None
-        if output is None and not self._suspended:  # always_call: the forward raised; sys.exc_info says why
+        if self._suspended:
+            return
+        if output is None:  # always_call: the forward raised; sys.exc_info says why
             exc = sys.exc_info()[1]
             if is_inplace_collision(exc):
                 self._explain_collision(exc)
+        for listener in list(self.step_listeners):
+            try:
+                listener(self.step)
+            except Exception as exc:  # a display update must never break the user's forward
+                warnings.warn(f"updating the explorer's view failed: {exc!r}", stacklevel=2)
 
     def _explain_collision(self, exc: BaseException) -> None:
         """Detach the full backward hooks an in-place op collided with, and say why on each."""
@@ -265,7 +281,9 @@ class HookRegistry(KindRegistrations):
         info.fired += 1
         self.timeline.append(TimelineEvent(firing.step, phase, firing.target, firing.kind, firing.call))
         try:
-            return perform(self.store, info.action, info.edit, info.copy, firing, editable, tensors_of, call_user)
+            return perform(
+                self.store, info.action, info.edit, info.copy, firing, editable, tensors_of, call_user, self._stats_memo
+            )
         except Exception as exc:  # a failing hook must not break the user's forward or backward
             info.last_error = "".join(traceback.format_exception(exc)).rstrip()
             if self.on_error == "raise":

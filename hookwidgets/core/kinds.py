@@ -13,7 +13,7 @@ class Kind:
     """One hook kind: the target family it applies to, its phase, and torch's callable arity."""
 
     name: str
-    family: str  # "module", "global" (target "") or "param"
+    family: str  # "module", "global" (target ""), "param" or "node" (an autograd node id)
     phase: str  # "forward" or "backward"
     arity: int  # positional arguments of torch's hook signature
     signature: str  # shown in errors about user callables
@@ -32,12 +32,16 @@ KINDS = {
         Kind("global_forward", "global", "forward", 3, "hook(module, args, output)"),
         Kind("global_backward_pre", "global", "backward", 2, "hook(module, grad_output)"),
         Kind("global_backward", "global", "backward", 3, "hook(module, grad_input, grad_output)"),
+        Kind("global_grad", "global", "backward", 1, "hook(grad)"),
         Kind("param_grad", "param", "backward", 1, "hook(grad)"),
         Kind("post_accumulate", "param", "backward", 1, "hook(param)"),
+        Kind("node_pre", "node", "backward", 1, "hook(grad_outputs)"),
+        Kind("node", "node", "backward", 2, "hook(grad_inputs, grad_outputs)"),
     )
 }
 MODULE_KINDS = tuple(k for k, spec in KINDS.items() if spec.family == "module")
 GLOBAL_KINDS = tuple(k for k, spec in KINDS.items() if spec.family == "global")
+NODE_KINDS = ("node_pre", "node")
 PARAM_KINDS = ("grad", "post_accumulate")  # as users name them; "grad" on a parameter is param_grad
 WIDGET_KINDS = ("forward_pre", "forward", "backward_pre", "backward", "grad")
 
@@ -46,6 +50,8 @@ def valid_kinds(family: str, is_root: bool = False) -> tuple[str, ...]:
     """Kinds a user may attach to a target of ``family`` (the root module also takes global kinds)."""
     if family == "param":
         return PARAM_KINDS
+    if family == "node":
+        return NODE_KINDS
     return MODULE_KINDS + (GLOBAL_KINDS if is_root else ())
 
 
@@ -53,9 +59,11 @@ def resolve_kind(kind: str, target: str, family: str) -> Kind:
     """The Kind for ``kind`` on a target; a ValueError listing the kinds valid there otherwise."""
     valid = valid_kinds(family, is_root=target == "")
     if not isinstance(kind, str) or kind not in valid:
-        what = "parameter" if family == "param" else "module"
+        what = {"param": "parameter", "node": "autograd node"}.get(family, "module")
         if isinstance(kind, str) and kind in KINDS and KINDS[kind].family == "global":
             hint = " (global kinds fire for every module of the model: attach them to target '')"
+        elif isinstance(kind, str) and kind in KINDS and KINDS[kind].family == "node":
+            hint = " (it applies to autograd node ids from ex.graph(), such as 'fc/AddmmBackward0#0')"
         elif isinstance(kind, str) and kind in KINDS:
             hint = f" (it applies to {KINDS[kind].family} targets)"
         else:

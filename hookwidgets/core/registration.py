@@ -17,6 +17,7 @@ from .kinds import Kind
 
 if TYPE_CHECKING:
     from .hooks import HookInfo
+    from .nodehooks import NodeHooks
 
 
 class KindRegistrations:
@@ -27,6 +28,7 @@ class KindRegistrations:
     _paths: dict[int, str]
     _suspended: bool
     _full_flags: dict[nn.Module, bool | None]
+    _node_hooks: NodeHooks
 
     # HookRegistry provides _next_call(target, kind), _begin_step(args) and _fire(info, phase, firing, ...).
 
@@ -35,6 +37,9 @@ class KindRegistrations:
             return [self._register_global(spec, info)]
         if spec.family == "param":
             return [self._register_param(spec, obj, info)]
+        if spec.family == "node":
+            self._node_hooks.add(info, self._root)  # placed on each forward's graph, by id
+            return []
         handles = [self._register_module(spec, obj, info, info.target, with_kwargs)]
         if spec.name in ("backward", "backward_pre"):
             handles.append(obj.register_forward_hook(self._check_backward_output(info)))
@@ -123,25 +128,27 @@ class KindRegistrations:
         raise AssertionError(f"unhandled module kind {spec.name}")
 
     def _arm_tensor_hooks(self, info: HookInfo, target: str) -> Callable:
-        kind = info.kind
-
         def arm(mod: nn.Module, args: Any, output: Any) -> None:
-            step, call = self.step, self._next_call(target, kind)
-            armed = 0
-            for name, tensor in named_tensors("output", output).items():
-                if tensor.requires_grad:
-                    tensor.register_hook(self._tensor_hook(info, Firing(target, kind, step, call), "grad_" + name))
-                    armed += 1
-            info.note = (
-                None
-                if armed
-                else (
-                    "not armed: no output tensor required grad (forward under torch.no_grad / inference_mode, "
-                    "or nothing upstream requires grad), so no gradient will come for this call"
-                )
-            )
+            self._arm_outputs(info, target, output)
 
         return arm
+
+    def _arm_outputs(self, info: HookInfo, target: str, output: Any) -> None:
+        """Put a tensor hook on every output tensor of one call of ``target`` that requires grad."""
+        kind = info.kind
+        step, call = self.step, self._next_call(target, kind)
+        armed = 0
+        for name, tensor in named_tensors("output", output).items():
+            if tensor.requires_grad:
+                tensor.register_hook(self._tensor_hook(info, Firing(target, kind, step, call), "grad_" + name))
+                armed += 1
+        if not armed and info.kind == "grad":  # a global hook also meets modules that output no tensor
+            info.note = (
+                "not armed: no output tensor required grad (forward under torch.no_grad / inference_mode, "
+                "or nothing upstream requires grad), so no gradient will come for this call"
+            )
+        elif armed:
+            info.note = None
 
     def _tensor_hook(self, info: HookInfo, firing: Firing, name: str) -> Callable[[torch.Tensor], Any]:
         user = info.action
@@ -176,6 +183,14 @@ class KindRegistrations:
     def _register_global(self, spec: Kind, info: HookInfo) -> RemovableHandle:
         self._paths = {id(m): p for p, m in self._root.named_modules(remove_duplicate=False)}
         paths, kind, user = self._paths, info.kind, info.action
+        if spec.name == "global_grad":
+
+            def arm(module: nn.Module, args: Any, output: Any) -> None:
+                path = paths.get(id(module))
+                if path is not None and info.active and not self._suspended:
+                    self._arm_outputs(info, path, output)
+
+            return module_globals.register_module_forward_hook(arm)
 
         def dispatch(module: nn.Module, *values: Any) -> Any:
             path = paths.get(id(module))

@@ -6,6 +6,8 @@ import difflib
 
 from torch import nn
 
+from .scope import parse_node_id
+
 
 def module_paths(model: nn.Module) -> list[str]:
     """All module paths of ``model`` in registration order; the root is ``""``."""
@@ -49,6 +51,8 @@ def resolve_target(model: nn.Module, target: str) -> tuple[str, nn.Module | nn.P
     params = dict(model.named_parameters(remove_duplicate=False))
     if target in params:
         return "param", params[target]
+    if _is_node_id(target):
+        return "node", target
     candidates = [p for p in module_paths(model) if p] + list(params)
     close = difflib.get_close_matches(target, candidates, n=3, cutoff=0.5)
     hint = (
@@ -57,7 +61,16 @@ def resolve_target(model: nn.Module, target: str) -> tuple[str, nn.Module | nn.P
         else (
             "; targets are module paths such as "
             + ", ".join(repr(c) for c in candidates[:4])
-            + " or parameter names, and '' for the model itself"
+            + ", parameter names, '' for the model itself, or autograd node ids from ex.graph()"
         )
     )
     raise KeyError(f"no module or parameter {target!r} in {type(model).__name__}{hint}")
+
+
+def _is_node_id(target: str) -> bool:
+    """Whether ``target`` has the form of an autograd node id, ``"<scope>/<op>#<ordinal>"``."""
+    try:
+        parse_node_id(target)
+    except ValueError:
+        return False
+    return True

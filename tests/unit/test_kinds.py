@@ -271,3 +271,42 @@ def test_first_layer_backward_hook_explains_its_none_grad_input(mlp):
         (rec,) = ex.captures["0"]["backward"]
     assert list(rec.tensors) == ["grad_output.0"]
     assert "grad_input of '0' is all None" in info.note
+
+
+def test_global_grad_records_every_modules_output_gradient_even_past_in_place_ops():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(inplace=True), nn.Sequential(nn.Linear(4, 2)))
+    x = torch.randn(3, 4)
+    expected = {}
+
+    def keep(path):
+        def hook(module, args, output):
+            output.register_hook(lambda grad: expected.setdefault(path, grad))
+
+        return hook
+
+    handles = [m.register_forward_hook(keep(p)) for p, m in model.named_modules()]
+    model(x).pow(2).sum().backward()
+    for handle in handles:
+        handle.remove()
+    with Explorer(model) as ex:
+        ex.attach("", "global_grad")  # global_backward would collide with the in-place ReLU here
+        ex.attach("", "global_forward", action="stats")
+        model(x).pow(2).sum().backward()
+        for path, grad in expected.items():
+            (record,) = ex.captures[path]["global_grad"]
+            assert list(record.tensors) == ["grad_output"] and torch.equal(record.tensor, grad), path
+        assert "not generated" in ex.code()
+    other = nn.Linear(2, 2)  # global hooks are process-wide in torch: another model's modules are left alone
+    other(torch.randn(1, 2, requires_grad=True)).sum().backward()
+
+
+def test_global_grad_stats_fill_the_gradient_columns_of_the_summary():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(inplace=True), nn.Linear(4, 2))
+    with Explorer(model) as ex:
+        ex.attach("", ["global_forward", "global_grad"], action="stats")
+        model(torch.randn(3, 4)).sum().backward()
+        rows = {row["target"]: row for row in ex.summary()}
+        assert set(rows) == {"", "0", "1", "2"}
+        assert all(row["grad_norm"] > 0 and row["act_norm"] > 0 for row in rows.values())

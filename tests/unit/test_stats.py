@@ -180,3 +180,49 @@ def test_stats_of_names_each_tensor():
     assert got["output"]["mean"] == 1.0
     assert got["output.1"]["zero_fraction"] == 1.0
     assert stats_of({}) == {}
+
+
+def test_stats_memo_reduces_one_tensor_once_until_it_changes_in_place(monkeypatch):
+    import hookwidgets.core.stats as stats_module
+
+    calls = []
+    real = stats_module.tensor_stats
+    monkeypatch.setattr(stats_module, "tensor_stats", lambda t: calls.append(1) or real(t))
+    memo = stats_module.StatsMemo()
+    t = torch.arange(6.0)
+    first = memo.stats(t)
+    assert memo.stats(t) is first and len(calls) == 1
+    assert memo.stats(t.clone()) == first and len(calls) == 2  # same values, another tensor
+    t.mul_(2)
+    assert memo.stats(t)["max"] == 10.0 and len(calls) == 3  # changed in place: reduced again
+    memo.clear()
+    memo.stats(t)
+    assert len(calls) == 4
+
+
+def test_a_container_and_its_last_child_share_one_reduction_per_step(monkeypatch):
+    import hookwidgets.core.stats as stats_module
+    from hookwidgets.core import Explorer
+
+    calls = []
+    real = stats_module.tensor_stats
+    monkeypatch.setattr(stats_module, "tensor_stats", lambda t: calls.append(1) or real(t))
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Linear(4, 2)))
+    with Explorer(model) as ex:
+        ex.attach("", "global_forward", action="stats")
+        for _ in range(2):
+            model(torch.randn(5, 3))
+        # per step: outputs of 0, 1.0, 1.1 (= the output of 1 and of the model): three reductions, five records
+        assert len(calls) == 6
+        rows = {(r["step"], r["target"]): r for r in ex.summary()}
+        assert rows[(2, "")]["act_norm"] == rows[(2, "1.1")]["act_norm"] == rows[(2, "1")]["act_norm"]
+        assert rows[(1, "")]["act_norm"] != rows[(2, "")]["act_norm"]
+
+
+@pytest.mark.parametrize("numel", [1000, 2**24 + 3])
+def test_zero_fraction_is_an_exact_count_below_and_above_float32_integers(numel):
+    x = torch.ones(numel)
+    x[::3] = 0.0
+    x[1::7] = -0.0  # negative zero is a zero too
+    zeros = int((x == 0).sum())
+    assert tensor_stats(x)["zero_fraction"] == zeros / numel

@@ -1,0 +1,20 @@
+"""Attributions (torch only): the Grad-CAM family at a layer; guided backprop, saliency, input×gradient on pixels."""
+
+from .cams import CAM_FUNCTIONS
+from .grid import as_grid, token_grid
+from .layers import default_layer, spatial_layers
+from .methods import CAM_METHODS, METHODS, PIXEL_METHODS, Attribution, attribute, check_method
+
+__all__ = [
+    "CAM_FUNCTIONS",
+    "CAM_METHODS",
+    "METHODS",
+    "PIXEL_METHODS",
+    "Attribution",
+    "as_grid",
+    "attribute",
+    "check_method",
+    "default_layer",
+    "spatial_layers",
+    "token_grid",
+]

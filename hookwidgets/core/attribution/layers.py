@@ -1,0 +1,91 @@
+"""The layer a CAM is taken at: the user's choice checked, or the last layer with a spatial output."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from ..inputs import Inputs, call_model
+from ..targets import resolve_module
+from .grid import is_spatial
+from .tap import first_tensor
+
+# Their map is a coarser copy of the layer before, so the default looks past them (a user may still pick one).
+POOLING = (nn.MaxPool1d, nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d)
+SHOWN = 12
+
+
+def output_shapes(model: nn.Module, inputs: Inputs) -> list[tuple[str, tuple[int, ...]]]:
+    """``(path, first output shape)`` of every submodule in the order their forwards finish (no grad)."""
+    seen: list[tuple[str, tuple[int, ...]]] = []
+
+    def note(path: str):
+        def hook(module: nn.Module, args: Any, output: Any) -> None:
+            tensor = first_tensor(output)
+            if tensor is not None:
+                seen.append((path, tuple(tensor.shape)))
+
+        return hook
+
+    handles = [m.register_forward_hook(note(p)) for p, m in model.named_modules() if p]
+    try:
+        with torch.no_grad():
+            call_model(model, inputs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return seen
+
+
+def spatial_layers(model: nn.Module, inputs: Inputs, image_size: tuple[int, int]) -> list[str]:
+    """Paths of layers whose output can carry a CAM, in the order their forwards finish (once each)."""
+    found: dict[str, None] = {}
+    for path, shape in output_shapes(model, inputs):
+        if is_spatial(shape, image_size):
+            found.pop(path, None)  # a module called again moves to its last call
+            found[path] = None
+    return list(found)
+
+
+def default_layer(model: nn.Module, inputs: Inputs, image_size: tuple[int, int]) -> str:
+    """The last layer to finish with a spatial output, pooling layers aside (e.g. ``layer4`` of a ResNet).
+
+    A container that returns its last child's output finishes after it, so the container's
+    shorter name is chosen for the same tensor.
+    """
+    candidates = spatial_layers(model, inputs, image_size)
+    preferred = [p for p in candidates if not isinstance(model.get_submodule(p), POOLING)]
+    if preferred or candidates:
+        return (preferred or candidates)[-1]
+    raise ValueError(
+        f"no layer of {type(model).__name__} has a spatial output for these inputs: CAM methods need a layer "
+        "output of shape (N, C, H, W) or ViT tokens (N, 1+H·W, C); use a pixel method such as "
+        "method='saliency' instead"
+    )
+
+
+def resolve_layer(model: nn.Module, layer: str | nn.Module) -> tuple[str, nn.Module]:
+    """``(path, module)`` for a path or a submodule of ``model``; errors name close paths."""
+    if isinstance(layer, nn.Module):
+        for path, module in model.named_modules():
+            if module is layer:
+                return path, module
+        raise ValueError(f"the {type(layer).__name__} given as layer is not a submodule of {type(model).__name__}")
+    return layer, resolve_module(model, layer)
+
+
+def not_spatial_error(
+    model: nn.Module, inputs: Inputs, path: str, shape: tuple[int, ...] | None, image_size: tuple[int, int]
+) -> ValueError:
+    """The error for a layer without a spatial output, naming the layers that have one."""
+    suitable = spatial_layers(model, inputs, image_size)
+    shown = ", ".join(repr(p) for p in suitable[-SHOWN:])
+    more = f" (the last {SHOWN} of {len(suitable)})" if len(suitable) > SHOWN else ""
+    what = f"output of shape {shape}" if shape is not None else "no tensor output in the forward"
+    hint = f"suitable layers{more}: {shown}" if suitable else "no layer of this model has one"
+    return ValueError(
+        f"layer {path!r} has {what}, not a spatial map: CAM methods need an output (N, C, H, W) "
+        f"or ViT tokens (N, 1+H·W, C); {hint}"
+    )

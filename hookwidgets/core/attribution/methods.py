@@ -1,0 +1,163 @@
+"""``attribute``: one run of any attribution method on a model, leaving the model as found."""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import warnings
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ..inputs import Inputs, call_model
+from ..modelstate import preserved_state
+from .cams import CAM_FUNCTIONS, gradcam
+from .grid import as_grid, is_spatial
+from .guided import GuidedReLUs
+from .inputs import image_of, with_grad
+from .layers import default_layer, not_spatial_error, resolve_layer
+from .maps import normalize, upsample
+from .tap import LayerTap
+from .targets import AttributionTarget, target_score
+
+CAM_METHODS = tuple(CAM_FUNCTIONS)
+PIXEL_METHODS = ("saliency", "input_x_grad", "guided_backprop", "guided_gradcam")
+METHODS = CAM_METHODS + PIXEL_METHODS
+_LAYER_METHODS = (*CAM_METHODS, "guided_gradcam")
+_GUIDED_METHODS = ("guided_backprop", "guided_gradcam")
+
+
+@dataclass
+class Attribution:
+    """One attribution: ``map`` is ``(N, H, W)`` in [0, 1] for CAMs, input-shaped ``(N, C, H, W)`` otherwise.
+
+    ``layer`` is the layer the CAM was taken at (chosen when none was given), ``classes`` the class
+    explained for each item (None for a callable target).
+    """
+
+    map: torch.Tensor
+    method: str
+    layer: str | None
+    classes: list[int] | None
+
+    def annotated(self) -> torch.Tensor:
+        """``map`` with ``method``, ``layer`` and ``classes`` set as attributes: a plain tensor that says what it is."""
+        result = self.map
+        result.method, result.layer, result.classes = self.method, self.layer, self.classes
+        return result
+
+
+# Spellings of pytorch-grad-cam's and Captum's class names, compared without case, "-", "_" or spaces.
+_ALIASES = {
+    "gradcampp": "gradcam++",
+    "gradcamplusplus": "gradcam++",
+    "inputxgradient": "input_x_grad",
+    "inputxgrad": "input_x_grad",
+    "guidedbackprop": "guided_backprop",
+    "guidedgradcam": "guided_gradcam",
+}
+
+
+def check_method(method: str) -> str:
+    """The method's name as METHODS spells it (``GradCAMPlusPlus`` → ``gradcam++``); else a ValueError listing them."""
+    if method in METHODS:
+        return method
+    key = "".join(c for c in str(method).lower() if c not in "-_ ")
+    for name in METHODS:
+        if key == "".join(c for c in name if c != "_"):
+            return name
+    if key in _ALIASES:
+        return _ALIASES[key]
+    close = difflib.get_close_matches(str(method), METHODS, n=1, cutoff=0.5)
+    hint = f" — did you mean {close[0]!r}?" if close else ""
+    raise ValueError(f"unknown attribution method {method!r}{hint}; methods are {', '.join(METHODS)}")
+
+
+def attribute(
+    model: nn.Module,
+    inputs: Inputs,
+    target: AttributionTarget = None,
+    method: str = "gradcam",
+    layer: str | nn.Module | None = None,
+) -> Attribution:
+    """Attribute ``target`` (class index, one per item, callable on the output, None = top class) by ``method``.
+
+    Runs in eval mode with gradients enabled; parameters' ``.grad``, buffers, RNG state and
+    train/eval mode are left as found, and every temporary hook is removed, also on an exception.
+    """
+    method = check_method(method)
+    if layer is not None and method not in _LAYER_METHODS:
+        raise ValueError(f"{method} attributes input pixels and takes no layer; leave layer=None")
+    with preserved_state(model), torch.enable_grad(), warnings.catch_warnings():
+        # A user's full backward hook on a first layer makes torch warn on every backward; Explorer.run hides it too.
+        warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed")
+        prepared, aliases = with_grad(inputs)
+        image = image_of(aliases, inputs, method)
+        size = (image.shape[-2], image.shape[-1])
+        path, tap = None, contextlib.nullcontext()
+        if method in _LAYER_METHODS:
+            path, module = resolve_layer(model, layer) if layer is not None else _default(model, prepared, size)
+            tap = LayerTap(module, path)
+        guided = GuidedReLUs() if method in _GUIDED_METHODS else contextlib.nullcontext()
+        if method == "guided_gradcam":
+            guided.enabled = False  # its Grad-CAM needs the true gradients; the guided rule is for the pixel pass
+        with tap, guided:
+            output = call_model(model, prepared)
+        score, classes = target_score(output, target)
+        cam = None
+        if isinstance(tap, LayerTap):
+            cam = _cam(model, prepared, tap, score, method, size, retain=method == "guided_gradcam")
+            if method in CAM_METHODS:
+                return Attribution(cam, method, path, classes)
+        if isinstance(guided, GuidedReLUs):
+            _check_relus(model, guided)
+            guided.enabled = True
+        (grad,) = torch.autograd.grad(score, [image], allow_unused=True)
+        grad = torch.zeros_like(image) if grad is None else grad
+        return Attribution(_pixel_map(method, image.detach(), grad, cam), method, path, classes)
+
+
+def _default(model: nn.Module, inputs: Inputs, size: tuple[int, int]) -> tuple[str, nn.Module]:
+    path = default_layer(model, inputs, size)
+    return path, model.get_submodule(path)
+
+
+def _cam(
+    model: nn.Module,
+    inputs: Inputs,
+    tap: LayerTap,
+    score: torch.Tensor,
+    method: str,
+    size: tuple[int, int],
+    retain: bool,
+) -> torch.Tensor:
+    """The CAM of ``method`` (Grad-CAM for guided Grad-CAM) at the tapped layer, at input size, in [0, 1]."""
+    acts = tap.activations
+    if acts is None or not is_spatial(tuple(acts.shape), size):
+        shape = None if acts is None else tuple(acts.shape)
+        raise not_spatial_error(model, inputs, tap.path, shape, size)
+    grads = tap.gradient(score, retain_graph=retain)
+    # float32 arithmetic: sums over hundreds of channels lose too much in float16/bfloat16.
+    acts, grads = as_grid(acts.float(), size), as_grid(grads.float(), size)
+    cam = CAM_FUNCTIONS.get(method, gradcam)(acts, grads)
+    return normalize(upsample(cam, size)).detach()
+
+
+def _check_relus(model: nn.Module, guided: GuidedReLUs) -> None:
+    if guided.relus == 0:
+        raise ValueError(
+            f"guided backprop found no ReLU in the forward of {type(model).__name__}: its rule changes ReLU "
+            "gradients only, so it would equal plain gradients here; use method='saliency'"
+        )
+
+
+def _pixel_map(method: str, image: torch.Tensor, grad: torch.Tensor, cam: torch.Tensor | None) -> torch.Tensor:
+    """The input-shaped map of a pixel method from the input, its gradient and (guided Grad-CAM) the CAM."""
+    if method == "saliency":
+        return grad.abs()
+    if method == "input_x_grad":
+        return image * grad
+    if method == "guided_gradcam":
+        return grad * cam[:, None].to(grad.dtype)
+    return grad

@@ -1,0 +1,75 @@
+"""The score an attribution explains: a class per item (given, per-item, or the top one) or a callable."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+AttributionTarget = int | Sequence[int] | Callable[[Any], torch.Tensor] | None
+
+
+def logits_of(output: Any) -> torch.Tensor:
+    """The ``(N, classes)`` tensor of a model output: the tensor, a tuple's first item or a dict's ``logits``."""
+    logits = output
+    if isinstance(output, (tuple, list)) and output:
+        logits = output[0]
+    elif isinstance(output, dict) and "logits" in output:
+        logits = output["logits"]
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
+        shape = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
+        raise ValueError(
+            f"a class target needs an output of shape (batch, classes), got {shape}; "
+            "pass target=callable(output) returning one score per item, e.g. lambda out: out[:, 3]"
+        )
+    return logits
+
+
+def class_indices(logits: torch.Tensor, target: int | Sequence[int] | None) -> torch.Tensor:
+    """One class index per item: ``None`` picks each item's top class; a range error names the class count."""
+    batch, classes = logits.shape
+    if target is None:
+        return logits.detach().argmax(dim=1)
+    if isinstance(target, bool) or not (isinstance(target, int) or _is_int_sequence(target)):
+        raise TypeError(
+            f"target must be a class index, one index per item, a callable on the output or None, "
+            f"not {type(target).__name__}"
+        )
+    if isinstance(target, int):
+        index = torch.full((batch,), target, dtype=torch.long, device=logits.device)
+    else:
+        index = torch.as_tensor([int(t) for t in target], dtype=torch.long, device=logits.device)
+        if index.shape != (batch,):
+            raise ValueError(f"target has {index.numel()} class indices but the batch has {batch} items")
+    bad = index[(index < 0) | (index >= classes)]
+    if bad.numel():
+        raise ValueError(
+            f"target class {bad[0].item()} is out of range: the output has {classes} classes (0 to {classes - 1})"
+        )
+    return index
+
+
+def _is_int_sequence(value: Any) -> bool:
+    if isinstance(value, torch.Tensor):
+        return not value.is_floating_point() and value.dim() == 1
+    return isinstance(value, Sequence) and not isinstance(value, str) and all(isinstance(v, int) for v in value)
+
+
+def target_score(output: Any, target: AttributionTarget) -> tuple[torch.Tensor, list[int] | None]:
+    """The scalar to differentiate (items' scores summed: items do not interact in eval mode) and the classes used.
+
+    A callable gets the model output and returns one score per item ``(N,)`` or one scalar.
+    """
+    if callable(target):
+        score = target(output)
+        if not isinstance(score, torch.Tensor) or score.dim() > 1:
+            got = tuple(score.shape) if isinstance(score, torch.Tensor) else type(score).__name__
+            raise ValueError(
+                f"a callable target must return one score per item (N,) or a scalar, got {got}; "
+                "e.g. lambda out: out[:, 3]"
+            )
+        return score.sum(), None
+    logits = logits_of(output)
+    index = class_indices(logits, target)
+    return logits.gather(1, index[:, None]).sum(), index.tolist()

@@ -1,0 +1,396 @@
+"""The autograd graph of one forward as plain data (DESIGN.md, Data shapes), and how to record it.
+
+``record_graph(model, inputs)`` runs one forward and returns a ``GraphRecording``: live nodes by id
+and ``data()``, the plain graph. ``GraphRecorder`` does the same for every call of the model made
+inside it. Scopes, ids and the walk are in ``scope``; node ids are described there.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+from torch.autograd.graph import Node
+from torch.utils._pytree import tree_leaves
+
+from .dataflow import dataflow_graph
+from .inputs import Inputs, call_model
+from .modelstate import preserved_state
+from .scope import (
+    HIDDEN_OPS,
+    ParamNames,
+    ScopeTracker,
+    Table,
+    hidden_ops,
+    next_sequence_nr,
+    no_gc,
+    node_id,
+    op_name,
+    parse_node_id,
+    walk_graph,
+)
+
+__all__ = [
+    "GraphRecorder",
+    "GraphRecording",
+    "dataflow_graph",
+    "hidden_ops",
+    "node_id",
+    "op_name",
+    "parse_node_id",
+    "record_graph",
+]
+
+
+def _shapes(node: Node) -> list[list[int] | None]:
+    """Shapes of the forward outputs of ``node`` (its backward inputs), from autograd's input metadata."""
+    try:
+        return [list(meta.shape) for meta in node._input_metadata]
+    except Exception:  # nested tensors and other exotic outputs have no plain shape
+        return []
+
+
+def _saved_entry(entry: tuple) -> dict:
+    name, shape, dtype, nbytes, alias = entry
+    return {"name": name, "shape": list(shape), "dtype": dtype, "bytes": nbytes, "alias": alias}
+
+
+class GraphRecording:
+    """One forward's autograd graph: live nodes by id, and the plain data of DESIGN.md (``data()``).
+
+    ``output`` is the model's output (graph alive); ``error`` the text of the exception when the forward
+    raised (the graph is then the part built before it). ``node_ids`` maps each live node (hidden
+    ones excepted) to its id, ``node(id)`` the other way; ``outputs`` are the output nodes' ids;
+    ``saved_by_module`` the bytes each module scope saved for backward (activation memory, each
+    tensor counted once, parameters and buffers not at all). The recording holds every node it
+    lists, and so the graph and its saved activations, until ``release()``.
+    """
+
+    def __init__(self, table: Table | None = None, module_order: list[str] | None = None) -> None:
+        self.output: Any = None
+        self.error: str | None = None
+        self._table = table if table is not None else Table()
+        self._module_order = module_order or []
+        self._plain: tuple[list, list, list[str]] | None = None  # rows, edges, outputs
+        t = self._table
+        self.node_ids: dict[Node, str] = {n: i for n, i, h in zip(t.nodes, t.ids, t.hidden, strict=True) if not h}
+        self._by_id: dict[str, Node] = {i: n for n, i in self.node_ids.items()}
+        self._count = len(self._by_id)
+        self.saved_by_module: dict[str, int] = {}
+        for k, entries in t.saved.items():  # memory of its own: aliases of params or earlier saves are free
+            own = sum(e[3] for e in entries if e[4] is None)
+            if own:
+                self.saved_by_module[t.scopes[k]] = self.saved_by_module.get(t.scopes[k], 0) + own
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __repr__(self) -> str:
+        state = f", error={self.error!r}" if self.error else ""
+        return f"<GraphRecording {len(self)} nodes{state}>"
+
+    @property
+    def outputs(self) -> list[str]:
+        """Ids of the output nodes (the grad_fns of the output tensors), in output order."""
+        return list(self._materialize()[2])
+
+    def node(self, node_id: str) -> Node:
+        """The live autograd Node with this id; a KeyError naming close ids when there is none."""
+        try:
+            return self._by_id[node_id]
+        except KeyError:
+            pass
+        if not self._by_id and self._count:
+            raise KeyError(f"this recording was released; record the graph again to reach node {node_id!r}")
+        ids = [i for i, hidden in zip(self._table.ids, self._table.hidden, strict=True) if not hidden]
+        close = difflib.get_close_matches(node_id, ids, n=3, cutoff=0.6)
+        hint = " — did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
+        raise KeyError(f"no node {node_id!r} in this graph ({len(ids)} nodes){hint}")
+
+    def release(self) -> None:
+        """Drop the output and every live node (the plain data stays), so the graph can be freed."""
+        self._materialize()
+        self.output = None
+        self.node_ids = {}
+        self._by_id = {}
+        self._table.nodes, self._table.index, self._table.next_edges = [], {}, []
+
+    def data(self) -> dict:
+        """The graph as plain data: nodes, edges, clusters (DESIGN.md, Data shapes), and the output node ids.
+
+        Nodes come in forward (creation) order, an AccumulateGrad just before its first user. An edge
+        goes from a node to one it sends gradient to: ``src``'s grad_input ``slot`` flows into ``dst``'s
+        grad_output ``input_nr``; ``shape`` is the forward tensor's shape. Each saved tensor has an
+        ``alias`` naming the parameter, buffer or earlier saved tensor whose memory it shares (None
+        when it holds memory of its own; ``saved_by_module`` sums those).
+        """
+        rows, edges, outputs = self._materialize()
+        with no_gc():
+            return {
+                "nodes": [
+                    {"id": i, "op": op, "module": m, "param": p, "saved": [_saved_entry(e) for e in saved]}
+                    for i, op, m, p, saved in rows
+                ],
+                "edges": [
+                    {"src": s, "dst": d, "input_nr": nr, "slot": slot, "shape": shape}
+                    for s, d, nr, slot, shape in edges
+                ],
+                "clusters": self._clusters(rows),
+                "outputs": list(outputs),
+            }
+
+    def _materialize(self) -> tuple[list, list, list[str]]:
+        """Rows, edges (hidden nodes spliced out, with shapes) and output ids; built once, from the live nodes."""
+        if self._plain is not None:
+            return self._plain
+        with no_gc():
+            self._plain = self._splice()
+        return self._plain
+
+    def _splice(self) -> tuple[list, list, list[str]]:
+        t = self._table
+        hidden, ids, seqs = t.hidden, t.ids, t.seqs
+        index = t.index
+        all_edges = [(k, slot, index[nxt], nr) for k, slot, nxt, nr in t.next_edges if index[nxt] >= 0]
+        hidden_out: dict[int, list[tuple[int, int, int]]] = {}
+        for src, slot, dst, nr in all_edges:
+            if hidden[src]:
+                hidden_out.setdefault(src, []).append((slot, dst, nr))
+
+        def through(k: int, input_nr: int) -> list[tuple[int, int]]:
+            """Non-hidden targets of an edge into row ``k``: hidden nodes are passed through."""
+            found, stack = [], [(k, input_nr)]
+            while stack:
+                k, nr = stack.pop()
+                if not hidden[k]:
+                    found.append((k, nr))
+                    continue
+                outs = hidden_out.get(k, [])
+                if t.ops[k] in HIDDEN_OPS and any(slot == nr for slot, _, _ in outs):
+                    outs = [o for o in outs if o[0] == nr]  # a backward-hook node passes tensor i straight through
+                stack.extend((dst, i) for _, dst, i in reversed(outs))
+            return found
+
+        shapes: dict[int, list] = {}
+        edges, first_use = [], {}
+        for src, slot, dst, nr in all_edges:
+            if hidden[src]:
+                continue
+            for d, i in [(dst, nr)] if not hidden[dst] else through(dst, nr):
+                if d not in shapes:
+                    shapes[d] = _shapes(t.nodes[d]) if t.nodes else []
+                edges.append((ids[src], ids[d], i, slot, shapes[d][i] if i < len(shapes[d]) else None))
+                if seqs[d] is None:  # an AccumulateGrad goes just before its first user
+                    first_use[d] = min(first_use.get(d, float("inf")), seqs[src] - 0.5)
+        outputs = list(dict.fromkeys(ids[d] for root in t.roots for d, _ in through(root, 0)))
+        keys = [seq if seq is not None else first_use.get(k, float("inf")) for k, seq in enumerate(seqs)]
+        order = sorted((k for k in range(len(ids)) if not hidden[k]), key=lambda k: (keys[k], k))
+        rows = [(ids[k], t.ops[k], t.scopes[k], t.params[k], t.saved.get(k, [])) for k in order]
+        return rows, edges, outputs
+
+    def _clusters(self, rows: list) -> list[dict]:
+        direct: dict[str, list[str]] = {}
+        for i, _, module, _, _ in rows:
+            direct.setdefault(module, []).append(i)
+        scopes = set(direct)
+        for module in list(direct):
+            while module:
+                module = module.rpartition(".")[0]
+                if module in scopes:
+                    break
+                scopes.add(module)
+        rank = {m: k for k, m in enumerate(self._module_order)}
+        ordered = sorted(scopes, key=lambda m: (rank.get(m, len(rank)), m))
+        return [
+            {"module": m, "parent": None if m == "" else m.rpartition(".")[0], "nodes": direct.get(m, [])}
+            for m in ordered
+        ]
+
+
+def traceback_roots(tb: types.TracebackType | None) -> list[Node]:
+    """grad_fns of the tensors held by the frames of a traceback: the graph built before a forward raised."""
+    roots: dict[Node, None] = {}
+    while tb is not None:
+        for value in list(tb.tb_frame.f_locals.values()):
+            if isinstance(value, torch.Tensor):
+                candidates = [value]
+            elif isinstance(value, (tuple, list)):
+                candidates = value
+            elif isinstance(value, dict):
+                candidates = list(value.values())
+            else:
+                continue
+            for tensor in candidates:
+                if isinstance(tensor, torch.Tensor) and tensor.grad_fn is not None:
+                    roots.setdefault(tensor.grad_fn)
+        tb = tb.tb_next
+    return list(roots)
+
+
+def output_roots(output: Any) -> list[Node]:
+    """grad_fns of the tensors in an output structure, in order."""
+    roots: dict[Node, None] = {}
+    for leaf in tree_leaves(output):
+        if isinstance(leaf, torch.Tensor) and leaf.grad_fn is not None:
+            roots.setdefault(leaf.grad_fn)
+    return list(roots)
+
+
+def _no_graph_reason(model: nn.Module, output: Any, grad_mode: tuple[bool, bool]) -> str:
+    """Why a forward left no autograd graph, and what to do about it."""
+    name = type(model).__name__
+    grad_enabled, inference = grad_mode
+    if inference:
+        return f"no graph: {name} ran under torch.inference_mode(), so autograd recorded nothing; run it outside"
+    if not grad_enabled:
+        return (
+            f"no graph: {name} ran with grad disabled (torch.no_grad()), so autograd recorded nothing; "
+            "run it under torch.enable_grad()"
+        )
+    tensors = [t for t in tree_leaves(output) if isinstance(t, torch.Tensor)]
+    if not tensors:
+        return f"no graph: the output of {name} holds no tensor (got {type(output).__name__})"
+    if not any(p.requires_grad for p in model.parameters()):
+        return (
+            f"no graph: nothing in {name}'s forward requires grad "
+            "(no parameter has requires_grad=True, and no input does)"
+        )
+    return f"no graph: no output tensor of {name} has a grad_fn (the outputs are detached or leaf tensors)"
+
+
+class GraphRecorder:
+    """Context manager: records the autograd graph of each call of ``model`` made inside it.
+
+    Every node is scoped to the module whose forward created it (``scope.ScopeTracker``). The
+    graph is read at the end of each call of the model, inside its forward and before any backward,
+    so saved tensors are still there. ``on_graph(recording)`` is called with each call's recording;
+    without it, the last one is kept (``result()``). ``start()``/``stop()`` do what ``with`` does, for
+    a recorder that follows many forwards. The global hook dicts are left as found on exit, also
+    after an exception or a KeyboardInterrupt. No saved-tensor hooks are installed: saved tensors
+    are read from the nodes (an identity pack hook would leak every saved output through a cycle).
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        *,
+        saved_tensors: bool = True,
+        on_graph: Callable[[GraphRecording], None] | None = None,
+    ) -> None:
+        self.saved_tensors = saved_tensors
+        self.on_graph = on_graph
+        # The tracker's global hooks must not hold the recorder: through its result, the recorder
+        # holds the last graph and its saved activations, which a cycle would keep until the next
+        # garbage collection. A recorder dropped while started stops its tracker.
+        ref = weakref.ref(self)
+
+        def call_ended(output: Any, exc: BaseException | None) -> None:
+            recorder = ref()
+            if recorder is not None:
+                recorder._call_ended(output, exc)
+
+        self._tracker = ScopeTracker(model, call_ended)
+        weakref.finalize(self, self._tracker.stop)
+        self._params: ParamNames | None = None
+        self._result: GraphRecording | str | None = None
+
+    def __enter__(self) -> GraphRecorder:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: types.TracebackType | None) -> None:
+        try:
+            if exc is not None and self._tracker.in_call:  # interrupted before the model's hooks could tell
+                self._tracker.call_end = next_sequence_nr()
+                self._record(traceback_roots(tb), None, f"{type(exc).__name__}: {exc}")
+        except Exception as failure:  # the exception in flight matters more; result() tells this one
+            self._tracker.failure = failure
+        finally:
+            self.stop()
+
+    def start(self) -> None:
+        modules = self._tracker.start()
+        if modules is not None:
+            self._params = ParamNames(self._tracker._model(), modules)
+
+    def stop(self) -> None:
+        self._tracker.stop()
+
+    def refresh(self) -> None:
+        """Re-read module paths and parameter names, for a long-lived recorder after the model changed."""
+        self._params = ParamNames(self._tracker._model(), self._tracker.refresh())
+
+    @property
+    def last(self) -> GraphRecording | None:
+        """The last call's recording, or None (no call yet, or it left no graph)."""
+        return self._result if isinstance(self._result, GraphRecording) else None
+
+    def result(self) -> GraphRecording:
+        """The last call's recording; a ValueError saying why when that call left no graph."""
+        if self._tracker.failure is not None:
+            raise RuntimeError(f"recording the graph failed: {self._tracker.failure!r}") from self._tracker.failure
+        if isinstance(self._result, str):
+            raise ValueError(self._result)
+        if self._result is None:
+            raise ValueError("no graph: the model was not called inside the recorder")
+        return self._result
+
+    def _call_ended(self, output: Any, exc: BaseException | None) -> None:
+        self._result = None
+        if exc is not None:
+            self._record(traceback_roots(exc.__traceback__), None, f"{type(exc).__name__}: {exc}")
+            return
+        roots = output_roots(output)
+        if not roots:
+            model = self._tracker._model()
+            self._result = _no_graph_reason(model, output, self._tracker.grad_mode) if model is not None else None
+            return
+        self._record(roots, output, None)
+
+    def _record(self, roots: list[Node], output: Any, error: str | None) -> None:
+        tracker = self._tracker
+        span = (tracker.call_start or 0, tracker.call_end if tracker.call_end is not None else next_sequence_nr())
+        with no_gc():
+            table = walk_graph(
+                roots,
+                (tracker._starts, tracker._scopes),
+                span,
+                self._params or ParamNames(tracker._model()),
+                saved_tensors=self.saved_tensors,
+            )
+            recording = GraphRecording(table, list(tracker._paths.values()))
+        recording.output, recording.error = output, error
+        if self.on_graph is not None:
+            self.on_graph(recording)
+        else:
+            self._result = recording
+
+
+def record_graph(
+    model: nn.Module, inputs: Inputs, *, saved_tensors: bool = True, eval_mode: bool = True
+) -> GraphRecording:
+    """Run one forward of ``inputs`` and record its autograd graph; the model's state is left as found.
+
+    A forward that raises gives the graph built before the failure, with ``error`` set. A ValueError
+    says why there is no graph when no output has a grad_fn (no_grad, inference_mode, nothing
+    requires grad). ``eval_mode`` as in ``preserved_state``.
+    """
+    recorder = GraphRecorder(model, saved_tensors=saved_tensors)
+    output, error = None, None
+    with preserved_state(model, eval_mode=eval_mode), recorder:
+        try:
+            output = call_model(model, inputs)
+        except Exception as exc:  # the partial graph and the error text are the result
+            error = f"{type(exc).__name__}: {exc}"
+    if error is not None:
+        recording = recorder.last if recorder.last is not None else GraphRecording()
+        recording.error = recording.error or error
+        return recording
+    recording = recorder.result()
+    recording.output = output  # what the call returned, after any local forward hook of the model
+    return recording

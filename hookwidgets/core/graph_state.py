@@ -1,0 +1,50 @@
+"""The explorer's last recorded graph: its plain data and saved memory, kept without the live graph."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from torch import nn
+
+from .graph import GraphRecorder, GraphRecording, record_graph
+from .inputs import Inputs
+
+
+class RecordedGraph:
+    """The plain data of the last recorded run; the live nodes are released at once so no memory is held."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, Any] | None = None
+        self.saved_by_module: dict[str, int] = {}
+        self._ids: set[str] = set()
+
+    def record(self, model: nn.Module, inputs: Inputs, saved_tensors: bool = True) -> None:
+        """Record one forward of ``inputs`` (model state left as found); a ValueError says why there is no graph."""
+        self._set(record_graph(model, inputs, saved_tensors=saved_tensors))
+
+    def keep(self, recorder: GraphRecorder) -> None:
+        """Keep what ``recorder`` recorded, the partial graph of a failed forward included."""
+        recording = recorder.last
+        if recording is not None:
+            self._set(recording)
+
+    def _set(self, recording: GraphRecording) -> None:
+        data = recording.data()
+        if recording.error is not None:
+            data["error"] = recording.error
+        self.data = data
+        self.saved_by_module = dict(recording.saved_by_module)
+        self._ids = {node["id"] for node in data["nodes"]}
+        recording.release()
+
+    def check(self, node_id: str, model_name: str) -> None:
+        """A KeyError naming the closest ids when a recorded graph has no node ``node_id``."""
+        if self.data is None or node_id in self._ids:
+            return
+        close = difflib.get_close_matches(node_id, sorted(self._ids), n=3, cutoff=0.6)
+        hint = " — did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
+        raise KeyError(
+            f"no autograd node {node_id!r} in the recorded graph of {model_name} ({len(self._ids)} nodes){hint}; "
+            "node ids are the 'id' fields of ex.graph()['nodes']"
+        )

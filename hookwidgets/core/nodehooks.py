@@ -1,0 +1,130 @@
+"""Autograd node hooks that survive new forwards: placed by node id on the graph of every forward.
+
+Autograd nodes live only as long as the graph of one forward, so a hook on a node would fire in one
+backward at most. While node hooks exist, a lean ``GraphRecorder`` (no saved-tensor metadata) follows
+every forward of the model, the user's own loop included, and at the end of each forward hooks the
+node that has each hook's id. An id missing from a forward's graph is said on the hook's note.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from torch.autograd.graph import Node
+
+from .actions import Firing, named_tensors
+from .graph import GraphRecorder, GraphRecording
+from .scope import op_name
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from .hooks import HookInfo, HookRegistry
+
+_MARK = "hookwidgets.placed"  # key in node.metadata: id of each HookInfo placed there -> [step it belongs to]
+
+
+class NodeHooks:
+    """The node hooks of one registry, and the recorder that places them on every forward's graph."""
+
+    def __init__(self, registry: HookRegistry) -> None:
+        self._registry = registry
+        self._infos: dict[str, HookInfo] = {}  # by kind + target, in attach order
+        self._recorder: GraphRecorder | None = None
+        self._kept: dict[str, Node] = {}  # hooked AccumulateGrad nodes: torch holds them only weakly (P14)
+
+    def __bool__(self) -> bool:
+        return bool(self._infos)
+
+    def add(self, info: HookInfo, model: nn.Module) -> None:
+        """Place ``info`` on every later forward's node with its id; starts the recorder with the first hook."""
+        self._infos[f"{info.kind} {info.target}"] = info
+        if self._recorder is None:
+            self._recorder = GraphRecorder(model, saved_tensors=False, on_graph=self._place)
+            self._recorder.start()
+
+    def discard(self, info: HookInfo) -> None:
+        """Forget ``info`` (its handles are removed by the registry); stops the recorder with the last hook."""
+        key = f"{info.kind} {info.target}"
+        if self._infos.get(key) is info:
+            del self._infos[key]
+            self._kept.pop(key, None)
+        if not self._infos and self._recorder is not None:
+            self._recorder.stop()
+            self._recorder = None
+
+    def handle_ids(self) -> set[int]:
+        """Ids of the recorder's global hooks, so they are not listed as hooks others attached."""
+        tracker = self._recorder._tracker if self._recorder is not None else None
+        return {h.id for h in tracker._handles} if tracker is not None else set()
+
+    def _place(self, recording: GraphRecording) -> None:
+        """At the end of a forward: hook each id's node in this graph, or say on the hook that it is missing."""
+        registry = self._registry
+        if registry._suspended:  # the explorer's own runs (probe, graph recording) get no node hooks
+            return
+        step = registry.step
+        for key, info in list(self._infos.items()):
+            node = recording._by_id.get(info.target)
+            if node is None:
+                info.note = _missing_note(info.target, recording, step)
+                continue
+            info.note = None
+            self._hook(key, info, node, step)
+
+    def _hook(self, key: str, info: HookInfo, node: Node, step: int) -> None:
+        placed = node.metadata.setdefault(_MARK, {})
+        if id(info) in placed:  # the same node again (a kept AccumulateGrad): its firings now belong to this step
+            placed[id(info)][0] = step
+            return
+        current = placed[id(info)] = [step]
+        if info.kind == "node_pre":
+            handle = node.register_prehook(self._pre_hook(info, current))
+        else:
+            handle = node.register_hook(self._post_hook(info, current))
+        # handles of nodes whose graph is gone point at nothing: drop them so the list stays short
+        info._handles[:] = [h for h in info._handles if h.hooks_dict_ref() is not None]
+        info._handles.append(handle)
+        if op_name(node) == "AccumulateGrad":
+            self._kept[key] = node
+
+    def _pre_hook(self, info: HookInfo, step: list[int]) -> Callable[[tuple], Any]:
+        registry, user = self._registry, info.action
+
+        def node_pre(grad_outputs: tuple) -> Any:
+            if not info.active:
+                return None
+            firing = Firing(info.target, info.kind, step[0], registry._next_call(info.target, info.kind))
+            call_user = user if callable(user) else None
+            return registry._fire(info, "backward", firing, grad_outputs, _grad_outputs, call_user)
+
+        return node_pre
+
+    def _post_hook(self, info: HookInfo, step: list[int]) -> Callable[[tuple, tuple], Any]:
+        registry, user = self._registry, info.action
+
+        def node(grad_inputs: tuple, grad_outputs: tuple) -> Any:
+            if not info.active:
+                return None
+            firing = Firing(info.target, info.kind, step[0], registry._next_call(info.target, info.kind))
+            call_user = (lambda g: user(g, grad_outputs)) if callable(user) else None
+            tensors_of = lambda g: {**_grad_outputs(grad_outputs), **named_tensors("grad_input", g)}  # noqa: E731
+            return registry._fire(info, "backward", firing, grad_inputs, tensors_of, call_user)
+
+        return node
+
+
+def _grad_outputs(grad_outputs: Any) -> dict:
+    return named_tensors("grad_output", grad_outputs)
+
+
+def _missing_note(node_id: str, recording: GraphRecording, step: int) -> str:
+    """Why a node hook did not fire in this step: its id is not in the graph, with the closest ids."""
+    close = difflib.get_close_matches(node_id, list(recording._by_id), n=3, cutoff=0.6)
+    hint = "; closest ids now: " + ", ".join(repr(c) for c in close) if close else ""
+    return (
+        f"not placed in step {step}: the forward's graph has no node {node_id!r} (control flow or shapes changed, "
+        f"or an op moved){hint}; it is placed again whenever a forward makes that node"
+    )

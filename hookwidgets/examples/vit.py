@@ -1,0 +1,102 @@
+"""A small vision transformer on the bundled digits: 4×4 patches, a class token, attention weights hookable.
+
+Each block's softmax is a module (``blocks.N.attn.softmax``), so a forward hook there captures the attention
+weights ``(N, heads, 65, 65)``. Trains in seconds on a CPU; nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .digits import IMAGE_SIZE, _cache_dir, load_digits
+
+PATCH = 4
+GRID = IMAGE_SIZE // PATCH  # 8×8 patches, plus the class token: 65 tokens
+
+
+class Attention(nn.Module):
+    """Multi-head self-attention written out, so the softmax over keys is a module of its own."""
+
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.softmax = nn.Softmax(dim=-1)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, tokens, dim = x.shape
+        q, k, v = self.qkv(x).reshape(n, tokens, 3, self.heads, dim // self.heads).permute(2, 0, 3, 1, 4)
+        weights = self.softmax(q @ k.transpose(-2, -1) * (dim // self.heads) ** -0.5)
+        return self.proj((weights @ v).transpose(1, 2).reshape(n, tokens, dim))
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block: attention and an MLP, each with a residual."""
+
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim)
+        self.attn = Attention(dim, heads)
+        self.norm2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+class DigitsViT(nn.Module):
+    """Patch embedding (a strided conv), class token, position embedding, two blocks, a head on the class token."""
+
+    def __init__(self, dim: int = 32, heads: int = 4, depth: int = 2, classes: int = 10) -> None:
+        super().__init__()
+        self.patch = nn.Conv2d(1, dim, PATCH, stride=PATCH)
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
+        self.pos = nn.Parameter(torch.randn(1, 1 + GRID * GRID, dim) * 0.02)
+        self.blocks = nn.Sequential(*(Block(dim, heads) for _ in range(depth)))
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        tokens = self.patch(x).flatten(2).transpose(1, 2)
+        tokens = torch.cat([self.cls_token.expand(len(x), -1, -1), tokens], dim=1) + self.pos
+        return self.head(self.norm(self.blocks(tokens))[:, 0])
+
+
+def train_digits_vit(epochs: int = 4, seed: int = 0) -> DigitsViT:
+    """Train a DigitsViT on 1,500 digits in seconds on a CPU, leaving the global RNG untouched."""
+    images, labels = load_digits()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = DigitsViT()
+        optimizer = torch.optim.AdamW(model.parameters(), lr=4e-3)
+        train_x, train_y = images[:1500], labels[:1500]
+        model.train()
+        for _ in range(epochs):
+            for batch in torch.randperm(len(train_x)).split(64):
+                optimizer.zero_grad()
+                F.cross_entropy(model(train_x[batch]), train_y[batch]).backward()
+                optimizer.step()
+    model.zero_grad(set_to_none=True)
+    return model.eval()
+
+
+def pretrained_digits_vit(cache: bool = True) -> DigitsViT:
+    """A trained DigitsViT in eval mode, trained on first use and cached on disk afterwards."""
+    path = _cache_dir() / "digits_vit_v1.pt"
+    if cache and path.exists():
+        model = DigitsViT()
+        model.load_state_dict(torch.load(path, weights_only=True))
+        return model.eval()
+    model = train_digits_vit()
+    if cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        torch.save(model.state_dict(), tmp)
+        tmp.replace(path)  # atomic, so parallel first uses never read half a file
+    return model

@@ -1,0 +1,31 @@
+"""Matplotlib figures of captured tensors and attributions, and PNG bytes for the widget. No widget code here.
+
+Every function returns a ``matplotlib.figure.Figure`` the caller can restyle; ``figure_png`` renders one.
+float16/bfloat16 tensors are cast, and NaN/Inf are drawn magenta and counted in the title, never a crash.
+The DDP inspector's figures live in ``hookwidgets.plots.distributed`` (it imports torch.distributed).
+"""
+
+from ._common import MISSING_COLOR, NONFINITE_COLOR, figure_png
+from .distributions import histogram_figure
+from .feature_maps import MAX_CHANNELS, feature_map_figure, gradient_map_figure
+from .overlay import cam_overlay_figure
+from .steps import stats_figure, summary_heatmap_figure
+from .tensors import attention_figure, bars_figure, matrix_figure
+from .training import update_ratio_figure
+
+__all__ = [
+    "MAX_CHANNELS",
+    "MISSING_COLOR",
+    "NONFINITE_COLOR",
+    "attention_figure",
+    "bars_figure",
+    "cam_overlay_figure",
+    "feature_map_figure",
+    "figure_png",
+    "gradient_map_figure",
+    "histogram_figure",
+    "matrix_figure",
+    "stats_figure",
+    "summary_heatmap_figure",
+    "update_ratio_figure",
+]

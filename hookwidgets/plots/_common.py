@@ -1,0 +1,68 @@
+"""What every figure shares: float32 arrays from any tensor, NaN/Inf marking, PNG bytes."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+import matplotlib.colors
+import numpy as np
+import torch
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
+
+NONFINITE_COLOR = "#ff00ff"
+MISSING_COLOR = "#d9d9d9"
+
+
+def as_float_array(tensor: torch.Tensor | np.ndarray) -> np.ndarray:
+    """A float32 NumPy copy on the CPU: float16, bfloat16, integer and bool tensors are cast first."""
+    if isinstance(tensor, np.ndarray):
+        return tensor.astype(np.float32, copy=True)
+    return tensor.detach().to("cpu", torch.float32).numpy()
+
+
+def nonfinite_note(values: np.ndarray) -> str:
+    """`` [2 NaN, 1 Inf, drawn magenta]`` for a title, or ``""`` when every value is finite."""
+    nan, inf = int(np.isnan(values).sum()), int(np.isinf(values).sum())
+    text = ", ".join(p for p in (f"{nan} NaN" if nan else "", f"{inf} Inf" if inf else "") if p)
+    return f" [{text}, drawn magenta]" if text else ""
+
+
+def finite_range(values: np.ndarray, diverging: bool = False) -> tuple[float, float]:
+    """``(vmin, vmax)`` of the finite values (symmetric around zero when ``diverging``); never empty."""
+    finite = values[np.isfinite(values)]
+    if diverging:
+        bound = float(np.abs(finite).max()) if finite.size else 0.0
+        return -(bound or 1.0), bound or 1.0
+    if not finite.size:
+        return 0.0, 1.0
+    low, high = float(finite.min()), float(finite.max())
+    return (low, high) if high > low else (low - 0.5, high + 0.5)
+
+
+def show_image(
+    ax: Axes, values: np.ndarray, cmap: str, vmin: float, vmax: float, nonfinite: np.ndarray | None = None, **kwargs
+) -> AxesImage:
+    """``imshow`` with NaN/Inf painted magenta over the data, so they never pass for a value on the scale.
+
+    ``nonfinite`` (default: where ``values`` is not finite) says which pixels to paint, so that
+    NaN used as a transparent gutter between tiles is not painted.
+    """
+    colormap = matplotlib.colormaps[cmap].with_extremes(bad=(0, 0, 0, 0))
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=colormap, vmin=vmin, vmax=vmax, **kwargs)
+    marked = ~np.isfinite(values) if nonfinite is None else nonfinite
+    if marked.any():
+        marker = matplotlib.colors.ListedColormap([NONFINITE_COLOR]).with_extremes(bad=(0, 0, 0, 0))
+        kwargs["alpha"] = 1.0  # opaque even on a translucent overlay: a blended magenta could pass for data
+        ax.imshow(np.ma.masked_where(~marked, np.ones(values.shape, np.float32)), cmap=marker, **kwargs)
+    return image
+
+
+def figure_png(fig: Figure, dpi: int = 96) -> bytes:
+    """The figure rendered as PNG bytes (fast zlib level: the bytes go to a browser, not to an archive)."""
+    buffer = io.BytesIO()
+    # Level 1 encodes a 64-channel grid about 3× faster than the default 6, for files ~10% larger.
+    fig.savefig(buffer, format="png", dpi=dpi, pil_kwargs={"compress_level": 1})
+    return buffer.getvalue()

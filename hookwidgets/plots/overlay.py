@@ -1,0 +1,81 @@
+"""A CAM (or a pixel attribution) laid over the input image."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from matplotlib.figure import Figure
+
+from ._common import as_float_array, nonfinite_note, show_image
+
+
+def _display_image(image: torch.Tensor, item: int) -> tuple[np.ndarray, str | None]:
+    """One image as ``(H, W)`` grey or ``(H, W, 3)`` RGB in [0, 1] (min–max scaled: inputs are often normalised)."""
+    values = as_float_array(image)
+    if values.ndim == 4:
+        values = values[item]
+    if values.ndim == 3:
+        values = values[0] if values.shape[0] == 1 else np.moveaxis(values[:3], 0, -1)
+    if values.ndim not in (2, 3):
+        raise ValueError(f"an image must be (N, C, H, W), (C, H, W) or (H, W), got {tuple(image.shape)}")
+    finite = values[np.isfinite(values)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    # NaN/Inf pixels of the picture are drawn at the low end; the CAM layer is where non-finite values matter.
+    clean = np.nan_to_num(values, nan=low, posinf=high, neginf=low)
+    scaled = np.clip((clean - low) / (high - low or 1.0), 0.0, 1.0)
+    return scaled, "gray" if scaled.ndim == 2 else None
+
+
+def _cam_map(cam: torch.Tensor, item: int, size: tuple[int, int]) -> np.ndarray:
+    """One item's map ``(H, W)`` at the image's size: a pixel attribution ``(N, C, H, W)`` becomes max |value|."""
+    values = cam.detach().to("cpu", torch.float32)
+    if values.dim() == 4:
+        values = values[item].abs().amax(dim=0)
+    elif values.dim() == 3:
+        values = values[item]
+    if values.dim() != 2:
+        raise ValueError(f"a CAM must be (N, H, W), (H, W) or an input-shaped (N, C, H, W), got {tuple(cam.shape)}")
+    if tuple(values.shape) != size:
+        values = F.interpolate(values[None, None], size=size, mode="bilinear", align_corners=False)[0, 0]
+    return values.numpy()
+
+
+def cam_overlay_figure(
+    image: torch.Tensor,
+    cam: torch.Tensor,
+    *,
+    item: int = 0,
+    alpha: float = 0.5,
+    cmap: str = "jet",
+    title: str | None = None,
+) -> Figure:
+    """The input image with the CAM on top (``alpha`` opaque) and the CAM's colour bar.
+
+    The title defaults to what an ``ex.gradcam`` result says about itself (method, layer, class).
+    """
+    picture, picture_cmap = _display_image(image, item)
+    heat = _cam_map(cam, item, picture.shape[:2])
+    if title is None:
+        title = _describe(cam, item)
+    fig = Figure(figsize=(3.6, 3.3))
+    ax = fig.add_subplot()
+    ax.imshow(picture, cmap=picture_cmap, interpolation="nearest")
+    finite = heat[np.isfinite(heat)]
+    high = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+    layer = show_image(ax, heat, cmap, float(min(finite.min(), 0.0)) if finite.size else 0.0, high, alpha=alpha)
+    ax.set_axis_off()
+    ax.set_title(f"{title}{nonfinite_note(heat)}", fontsize=9)
+    fig.colorbar(layer, ax=ax, fraction=0.046, pad=0.03)
+    fig.tight_layout()
+    return fig
+
+
+def _describe(cam: torch.Tensor, item: int) -> str:
+    parts = [getattr(cam, "method", None) or "attribution"]
+    if getattr(cam, "layer", None):
+        parts.append(f"at {cam.layer}")
+    classes = getattr(cam, "classes", None)
+    if classes:
+        parts.append(f"class {classes[item]}")
+    return " ".join(parts)

@@ -1,0 +1,123 @@
+"""Statistics over steps: a line per statistic from ``stats`` records, and the per-layer summary as a heatmap."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import matplotlib
+import matplotlib.colors
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+from ._common import MISSING_COLOR, NONFINITE_COLOR, finite_range
+
+STATS = ("mean", "std", "min", "max")
+
+
+def stats_figure(records: Iterable[Any], *, stats: Sequence[str] = STATS, title: str = "", log: bool = False) -> Figure:
+    """One line per statistic over steps, from the Records of a ``stats`` hook; steps with NaN/Inf are shaded.
+
+    A module called several times per step gives one point per call, at ``step + call / calls``.
+    """
+    kept = [r for r in records if getattr(r, "stats", None)]
+    if not kept:
+        raise ValueError("no statistics to draw: attach the hook with action='stats' and run the model")
+    calls: dict[int, int] = {}
+    for record in kept:
+        calls[record.step] = max(calls.get(record.step, 0), record.call + 1)
+    x = np.array([r.step + r.call / calls[r.step] for r in kept])
+    fig = Figure(figsize=(5.6, 3.0))
+    ax = fig.add_subplot()
+    for name in stats:
+        if name not in kept[0].stats:
+            raise ValueError(f"no statistic {name!r}; records have {', '.join(kept[0].stats)}")
+        ax.plot(x, [r.stats[name] for r in kept], marker="o", markersize=3, linewidth=1.2, label=name)
+    bad = sorted({r.step for r in kept if r.stats.get("nan") or r.stats.get("inf")})
+    for step in bad:
+        ax.axvspan(step - 0.4, step + 0.4, color=NONFINITE_COLOR, alpha=0.25, linewidth=0)
+    if log:
+        ax.set_yscale("symlog", linthresh=1e-6)
+    ax.set_xlabel("step", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=7, frameon=False, ncols=min(4, len(stats)))
+    note = f" [NaN/Inf at step {', '.join(map(str, bad))}, shaded magenta]" if bad else ""
+    ax.set_title(f"{title}{note}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def _tainted(
+    rows: Sequence[dict[str, Any]], field: str, layers: dict[str, int], steps: dict[int, int], shape: tuple[int, int]
+) -> np.ndarray:
+    """Cells whose tensor held NaN/Inf, from the ``<prefix>_nan``/``<prefix>_inf`` counts beside ``field``."""
+    prefix = field.split("_", 1)[0]
+    tainted = np.zeros(shape, dtype=bool)
+    for row in rows:
+        if row["target"] in layers and (row.get(f"{prefix}_nan") or row.get(f"{prefix}_inf")):
+            tainted[layers[row["target"]], steps[row["step"]]] = True
+    return tainted
+
+
+def summary_heatmap_figure(
+    rows: Sequence[dict[str, Any]],
+    field: str = "grad_norm",
+    *,
+    layers: Sequence[str] | None = None,
+    log: bool = True,
+    title: str = "",
+) -> Figure:
+    """``ex.summary()`` rows as a layers × steps heatmap of one field (e.g. ``grad_norm``, ``act_mean``).
+
+    Grey cells had no record; a magenta cell is a NaN/Inf value, a magenta frame a tensor that held
+    NaN/Inf. ``log`` uses a log scale when all values are positive.
+    """
+    if not rows:
+        raise ValueError("the summary is empty: attach hooks with action='stats' and run the model first")
+    if not any(field in row for row in rows):
+        fields = sorted({k for row in rows for k in row} - {"step", "target"})
+        raise ValueError(f"no field {field!r} in the summary; fields are {', '.join(fields)}")
+    order = list(layers) if layers is not None else list(dict.fromkeys(row["target"] for row in rows))
+    steps = sorted({row["step"] for row in rows})
+    grid = np.full((len(order), len(steps)), np.nan, dtype=np.float64)
+    present = np.zeros(grid.shape, dtype=bool)
+    where_layer, where_step = {t: i for i, t in enumerate(order)}, {s: j for j, s in enumerate(steps)}
+    for row in rows:
+        if row["target"] in where_layer and field in row:
+            i, j = where_layer[row["target"]], where_step[row["step"]]
+            grid[i, j], present[i, j] = row[field], True
+    finite = np.isfinite(grid)
+    positive = finite.any() and (grid[finite] > 0).all()
+    vmin, vmax = finite_range(grid)
+    norm = matplotlib.colors.LogNorm(vmin, vmax) if log and positive and vmax > vmin else None
+    fig = Figure(figsize=(min(10.0, 2.6 + 0.35 * len(steps)), min(10.0, 1.2 + 0.22 * len(order))))
+    ax = fig.add_subplot()
+    colormap = matplotlib.colormaps["viridis"].with_extremes(bad=MISSING_COLOR)
+    image = ax.imshow(
+        np.ma.masked_invalid(grid),
+        cmap=colormap,
+        norm=norm,
+        vmin=None if norm else vmin,
+        vmax=None if norm else vmax,
+        aspect="auto",
+        interpolation="nearest",
+    )
+    broken = present & ~finite
+    if broken.any():
+        marker = matplotlib.colors.ListedColormap([NONFINITE_COLOR]).with_extremes(bad=(0, 0, 0, 0))
+        ax.imshow(np.ma.masked_where(~broken, np.ones(grid.shape)), cmap=marker, aspect="auto", interpolation="nearest")
+    # Statistics are taken over the finite values, so a tensor that held NaN/Inf still has a value:
+    # it keeps its colour and gets a magenta frame.
+    tainted = _tainted(rows, field, where_layer, where_step, grid.shape) & ~broken
+    for i, j in zip(*np.nonzero(tainted), strict=True):
+        ax.add_patch(Rectangle((j - 0.45, i - 0.45), 0.9, 0.9, fill=False, edgecolor=NONFINITE_COLOR, linewidth=2))
+    broken = broken | tainted
+    ax.set_yticks(np.arange(len(order)), order if len(order) <= 80 else [""] * len(order), fontsize=7)
+    ax.set_xticks(np.arange(len(steps)), [str(s) for s in steps], fontsize=7)
+    ax.set_xlabel("step", fontsize=8)
+    note = f" [{int(broken.sum())} NaN/Inf, magenta]" if broken.any() else ""
+    ax.set_title(f"{title or field}{' (log)' if norm else ''}{note}", fontsize=9)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
+    fig.tight_layout()
+    return fig

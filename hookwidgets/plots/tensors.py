@@ -1,0 +1,118 @@
+"""1-D and 2-D tensors: a vector as bars, a matrix as a heatmap, attention weights with token labels."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from ._common import NONFINITE_COLOR, as_float_array, finite_range, nonfinite_note, show_image
+
+MAX_LABELS = 64  # beyond this, tick labels overlap into a black bar
+
+
+def bars_figure(values: torch.Tensor | np.ndarray, *, title: str = "", diverging: bool = False) -> Figure:
+    """A 1-D tensor (a Linear output, logits) as one bar per feature; NaN/Inf bars are drawn magenta at full height."""
+    values = as_float_array(values).reshape(-1)
+    fig = Figure(figsize=(min(9.0, 2.0 + 0.12 * len(values)), 2.6))
+    ax = fig.add_subplot()
+    finite = np.isfinite(values)
+    shown = np.where(finite, values, 0.0)
+    colors = np.where(shown >= 0, "#c0392b" if diverging else "#2e86c1", "#2e86c1" if diverging else "#85929e")
+    ax.bar(np.arange(len(values)), shown, color=colors, width=0.85)
+    if not finite.all():
+        low, high = finite_range(values)
+        ax.bar(np.flatnonzero(~finite), high - min(low, 0.0), bottom=min(low, 0.0), color=NONFINITE_COLOR, width=0.85)
+    ax.axhline(0, color="#444", linewidth=0.6)
+    ax.set_xlabel("feature", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.set_title(f"{title}{nonfinite_note(values)}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def _label_axis(ax, axis: str, labels: Sequence[str] | None, count: int) -> None:
+    if labels is None or count > MAX_LABELS:
+        return
+    if len(labels) != count:
+        raise ValueError(f"{len(labels)} {axis} labels for {count} {'rows' if axis == 'y' else 'columns'}")
+    ticks = np.arange(count)
+    if axis == "x":
+        ax.set_xticks(ticks, [str(t) for t in labels], rotation=90, fontsize=7)
+    else:
+        ax.set_yticks(ticks, [str(t) for t in labels], fontsize=7)
+
+
+def matrix_figure(
+    tensor: torch.Tensor,
+    *,
+    title: str = "",
+    row_labels: Sequence[str] | None = None,
+    column_labels: Sequence[str] | None = None,
+    diverging: bool = False,
+    item: int | None = None,
+) -> Figure:
+    """A 2-D tensor as a heatmap (rows × columns), e.g. a batch of Linear outputs; ``item`` picks from a 3-D one."""
+    values = as_float_array(tensor)
+    if values.ndim == 3 and item is not None:
+        values = values[item]
+    if values.ndim != 2:
+        raise ValueError(f"a heatmap needs a 2-D tensor (or 3-D with item=), got shape {tuple(tensor.shape)}")
+    rows, columns = values.shape
+    fig = Figure(figsize=(min(9.0, 1.6 + 0.18 * columns), min(9.0, 1.2 + 0.18 * rows)))
+    ax = fig.add_subplot()
+    vmin, vmax = finite_range(values, diverging)
+    image = show_image(ax, values, "RdBu_r" if diverging else "viridis", vmin, vmax, aspect="auto")
+    _label_axis(ax, "x", column_labels, columns)
+    _label_axis(ax, "y", row_labels, rows)
+    ax.set_title(f"{title}{nonfinite_note(values)}", fontsize=9)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
+    fig.tight_layout()
+    return fig
+
+
+def attention_figure(
+    weights: torch.Tensor,
+    tokens: Sequence[str] | None = None,
+    *,
+    title: str = "",
+    item: int = 0,
+    heads: Sequence[int] | None = None,
+) -> Figure:
+    """Attention weights ``(L, L)``, ``(heads, L, L)`` or ``(N, heads, L, L)``: one heatmap per head.
+
+    Rows are queries, columns keys, both labelled with ``tokens``; all heads share one scale.
+    """
+    values = as_float_array(weights)
+    if values.ndim == 4:
+        values = values[item]
+    if values.ndim == 2:
+        values = values[None]
+    if values.ndim != 3 or values.shape[-1] != values.shape[-2]:
+        raise ValueError(
+            f"attention weights must be (L, L), (heads, L, L) or (N, heads, L, L), got {tuple(weights.shape)}"
+        )
+    chosen = list(range(len(values))) if heads is None else list(heads)
+    columns = math.ceil(math.sqrt(len(chosen)))
+    rows = math.ceil(len(chosen) / columns)
+    size = values.shape[-1]
+    panel = min(4.0, 1.5 + 0.16 * size)
+    fig = Figure(figsize=(min(12.0, panel * columns + 1.0), min(12.0, panel * rows + 0.6)))
+    axes = fig.subplots(rows, columns, squeeze=False)
+    vmin, vmax = finite_range(values[chosen])
+    image = None
+    for ax, head in zip(axes.flat, chosen, strict=False):
+        image = show_image(ax, values[head], "magma", vmin, vmax)
+        _label_axis(ax, "x", tokens, size)
+        _label_axis(ax, "y", tokens, size)
+        ax.set_title(f"head {head}", fontsize=8)
+    for ax in list(axes.flat)[len(chosen) :]:
+        ax.set_axis_off()
+    axes[0, 0].set_ylabel("query", fontsize=7)
+    axes[-1, 0].set_xlabel("key", fontsize=7)
+    fig.suptitle(f"{title}{nonfinite_note(values[chosen])}", fontsize=9)
+    fig.colorbar(image, ax=list(axes.flat), fraction=0.03, pad=0.02)
+    return fig

@@ -1,0 +1,273 @@
+"""Attribution runs as users call them: targets, layer choice, errors, and the model left as found."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.modules import module as torch_module
+
+from hookwidgets.core import Explorer
+from hookwidgets.core.attribution import METHODS, attribute, check_method
+from tests.conftest import SmallCNN, hook_state
+
+GLOBAL_DICTS = (
+    "_global_forward_pre_hooks",
+    "_global_forward_hooks",
+    "_global_forward_hooks_with_kwargs",
+    "_global_forward_hooks_always_called",
+    "_global_backward_pre_hooks",
+    "_global_backward_hooks",
+)
+
+
+def _global_state() -> dict:
+    return {name: list(getattr(torch_module, name).items()) for name in GLOBAL_DICTS}
+
+
+@pytest.fixture
+def model() -> SmallCNN:
+    torch.manual_seed(0)
+    return SmallCNN()
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_returns_the_shape_design_md_names(model, image, method):
+    result = attribute(model, image, 1, method=method)
+    expected = (2, 8, 8) if method in ("gradcam", "gradcam++", "hirescam", "xgradcam", "layercam") else (2, 3, 8, 8)
+    assert result.map.shape == expected and not result.map.requires_grad
+    assert result.method == method and result.classes == [1, 1]
+    assert result.map.isfinite().all()
+
+
+def test_no_layer_picks_the_last_spatial_one_and_names_it(model, image):
+    # features.drop is the last module with a (N, 4, 8, 8) output; head.pool's 2×2 is a pooling layer.
+    result = attribute(model, image, 0)
+    assert result.layer == "features"
+    torch.testing.assert_close(result.map, attribute(model, image, 0, layer="features").map)
+
+
+@pytest.mark.parametrize(
+    ("alias", "method"),
+    [
+        ("GradCAM", "gradcam"),
+        ("grad-cam++", "gradcam++"),
+        ("GradCAMPlusPlus", "gradcam++"),
+        ("LayerCAM", "layercam"),
+        ("InputXGradient", "input_x_grad"),
+        ("guided-backprop", "guided_backprop"),
+        ("GuidedGradCam", "guided_gradcam"),
+    ],
+)
+def test_captum_and_grad_cam_spellings_of_a_method_are_accepted(alias, method):
+    assert check_method(alias) == method
+
+
+def test_a_layer_can_be_given_as_a_module(model, image):
+    result = attribute(model, image, 0, layer=model.features.conv)
+    assert result.layer == "features.conv"
+
+
+def test_targets_int_list_callable_and_top_class_agree(model, image):
+    with torch.no_grad():
+        top = model.eval()(image).argmax(dim=1).tolist()
+    by_top = attribute(model, image, None)
+    assert by_top.classes == top
+    torch.testing.assert_close(by_top.map, attribute(model, image, top).map)
+    torch.testing.assert_close(attribute(model, image, 3).map, attribute(model, image, lambda out: out[:, 3]).map)
+    torch.testing.assert_close(attribute(model, image, 3).map, attribute(model, image, [3, 3]).map)
+    assert attribute(model, image, lambda out: out[:, 3].sum()).classes is None
+
+
+def test_each_item_of_a_batch_is_explained_on_its_own(model, image):
+    batch = attribute(model, image, [1, 4], method="gradcam++").map
+    for i, cls in enumerate([1, 4]):
+        torch.testing.assert_close(batch[i : i + 1], attribute(model, image[i : i + 1], cls, method="gradcam++").map)
+
+
+def test_a_target_out_of_range_names_the_number_of_classes(model, image):
+    with pytest.raises(ValueError, match=r"target class 5 is out of range: the output has 5 classes \(0 to 4\)"):
+        attribute(model, image, 5)
+    with pytest.raises(ValueError, match=r"target class -1 is out of range"):
+        attribute(model, image, [0, -1])
+    with pytest.raises(ValueError, match=r"target has 3 class indices but the batch has 2 items"):
+        attribute(model, image, [0, 1, 2])
+    with pytest.raises(ValueError, match=r"a callable target must return one score per item \(N,\) or a scalar"):
+        attribute(model, image, lambda out: out)
+    with pytest.raises(TypeError, match=r"target must be a class index, .* not str"):
+        attribute(model, image, "cat")
+
+
+def test_a_layer_without_spatial_output_names_suitable_layers(model, image):
+    with pytest.raises(ValueError, match=r"layer 'head.fc' has output of shape \(2, 5\), not a spatial map") as err:
+        attribute(model, image, 0, layer="head.fc")
+    assert "suitable layers: 'features.conv', 'features.bn', 'features.act', 'features.drop', 'features'" in str(
+        err.value
+    )
+
+
+def test_a_misspelt_layer_suggests_the_right_one(model, image):
+    with pytest.raises(KeyError, match=r"did you mean 'features.conv'"):
+        attribute(model, image, 0, layer="features.cnv")
+    with pytest.raises(ValueError, match=r"the Linear given as layer is not a submodule of SmallCNN"):
+        attribute(model, image, 0, layer=nn.Linear(2, 2))
+
+
+def test_bad_methods_and_arguments_say_what_to_do(model, image):
+    with pytest.raises(ValueError, match=r"unknown attribution method 'gradcan\+\+' — did you mean 'gradcam\+\+'"):
+        attribute(model, image, 0, method="gradcan++")
+    with pytest.raises(ValueError, match=r"saliency attributes input pixels and takes no layer; leave layer=None"):
+        attribute(model, image, 0, method="saliency", layer="features")
+    tabular = nn.Sequential(nn.Linear(4, 3))
+    with pytest.raises(
+        ValueError, match=r"gradcam needs an image input of shape \(N, C, H, W\) to attribute to, got Tensor\(2, 4\)"
+    ):
+        attribute(tabular, torch.randn(2, 4), 0)
+    no_relu = nn.Sequential(nn.Conv2d(3, 2, 3), nn.Tanh(), nn.Flatten(), nn.LazyLinear(3))
+    with pytest.raises(ValueError, match=r"guided backprop found no ReLU in the forward of Sequential"):
+        attribute(no_relu, image, 0, method="guided_backprop")
+    flat = nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 3))
+    with pytest.raises(ValueError, match=r"no layer of Sequential has a spatial output .* method='saliency'"):
+        attribute(flat, image, 0)
+
+
+def test_inputs_that_do_not_require_grad_are_handled_and_left_alone(model, image):
+    assert not image.requires_grad
+    attribute(model, image, 0, method="saliency")
+    assert not image.requires_grad and image.grad is None
+    leaf = image.clone().requires_grad_(True)
+    attribute(model, leaf, 0, method="input_x_grad")
+    assert leaf.grad is None
+
+
+def test_a_frozen_backbone_still_gets_gradients(model, image):
+    trainable = attribute(model, image, 1).map
+    for param in model.parameters():
+        param.requires_grad_(False)
+    frozen = attribute(model, image, 1).map
+    assert frozen.amax() == 1.0
+    torch.testing.assert_close(frozen, trainable)
+    assert not any(p.requires_grad for p in model.parameters())
+
+
+def test_the_model_state_is_left_as_found(model, image):
+    model.train()
+    model(image).sum().backward()  # parameters hold a .grad, BatchNorm has moved its statistics
+    grads = {name: p.grad.clone() for name, p in model.named_parameters()}
+    grad_objects = {name: p.grad for name, p in model.named_parameters()}
+    buffers = {name: b.clone() for name, b in model.named_buffers()}
+    rng, hooks, global_hooks = torch.get_rng_state(), hook_state(model), _global_state()
+    for method in METHODS:
+        attribute(model, image, 1, method=method)
+    assert all(m.training for m in model.modules())
+    for name, p in model.named_parameters():
+        assert p.grad is grad_objects[name] and torch.equal(p.grad, grads[name])
+    for name, b in model.named_buffers():
+        assert torch.equal(b, buffers[name]), name
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert hook_state(model) == hooks and _global_state() == global_hooks
+
+
+def test_runs_in_eval_mode_so_dropout_does_not_change_the_map(model, image):
+    model.train()
+    first = attribute(model, image, 1, method="hirescam").map
+    torch.manual_seed(123)
+    torch.testing.assert_close(first, attribute(model, image, 1, method="hirescam").map)
+
+
+class Interrupted(nn.Module):
+    """A model whose forward (or its caller's score) raises, to check the clean-up paths."""
+
+    def __init__(self, error: type[BaseException]) -> None:
+        super().__init__()
+        self.body = SmallCNN()
+        self.error = error
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.body(x)  # the temporary hooks have fired by now
+        raise self.error("stopped")
+
+
+@pytest.mark.parametrize("error", [RuntimeError, KeyboardInterrupt])
+@pytest.mark.parametrize("method", ["gradcam", "guided_gradcam"])
+def test_an_exception_in_the_forward_removes_every_temporary_hook(image, error, method):
+    model = Interrupted(error)
+    hooks, global_hooks = hook_state(model), _global_state()
+    with pytest.raises(error, match="stopped"):
+        attribute(model, image, 0, method=method, layer="body.features")
+    assert hook_state(model) == hooks and _global_state() == global_hooks
+    assert torch._C._len_torch_function_stack() == 0  # the guided-ReLU mode is gone too
+    assert model.training
+
+
+def test_an_exception_in_the_target_leaves_the_model_clean(model, image):
+    hooks = hook_state(model)
+
+    def broken(out):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        attribute(model, image, broken, method="guided_gradcam")
+    assert hook_state(model) == hooks and torch._C._len_torch_function_stack() == 0
+
+
+def test_explorer_methods_return_annotated_tensors_and_its_hooks_record_nothing(model, image):
+    with Explorer(model, example_inputs=image) as ex:
+        ex.attach("features.conv", ["forward", "grad"])
+        ex.attach("", "global_forward", action="stats")
+        step, hooks = ex.step, hook_state(model)
+        cam = ex.gradcam("features", target=2, method="layercam")
+        assert cam.shape == (2, 8, 8) and cam.layer == "features" and cam.method == "layercam"
+        assert cam.classes == [2, 2]
+        default = ex.gradcam(None, image)
+        assert default.layer == "features"
+        pixels = ex.attribute(image, target=[0, 1], method="guided_backprop")
+        assert pixels.shape == image.shape and pixels.layer is None
+        assert ex.step == step and len(ex.captures) == 0 and ex.timeline == []
+        assert hook_state(model) == hooks
+        assert all(info.fired == 0 for info in ex.hooks)
+        with pytest.raises(ValueError, match=r"for 'saliency' use ex.attribute\(x, method='saliency'\)"):
+            ex.gradcam("features", method="saliency")
+
+
+def test_explorer_without_inputs_says_how_to_give_them(model):
+    with Explorer(model) as ex, pytest.raises(ValueError, match="this needs inputs"):
+        ex.gradcam("features")
+
+
+def test_repeated_runs_do_not_keep_memory_or_hooks(model, image):
+    # pytorch-grad-cam's release check: many runs leave nothing behind.
+    hooks = hook_state(model)
+    for _ in range(20):
+        attribute(model, image, 0, method="guided_gradcam")
+    assert hook_state(model) == hooks
+    assert all(p.grad is None for p in model.parameters())
+
+
+class SideBranch(nn.Module):
+    """A conv whose output the score never uses, beside the one it does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used, self.side = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(3, 4, 3, padding=1)
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.side(x)
+        return self.fc(torch.relu(self.used(x)).mean(dim=(2, 3)))
+
+
+def test_a_layer_the_score_does_not_depend_on_gives_a_zero_map(image):
+    torch.manual_seed(0)
+    assert not attribute(SideBranch(), image, 0, layer="side").map.any()
+
+
+def test_a_users_full_backward_hook_on_the_first_layer_does_not_make_torch_warn(image):
+    torch.manual_seed(0)
+    model = SideBranch()
+    with Explorer(model) as ex, warnings.catch_warnings():
+        ex.attach("used", "backward")
+        warnings.simplefilter("error")
+        assert ex.gradcam("used", image, 1).shape == (2, 8, 8)
