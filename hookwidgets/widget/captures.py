@@ -1,27 +1,54 @@
-"""Turn the latest captures of a module into the PNG items the view shows."""
+"""Turn the captures of one target into the PNG items the view shows, one per hook kind."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..core.capture import CaptureStore, Record
-from ..plots import feature_map_figure, figure_png, gradient_map_figure
+from ..plots import feature_map_figure, figure_png, gradient_map_figure, histogram_figure, stats_figure
 
-# Kinds whose captures the inspector draws, in display order; backward kinds on a diverging scale.
-PLOTTED_KINDS = ("forward_pre", "forward", "backward_pre", "backward", "grad")
-GRADIENT_KINDS = ("backward_pre", "backward", "grad")
+# Kinds whose captures the inspector draws, in display order; gradient kinds on a diverging scale.
+PLOTTED_KINDS = (
+    "forward_pre",
+    "forward",
+    "backward_pre",
+    "backward",
+    "grad",
+    "legacy_backward",
+    "global_forward_pre",
+    "global_forward",
+    "global_backward_pre",
+    "global_backward",
+    "global_grad",
+    "post_accumulate",
+    "node_pre",
+    "node",
+)
+GRADIENT_KINDS = frozenset(PLOTTED_KINDS) - {"forward_pre", "forward", "global_forward_pre", "global_forward"}
+TENSOR_VIEWS = ("maps", "histogram")
+"""How a captured tensor can be drawn: its maps (feature or gradient) or the histogram of its values."""
 
 
-def plot_item(record: Record) -> dict[str, Any] | None:
-    """One view item for a record: title, shape, step and PNG bytes; None when it holds no tensor."""
-    tensor = record.tensor
-    if tensor is None:
-        return None
-    name = next(iter(record.tensors))  # output, output.0, args.0, grad_output…: says what is drawn
+def _title(record: Record) -> str:
+    name = next(iter(record.tensors), "stats")  # output, output.0, args.0, grad_output…: says what is drawn
     title = f"{record.target or '(model)'} · {name}"
     if record.stale:
         title += " · STALE: changed in place after capture"
-    draw = gradient_map_figure if record.kind in GRADIENT_KINDS else feature_map_figure
+    return title
+
+
+def plot_item(record: Record, steps: list[int] | None = None, view: str = "maps") -> dict[str, Any] | None:
+    """One view item for a record: title, shape, step, the steps to choose from and PNG bytes."""
+    tensor = record.tensor
+    if tensor is None:
+        return None
+    title = _title(record)
+    if view == "histogram":
+        figure = histogram_figure({next(iter(record.tensors)): tensor}, title=title)
+    else:
+        view = "maps"
+        draw = gradient_map_figure if record.kind in GRADIENT_KINDS else feature_map_figure
+        figure = draw(tensor, title=title)
     return {
         "kind": record.kind,
         "title": title,
@@ -29,16 +56,65 @@ def plot_item(record: Record) -> dict[str, Any] | None:
         "dtype": str(tensor.dtype).removeprefix("torch."),
         "step": record.step,
         "call": record.call,
-        "png": figure_png(draw(tensor, title=title)),
+        "steps": steps if steps is not None else [record.step],
+        "stale": record.stale,
+        "view": view,
+        "views": list(TENSOR_VIEWS),
+        "png": figure_png(figure),
     }
 
 
-def plot_items(store: CaptureStore, target: str) -> list[dict[str, Any]]:
-    """Items for the newest record of each plotted kind on ``target``."""
+def stats_item(kind: str, target: str, records: list[Record]) -> dict[str, Any]:
+    """The item of a ``stats`` hook: its statistics over every step it has recorded, as lines."""
+    title = f"{target or '(model)'} · {kind} statistics"
+    last = records[-1]
+    return {
+        "kind": kind,
+        "title": title,
+        "shape": None,
+        "dtype": None,
+        "step": last.step,
+        "call": last.call,
+        "steps": [],
+        "stale": False,
+        "view": "stats",
+        "views": ["stats"],
+        "png": figure_png(stats_figure(records, title=title)),
+    }
+
+
+def _pick(history: list[Record], step: int | None) -> Record:
+    """The newest record of ``step`` (the newest overall when None or no longer held)."""
+    if step is not None:
+        for record in reversed(history):
+            if record.step == step:
+                return record
+    return history[-1]
+
+
+def plot_items(
+    store: CaptureStore,
+    target: str,
+    steps: dict[str, int] | None = None,
+    views: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Items for each plotted kind on ``target``: the chosen step and view, else the newest maps."""
+    try:
+        by_kind = store[target]
+    except KeyError:
+        return []
+    steps, views = steps or {}, views or {}
     items = []
     for kind in PLOTTED_KINDS:
-        record = store.latest(target, kind)
-        item = plot_item(record) if record is not None else None
-        if item is not None:
-            items.append(item)
+        history = by_kind.get(kind, [])
+        tensors = [r for r in history if r.tensor is not None]
+        if tensors:
+            record = _pick(tensors, steps.get(kind))
+            item = plot_item(record, sorted({r.step for r in tensors}), views.get(kind, "maps"))
+            if item is not None:
+                items.append(item)
+            continue
+        stats = [r for r in history if r.stats]
+        if stats:
+            items.append(stats_item(kind, target, stats))
     return items

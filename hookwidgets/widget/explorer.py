@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -12,8 +13,13 @@ from ..core.capture import DEFAULT_MEMORY_BUDGET
 from ..core.explorer import Explorer, explain_run_error
 from ..core.hooks import HookInfo
 from ..core.inputs import Inputs, Target
-from ..core.kinds import WIDGET_KINDS
+from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
+from .attribution_panel import attribution_payload
 from .captures import plot_items
+from .graph_panel import record_from_view, sync_graph
+from .live import LiveUpdates, top_classes
+from .state import ALL_KINDS, hooks_payload, memory_payload, parse_edit, selection_payload
+from .summary_panel import summary_payload
 from .view import ExplorerView
 
 
@@ -34,16 +40,16 @@ class HookExplorer(Explorer):
     ) -> None:
         super().__init__(model, example_inputs, memory_budget=memory_budget, offload=offload, on_error=on_error)
         self._view: ExplorerView | None = None
+        self._plot_steps: dict[str, int] = {}  # kind -> the step the inspector's slider shows
+        self._plot_views: dict[str, str] = {}  # kind -> maps or histogram
+        self._summary_choice: dict[str, Any] = {"field": "grad_norm", "step": None, "first_nonfinite": None}
+        self._live: LiveUpdates | None = None
 
     @property
     def view(self) -> ExplorerView:
         """The widget showing this explorer (created on first use)."""
         if self._view is None:
-            view = ExplorerView(
-                tree=self.tree,
-                hook_kinds=list(WIDGET_KINDS),
-                error=self.probe_error or "",
-            )
+            view = ExplorerView(tree=self.tree, hook_kinds=ALL_KINDS, error=self.probe_error or "")
             # The view is kept alive by the widget registry; it must not keep the explorer alive.
             on_msg = weakref.WeakMethod(self._on_message)
             view.on_msg(lambda widget, content, buffers: (m := on_msg()) and m(content))
@@ -51,7 +57,9 @@ class HookExplorer(Explorer):
             view.observe(lambda change: (m := selected()) and m(change), names="selected")
             weakref.finalize(self, view.close)
             self._view = view
+            self._live = LiveUpdates(self, self._registry)
             self._sync()
+            self._sync_summary()
         return self._view
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
@@ -79,68 +87,147 @@ class HookExplorer(Explorer):
         self._sync()
         return removed
 
-    def run(self, inputs: Inputs | None = None, target: Target = None) -> Any:
+    def run(self, inputs: Inputs | None = None, target: Target = None, *, record_graph: bool = False) -> Any:
         try:
-            return super().run(inputs, target)
+            return super().run(inputs, target, record_graph=record_graph)
         finally:
             self._sync()
+            self._sync_summary()  # only runs add statistics: the heatmap is redrawn after them, not on clicks
+
+    def graph(self, inputs: Inputs | None = None, *, saved_tensors: bool = True) -> dict[str, Any]:
+        data = super().graph(inputs, saved_tensors=saved_tensors)
+        if self._view is not None:
+            sync_graph(self._view, data)
+        return data
 
     def close(self) -> None:
+        if self._live is not None:
+            self._live.close()
         super().close()
         if self._view is not None:
             self._view.close()
 
     # View side: messages from the browser, and pushing state back.
     def _on_message(self, content: dict[str, Any]) -> None:
-        view = self.view
         kind = content.get("kind") if isinstance(content, dict) else None
+        handler = _HANDLERS.get(kind)
         try:
-            if kind == "attach":
-                self.attach(content["target"], content["hook"])
-            elif kind == "detach":
-                self.detach(content["target"], content["hook"])
-            elif kind == "run":
-                self._run_from_view()
-            elif kind == "dismiss_error":
-                view.error = ""
-                if view.status.get("state") == "error":
-                    view.status = {"state": "idle", "message": ""}
-            else:
+            if handler is None:
                 raise ValueError(f"the widget sent an unknown message kind {kind!r}")
+            handler(self, content)
         except Exception as exc:  # shown in the widget; the kernel stays usable
-            view.error = f"{type(exc).__name__}: {exc}"
-            view.status = {"state": "error", "message": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
-            self._sync()
+            self._show_error(f"{type(exc).__name__}: {_message(exc)}", str(exc))
 
-    def _run_from_view(self) -> None:
+    def _show_error(self, text: str, summary: str) -> None:
+        view = self.view
+        view.error = text
+        view.status = {"state": "error", "message": summary.splitlines()[0].strip("'\"") if summary else text}
+        self._sync()
+
+    def _msg_attach(self, content: dict[str, Any]) -> None:
+        action = content.get("action") or "capture"
+        self.attach(content["target"], content["hook"], action, edit=parse_edit(content.get("edit")))
+
+    def _msg_detach(self, content: dict[str, Any]) -> None:
+        self.detach(content["target"], content["hook"])
+
+    def _msg_dismiss_error(self, content: dict[str, Any]) -> None:
+        view = self.view
+        view.error = ""
+        if view.status.get("state") == "error":
+            view.status = {**view.status, "state": "idle", "message": ""}
+
+    def _msg_plot_step(self, content: dict[str, Any]) -> None:
+        step = content.get("step")
+        if step is None:
+            self._plot_steps.pop(content["hook"], None)
+        else:
+            self._plot_steps[content["hook"]] = int(step)
+        self._sync_plots()
+
+    def _msg_plot_view(self, content: dict[str, Any]) -> None:
+        self._plot_views[content["hook"]] = str(content.get("view") or "maps")
+        self._sync_plots()
+
+    def _msg_summary(self, content: dict[str, Any]) -> None:
+        """Refresh the summary; ``field`` picks the heatmap's statistic and ``step`` the table's step."""
+        for key in ("field", "step"):
+            if key in content:
+                self._summary_choice[key] = content[key]
+        self._sync_summary()
+
+    def _msg_find_nonfinite(self, content: dict[str, Any]) -> None:
+        """Run the example inputs once and name the first module whose output holds NaN or Inf."""
+        found = self.first_nonfinite()
+        self._summary_choice["first_nonfinite"] = found
+        self.view.status = {
+            **self.view.status,
+            "state": "idle",
+            "message": f"first NaN/Inf output: {found}" if found is not None else "no module output held NaN or Inf",
+        }
+        self._sync_summary()
+
+    def _msg_attribute(self, content: dict[str, Any]) -> None:
+        """ "Attribution here": the chosen method's map at the selected layer, or the error, in the panel."""
+        view = self.view
+        layer, method, target = content.get("layer"), content.get("method", "gradcam"), content.get("target", "top")
+        view.status = {**view.status, "state": "busy", "message": f"computing {method}…"}
+        try:
+            view.attribution = attribution_payload(self, layer, method, target)
+        except Exception as exc:
+            view.attribution = {**EMPTY_ATTRIBUTION, "layer": layer, "method": method, "error": _message(exc)}
+        caption = view.attribution.get("caption") or f"{method} failed: see the attribution panel"
+        view.status = {**view.status, "state": "idle", "message": caption}
+
+    def _msg_run(self, content: dict[str, Any]) -> None:
+        """Forward the example inputs; with mode "backward" (the default), backward from the chosen class."""
         view = self.view
         if self.example_inputs is None:
             raise ValueError("Run needs example inputs: create the explorer with HookExplorer(model, example_inputs=x)")
-        view.status = {"state": "busy", "message": "running forward and backward…"}
+        backward = content.get("mode", "backward") != "forward"
+        target = content.get("target", "top") if backward else None
+        target = int(target) if isinstance(target, (int, float)) and not isinstance(target, bool) else target
+        what = "forward and backward" if backward else "forward"
+        view.status = {**view.status, "state": "busy", "message": f"running {what}…"}
         explained = len(self.diagnostics)
         try:
-            output = Explorer.run(self, self.example_inputs, target="top")
+            with self._live.paused() if self._live is not None else contextlib.nullcontext():
+                output = Explorer.run(self, self.example_inputs, target=target)
         except Exception as exc:
             new = self.diagnostics[explained:]  # what the engine understood about this failure comes first
             view.error = "\n\n".join([*new, explain_run_error(exc, self.example_inputs)])
             view.status = {"state": "error", "message": f"run failed: {type(exc).__name__}"}
             self._sync()
             return
-        top = output.argmax(dim=1).tolist() if hasattr(output, "argmax") and output.dim() == 2 else None
-        message = (
-            f"step {self.step}: forward and backward from the top class {top}" if top else f"step {self.step} done"
-        )
+        top = top_classes(output)
+        if not backward:
+            message = f"step {self.step}: forward"
+        elif target == "top":
+            message = f"step {self.step}: forward, then backward from each item's top class"
+        else:
+            message = f"step {self.step}: forward, then backward from class {target}"
         view.error = ""
-        view.status = {"state": "idle", "message": message}
+        view.status = {"state": "idle", "message": message, "top": top}
         self._sync()
+        self._sync_summary()
 
     def _on_selected(self, change: dict[str, Any]) -> None:
-        self._sync_plots()
+        self._plot_steps.clear()  # a new selection starts at its newest captures
+        self._sync()
+
+    def _sync_summary(self) -> None:
+        if self._view is not None and self._model is not None:
+            self._view.summary = summary_payload(self, **self._summary_choice)
 
     def _sync(self) -> None:
-        if self._view is None:
+        view = self._view
+        if view is None or self._model is None:
             return
-        self._view.hooks = [info.as_dict() for info in self.hooks if not info.foreign]
+        view.hooks = hooks_payload(self.hooks)
+        view.selection = selection_payload(self, view.selected)
+        view.memory = memory_payload(self)
+        view.diagnostics = self.diagnostics
+        sync_graph(view, self._graph.data)  # a run with record_graph=True recorded a new one
         self._sync_plots()
 
     def _sync_plots(self) -> None:
@@ -148,6 +235,27 @@ class HookExplorer(Explorer):
         if view is None:
             return
         try:
-            view.plots = {"target": view.selected, "items": plot_items(self.captures, view.selected)}
+            items = plot_items(self.captures, view.selected, self._plot_steps, self._plot_views)
+            view.plots = {"target": view.selected, "items": items}
         except Exception as exc:
             view.error = f"could not draw the captures of {view.selected!r}: {type(exc).__name__}: {exc}"
+
+
+def _message(exc: BaseException) -> str:
+    """An exception's message without the quotes KeyError adds."""
+    return exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+
+
+_HANDLERS: dict[str | None, Callable[[HookExplorer, dict[str, Any]], None]] = {
+    "attach": HookExplorer._msg_attach,
+    "detach": HookExplorer._msg_detach,
+    "run": HookExplorer._msg_run,
+    "plot_step": HookExplorer._msg_plot_step,
+    "plot_view": HookExplorer._msg_plot_view,
+    "summary": HookExplorer._msg_summary,
+    "find_nonfinite": HookExplorer._msg_find_nonfinite,
+    "attribute": HookExplorer._msg_attribute,
+    "dismiss_error": HookExplorer._msg_dismiss_error,
+    "graph": record_from_view,
+}
+"""Messages the browser sends (docs/widget-protocol.md), by their ``kind``."""

@@ -31,12 +31,24 @@ class ExplorerView(anywidget.AnyWidget):
     selected = traitlets.Unicode("").tag(sync=True)
     """Path of the selected module; written by the browser on a click."""
     hook_kinds = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    """Hook kinds the inspector offers, in display order."""
+    """Every hook kind in display order (badges and toggles follow it)."""
     hooks = traitlets.List(traitlets.Dict()).tag(sync=True)
-    """Live hooks: target, kind, action, fired, error, note."""
+    """Live hooks: target, kind, action, edit, fired, error, note, foreign (others' hooks, left alone)."""
+    selection = traitlets.Dict({}).tag(sync=True)
+    """The selected target: family (module, param, node), valid kinds, details, params, code, problem."""
     plots = traitlets.Dict({"target": None, "items": []}).tag(sync=True)
-    """Images of the selection's latest captures: target and items (kind, title, shape, step, png bytes)."""
+    """Images of the selection's captures: target and items (kind, title, shape, step, steps, png bytes)."""
     status = traitlets.Dict({"state": "idle", "message": ""}).tag(sync=True)
-    """Run state: idle, busy or error, with a one-line message."""
+    """Run state: idle, busy, live (the user's own loop is running) or error, a message, and top classes."""
+    diagnostics = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    """What the engine understood and did on its own, e.g. which hook an in-place op made it detach, and why."""
+    memory = traitlets.Dict({}).tag(sync=True)
+    """The capture store: bytes held, budget, records, evicted."""
+    summary = traitlets.Dict({}).tag(sync=True)
+    """Per-layer statistics: one step's rows, fields, steps, NaN/Inf layers, first non-finite, heatmap PNG."""
+    attribution = traitlets.Dict({}).tag(sync=True)
+    """The last "attribution here": layer, method, target, caption, overlay PNG, or the error text."""
     error = traitlets.Unicode("").tag(sync=True)
     """Last error text, with its traceback; empty when there is none."""
+    graph = traitlets.Dict({"autograd": None, "dataflow": None, "error": ""}).tag(sync=True)
+    """Graph panel: compact autograd graph and module dataflow (or None each), and why recording failed."""

@@ -13,3 +13,17 @@ export function toBytes(value) {
   if (Array.isArray(value)) return Uint8Array.from(value);
   return null;
 }
+
+/** A byte count for people: 512 B, 1.5 KiB, 256 MiB, 1.2 GiB. */
+export function formatBytes(n) {
+  const value = Number(n);
+  if (!Number.isFinite(value) || value < 0) return "—";
+  if (value < 1024) return `${Math.round(value)} B`;
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let scaled = value;
+  for (const unit of units) {
+    scaled /= 1024;
+    if (scaled < 1024 || unit === "TiB") return `${scaled < 10 ? scaled.toFixed(1) : Math.round(scaled)} ${unit}`;
+  }
+  return `${value} B`;
+}

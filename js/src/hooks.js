@@ -18,7 +18,7 @@ export function hooksAt(index, path) {
   return index.get(path) ?? [];
 }
 
-/** Whether a hook of `kind` is attached to `path`. */
+/** Whether the explorer attached a hook of `kind` to `path` (hooks others attached do not count). */
 export function hasHook(index, path, kind) {
-  return hooksAt(index, path).some((hook) => hook.kind === kind);
+  return hooksAt(index, path).some((hook) => hook.kind === kind && !hook.foreign);
 }

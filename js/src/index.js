@@ -1,10 +1,12 @@
-/** hookwidgets explorer view (anywidget ESM): module tree, inspector, plots and error box. */
+/** hookwidgets explorer view (anywidget ESM): header and run bar, module tree, inspector, graph and summary. */
 
 import "./widget.css";
 import { h } from "./view/dom.js";
 import { createErrorBox } from "./view/error_box.js";
+import { createGraphView } from "./view/graph_view.js";
 import { createHeader } from "./view/header.js";
 import { createInspector } from "./view/inspector.js";
+import { createSummaryView } from "./view/summary_view.js";
 import { createTreeView } from "./view/tree_view.js";
 
 /** Render the explorer into `el`; returns the cleanup that removes listeners and Blob URLs. */
@@ -21,9 +23,14 @@ function render({ model, el }) {
       inspector.el,
     ]),
   ]);
+  const graph = createGraphView(model); // the graph panel, below the tree and the inspector
+  root.append(graph.el);
+  const summary = createSummaryView(model); // per-layer statistics, below the graph
+  root.append(summary.el);
   el.append(root);
   return () => {
-    for (const part of [header, errorBox, tree, inspector]) part.destroy();
+    graph.destroy();
+    for (const part of [header, errorBox, tree, inspector, summary]) part.destroy();
     root.remove();
   };
 }

@@ -106,3 +106,71 @@ export function nextPath(rows, path) {
 export function previousPath(rows, path) {
   return stepPath(rows, path, -1);
 }
+
+/** Every path that has children: what "expand all" opens. */
+export function expandablePaths(tree) {
+  const paths = new Set();
+  walk(tree, (node) => {
+    if (childrenOf(node).length > 0) paths.add(node.path);
+  });
+  return paths;
+}
+
+/**
+ * Paths whose name, class or path contains `query` (case-insensitive), in tree order; at most
+ * `limit` of them. An empty query matches nothing.
+ */
+export function searchTree(tree, query, limit = Infinity) {
+  const needle = String(query ?? "")
+    .trim()
+    .toLowerCase();
+  const found = [];
+  if (needle === "") return found;
+  walk(tree, (node) => {
+    if (found.length >= limit) return;
+    const haystack = `${node.path}\u0000${node.name ?? ""}\u0000${node.cls ?? ""}`.toLowerCase();
+    if (haystack.includes(needle)) found.push(node.path);
+  });
+  return found;
+}
+
+/** `text` cut into [{text, match}] pieces around each case-insensitive occurrence of `query`. */
+export function highlightParts(text, query) {
+  const source = String(text ?? "");
+  const needle = String(query ?? "")
+    .trim()
+    .toLowerCase();
+  if (needle === "") return [{ text: source, match: false }];
+  const lower = source.toLowerCase();
+  const parts = [];
+  let at = 0;
+  for (let hit = lower.indexOf(needle); hit >= 0; hit = lower.indexOf(needle, at)) {
+    if (hit > at) parts.push({ text: source.slice(at, hit), match: false });
+    parts.push({ text: source.slice(hit, hit + needle.length), match: true });
+    at = hit + needle.length;
+  }
+  if (at < source.length) parts.push({ text: source.slice(at), match: false });
+  return parts;
+}
+
+/**
+ * The slice of rows to draw for a scroll position: {start, end} (end exclusive), with `overscan`
+ * extra rows on each side so a fast scroll does not show blank space.
+ */
+export function visibleWindow(scrollTop, viewportHeight, rowHeight, total, overscan = 10) {
+  if (total <= 0 || rowHeight <= 0) return { start: 0, end: 0 };
+  const first = Math.floor(Math.max(0, scrollTop) / rowHeight);
+  const count = Math.ceil(Math.max(0, viewportHeight) / rowHeight) + 1;
+  const start = Math.max(0, Math.min(total - 1, first) - overscan);
+  const end = Math.min(total, first + count + overscan);
+  return { start, end };
+}
+
+/** The scrollTop that brings row `index` into view, moving as little as possible (null: already visible). */
+export function scrollToReveal(index, scrollTop, viewportHeight, rowHeight) {
+  const top = index * rowHeight;
+  const bottom = top + rowHeight;
+  if (top < scrollTop) return top;
+  if (bottom > scrollTop + viewportHeight) return Math.max(0, bottom - viewportHeight);
+  return null;
+}

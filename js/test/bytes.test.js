@@ -24,3 +24,12 @@ test("toBytes returns null for values that hold no bytes", () => {
   assert.equal(toBytes("iVBORw0KGgo="), null);
   assert.equal(toBytes({}), null);
 });
+
+test("formatBytes reads like a person would write it", async () => {
+  const { formatBytes } = await import("../src/bytes.js");
+  assert.equal(formatBytes(512), "512 B");
+  assert.equal(formatBytes(1536), "1.5 KiB");
+  assert.equal(formatBytes(256 * 2 ** 20), "256 MiB");
+  assert.equal(formatBytes(1.25 * 2 ** 30), "1.3 GiB");
+  assert.equal(formatBytes(-1), "—");
+});

@@ -34,3 +34,13 @@ test("indexHooks tolerates missing or malformed values", () => {
   assert.equal(indexHooks({}).size, 0);
   assert.equal(indexHooks([null, { kind: "forward" }, 3]).size, 0);
 });
+
+test("hasHook ignores hooks others attached", () => {
+  const index = indexHooks([
+    { target: "head", kind: "forward", foreign: true },
+    { target: "head", kind: "grad", foreign: false },
+  ]);
+  assert.equal(hasHook(index, "head", "forward"), false);
+  assert.equal(hasHook(index, "head", "grad"), true);
+  assert.equal(hooksAt(index, "head").length, 2);
+});

@@ -11,12 +11,12 @@ from hookwidgets import HookExplorer
 from ..conftest import hook_state
 
 
-def browser_sets(view, **state):
+def browser_sets(view, /, **state):
     """What the frontend sends for ``model.set(...); model.save_changes()``."""
     view._handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []})
 
 
-def browser_sends(view, **content):
+def browser_sends(view, /, **content):
     """What the frontend sends for ``model.send(content)``."""
     view._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
 
@@ -33,7 +33,10 @@ def test_view_starts_with_the_tree_and_the_offered_hook_kinds(explorer):
     view = explorer.view
     assert view.tree["cls"] == "SmallCNN"
     assert view.tree["children"][0]["children"][0]["shape"] == [2, 4, 8, 8]
-    assert view.hook_kinds == ["forward_pre", "forward", "backward_pre", "backward", "grad"]
+    assert view.hook_kinds[:5] == ["forward_pre", "forward", "backward_pre", "backward", "grad"]
+    assert {"global_forward", "post_accumulate", "node_pre", "node"} <= set(view.hook_kinds)
+    assert view.selection["target"] == "" and view.selection["family"] == "module"
+    assert "global_forward" in view.selection["kinds"]  # the model itself takes the global kinds
     assert view.hooks == [] and view.error == "" and view.status["state"] == "idle"
     bundle = explorer._repr_mimebundle_()
     data = bundle[0] if isinstance(bundle, tuple) else bundle
@@ -153,7 +156,7 @@ def test_digits_quickstart_model_round_trip():
         browser_sends(ex.view, kind="attach", target="features.conv1", hook="forward")
         browser_sends(ex.view, kind="run")
         assert ex.captures["features.conv1"]["forward"][0].tensor.shape == (1, 16, 32, 32)
-        assert f"[{label}]" in ex.view.status["message"]  # the trained model predicts the digit
+        assert ex.view.status["top"][0][0] == label  # the trained model predicts the digit
 
 
 def test_backward_kinds_from_the_inspector_draw_gradient_maps(explorer):

@@ -1,5 +1,6 @@
-/** Header: model class name, module count, status line and the Run button. */
+/** Header and run bar: model name, module count, run mode and target, progress, memory meter, status. */
 
+import { formatBytes } from "../bytes.js";
 import { countModules, isTree } from "../tree.js";
 import { h, listen, subscribe } from "./dom.js";
 
@@ -7,20 +8,35 @@ import { h, listen, subscribe } from "./dom.js";
 export function createHeader(model) {
   const title = h("span", { cls: "hw-title" });
   const count = h("span", { cls: "hw-count" });
-  const status = h("span", { cls: "hw-status", attrs: { role: "status", "aria-live": "polite" } });
+  const mode = h("select", { cls: "hw-run-mode", attrs: { "aria-label": "What Run does" } }, [
+    h("option", { attrs: { value: "backward" }, text: "forward + backward" }),
+    h("option", { attrs: { value: "forward" }, text: "forward only" }),
+  ]);
+  const target = h("select", { cls: "hw-run-target", attrs: { "aria-label": "Backward from" } }, [
+    h("option", { attrs: { value: "top" }, text: "each item's top class" }),
+  ]);
   const run = h("button", {
     cls: "hw-run",
-    attrs: { type: "button", title: "Forward the example input, then backward from each item's top class" },
+    attrs: { type: "button", title: "Run the example input through the model with the hooks attached" },
     text: "Run",
   });
-  const el = h("div", { cls: "hw-header" }, [title, count, status, run]);
+  const progress = h("span", { cls: "hw-progress", attrs: { hidden: true, "aria-hidden": "true" } });
+  const status = h("span", { cls: "hw-status", attrs: { role: "status", "aria-live": "polite" } });
+  const meterFill = h("span", { cls: "hw-meter-fill" });
+  const meter = h("span", { cls: "hw-meter", attrs: { role: "meter", "aria-label": "Capture memory" } }, [meterFill]);
+  const meterText = h("span", { cls: "hw-meter-text" });
+  const errors = h("span", { cls: "hw-error-count", attrs: { hidden: true } });
+  const el = h("div", { cls: "hw-header" }, [
+    h("div", { cls: "hw-header-line" }, [title, count, errors, h("span", { cls: "hw-spacer" }), meter, meterText]),
+    h("div", { cls: "hw-run-bar" }, [mode, target, run, progress, status]),
+  ]);
 
   function updateTree() {
     const tree = model.get("tree");
     if (isTree(tree)) {
       title.textContent = tree.name || tree.cls || "model";
       const n = countModules(tree);
-      count.textContent = `${n} ${n === 1 ? "module" : "modules"}`;
+      count.textContent = `${n.toLocaleString("en-US")} ${n === 1 ? "module" : "modules"}`;
     } else {
       title.textContent = "—";
       count.textContent = "";
@@ -33,14 +49,68 @@ export function createHeader(model) {
     status.setAttribute("data-state", name);
     status.textContent = state.message ?? "";
     run.disabled = name === "busy";
+    progress.hidden = name !== "busy" && name !== "live";
+    if (Array.isArray(state.top) && state.top.length > 0) {
+      const chosen = target.value;
+      const options = [h("option", { attrs: { value: "top" }, text: "each item's top class" })];
+      for (const [cls, prob] of state.top) {
+        options.push(h("option", { attrs: { value: String(cls) }, text: `class ${cls} (${(prob * 100).toFixed(1)}%)` }));
+      }
+      target.replaceChildren(...options);
+      // Keep the user's choice when it is still offered.
+      target.value = [...target.options].some((o) => o.value === chosen) ? chosen : "top";
+    }
+  }
+
+  function updateMemory() {
+    const memory = model.get("memory") ?? {};
+    const used = Number(memory.bytes ?? 0);
+    const budget = Number(memory.budget ?? 0);
+    const fraction = budget > 0 ? Math.min(1, used / budget) : 0;
+    meterFill.style.width = `${(fraction * 100).toFixed(1)}%`;
+    meter.setAttribute("aria-valuenow", String(Math.round(fraction * 100)));
+    const evicted = Number(memory.evicted ?? 0);
+    meterText.textContent = budget > 0 ? `${formatBytes(used)} of ${formatBytes(budget)}` : "";
+    meter.title = `${memory.records ?? 0} records kept, ${evicted} evicted (oldest first) to stay under the budget`;
+    meterText.title = meter.title;
+  }
+
+  function updateErrors() {
+    const failing = (model.get("hooks") ?? []).filter((hook) => hook.error && !hook.foreign);
+    errors.hidden = failing.length === 0;
+    errors.textContent = `⚠ ${failing.length} failing ${failing.length === 1 ? "hook" : "hooks"}`;
+    errors.title = failing.map((hook) => `${hook.kind} on ${hook.target || "(model)"}`).join("\n");
+  }
+
+  function onErrorsClick() {
+    // Jump to the first failing hook: its row and the inspector show the traceback.
+    const first = (model.get("hooks") ?? []).find((hook) => hook.error && !hook.foreign);
+    if (!first) return;
+    model.set("selected", first.target);
+    model.save_changes();
+  }
+
+  function onRun() {
+    const chosen = target.value === "top" ? "top" : Number(target.value);
+    model.send({ kind: "run", mode: mode.value, target: chosen });
+  }
+
+  function onMode() {
+    target.disabled = mode.value === "forward";
   }
 
   const offs = [
     subscribe(model, ["change:tree"], updateTree),
     subscribe(model, ["change:status"], updateStatus),
-    listen(run, "click", () => model.send({ kind: "run" })),
+    subscribe(model, ["change:memory"], updateMemory),
+    subscribe(model, ["change:hooks"], updateErrors),
+    listen(run, "click", onRun),
+    listen(mode, "change", onMode),
+    listen(errors, "click", onErrorsClick),
   ];
   updateTree();
   updateStatus();
+  updateMemory();
+  updateErrors();
   return { el, destroy: () => offs.forEach((off) => off()) };
 }

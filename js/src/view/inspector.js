@@ -1,72 +1,110 @@
-/** Inspector: details, hook toggles, live hooks and plots of the selected module. */
+/** Inspector: details, hook toggles with action and edit pickers, live hooks, code and plots of the selection. */
 
 import { displayPath, formatCount, formatFired, formatParams, formatShape } from "../format.js";
 import { hasHook, hooksAt, indexHooks } from "../hooks.js";
 import { findNode, isTree } from "../tree.js";
 import { h, listen, subscribe } from "./dom.js";
+import { createAttributionView } from "./attribution_view.js";
+import { createEditPicker } from "./edit_picker.js";
 import { createPlots } from "./plots.js";
 
 // If Python neither changes `hooks` nor reports an error, give the toggle back after this long.
 const PENDING_TIMEOUT_MS = 10000;
+const FAMILY_LABELS = { module: "Module", param: "Parameter", node: "Autograd node" };
 
 /** Build the inspector for `model`; returns {el, destroy}. */
 export function createInspector(model) {
   const info = h("dl", { cls: "hw-info" });
+  const params = h("div", { cls: "hw-params-list" });
+  const picker = createEditPicker();
   const toggles = h("div", { cls: "hw-toggles", attrs: { role: "group", "aria-label": "Hooks" } });
   const hookList = h("ul", { cls: "hw-hook-list" });
+  const codeText = h("pre", { cls: "hw-code-text" });
+  const code = h("details", { cls: "hw-code" }, [h("summary", { text: "Plain-torch code for these hooks" }), codeText]);
   const plots = createPlots(model);
+  const attribution = createAttributionView(model);
+  const diagnostics = h("ul", { cls: "hw-diagnostics" });
+  const diagnosticsBox = h("details", { cls: "hw-diagnostics-box", attrs: { open: true } }, [
+    h("summary", { cls: "hw-section-title", text: "What the explorer did" }),
+    diagnostics,
+  ]);
   const el = h("div", { cls: "hw-inspector" }, [
+    diagnosticsBox,
     info,
+    params,
     h("div", { cls: "hw-section-title", text: "Hooks" }),
+    picker.el,
     toggles,
     hookList,
+    code,
     h("div", { cls: "hw-section-title", text: "Captures" }),
     plots.el,
+    attribution.el,
   ]);
   // Kinds whose attach/detach was sent and not yet answered; their checkboxes stay disabled.
   const pending = new Set();
   let pendingTimer = null;
 
-  function selectedPath() {
+  const selectedPath = () => {
     const value = model.get("selected");
     return typeof value === "string" ? value : "";
-  }
+  };
+  /** The selection payload, if it describes the current selection (Python answers a click shortly after). */
+  const selection = () => {
+    const value = model.get("selection") ?? {};
+    return value.target === selectedPath() ? value : null;
+  };
 
-  function selectedNode() {
+  function renderInfo() {
+    const path = selectedPath();
+    const sel = selection();
+    const family = sel?.family ?? "module";
+    const entries = [[FAMILY_LABELS[family] ?? "Target", displayPath(path)]];
     const tree = model.get("tree");
-    return isTree(tree) ? findNode(tree, selectedPath()) : null;
-  }
-
-  function renderInfo(node, path) {
-    const entries = [["Path", displayPath(path)]];
+    const node = family === "module" && isTree(tree) ? findNode(tree, path) : null;
     if (node) {
       const dtype = node.dtype ? ` ${node.dtype}` : "";
       entries.push(["Class", node.cls ?? ""]);
       entries.push(["Output", `${formatShape(node.shape)}${dtype}`]);
       entries.push(["Parameters", formatParams(node.trainable ?? 0, node.frozen ?? 0)]);
-    } else {
-      entries.push(["", "Not in the module tree."]);
+    } else if (sel) {
+      for (const [term, value] of sel.details ?? []) entries.push([term, value]);
     }
+    if (sel?.problem) entries.push(["", sel.problem]);
     info.replaceChildren(
       ...entries.flatMap(([term, value]) => [h("dt", { text: term }), h("dd", { text: value })]),
     );
-    if (node) {
-      const exact = `${node.trainable ?? 0} trainable, ${node.frozen ?? 0} frozen`;
-      info.lastChild.setAttribute("title", exact);
-    }
+    params.replaceChildren(
+      ...(sel?.params ?? []).map((param) =>
+        h("button", {
+          cls: "hw-param",
+          attrs: {
+            type: "button",
+            "data-path": param.path,
+            title: `select ${param.path} (${param.trainable ? "trainable" : "frozen"}) to hook its gradient`,
+          },
+          text: `${param.name} ${formatShape(param.shape)}`,
+        }),
+      ),
+    );
+    codeText.textContent = sel?.code ?? "";
+    code.hidden = !sel?.code;
   }
 
-  function renderToggles(node, path) {
-    const kinds = model.get("hook_kinds") ?? [];
+  function renderToggles() {
+    const path = selectedPath();
+    const sel = selection();
+    const kinds = sel?.kinds ?? [];
     toggles.replaceChildren(
       ...kinds.map((kind) => {
         const input = h("input", {
           cls: "hw-toggle",
-          attrs: { type: "checkbox", "data-kind": kind, "data-target": path, disabled: !node },
+          attrs: { type: "checkbox", "data-kind": kind, "data-target": path },
         });
         return h("label", { cls: "hw-toggle-label" }, [input, h("span", { text: kind })]);
       }),
     );
+    if (kinds.length === 0) toggles.append(h("span", { cls: "hw-hint", text: "No hook can be attached here." }));
     syncToggles();
   }
 
@@ -78,29 +116,42 @@ export function createInspector(model) {
       const kind = input.getAttribute("data-kind");
       const waiting = pending.has(`${path}\u0000${kind}`);
       if (!waiting) input.checked = hasHook(hookIndex, path, kind);
-      input.disabled = waiting || !selectedNode();
+      input.disabled = waiting;
       input.closest("label")?.classList.toggle("hw-pending", waiting);
     }
   }
 
   function renderHookList() {
-    const path = selectedPath();
-    const hooks = hooksAt(indexHooks(model.get("hooks")), path);
+    const hooks = hooksAt(indexHooks(model.get("hooks")), selectedPath());
     hookList.replaceChildren(
       ...hooks.map((hook) => {
+        const edit = Array.isArray(hook.edit) && hook.edit.length > 0 ? ` + ${hook.edit.map((e) => e.join(" ")).join(", ")}` : "";
         const parts = [
           h("span", { cls: "hw-hook-kind", attrs: { "data-kind": hook.kind }, text: hook.kind }),
-          h("span", { cls: "hw-hook-action", text: hook.action ?? "" }),
-          h("span", {
-            cls: "hw-hook-fired",
-            attrs: { title: formatFired(hook.fired) },
-            text: `${formatCount(hook.fired ?? 0)}×`,
-          }),
+          h("span", { cls: "hw-hook-action", text: hook.foreign ? `${hook.action} (someone else's; left alone)` : `${hook.action ?? ""}${edit}` }),
         ];
-        // Notes say why a hook stays silent (no_grad, a dict output, a compiled model).
+        if (!hook.foreign) {
+          parts.push(
+            h("span", {
+              cls: "hw-hook-fired",
+              attrs: { title: formatFired(hook.fired) },
+              text: `${formatCount(hook.fired ?? 0)}×`,
+            }),
+          );
+        }
+        // Notes say why a hook stays silent (no_grad, a dict output, a compiled model, a missing node).
         if (hook.note) parts.push(h("div", { cls: "hw-hook-note", text: hook.note }));
-        if (hook.error) parts.push(h("pre", { cls: "hw-hook-error", text: hook.error }));
-        return h("li", { cls: hook.error ? "hw-hook hw-hook-failed" : "hw-hook" }, parts);
+        if (hook.error) {
+          const lines = String(hook.error).trim().split("\n");
+          parts.push(
+            h("details", { cls: "hw-hook-error" }, [
+              h("summary", { text: lines[lines.length - 1] }),
+              h("pre", { text: hook.error }),
+            ]),
+          );
+        }
+        const cls = ["hw-hook", hook.error ? "hw-hook-failed" : "", hook.foreign ? "hw-hook-foreign" : ""];
+        return h("li", { cls: cls.filter(Boolean).join(" ") }, parts);
       }),
     );
   }
@@ -111,11 +162,9 @@ export function createInspector(model) {
     pendingTimer = null;
   }
 
-  function onSelectionOrTree() {
-    const node = selectedNode();
-    const path = selectedPath();
-    renderInfo(node, path);
-    renderToggles(node, path);
+  function onSelection() {
+    renderInfo();
+    renderToggles();
     renderHookList();
   }
 
@@ -138,6 +187,11 @@ export function createInspector(model) {
     if (!input.matches?.("input.hw-toggle")) return;
     const kind = input.getAttribute("data-kind");
     const target = input.getAttribute("data-target");
+    const choice = picker.value();
+    if (input.checked && choice.error) {
+      input.checked = false; // the picker says what is wrong; nothing is sent
+      return;
+    }
     pending.add(`${target}\u0000${kind}`);
     if (pendingTimer !== null) clearTimeout(pendingTimer);
     pendingTimer = setTimeout(() => {
@@ -145,22 +199,45 @@ export function createInspector(model) {
       syncToggles();
     }, PENDING_TIMEOUT_MS);
     syncToggles();
-    model.send({ kind: input.checked ? "attach" : "detach", target, hook: kind });
+    if (input.checked) {
+      model.send({ kind: "attach", target, hook: kind, action: choice.action, edit: choice.edit });
+    } else {
+      model.send({ kind: "detach", target, hook: kind });
+    }
+  }
+
+  function onDiagnostics() {
+    // The engine's own explanations (a hook it detached, and why) stay in view until the user reads them.
+    const notes = model.get("diagnostics") ?? [];
+    diagnostics.replaceChildren(...notes.map((note) => h("li", { cls: "hw-diagnostic", text: note })));
+    diagnosticsBox.hidden = notes.length === 0;
+  }
+
+  function onParamClick(event) {
+    const button = event.target.closest?.("button.hw-param");
+    if (!button) return;
+    model.set("selected", button.getAttribute("data-path"));
+    model.save_changes();
   }
 
   const offs = [
-    subscribe(model, ["change:selected", "change:tree", "change:hook_kinds"], onSelectionOrTree),
+    subscribe(model, ["change:selected", "change:tree", "change:selection"], onSelection),
     subscribe(model, ["change:hooks"], onHooks),
     subscribe(model, ["change:error"], onError),
+    subscribe(model, ["change:diagnostics"], onDiagnostics),
     listen(toggles, "change", onToggle),
+    listen(params, "click", onParamClick),
   ];
-  onSelectionOrTree();
+  onSelection();
+  onDiagnostics();
   return {
     el,
     destroy() {
       offs.forEach((off) => off());
       clearPending();
+      picker.destroy();
       plots.destroy();
+      attribution.destroy();
     },
   };
 }

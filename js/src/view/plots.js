@@ -1,10 +1,11 @@
-/** Plots area: the PNG captures of the selected module as Blob-URL images with captions. */
+/** Plots area: the PNG captures of the selection as Blob-URL images, each with a step slider over its history. */
 
 import { toBytes } from "../bytes.js";
 import { formatShape } from "../format.js";
 import { h, subscribe } from "./dom.js";
 
-const HINT = "Attach a forward or grad hook and press Run to see captures.";
+const HINT = "Attach a hook and press Run (or run your own code) to see captures.";
+const SLIDE_DELAY_MS = 150;
 
 /** Caption text of one plot item: "title · 1×16×32×32 · step 3". */
 function caption(item) {
@@ -19,15 +20,67 @@ export function createPlots(model) {
   const el = h("div", { cls: "hw-plots" });
   let urls = [];
   let shown = { plots: undefined, match: undefined };
+  let slideTimer = null;
 
   function revokeAll() {
     for (const url of urls) URL.revokeObjectURL(url);
     urls = [];
   }
 
+  function slider(item) {
+    const steps = Array.isArray(item.steps) ? item.steps : [];
+    if (steps.length < 2) return null;
+    const at = Math.max(0, steps.indexOf(item.step));
+    const input = h("input", {
+      cls: "hw-step",
+      attrs: {
+        type: "range",
+        min: 0,
+        max: steps.length - 1,
+        value: at,
+        "data-kind": item.kind ?? "",
+        "aria-label": `step of the ${item.kind} capture`,
+      },
+    });
+    const label = h("span", { cls: "hw-step-label", text: `step ${item.step} (${at + 1} of ${steps.length} kept)` });
+    input.addEventListener("input", () => {
+      const step = steps[Number(input.value)];
+      label.textContent = `step ${step} (${Number(input.value) + 1} of ${steps.length} kept)`;
+      if (slideTimer !== null) clearTimeout(slideTimer);
+      // Python redraws on each message: send only where the slider comes to rest.
+      slideTimer = setTimeout(() => {
+        slideTimer = null;
+        model.send({ kind: "plot_step", hook: item.kind, step });
+      }, SLIDE_DELAY_MS);
+    });
+    return h("div", { cls: "hw-step-row" }, [input, label]);
+  }
+
+  function viewButtons(item) {
+    const views = Array.isArray(item.views) ? item.views : [];
+    if (views.length < 2) return null;
+    return h(
+      "div",
+      { cls: "hw-views", attrs: { role: "group", "aria-label": `how the ${item.kind} capture is drawn` } },
+      views.map((view) => {
+        const button = h("button", {
+          cls: view === item.view ? "hw-view hw-view-active" : "hw-view",
+          attrs: { type: "button", "data-view": view, "data-kind": item.kind ?? "", "aria-pressed": String(view === item.view) },
+          text: view,
+        });
+        button.addEventListener("click", () => model.send({ kind: "plot_view", hook: item.kind, view }));
+        return button;
+      }),
+    );
+  }
+
   function figure(item) {
     const bytes = toBytes(item.png);
-    const children = [h("figcaption", { cls: "hw-plot-caption", text: caption(item) })];
+    const children = [h("figcaption", { cls: item.stale ? "hw-plot-caption hw-stale" : "hw-plot-caption", text: caption(item) })];
+    const views = viewButtons(item);
+    if (views) children.push(views);
+    const steps = slider(item);
+    if (steps) children.push(steps);
     if (bytes && bytes.byteLength > 0) {
       const url = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
       urls.push(url);
@@ -61,6 +114,7 @@ export function createPlots(model) {
     el,
     destroy() {
       off();
+      if (slideTimer !== null) clearTimeout(slideTimer);
       revokeAll();
     },
   };

@@ -1,31 +1,66 @@
-/** Module tree panel: collapsible rows with shape, parameters and hook badges; keyboard navigable. */
+/**
+ * Module tree panel: a virtualized list (only the rows in view exist in the DOM, so a 10,000-module
+ * model opens and scrolls at once), search with highlighted matches, expand/collapse all, hook badges.
+ */
 
-import { badgeLabel, formatFired, formatParams, formatShape } from "../format.js";
-import { hooksAt, indexHooks } from "../hooks.js";
+import { formatCount } from "../format.js";
+import { indexHooks } from "../hooks.js";
 import {
   ancestorPaths,
   childrenOf,
   defaultExpanded,
+  expandablePaths,
   flattenVisible,
   indexTree,
   isTree,
+  scrollToReveal,
+  searchTree,
   stepPath,
+  visibleWindow,
 } from "../tree.js";
 import { h, listen, subscribe } from "./dom.js";
+import { buildRow, fillBadges } from "./tree_row.js";
+
+export const ROW_HEIGHT = 22; // px; must match `.hw-row` height in widget.css
+const SEARCH_DELAY_MS = 120;
+const MAX_MATCHES = 5000;
 
 /** Build the tree panel for `model`; returns {el, destroy}. */
 export function createTreeView(model) {
-  const el = h("div", { cls: "hw-tree", attrs: { role: "tree", "aria-label": "Modules" } });
+  const search = h("input", {
+    cls: "hw-search",
+    attrs: { type: "search", placeholder: "Search modules", "aria-label": "Search modules", spellcheck: "false" },
+  });
+  const matchInfo = h("span", { cls: "hw-match-count", attrs: { "aria-live": "polite" } });
+  const expandAll = h("button", { cls: "hw-expand-all", attrs: { type: "button", title: "Expand all" }, text: "⊞" });
+  const collapseAll = h("button", {
+    cls: "hw-collapse-all",
+    attrs: { type: "button", title: "Collapse all" },
+    text: "⊟",
+  });
+  const toolbar = h("div", { cls: "hw-tree-toolbar" }, [search, matchInfo, expandAll, collapseAll]);
+  const sizer = h("div", { cls: "hw-tree-sizer" });
+  const viewport = h("div", { cls: "hw-tree", attrs: { role: "tree", "aria-label": "Modules" } }, [sizer]);
+  const el = h("div", { cls: "hw-tree-box" }, [toolbar, viewport]);
+
   let tree = null;
   let index = new Map();
   let expanded = new Set();
   let rows = [];
-  const rowEls = new Map();
+  let rowIndex = new Map(); // path -> position in rows
+  let hookIndex = new Map();
+  let query = "";
+  let matches = [];
+  let matchSet = new Set();
+  let matchCursor = -1;
+  let drawn = new Map(); // path -> {el, badges} for the rows in the DOM
+  let frame = null;
+  let searchTimer = null;
 
-  function selectedPath() {
+  const selectedPath = () => {
     const value = model.get("selected");
     return typeof value === "string" ? value : "";
-  }
+  };
 
   function select(path) {
     if (path === null || path === undefined) return;
@@ -33,97 +68,91 @@ export function createTreeView(model) {
     model.save_changes();
   }
 
-  function orderedHooks(path, hookIndex) {
-    // Badges follow the inspector's toggle order so they do not jump around as hooks change.
-    const order = model.get("hook_kinds") ?? [];
-    const rank = (kind) => {
-      const i = order.indexOf(kind);
-      return i < 0 ? order.length : i;
-    };
-    return [...hooksAt(hookIndex, path)].sort((a, b) => rank(a.kind) - rank(b.kind));
+  function hookOrder() {
+    return model.get("hook_kinds") ?? [];
   }
 
-  function fillBadges(container, path, hookIndex) {
-    const badges = orderedHooks(path, hookIndex).map((hook) =>
-      h("span", {
-        cls: hook.error ? "hw-badge hw-badge-error" : "hw-badge",
-        attrs: {
-          "data-kind": hook.kind,
-          title: `${hook.kind}: ${formatFired(hook.fired)}${hook.error ? " (error)" : ""}`,
-        },
-        text: badgeLabel(hook.kind),
-      }),
-    );
-    container.replaceChildren(...badges);
-  }
-
-  function buildRow(row, hookIndex, selected) {
-    const { node, path, depth, hasChildren } = row;
-    const caret = hasChildren
-      ? h("span", { cls: "hw-caret", attrs: { "aria-hidden": "true" }, text: row.expanded ? "▾" : "▸" })
-      : h("span", { cls: "hw-caret-spacer", attrs: { "aria-hidden": "true" } });
-    const label = h("span", { cls: "hw-label", attrs: { title: path === "" ? node.cls : path } }, [
-      h("span", { cls: "hw-name", text: node.name || node.cls || path }),
-      path === "" ? null : h("span", { cls: "hw-cls", text: node.cls ?? "" }),
-    ]);
-    const trainable = node.trainable ?? 0;
-    const frozen = node.frozen ?? 0;
-    const badges = h("span", { cls: "hw-badges" });
-    fillBadges(badges, path, hookIndex);
-    const el = h(
-      "div",
-      {
-        cls: path === selected ? "hw-row hw-selected" : "hw-row",
-        attrs: {
-          "data-path": path,
-          role: "treeitem",
-          "aria-level": depth + 1,
-          "aria-expanded": hasChildren ? String(row.expanded) : null,
-          "aria-selected": String(path === selected),
-          tabindex: "-1",
-        },
-      },
-      [
-        caret,
-        label,
-        h("span", { cls: "hw-shape", text: formatShape(node.shape) }),
-        h("span", {
-          cls: trainable + frozen === 0 ? "hw-params hw-zero" : "hw-params",
-          attrs: { title: `${trainable} trainable, ${frozen} frozen parameters` },
-          text: formatParams(trainable, frozen),
-        }),
-        badges,
-      ],
-    );
-    el.style.setProperty("--hw-depth", String(depth));
-    return { el, badges };
-  }
-
-  /** Keep exactly one row in the tab order: the selected one, else the first. */
-  function updateTabStop() {
-    const stop = rowEls.get(selectedPath()) ?? rowEls.values().next().value;
-    for (const { el: rowEl } of rowEls.values()) rowEl.tabIndex = rowEl === stop?.el ? 0 : -1;
-  }
-
-  function rebuildRows() {
-    const focused = el.contains(document.activeElement)
-      ? document.activeElement.closest(".hw-row")?.getAttribute("data-path")
-      : undefined;
-    const hookIndex = indexHooks(model.get("hooks"));
-    const selected = selectedPath();
+  /** Recompute the visible rows (after expansion changes) and redraw the window. */
+  function relayout() {
     rows = flattenVisible(tree, expanded);
-    rowEls.clear();
-    const fragment = document.createDocumentFragment();
-    for (const row of rows) {
-      const built = buildRow(row, hookIndex, selected);
-      rowEls.set(row.path, built);
-      fragment.append(built.el);
+    rowIndex = new Map(rows.map((row, i) => [row.path, i]));
+    sizer.style.height = `${rows.length * ROW_HEIGHT}px`;
+    drawWindow(true);
+  }
+
+  /** Draw the rows in view; `force` rebuilds rows already drawn (their content changed). */
+  function drawWindow(force = false) {
+    const focusedPath = viewport.contains(document.activeElement)
+      ? document.activeElement.closest(".hw-row")?.getAttribute("data-path")
+      : null;
+    const { start, end } = visibleWindow(viewport.scrollTop, viewport.clientHeight || 440, ROW_HEIGHT, rows.length);
+    const selected = selectedPath();
+    const next = new Map();
+    for (let i = start; i < end; i++) {
+      const row = rows[i];
+      let entry = force ? undefined : drawn.get(row.path);
+      if (entry === undefined || entry.top !== i) {
+        const built = buildRow(row, { hookIndex, selected, query, matchSet, order: hookOrder() });
+        built.el.style.top = `${i * ROW_HEIGHT}px`;
+        entry = { ...built, top: i };
+      }
+      next.set(row.path, entry);
     }
-    if (rows.length === 0) fragment.append(h("div", { cls: "hw-empty", text: "No module tree yet." }));
-    el.replaceChildren(fragment);
+    for (const [path, entry] of drawn) if (next.get(path) !== entry) entry.el.remove();
+    for (const entry of next.values()) if (!entry.el.isConnected) sizer.append(entry.el);
+    drawn = next;
+    if (rows.length === 0 && !sizer.querySelector(".hw-empty")) {
+      sizer.append(h("div", { cls: "hw-empty", text: "No module tree yet." }));
+    } else if (rows.length > 0) {
+      sizer.querySelector(".hw-empty")?.remove();
+    }
     updateTabStop();
     // Rebuilding drops focus; give it back to the same row so keyboard users keep their place.
-    if (focused !== undefined && focused !== null) rowEls.get(focused)?.el.focus();
+    if (focusedPath) drawn.get(focusedPath)?.el.focus({ preventScroll: true });
+  }
+
+  function scheduleDraw() {
+    if (frame !== null) return;
+    frame = requestAnimationFrame(() => {
+      frame = null;
+      drawWindow();
+    });
+  }
+
+  /** Keep exactly one drawn row in the tab order: the selected one, else the first drawn. */
+  function updateTabStop() {
+    const stop = drawn.get(selectedPath()) ?? drawn.values().next().value;
+    for (const entry of drawn.values()) entry.el.tabIndex = entry === stop ? 0 : -1;
+  }
+
+  /** Scroll so `path` is in view (`center` for jumps from elsewhere), then draw. */
+  function reveal(path, center = false) {
+    const at = rowIndex.get(path);
+    if (at === undefined) return;
+    const height = viewport.clientHeight || 440;
+    if (center) {
+      const top = at * ROW_HEIGHT;
+      if (top < viewport.scrollTop || top + ROW_HEIGHT > viewport.scrollTop + height) {
+        viewport.scrollTop = Math.max(0, top - height / 2 + ROW_HEIGHT / 2);
+      }
+    } else {
+      const top = scrollToReveal(at, viewport.scrollTop, height, ROW_HEIGHT);
+      if (top !== null) viewport.scrollTop = top;
+    }
+    drawWindow();
+  }
+
+  function openAncestors(paths) {
+    let changed = false;
+    for (const path of paths) {
+      for (const ancestor of ancestorPaths(index, path)) {
+        if (!expanded.has(ancestor)) {
+          expanded.add(ancestor);
+          changed = true;
+        }
+      }
+    }
+    return changed;
   }
 
   function onTree() {
@@ -137,56 +166,95 @@ export function createTreeView(model) {
       // Same model re-probed: keep what the user opened, drop paths that no longer exist.
       expanded = new Set([...expanded].filter((path) => index.has(path)));
     }
-    rebuildRows();
+    runSearch();
+    relayout();
   }
 
   function onHooks() {
-    const hookIndex = indexHooks(model.get("hooks"));
-    for (const [path, { badges }] of rowEls) fillBadges(badges, path, hookIndex);
+    hookIndex = indexHooks(model.get("hooks"));
+    const options = { hookIndex, order: hookOrder() };
+    for (const [path, entry] of drawn) entry.el.classList.toggle("hw-row-error", fillBadges(entry.badges, path, options));
   }
 
   let shownSelected = selectedPath();
   function onSelected() {
     const selected = selectedPath();
-    // A selection made from Python may sit under a collapsed node: open its ancestors.
-    const hidden = ancestorPaths(index, selected).filter((path) => !expanded.has(path));
-    if (hidden.length > 0) {
-      for (const path of hidden) expanded.add(path);
-      shownSelected = selected;
-      rebuildRows();
-      return;
-    }
+    // A selection made from Python or the graph may sit under a collapsed node: open its ancestors.
+    if (openAncestors([selected])) relayout();
     for (const path of [shownSelected, selected]) {
-      const entry = rowEls.get(path);
+      const entry = drawn.get(path);
       if (!entry) continue;
       entry.el.classList.toggle("hw-selected", path === selected);
       entry.el.setAttribute("aria-selected", String(path === selected));
     }
     shownSelected = selected;
-    updateTabStop();
+    reveal(selected, !viewport.contains(document.activeElement));
   }
 
   function setExpanded(path, open) {
     if (open === expanded.has(path)) return;
     if (open) expanded.add(path);
     else expanded.delete(path);
-    rebuildRows();
+    relayout();
+  }
+
+  function runSearch() {
+    matches = searchTree(tree, query, MAX_MATCHES);
+    matchSet = new Set(matches);
+    matchCursor = -1;
+    if (query.trim() === "") matchInfo.textContent = "";
+    else if (matches.length === 0) matchInfo.textContent = "no match";
+    else {
+      const more = matches.length >= MAX_MATCHES ? "+" : "";
+      matchInfo.textContent = `${formatCount(matches.length)}${more} ${matches.length === 1 ? "match" : "matches"}`;
+    }
+    openAncestors(matches);
+  }
+
+  function onSearchInput() {
+    if (searchTimer !== null) clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => {
+      searchTimer = null;
+      query = search.value;
+      runSearch();
+      relayout();
+      if (matches.length > 0) reveal(matches[0], true);
+    }, SEARCH_DELAY_MS);
+  }
+
+  function onSearchKey(event) {
+    if (event.key === "Escape") {
+      search.value = "";
+      query = "";
+      runSearch();
+      relayout();
+    } else if (event.key === "Enter" && matches.length > 0) {
+      // Enter walks through the matches (Shift+Enter backwards) and selects each.
+      const step = event.shiftKey ? -1 : 1;
+      matchCursor = (matchCursor + step + matches.length) % matches.length;
+      select(matches[matchCursor]);
+    } else {
+      return;
+    }
+    event.preventDefault();
+    event.stopPropagation();
   }
 
   function moveTo(path) {
     if (path === null || path === undefined) return;
     select(path);
-    rowEls.get(path)?.el.focus();
+    reveal(path);
+    drawn.get(path)?.el.focus({ preventScroll: true });
   }
 
   function onClick(event) {
     const rowEl = event.target.closest(".hw-row");
-    if (!rowEl || !el.contains(rowEl)) return;
+    if (!rowEl || !viewport.contains(rowEl)) return;
     const path = rowEl.getAttribute("data-path");
     if (event.target.closest(".hw-caret")) {
       // The caret only opens or closes; selecting is the row's job.
       setExpanded(path, !expanded.has(path));
-      rowEls.get(path)?.el.focus();
+      drawn.get(path)?.el.focus({ preventScroll: true });
       return;
     }
     select(path);
@@ -194,7 +262,7 @@ export function createTreeView(model) {
 
   function onKeyDown(event) {
     const rowEl = event.target.closest(".hw-row");
-    if (!rowEl || !el.contains(rowEl)) return;
+    if (!rowEl || !viewport.contains(rowEl)) return;
     const path = rowEl.getAttribute("data-path");
     const entry = index.get(path);
     const hasChildren = entry ? childrenOf(entry.node).length > 0 : false;
@@ -235,10 +303,34 @@ export function createTreeView(model) {
     subscribe(model, ["change:tree"], onTree),
     subscribe(model, ["change:hooks", "change:hook_kinds"], onHooks),
     subscribe(model, ["change:selected"], onSelected),
-    listen(el, "click", onClick),
-    listen(el, "keydown", onKeyDown),
+    listen(viewport, "click", onClick),
+    listen(viewport, "keydown", onKeyDown),
+    listen(viewport, "scroll", scheduleDraw),
+    listen(search, "input", onSearchInput),
+    listen(search, "keydown", onSearchKey),
+    listen(expandAll, "click", () => {
+      expanded = expandablePaths(tree);
+      relayout();
+    }),
+    listen(collapseAll, "click", () => {
+      expanded = new Set(tree ? [tree.path] : []);
+      relayout();
+      reveal(selectedPath());
+    }),
   ];
+  hookIndex = indexHooks(model.get("hooks"));
   onTree();
+  // The viewport has no height until the view is attached to the page: draw again once it has.
+  const resize = typeof ResizeObserver === "function" ? new ResizeObserver(() => scheduleDraw()) : null;
+  resize?.observe(viewport);
   onSelected();
-  return { el, destroy: () => offs.forEach((off) => off()) };
+  return {
+    el,
+    destroy() {
+      offs.forEach((off) => off());
+      resize?.disconnect();
+      if (frame !== null) cancelAnimationFrame(frame);
+      if (searchTimer !== null) clearTimeout(searchTimer);
+    },
+  };
 }

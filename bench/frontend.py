@@ -1,0 +1,308 @@
+"""Frontend figures in a real JupyterLab + Chromium: how fast the explorer paints and stays interactive.
+
+Each measurement is one function ``(session, loads) -> Figure`` listed in ``MEASUREMENTS``; add a
+measurement by writing such a function and listing it. Times are taken inside the page
+(``performance.now()``), repeated ``--loads`` times (at least 15) after 3 warm-ups; the median with
+p10–p90 is reported against the bar. Main-thread blocking is read from ``PerformanceObserver``
+long-task entries (tasks over 50 ms; none means the longest task was under 50 ms).
+
+    .venv/bin/python bench/frontend.py                 # every measurement, 15 loads each
+    .venv/bin/python bench/frontend.py --only graph_paint --loads 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from playwright.sync_api import Page, sync_playwright
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from _protocol import MIN_PAIRS, WARMUP_PAIRS, quantile, revision  # noqa: E402
+
+from tests.e2e._browser import CHROMIUM_ARGS, require_chromium  # noqa: E402
+from tests.e2e._lab import Lab  # noqa: E402
+from tests.e2e._server import JupyterServer  # noqa: E402
+
+VIEWPORT = {"width": 1400, "height": 1000}
+
+# 10 stages × 50 residual blocks × 10 autograd nodes (two Linear: Addmm, T, 2 AccumulateGrad each;
+# ReLU; the residual Add) = 5,000 nodes. Expanding one stage fully shows 500 of them.
+GRAPH_MODEL = """
+import torch
+from torch import nn
+from hookwidgets import HookExplorer
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin1, self.act, self.lin2 = nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8)
+    def forward(self, x):
+        return x + self.lin2(self.act(self.lin1(x)))
+
+torch.manual_seed(0)
+model = nn.Sequential(*[nn.Sequential(*[Block() for _ in range(50)]) for _ in range(10)])
+x = torch.randn(2, 8)
+"""
+
+GRAPH_DISPLAY = """
+if "ex" in globals():
+    ex.close()
+ex = HookExplorer(model, example_inputs=x)
+assert len(ex.graph()["nodes"]) == 5000
+ex
+"""
+
+EXPLORER_DISPLAY = """
+ex = HookExplorer(model, example_inputs=x)
+ex
+"""
+
+# Marks what is on the page now, then times the next explorer: its output's arrival, its graph panel
+# reaching "ready", and the frame after that (painted).
+_WATCH_PAINT = """
+() => {
+  for (const el of document.querySelectorAll('.jp-OutputArea-child, .hw-graph-panel')) el.dataset.benchOld = '1';
+  const times = {output: null, ready: null, painted: null};
+  window.__hwBench = times;
+  const fresh = (sel) => [...document.querySelectorAll(sel)].find((el) => !el.dataset.benchOld);
+  const observer = new MutationObserver(() => {
+    const now = performance.now();
+    if (times.output === null && fresh('.jp-OutputArea-child')) times.output = now;
+    const panel = fresh('.hw-graph-panel');
+    if (times.ready === null && panel && panel.dataset.state === 'ready') {
+      times.ready = now;
+      observer.disconnect();
+      requestAnimationFrame(() => requestAnimationFrame(() => { times.painted = performance.now(); }));
+    }
+  });
+  observer.observe(document.body, {childList: true, subtree: true, attributes: true, attributeFilter: ['data-state']});
+}
+"""
+
+# Clicks a block (shift: every level below it) and times until the panel is ready and painted,
+# keeping every long task of the main thread seen meanwhile.
+_EXPAND = """
+async ({selector, shift}) => {
+  const panel = document.querySelector('.hw-graph-panel:not([data-bench-old])');
+  const block = panel.querySelector(selector);
+  const tasks = [];
+  const observer = new PerformanceObserver((list) => tasks.push(...list.getEntries().map((e) => e.duration)));
+  observer.observe({type: 'longtask'});
+  const start = performance.now();
+  const ready = new Promise((resolve) => {
+    const watch = new MutationObserver(() => {
+      if (panel.dataset.state === 'ready' || panel.dataset.state === 'error') { watch.disconnect(); resolve(); }
+    });
+    watch.observe(panel, {attributes: true, attributeFilter: ['data-state']});
+  });
+  block.dispatchEvent(new MouseEvent('click', {bubbles: true, shiftKey: shift}));
+  await ready;
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const end = performance.now();
+  await new Promise((r) => setTimeout(r, 50));  // let the observer deliver the last entries
+  observer.disconnect();
+  return {ms: end - start, longest: Math.max(0, ...tasks), state: panel.dataset.state,
+          nodes: panel.querySelectorAll('.hw-gnode[data-op]').length};
+}
+"""
+
+
+@dataclass
+class Figure:
+    """One measured figure: values in ms, the bar it is held to, and what was measured."""
+
+    name: str
+    values: list[float]
+    bar_ms: float | None
+    note: str = ""
+    extra: str = ""
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    @property
+    def verdict(self) -> str:
+        if self.bar_ms is None:
+            return "—"
+        return "PASS" if self.median <= self.bar_ms else "OVER"
+
+    @property
+    def bar(self) -> str:
+        return "no bar" if self.bar_ms is None else f"≤ {self.bar_ms:.0f}"
+
+    def line(self) -> str:
+        p10, p90 = quantile(self.values, 0.1), quantile(self.values, 0.9)
+        return (
+            f"{self.name:<52} median {self.median:8.1f} ms  p10–p90 {p10:.1f}–{p90:.1f}  "
+            f"n={len(self.values)}  bar {self.bar} ms {self.verdict}  {self.extra}"
+        )
+
+    def markdown_row(self) -> str:
+        p10, p90 = quantile(self.values, 0.1), quantile(self.values, 0.9)
+        return (
+            f"| {self.name} | {self.median:.1f} | {p10:.1f}–{p90:.1f} | {min(self.values):.1f}–{max(self.values):.1f} "
+            f"| {len(self.values)} | {self.bar} | {self.verdict} | {self.note} |"
+        )
+
+
+MARKDOWN_HEADER = (
+    "| figure | median ms | p10–p90 | min–max | n | bar ms | verdict | what |\n|---|---|---|---|---|---|---|---|"
+)
+
+
+class Session:
+    """A JupyterLab server and one Chromium page driving it, for the whole benchmark run."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.server = JupyterServer(workdir / "jupyter", workdir / "jupyter-server.log")
+        self._playwright = None
+        self.page: Page | None = None
+        self.lab: Lab | None = None
+
+    def __enter__(self) -> Session:
+        self.server.start()
+        self._playwright = sync_playwright().start()
+        browser = self._playwright.chromium.launch(
+            executable_path=str(require_chromium()), args=CHROMIUM_ARGS, headless=True
+        )
+        self.page = browser.new_context(viewport=VIEWPORT).new_page()
+        self.page.set_default_timeout(120_000)
+        artifacts = ROOT / "artifacts" / "bench"
+        artifacts.mkdir(parents=True, exist_ok=True)
+        self.lab = Lab(self.page, self.server, artifacts)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._playwright is not None:
+            self._playwright.stop()
+        self.server.stop()
+
+    def notebook(self, name: str, *cells: str) -> str:
+        """Write and open a notebook of code cells; returns its path."""
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+        path = self.lab.write_notebook(name, nb)
+        self.lab.open_notebook(path)
+        return path
+
+
+def _paint_once(session: Session, path: str) -> float:
+    page = session.page
+    page.evaluate(_WATCH_PAINT)
+    session.lab.run_all(path, timeout=300)
+    page.wait_for_function("() => window.__hwBench && window.__hwBench.painted !== null", timeout=120_000)
+    times = page.evaluate("() => window.__hwBench")
+    return times["painted"] - times["output"]
+
+
+def graph_paint(session: Session, loads: int) -> Figure:
+    """A 5,000-node autograd graph (recorded before display) painted collapsed, from its cell's output arriving."""
+    path = session.notebook("bench_graph_paint.ipynb", GRAPH_MODEL, GRAPH_DISPLAY)
+    values = []
+    for i in range(WARMUP_PAIRS + loads):
+        ms = _paint_once(session, path)
+        if i >= WARMUP_PAIRS:
+            values.append(ms)
+    panel = session.page.locator(".hw-graph-panel:not([data-bench-old])")
+    shown = panel.locator(".hw-graph-status").text_content()
+    panel.screenshot(path=str(session.lab.artifacts_dir / "graph-5000-collapsed.png"))
+    return Figure(
+        "5,000-node autograd graph painted collapsed",
+        values,
+        1000,
+        "cell output arrives → panel ready → next frame",
+        shown or "",
+    )
+
+
+def graph_expand(session: Session, loads: int) -> Figure:
+    """Longest main-thread task while one stage of the 5,000-node graph expands to its 500 nodes."""
+    path = session.notebook("bench_graph_expand.ipynb", GRAPH_MODEL, GRAPH_DISPLAY)
+    _paint_once(session, path)
+    page = session.page
+    stage = '.hw-gblock[data-path="3"]'
+    longest, total = [], []
+    for i in range(WARMUP_PAIRS + loads):
+        result = page.evaluate(_EXPAND, {"selector": stage, "shift": True})
+        if result["state"] != "ready" or result["nodes"] != 500:
+            raise RuntimeError(f"expanding stage 3 did not show its 500 nodes: {result}")
+        if i >= WARMUP_PAIRS:
+            longest.append(result["longest"])
+            total.append(result["ms"])
+        if i == WARMUP_PAIRS:
+            page.locator(".hw-graph-panel:not([data-bench-old])").screenshot(
+                path=str(session.lab.artifacts_dir / "graph-5000-expanded.png")
+            )
+        page.evaluate(_EXPAND, {"selector": '.hw-gbox[data-path="3"] > .hw-gbox-label', "shift": False})
+    ready = f"click → 500 nodes painted: median {statistics.median(total):.0f} ms (layout in the worker)"
+    return Figure(
+        "longest main-thread task expanding 500 nodes",
+        longest,
+        200,
+        "PerformanceObserver longtask; 0 = no task over 50 ms",
+        ready,
+    )
+
+
+def graph_record(session: Session, loads: int) -> Figure:
+    """Record graph pressed -> the 5,000-node graph painted: recording in Python, transfer, layout, drawing."""
+    page = session.page
+    page.evaluate("() => document.querySelectorAll('.hw-graph-panel').forEach((el) => { el.dataset.benchOld = '1'; })")
+    path = session.notebook("bench_graph_record.ipynb", GRAPH_MODEL, EXPLORER_DISPLAY)
+    session.lab.run_all(path, timeout=300)
+    page.wait_for_selector('.hw-graph-panel:not([data-bench-old]) .hw-graph-status[data-state="empty"]')
+    values = []
+    with session.lab.kernel(path) as kernel:
+        for i in range(WARMUP_PAIRS + loads):
+            # Untimed: empty the panel, so the next recording is sent in full (an equal graph is not resent).
+            kernel.evaluate("ex.view.graph = {'autograd': None, 'dataflow': None, 'error': ''}")
+            page.wait_for_selector('.hw-graph-panel:not([data-bench-old]) .hw-graph-status[data-state="empty"]')
+            result = page.evaluate(_EXPAND, {"selector": "button.hw-graph-record", "shift": False})
+            if result["state"] != "ready":
+                raise RuntimeError(f"recording the graph did not end ready: {result}")
+            if i >= WARMUP_PAIRS:
+                values.append(result["ms"])
+    note = "click → Python records → ~0.5 MB state sent → panel ready, painted"
+    return Figure("Record graph → 5,000-node graph painted", values, None, note)
+
+
+MEASUREMENTS: dict[str, Callable[[Session, int], Figure]] = {
+    "graph_paint": graph_paint,
+    "graph_expand": graph_expand,
+    "graph_record": graph_record,
+}
+"""Every figure of this benchmark, by name; the tree figures join here as functions of their own."""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--loads", type=int, default=MIN_PAIRS, help=f"timed repetitions (at least {MIN_PAIRS})")
+    parser.add_argument("--only", action="append", choices=sorted(MEASUREMENTS), help="run only these figures")
+    args = parser.parse_args()
+    if args.loads < MIN_PAIRS:
+        parser.error(f"the protocol needs at least {MIN_PAIRS} loads")
+    names = args.only or list(MEASUREMENTS)
+    started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    figures = []
+    with tempfile.TemporaryDirectory(prefix="hw-bench-") as workdir, Session(Path(workdir)) as session:
+        for name in names:
+            figure = MEASUREMENTS[name](session, args.loads)
+            print(figure.line(), flush=True)
+            figures.append(figure)
+    print(f"\n{started}, hookwidgets at {revision()}\n\n{MARKDOWN_HEADER}")
+    for figure in figures:
+        print(figure.markdown_row())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""A training loop watched by the widget: step time with live updates against the same loop unwatched (issue 6).
+
+Run: ``.venv/bin/python bench/live_overhead.py [--pairs N] [--threads T] [--steps S]``.
+
+A is ``steps`` SGD steps with no explorer. B is the same loop while a ``HookExplorer`` with its view
+(headless: the widget serialises its state as in a notebook, with no browser to send it to) watches
+it: ``forward`` capture on 5 layers, ``stats`` on every layer forward and backward (global hooks),
+live updates at most every 0.1 s and images every 2 s, together at most 3% of the loop's time. The
+explorer is created just before each B run and closed just after it, outside the timed region.
+
+Two models: the ResNet-18 layout of ``models.py`` (10 classes, batch 16, 64×64), a typical training
+run, where the bar applies: the watched loop runs at ≥ 0.9× the speed of the plain one (B/A ≤ 1.11);
+and the digits CNN (batch 64, 32×32), the worst case: its layers have 1–32 channels, so a layer's
+statistics (a few passes over its output) cost about as much as the layer itself. Reported, no bar.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+from _protocol import MARKDOWN_HEADER, Side, add_arguments, compare, machine, revision, set_threads
+from models import ResNet18
+from torch import nn
+
+from hookwidgets import HookExplorer
+from hookwidgets.examples import DigitsCNN
+
+DIGITS_CAPTURED = ("features.conv1", "features.conv2", "features.conv3", "features.relu3", "classifier.fc")
+RESNET_CAPTURED = ("conv1", "layer1.0.conv1", "layer2.0.conv1", "layer3.0.conv1", "fc")
+BAR = 1 / 0.9
+
+
+def training_loop(model: nn.Module, batches: list[tuple[torch.Tensor, torch.Tensor]]):
+    """SGD over ``batches``, as a user's notebook cell runs it."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def run() -> None:
+        for x, y in batches:
+            optimizer.zero_grad(set_to_none=True)
+            loss_fn(model(x), y).backward()
+            optimizer.step()
+
+    return run
+
+
+def watched(model: nn.Module, example: torch.Tensor, loop, captured: tuple[str, ...]) -> Side:
+    """``loop`` while a HookExplorer with its view captures 5 layers and keeps stats on every layer."""
+    explorers: list[HookExplorer] = []
+
+    def setup() -> None:
+        ex = HookExplorer(model, example_inputs=example)
+        ex.view  # noqa: B018 - the view exists, so live updates follow the loop
+        ex.view.selected = captured[0]  # its images are redrawn during the loop too
+        for path in captured:
+            ex.attach(path, "forward")
+        ex.attach("", ["global_forward", "global_backward"], action="stats")
+        explorers.append(ex)
+
+    def teardown() -> None:
+        ex = explorers.pop()
+        if ex.hooks[0].fired == 0 or ex.view.status.get("state") != "live":
+            raise RuntimeError(f"the explorer did not follow the loop: {ex.hooks[0]!r}, {ex.view.status}")
+        ex.close()
+
+    return Side(loop, setup, teardown)
+
+
+def case(name: str, model: nn.Module, shape: tuple[int, ...], captured: tuple[str, ...], args, bar):
+    """One model's comparison: ``args.steps`` SGD steps on random batches of ``shape``."""
+    batches = [(torch.randn(*shape), torch.randint(0, 10, (shape[0],))) for _ in range(args.steps)]
+    loop = training_loop(model, batches)
+    return compare(name, loop, watched(model, batches[0][0][:2], loop, captured), pairs=args.pairs, bar=bar)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    add_arguments(parser, pairs=15)
+    parser.add_argument("--steps", type=int, default=10, help="training steps per timed loop")
+    parser.add_argument("--no-digits", action="store_true", help="skip the digits CNN (the worst case)")
+    args = parser.parse_args()
+    set_threads(args.threads)
+    torch.manual_seed(0)
+    print(f"machine: {machine()}\nrevision: {revision()}\n")
+    results = [
+        case(
+            f"ResNet-18 b16 64², {args.steps} SGD steps",
+            ResNet18(num_classes=10).train(),
+            (16, 3, 64, 64),
+            RESNET_CAPTURED,
+            args,
+            BAR,
+        )
+    ]
+    if not args.no_digits:
+        name = f"digits CNN b64 32², {args.steps} SGD steps"
+        results.append(case(name, DigitsCNN().train(), (64, 1, 32, 32), DIGITS_CAPTURED, args, None))
+    print()
+    for result in results:
+        print(f"{result.name}: the watched loop runs at {1 / result.median:.3f}× the plain one's speed (bar ≥ 0.90×)")
+    print("\n" + MARKDOWN_HEADER)
+    for result in results:
+        print(result.markdown_row())
+
+
+if __name__ == "__main__":
+    main()

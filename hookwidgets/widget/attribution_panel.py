@@ -1,0 +1,44 @@
+"""The inspector's "attribution here": a method's map for the selected layer, over the example input."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..core.attribution import CAM_METHODS, METHODS
+from ..core.explorer import Explorer
+from ..plots import cam_overlay_figure, figure_png, gradient_map_figure
+
+EMPTY: dict[str, Any] = {"layer": None, "method": None, "target": None, "png": None, "error": "", "caption": ""}
+
+
+def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any) -> dict[str, Any]:
+    """The ``attribution`` traitlet: ``method``'s map of ``target`` at ``layer`` drawn beside the input.
+
+    CAMs are drawn over the input image; pixel methods (saliency, guided backprop, …) as gradient maps.
+    Errors (a layer without spatial output, a class out of range) come back as text.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown attribution method {method!r}; choose one of {', '.join(METHODS)}")
+    inputs = explorer.example_inputs
+    if not isinstance(inputs, torch.Tensor):
+        raise ValueError("attribution here needs example inputs that are one image tensor (N, C, H, W)")
+    chosen = None if target in (None, "top") else int(target)
+    result = explorer.attribute(inputs, chosen, method=method, layer=layer if method in CAM_METHODS else None)
+    classes = [int(c) for c in getattr(result, "classes", []) or []]
+    used = getattr(result, "layer", None) or layer
+    what = f"class {classes[0]}" if classes else "the top class"
+    caption = f"{method} of {what} at {used or '(input)'}"
+    if result.dim() == 3:  # a CAM (N, H, W) in [0, 1]
+        figure = cam_overlay_figure(inputs, result, title=caption)
+    else:  # pixel attributions are input-shaped and signed
+        figure = gradient_map_figure(result[0], title=caption)
+    return {
+        "layer": used,
+        "method": method,
+        "target": target,
+        "png": figure_png(figure),
+        "error": "",
+        "caption": caption,
+    }

@@ -1,0 +1,101 @@
+"""Plain-data payloads of the view's traitlets, computed from a headless Explorer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..core.codegen import hook_code
+from ..core.explorer import Explorer
+from ..core.hooks import HookInfo
+from ..core.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS, valid_kinds
+from ..core.targets import resolve_target
+
+# Every kind in display order: badges and toggles keep this order.
+ALL_KINDS = [*MODULE_KINDS, *GLOBAL_KINDS, *(k for k in PARAM_KINDS if k not in MODULE_KINDS), *NODE_KINDS]
+ACTIONS = ["capture", "stats", "print"]
+EDITS = ["scale", "clip", "clip_norm", "zero", "ablate"]
+
+
+def hooks_payload(hooks: list[HookInfo]) -> list[dict[str, Any]]:
+    """The ``hooks`` traitlet: the explorer's hooks, then hooks others attached (``foreign``)."""
+    return [info.as_dict() for info in hooks]
+
+
+def memory_payload(explorer: Explorer) -> dict[str, Any]:
+    """The ``memory`` traitlet: what the capture store holds against its budget."""
+    summary = explorer.captures.summary()
+    return {
+        "bytes": summary["nbytes"],
+        "budget": summary["budget"],
+        "records": summary["records"],
+        "evicted": summary["evicted"],
+    }
+
+
+def selection_payload(explorer: Explorer, target: str) -> dict[str, Any]:
+    """The ``selection`` traitlet: what ``target`` is, the hook kinds valid there, details and code."""
+    try:
+        family, obj = resolve_target(explorer.model, target)
+    except (KeyError, TypeError) as exc:
+        return {"target": target, "family": "none", "kinds": [], "details": [], "params": [], "problem": _text(exc)}
+    kinds = list(valid_kinds(family, is_root=target == ""))
+    details: list[list[str]] = []
+    params: list[dict[str, Any]] = []
+    if family == "module":
+        details.append(["Class", type(obj).__name__])
+        for name, param in obj.named_parameters(recurse=False):
+            path = f"{target}.{name}" if target else name
+            params.append({"name": name, "path": path, "shape": list(param.shape), "trainable": param.requires_grad})
+    elif family == "param":
+        param: torch.Tensor = obj
+        details += [
+            ["Shape", "×".join(map(str, param.shape)) or "scalar"],
+            ["Dtype", str(param.dtype).removeprefix("torch.")],
+            ["Trainable", "yes" if param.requires_grad else "no (requires_grad=False: no gradient hooks fire)"],
+        ]
+    else:
+        details += _node_details(explorer, target)
+    own = [h for h in explorer.hooks if h.target == target and not h.foreign]
+    code = hook_code(own, model=explorer.model) if own else ""
+    return {
+        "target": target,
+        "family": family,
+        "kinds": kinds,
+        "details": details,
+        "params": params,
+        "code": code,
+        "problem": "",
+    }
+
+
+def _node_details(explorer: Explorer, node_id: str) -> list[list[str]]:
+    """Op, module and saved tensors of an autograd node of the recorded graph."""
+    data = explorer._graph.data
+    node = next((n for n in data["nodes"] if n["id"] == node_id), None) if data else None
+    if node is None:
+        return [["Node", "not in the recorded graph: its hook is placed when a forward makes it"]]
+    rows = [["Op", node["op"]], ["Module", node["module"] or "(model)"]]
+    if node["param"]:
+        rows.append(["Parameter", node["param"]])
+    saved = node.get("saved") or []
+    if saved:
+        total = sum(s["bytes"] for s in saved if s.get("alias") is None)
+        names = ", ".join(f"{s['name']} {'×'.join(map(str, s['shape']))}" for s in saved)
+        rows.append(["Saved", f"{names} ({total:,} bytes of its own)"])
+    return rows
+
+
+def _text(exc: BaseException) -> str:
+    """An exception's message without the quotes KeyError adds."""
+    return exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+
+
+def parse_edit(edit: Any) -> Any:
+    """The ``edit=`` value for an edit the browser sent as a list (``["scale", 2]``); None for none."""
+    if edit is None or edit == [] or edit == "":
+        return None
+    if isinstance(edit, list) and edit and isinstance(edit[0], str):
+        return tuple(edit)
+    raise ValueError(f"the widget sent an edit {edit!r}; expected a list such as ['scale', 2.0]")

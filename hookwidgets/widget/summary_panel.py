@@ -1,0 +1,79 @@
+"""The summary view's data: per-layer statistics of one step as a table, every step as a heatmap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.diagnose import SUMMARY_FIELDS
+from ..core.explorer import Explorer
+from ..plots import figure_png, summary_heatmap_figure
+
+FIELDS = [f"{side}_{field}" for side in ("act", "grad") for field in SUMMARY_FIELDS]
+HEATMAP_STEPS = 200
+"""The heatmap shows at most this many of the newest steps (a long training run stays readable)."""
+
+
+def summary_payload(
+    explorer: Explorer,
+    field: str = "grad_norm",
+    step: int | None = None,
+    first_nonfinite: str | None = None,
+) -> dict[str, Any]:
+    """The ``summary`` traitlet: layers of one step (default the newest) in execution order, a heatmap, NaN/Inf."""
+    rows = explorer.summary()
+    if not rows:
+        return {
+            "rows": [],
+            "fields": FIELDS,
+            "field": field,
+            "steps": [],
+            "step": None,
+            "nonfinite": [],
+            "first_nonfinite": first_nonfinite,
+            "heatmap": None,
+            "message": "No statistics yet: turn on stats for every layer, then Run or run your own loop.",
+        }
+    steps = sorted({row["step"] for row in rows})
+    shown = step if step in steps else steps[-1]
+    order = {path: k for k, path in enumerate(_module_order(explorer))}
+    table = sorted((r for r in rows if r["step"] == shown), key=lambda r: order.get(r["target"], len(order)))
+    nonfinite = [r["target"] for r in table if _nonfinite(r)]
+    recent = set(steps[-HEATMAP_STEPS:])
+    heat_rows = [r for r in rows if r["step"] in recent]
+    layers = sorted({r["target"] for r in heat_rows}, key=lambda p: order.get(p, len(order)))
+    present = {k for r in heat_rows for k in r}
+    heat_field = field if field in present else next((f for f in FIELDS if f in present), field)
+    title = f"{heat_field} per layer and step"
+    heatmap = figure_png(summary_heatmap_figure(heat_rows, heat_field, layers=layers, title=title))
+    return {
+        "rows": [_plain(r) for r in table],
+        "fields": FIELDS,
+        "field": heat_field,
+        "steps": steps,
+        "step": shown,
+        "nonfinite": nonfinite,
+        "first_nonfinite": first_nonfinite if first_nonfinite is not None else (nonfinite[0] if nonfinite else None),
+        "heatmap": heatmap,
+        "message": "",
+    }
+
+
+def _module_order(explorer: Explorer) -> list[str]:
+    return [path for path, _ in explorer.model.named_modules()]
+
+
+def _nonfinite(row: dict[str, Any]) -> bool:
+    return any(row.get(f"{side}_{kind}", 0) for side in ("act", "grad") for kind in ("nan", "inf"))
+
+
+def _plain(row: dict[str, Any]) -> dict[str, Any]:
+    """A row with JSON-safe numbers: NaN and Inf become strings the table shows as they are."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if isinstance(value, float) and value != value:
+            out[key] = "nan"
+        elif isinstance(value, float) and value in (float("inf"), float("-inf")):
+            out[key] = "inf" if value > 0 else "-inf"
+        else:
+            out[key] = value
+    return out

@@ -1,0 +1,135 @@
+/** The `graph` traitlet turned into one shape for both views (nodes, forward edges, module clusters); pure, no DOM. */
+
+import { savedTitle } from "./text.js";
+
+/*
+ * GraphModel: {view, nodes: [{id, label, kind, op, cluster, title}], edges: [[src, dst, title]],
+ * clusters: [{path, name, parent, depth, children, nodes, total}], order (parents before children),
+ * root, byId: Map<id, node index>, byPath: Map<module path, cluster index>}. Edges run forward.
+ */
+
+/** Last segment of a module path ("layer1.0.conv1" -> "conv1"); the root reads "(model)". */
+export function shortName(path) {
+  if (path === "") return "(model)";
+  const dot = path.lastIndexOf(".");
+  return dot < 0 ? path : path.slice(dot + 1);
+}
+
+function newCluster(path, parent) {
+  return { path, name: shortName(path), parent, depth: 0, children: [], nodes: [], total: 0 };
+}
+
+/**
+ * The model from node records and module clusters (paths + parent indices). Each node's `cluster`
+ * is corrected to the root when it points nowhere, so every node lies in exactly one cluster.
+ */
+function assemble(view, nodes, edges, paths, parents) {
+  const clusters = paths.map((path, index) => newCluster(path, parents[index] ?? -1));
+  let root = clusters.findIndex((cluster) => cluster.path === "");
+  if (root < 0) {
+    root = clusters.length;
+    clusters.push(newCluster("", -1));
+  }
+  for (const [index, cluster] of clusters.entries()) {
+    if (index === root) cluster.parent = -1;
+    else if (!(cluster.parent >= 0 && cluster.parent < clusters.length) || cluster.parent === index) cluster.parent = root;
+    if (cluster.parent >= 0) clusters[cluster.parent].children.push(index);
+  }
+  nodes.forEach((node, index) => {
+    if (!(node.cluster >= 0 && node.cluster < clusters.length)) node.cluster = root;
+    clusters[node.cluster].nodes.push(index);
+  });
+  // Breadth-first from the root: parents come before children, which depth and totals rely on.
+  const order = [root];
+  for (let i = 0; i < order.length; i++) {
+    for (const child of clusters[order[i]].children) {
+      clusters[child].depth = clusters[order[i]].depth + 1;
+      order.push(child);
+    }
+  }
+  for (let i = order.length - 1; i >= 0; i--) {
+    const cluster = clusters[order[i]];
+    cluster.total += cluster.nodes.length;
+    if (cluster.parent >= 0) clusters[cluster.parent].total += cluster.total;
+  }
+  const byId = new Map(nodes.map((node, index) => [node.id, index]));
+  const byPath = new Map(clusters.map((cluster, index) => [cluster.path, index]));
+  return { view, nodes, edges, clusters, order, root, byId, byPath };
+}
+
+/** GraphModel of the compact autograd payload: op nodes, AccumulateGrad labelled by its parameter. */
+export function autogradModel(payload) {
+  const ids = payload.ids ?? [];
+  const params = new Map((payload.params ?? []).map(([index, name]) => [index, name]));
+  const saved = new Map((payload.saved ?? []).map((entry) => [entry[0], entry]));
+  const modules = payload.modules ?? [];
+  const nodes = ids.map((id, index) => {
+    const op = payload.ops?.[payload.op?.[index]] ?? "?";
+    const param = params.get(index) ?? null;
+    const cluster = payload.module?.[index] ?? -1;
+    const module = modules[cluster] ?? "";
+    const accumulate = op === "AccumulateGrad";
+    const lines = [id, param ? `${op} of ${param}` : op, `module: ${module === "" ? "(model)" : module}`];
+    const entry = saved.get(index);
+    if (entry) lines.push(...savedTitle(entry));
+    return {
+      id,
+      label: accumulate ? (param ?? "input leaf") : op,
+      kind: accumulate ? (param ? "param" : "leaf") : "op",
+      op,
+      cluster,
+      title: lines.join("\n"),
+    };
+  });
+  // Payload edges follow the gradient (consumer -> producer); they are drawn forward, producer -> consumer.
+  const edges = (payload.edges ?? [])
+    .filter(([src, dst]) => nodes[src] && nodes[dst])
+    .map(([src, dst]) => [dst, src, ""]);
+  return assemble("autograd", nodes, edges, modules, payload.parents ?? []);
+}
+
+const ENDS = new Set(["<input>", "<output>"]);
+
+/** GraphModel of a dataflow graph: one node per module (the ops of its own forward), inside its ancestors' clusters. */
+export function dataflowModel(payload) {
+  const paths = [""];
+  const parents = [-1];
+  const index = new Map([["", 0]]);
+  const clusterOf = (path) => {
+    if (!index.has(path)) {
+      const dot = path.lastIndexOf(".");
+      const parent = clusterOf(dot < 0 ? "" : path.slice(0, dot));
+      index.set(path, paths.length);
+      paths.push(path);
+      parents.push(parent);
+    }
+    return index.get(path);
+  };
+  const flowNodes = payload.nodes ?? [];
+  const cluster = flowNodes.map(({ module }) => (ENDS.has(module) ? 0 : clusterOf(String(module))));
+  const hasChildren = new Set(parents);
+  const nodes = flowNodes.map(({ module, ops }, k) => {
+    const end = ENDS.has(module);
+    const own = !end && hasChildren.has(cluster[k]);
+    const name = module === "" ? "(model)" : module;
+    return {
+      id: module,
+      label: end ? module : own ? `${shortName(module)} (own ops)` : shortName(module),
+      kind: end ? "end" : "module",
+      op: null,
+      cluster: cluster[k],
+      title: end ? module : `${name}\n${ops} autograd op${ops === 1 ? "" : "s"} of its own forward`,
+    };
+  });
+  const position = new Map(flowNodes.map(({ module }, k) => [module, k]));
+  const edges = [];
+  for (const edge of payload.edges ?? []) {
+    const src = position.get(edge.src);
+    const dst = position.get(edge.dst);
+    if (src === undefined || dst === undefined) continue;
+    const shapes = (edge.shapes ?? []).filter(Array.isArray).map((shape) => shape.join("×") || "scalar");
+    const tensors = `${edge.tensors} tensor${edge.tensors === 1 ? "" : "s"}`;
+    edges.push([src, dst, `${edge.src} → ${edge.dst}: ${tensors}${shapes.length ? ` (${shapes.join(", ")})` : ""}`]);
+  }
+  return assemble("dataflow", nodes, edges, paths, parents);
+}

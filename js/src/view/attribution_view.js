@@ -1,0 +1,95 @@
+/** "Attribution here": a method and class picker for the selected layer, and the map over the input image. */
+
+import { toBytes } from "../bytes.js";
+import { h, listen, subscribe } from "./dom.js";
+
+const METHODS = [
+  "gradcam",
+  "gradcam++",
+  "hirescam",
+  "xgradcam",
+  "layercam",
+  "guided_gradcam",
+  "saliency",
+  "input_x_grad",
+  "guided_backprop",
+];
+
+/** Build the attribution section for `model`; returns {el, destroy}. */
+export function createAttributionView(model) {
+  const method = h(
+    "select",
+    { cls: "hw-attr-method", attrs: { "aria-label": "Attribution method" } },
+    METHODS.map((m) => h("option", { attrs: { value: m }, text: m })),
+  );
+  const target = h("select", { cls: "hw-attr-target", attrs: { "aria-label": "Class to explain" } });
+  const run = h("button", { cls: "hw-attr-run", attrs: { type: "button" }, text: "Attribution here" });
+  const caption = h("div", { cls: "hw-plot-caption" });
+  const error = h("div", { cls: "hw-attr-error", attrs: { role: "alert" } });
+  const image = h("img", { cls: "hw-attr-image hw-plot", attrs: { alt: "attribution over the input", hidden: true } });
+  const el = h("div", { cls: "hw-attribution" }, [
+    h("div", { cls: "hw-section-title", text: "Attribution" }),
+    h("div", { cls: "hw-picker" }, [method, target, run]),
+    error,
+    caption,
+    image,
+  ]);
+  let url = null;
+
+  function updateTargets() {
+    const top = model.get("status")?.top ?? [];
+    const chosen = target.value;
+    const options = [h("option", { attrs: { value: "top" }, text: "top class" })];
+    for (const [cls, prob] of top) {
+      options.push(h("option", { attrs: { value: String(cls) }, text: `class ${cls} (${(prob * 100).toFixed(1)}%)` }));
+    }
+    target.replaceChildren(...options);
+    target.value = [...target.options].some((o) => o.value === chosen) ? chosen : "top";
+  }
+
+  function updateResult() {
+    const result = model.get("attribution") ?? {};
+    const mine = result.layer === model.get("selected") || (result.error && result.method);
+    error.textContent = mine ? (result.error ?? "") : "";
+    caption.textContent = mine && !result.error ? (result.caption ?? "") : "";
+    if (url !== null) URL.revokeObjectURL(url);
+    url = null;
+    const bytes = mine && !result.error ? toBytes(result.png) : null;
+    if (bytes && bytes.byteLength > 0) {
+      url = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
+      image.src = url;
+      image.hidden = false;
+    } else {
+      image.removeAttribute("src");
+      image.hidden = true;
+    }
+  }
+
+  function updateVisible() {
+    // CAMs belong to layers; parameters and autograd nodes have none to offer.
+    const selection = model.get("selection") ?? {};
+    el.hidden = selection.family !== "module";
+    updateResult();
+  }
+
+  function onRun() {
+    const chosen = target.value === "top" ? "top" : Number(target.value);
+    model.send({ kind: "attribute", layer: model.get("selected"), method: method.value, target: chosen });
+  }
+
+  const offs = [
+    subscribe(model, ["change:status"], updateTargets),
+    subscribe(model, ["change:attribution"], updateResult),
+    subscribe(model, ["change:selection", "change:selected"], updateVisible),
+    listen(run, "click", onRun),
+  ];
+  updateTargets();
+  updateVisible();
+  return {
+    el,
+    destroy() {
+      offs.forEach((off) => off());
+      if (url !== null) URL.revokeObjectURL(url);
+    },
+  };
+}

@@ -1,0 +1,168 @@
+/** Draws a laid-out graph as SVG: boxes, edges, nodes, blocks and hook badges; strings only as text or attributes. */
+
+import { badgeLabel } from "../format.js";
+import { BOX_LABEL, blockDetail, itemLabel } from "../graph/layout.js";
+
+const SVG = "http://www.w3.org/2000/svg";
+
+/** Tooltip of a drawn item: a node's title (saved tensors), or what a click on a cluster does. */
+export function tooltip(model, key) {
+  const index = Number(key.slice(1));
+  if (key[0] === "n") return model.nodes[index]?.title ?? "";
+  const cluster = model.clusters[index];
+  if (!cluster) return "";
+  const count = `${cluster.total.toLocaleString("en-US")} node${cluster.total === 1 ? "" : "s"}`;
+  return `${cluster.path}\n${count} — click to expand (shift: every level) or collapse`;
+}
+
+/** Give the drawn item `el` its `<title>` tooltip when it has none yet (made on first hover, not per draw). */
+export function ensureTooltip(el, text) {
+  if (!el.querySelector(":scope > title")) el.prepend(s("title", {}, [], text));
+}
+
+/** Create an SVG element with attributes (null/undefined skipped), optional text and children. */
+export function s(tag, attrs = {}, children = [], text = null) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value !== null && value !== undefined && value !== false) node.setAttribute(name, String(value));
+  }
+  if (text !== null) node.textContent = String(text);
+  for (const child of children) if (child) node.append(child);
+  return node;
+}
+
+const round = (v) => Math.round(v * 10) / 10;
+
+function edgePath(points) {
+  if (!points.length) return "";
+  return points.map(([x, y], i) => `${i ? "L" : "M"}${round(x)},${round(y)}`).join(" ");
+}
+
+function boxElement(model, box, [cx, cy, w, h]) {
+  const cluster = model.clusters[box.index];
+  const x = cx - w / 2;
+  const y = cy - h / 2;
+  return s("g", { class: "hw-gbox", "data-key": box.key, "data-path": cluster.path, "data-expanded": "true" }, [
+    s("rect", { class: "hw-gbox-frame", x: round(x), y: round(y), width: round(w), height: round(h), rx: 5 }),
+    s("text", { class: "hw-gbox-label", x: round(x + 6), y: round(y + BOX_LABEL - 3) }, [], `▾ ${cluster.name}`),
+  ]);
+}
+
+function itemElement(model, item, [cx, cy, w, h]) {
+  const x = round(cx - w / 2);
+  const y = round(cy - h / 2);
+  if (item.type === "cluster") {
+    const cluster = model.clusters[item.index];
+    return s(
+      "g",
+      { class: "hw-gnode hw-gblock", "data-key": item.key, "data-kind": "cluster", "data-path": cluster.path, "data-expanded": "false" },
+      [
+        s("rect", { class: "hw-gnode-shape", x, y, width: round(w), height: round(h), rx: 5 }),
+        s("text", { class: "hw-glabel", x: round(cx), y: round(cy - 3), "text-anchor": "middle" }, [], `▸ ${itemLabel(model, item)}`),
+        s("text", { class: "hw-gdetail", x: round(cx), y: round(cy + 10), "text-anchor": "middle" }, [], blockDetail(model, item)),
+      ],
+    );
+  }
+  const node = model.nodes[item.index];
+  const attrs = { class: "hw-gnode", "data-key": item.key, "data-kind": node.kind, "data-id": node.id };
+  if (node.op) attrs["data-op"] = node.op;
+  if (model.view === "dataflow") attrs["data-path"] = node.id;
+  return s("g", attrs, [
+    s("rect", { class: "hw-gnode-shape", x, y, width: round(w), height: round(h), rx: node.kind === "op" ? 3 : 11 }),
+    s("text", { class: "hw-glabel", x: round(cx), y: round(cy + 4), "text-anchor": "middle" }, [], node.label),
+  ]);
+}
+
+/** Path data of a small arrowhead at the end of a route, pointing along its last segment. */
+function arrowHead(points) {
+  if (points.length < 2) return "";
+  const [x1, y1] = points.at(-2);
+  const [x2, y2] = points.at(-1);
+  const length = Math.hypot(x2 - x1, y2 - y1) || 1;
+  const ux = (x2 - x1) / length;
+  const uy = (y2 - y1) / length;
+  const bx = x2 - ux * 7;
+  const by = y2 - uy * 7;
+  return `M${round(x2)},${round(y2)} L${round(bx - uy * 3.5)},${round(by + ux * 3.5)} L${round(bx + uy * 3.5)},${round(by - ux * 3.5)} Z`;
+}
+
+/** Draw `visible` at `layout` into `layer`, yielding every `chunk` items; fills `drawn` with key -> {el, rect}. */
+export function* drawSteps(layer, model, visible, layout, drawn, chunk = 40) {
+  // A generator, so the caller spreads a large drawing over frames: the browser styles and lays
+  // out SVG text slowly (~0.2 ms a node on a loaded machine).
+  const boxes = s("g", { class: "hw-gboxes" });
+  const edges = s("g", { class: "hw-gedges" });
+  const nodes = s("g", { class: "hw-gnodes" });
+  layer.replaceChildren(boxes, edges, nodes);
+  let count = 0;
+  for (const box of visible.boxes) {
+    const rect = layout.positions[box.key];
+    if (!rect) continue;
+    const el = boxElement(model, box, rect);
+    boxes.append(el);
+    drawn.set(box.key, { el, rect });
+    if (++count % chunk === 0) yield;
+  }
+  for (const item of visible.items) {
+    const rect = layout.positions[item.key];
+    if (!rect) continue;
+    const el = itemElement(model, item, rect);
+    nodes.append(el);
+    drawn.set(item.key, { el, rect });
+    if (++count % chunk === 0) yield;
+  }
+  // Every arrowhead in one path: SVG markers on hundreds of edges cost more to paint than the edges.
+  const heads = [];
+  const routes = new Map(layout.edges.map((e) => [`${e.src} ${e.dst}`, e.points]));
+  for (const edge of visible.edges) {
+    const points = routes.get(`${edge.src} ${edge.dst}`) ?? [];
+    const tip = edge.count > 1 ? `${edge.count} edges` : edge.title;
+    const attrs = { class: "hw-gedge", d: edgePath(points), "data-src": edge.src, "data-dst": edge.dst };
+    edges.append(s("path", { ...attrs, "data-count": edge.count }, [tip ? s("title", {}, [], tip) : null]));
+    heads.push(arrowHead(points));
+    if (++count % (chunk * 2) === 0) yield;
+  }
+  edges.append(s("path", { class: "hw-garrows", d: heads.join(" ") }));
+}
+
+/** Replace the hook badges of every drawn element: kinds attached to its id or path, and hooks hidden inside blocks. */
+export function drawBadges(drawn, model, hooksByTarget) {
+  for (const { el, rect } of drawn.values()) {
+    el.querySelector(":scope > .hw-gbadges")?.remove();
+    const target = el.getAttribute("data-id") ?? el.getAttribute("data-path");
+    const kinds = target === null ? [] : (hooksByTarget.get(target) ?? []);
+    const inside = el.getAttribute("data-kind") === "cluster" ? hooksInside(model, el.getAttribute("data-path"), hooksByTarget) : 0;
+    if (!kinds.length && !inside) continue;
+    const [cx, cy, w, h] = rect;
+    let x = cx + w / 2 - 2;
+    const y = el.classList.contains("hw-gbox") ? cy - h / 2 + 2 : cy - h / 2 - 7;
+    const group = s("g", { class: "hw-gbadges" });
+    const labels = kinds.map((kind) => [kind, badgeLabel(kind)]);
+    if (inside) labels.push(["inside", `+${inside}`]);
+    for (const [kind, label] of labels.reverse()) {
+      const width = label.length * 5.6 + 6;
+      x -= width;
+      group.append(
+        s("g", { class: "hw-gbadge", "data-kind": kind }, [
+          s("title", {}, [], kind === "inside" ? `${inside} hook${inside === 1 ? "" : "s"} inside` : kind),
+          s("rect", { x: round(x), y: round(y), width: round(width), height: 12, rx: 3 }),
+          s("text", { x: round(x + width / 2), y: round(y + 9), "text-anchor": "middle" }, [], label),
+        ]),
+      );
+      x -= 2;
+    }
+    el.append(group);
+  }
+}
+
+function hooksInside(model, path, hooksByTarget) {
+  if (path === null) return 0;
+  const prefix = path === "" ? "" : `${path}.`;
+  let count = 0;
+  for (const [target, kinds] of hooksByTarget) {
+    if (target === path) continue;
+    const scope = model.byId.has(target) ? model.clusters[model.nodes[model.byId.get(target)].cluster].path : target;
+    if (scope === path || scope.startsWith(prefix)) count += kinds.length;
+  }
+  return count;
+}

@@ -1,0 +1,286 @@
+/** Graph panel: the module dataflow or autograd graph as SVG, clusters that expand on click, selection synced with `selected`. */
+
+import "./graph.css";
+import { StaleLayout, createLayoutClient } from "../graph/layout_client.js";
+import { layoutRequest } from "../graph/layout.js";
+import { autogradModel, dataflowModel } from "../graph/model.js";
+import {
+  collapseSubtree,
+  depthThatFits,
+  expandSubtree,
+  resolveSelection,
+  revealSelection,
+  selectionKey,
+  visibleGraph,
+} from "../graph/visible.js";
+import { h, listen, subscribe } from "./dom.js";
+import { drawBadges, drawSteps, ensureTooltip, s, tooltip } from "./graph_svg.js";
+import { createPanZoom } from "./pan_zoom.js";
+
+const VIEWS = [
+  ["autograd", "Autograd graph"],
+  ["dataflow", "Module dataflow"],
+];
+const BUILDERS = { autograd: autogradModel, dataflow: dataflowModel };
+// Drawing runs in slices of about this many ms of script, one per frame, so a 500-node
+// expansion never blocks the page: the style and layout of each slice follow in its frame.
+const SLICE_MS = 6;
+
+/** How many items fit the canvas readably: roughly one per 150×56 px, within [24, 120]. */
+export function itemBudget(width, height) {
+  return Math.max(24, Math.min(120, Math.floor((width * height) / (150 * 56))));
+}
+
+/** Hook kinds by target (node id or module path), from the `hooks` traitlet. */
+function hooksByTarget(hooks) {
+  const byTarget = new Map();
+  for (const hook of Array.isArray(hooks) ? hooks : []) {
+    if (!hook || typeof hook.target !== "string" || hook.foreign) continue;
+    const kinds = byTarget.get(hook.target) ?? [];
+    if (!kinds.includes(hook.kind)) kinds.push(hook.kind);
+    byTarget.set(hook.target, kinds);
+  }
+  return byTarget;
+}
+
+/** Build the graph panel for `model`; returns {el, destroy}. */
+export function createGraphView(model, { layoutClient = createLayoutClient() } = {}) {
+  const record = h("button", {
+    cls: "hw-graph-record",
+    attrs: { type: "button", title: "Run the example input forward and record its autograd graph" },
+    text: "Record graph",
+  });
+  const modeButtons = VIEWS.map(([mode, text]) =>
+    h("button", { cls: "hw-graph-mode", attrs: { type: "button", "data-mode": mode, "aria-pressed": "false" }, text }),
+  );
+  const fitButton = h("button", { cls: "hw-graph-fit", attrs: { type: "button", title: "Fit the graph in view" }, text: "Fit" });
+  const status = h("span", { cls: "hw-graph-status", attrs: { role: "status", "aria-live": "polite" } });
+  const errorText = h("pre", { cls: "hw-graph-error", attrs: { hidden: true } });
+  const layer = s("g", { class: "hw-graph-layer" });
+  const svg = s("svg", { class: "hw-graph-canvas", role: "img", "aria-label": "graph" }, [layer]);
+  const el = h("div", { cls: "hw-graph-panel" }, [
+    h("div", { cls: "hw-graph-toolbar" }, [record, ...modeButtons, fitButton, status]),
+    errorText,
+    svg,
+  ]);
+  const panZoom = createPanZoom(svg, layer);
+
+  let mode = "autograd";
+  let payload = null; // the `graph` traitlet the models were built from
+  const models = {}; // mode -> GraphModel, built on first use
+  const expanded = {}; // mode -> Set of expanded cluster indices
+  let drawn = new Map();
+  let bounds = null;
+  let ticket = 0; // newest layout request; older answers are dropped
+  let recording = false;
+  let destroyed = false;
+  let frame = 0; // the pending requestAnimationFrame of a drawing or of the first render
+
+  function setStatus(state, text) {
+    status.setAttribute("data-state", state);
+    status.textContent = text;
+    el.setAttribute("data-state", state);
+  }
+
+  const current = () => {
+    if (!payload?.[mode]) return null;
+    models[mode] ??= BUILDERS[mode](payload[mode]);
+    return models[mode];
+  };
+
+  const selection = (graph) => resolveSelection(graph, model.get("selected"));
+
+  function updateToolbar() {
+    for (const button of modeButtons) {
+      const on = button.getAttribute("data-mode") === mode;
+      button.setAttribute("aria-pressed", String(on));
+      button.disabled = !payload?.[button.getAttribute("data-mode")];
+    }
+    record.disabled = recording;
+    fitButton.disabled = !bounds;
+  }
+
+  function onGraph() {
+    payload = model.get("graph") ?? null;
+    for (const key of Object.keys(models)) delete models[key];
+    for (const key of Object.keys(expanded)) delete expanded[key];
+    recording = false;
+    const error = payload?.error ?? "";
+    errorText.textContent = error;
+    errorText.hidden = error === "";
+    if (!payload?.[mode]) mode = VIEWS.map(([m]) => m).find((m) => payload?.[m]) ?? mode;
+    show({ fit: true });
+  }
+
+  /** Lay out and draw the current view; `focus` centres the selection afterwards, `fit` the whole graph. */
+  function show({ fit = false, focus = false } = {}) {
+    updateToolbar();
+    const graph = current();
+    if (!graph) {
+      layer.replaceChildren();
+      drawn = new Map();
+      bounds = null;
+      ticket += 1;
+      if (payload?.error) setStatus("error", "no graph");
+      else setStatus(recording ? "recording" : "empty", recording ? "recording…" : "No graph yet: press Record graph");
+      updateToolbar();
+      return;
+    }
+    expanded[mode] ??= depthThatFits(graph, itemBudget(svg.clientWidth || 900, svg.clientHeight || 480));
+    const visible = visibleGraph(graph, expanded[mode]);
+    const request = layoutRequest(graph, visible);
+    const mine = ++ticket;
+    const shown = visible.items.length;
+    setStatus("layout", `laying out ${shown.toLocaleString("en-US")} items…`);
+    layoutClient.layout(request).then(
+      (layout) => {
+        if (destroyed || mine !== ticket) return;
+        place(graph, layout, { fit, focus });
+        drawn = new Map();
+        setStatus("layout", `drawing ${shown.toLocaleString("en-US")} items…`);
+        const steps = drawSteps(layer, graph, visible, layout, drawn);
+        const slice = () => {
+          frame = 0;
+          if (destroyed || mine !== ticket) return;
+          const start = performance.now();
+          let step = steps.next();
+          while (!step.done && performance.now() - start < SLICE_MS) step = steps.next();
+          if (!step.done) {
+            frame = requestAnimationFrame(slice);
+            return;
+          }
+          drawBadges(drawn, graph, hooksByTarget(model.get("hooks")));
+          highlight(graph);
+          const noun = graph.view === "autograd" ? "autograd nodes" : "modules";
+          setStatus("ready", `${graph.nodes.length.toLocaleString("en-US")} ${noun} · ${shown.toLocaleString("en-US")} shown`);
+          updateToolbar();
+        };
+        slice();
+      },
+      (error) => {
+        if (destroyed || mine !== ticket || error instanceof StaleLayout) return;
+        setStatus("error", error.message);
+      },
+    );
+  }
+
+  /** Pan before drawing, so each drawn slice already shows where it belongs: to the selection, or fit all. */
+  function place(graph, layout, { fit, focus }) {
+    bounds = layout;
+    const rect = layout.positions[selectionKey(graph, expanded[mode], selection(graph))];
+    if (focus && rect) panZoom.centerOn(rect[0], rect[1]);
+    else if (fit) panZoom.fit(layout);
+  }
+
+  /** Mark the selection's element (its collapsed block when hidden); returns its key. */
+  function highlight(graph) {
+    for (const old of layer.querySelectorAll(".hw-gselected")) old.classList.remove("hw-gselected");
+    const key = selectionKey(graph, expanded[mode], selection(graph));
+    drawn.get(key)?.el.classList.add("hw-gselected");
+    return key;
+  }
+
+  function onSelected() {
+    const graph = current();
+    if (!graph || !expanded[mode]) return;
+    const target = selection(graph);
+    if (target.node < 0 && target.cluster < 0) {
+      highlight(graph);
+      return;
+    }
+    const opened = revealSelection(graph, expanded[mode], target);
+    if (opened.size !== expanded[mode].size) {
+      expanded[mode] = opened;
+      show({ focus: true });
+      return;
+    }
+    const key = highlight(graph);
+    const item = drawn.get(key);
+    if (item && !panZoom.isVisible(item.rect)) panZoom.centerOn(item.rect[0], item.rect[1]);
+  }
+
+  function select(value) {
+    model.set("selected", value);
+    model.save_changes();
+  }
+
+  function onClick(event) {
+    const graph = current();
+    const target = event.target.closest?.("[data-key]");
+    if (!graph || !target || !layer.contains(target)) return;
+    const key = target.getAttribute("data-key");
+    const index = Number(key.slice(1));
+    if (key[0] === "n") {
+      select(graph.nodes[index].id);
+      return;
+    }
+    const wasOpen = target.getAttribute("data-expanded") === "true";
+    expanded[mode] = wasOpen
+      ? collapseSubtree(graph, expanded[mode], index)
+      : event.shiftKey
+        ? expandSubtree(graph, expanded[mode], index)
+        : new Set(expanded[mode]).add(index);
+    show({ focus: true });
+    // The tree and inspector react to the selection in a task of their own, not inside this click.
+    const path = graph.clusters[index].path;
+    setTimeout(() => !destroyed && select(path), 0);
+  }
+
+  function onHover(event) {
+    const graph = current();
+    const target = event.target.closest?.("[data-key]");
+    if (graph && target && layer.contains(target)) ensureTooltip(target, tooltip(graph, target.getAttribute("data-key")));
+  }
+
+  function onRecord() {
+    recording = true;
+    setStatus("recording", "recording…");
+    updateToolbar();
+    model.send({ kind: "graph" });
+  }
+
+  function onStatus() {
+    // Python answers a failed or unchanged recording through `status` alone (an equal `graph` is not resent).
+    if (!recording || model.get("status")?.state === "busy") return;
+    recording = false;
+    show({ fit: true });
+  }
+
+  function onMode(event) {
+    const next = event.currentTarget.getAttribute("data-mode");
+    if (next === mode || !payload?.[next]) return;
+    mode = next;
+    show({ fit: true });
+  }
+
+  const offs = [
+    subscribe(model, ["change:graph"], onGraph),
+    subscribe(model, ["change:selected"], onSelected),
+    subscribe(model, ["change:hooks"], () => {
+      const graph = current();
+      if (graph) drawBadges(drawn, graph, hooksByTarget(model.get("hooks")));
+    }),
+    subscribe(model, ["change:status"], onStatus),
+    listen(record, "click", onRecord),
+    listen(fitButton, "click", () => bounds && panZoom.fit(bounds)),
+    listen(svg, "click", onClick),
+    listen(svg, "pointerover", onHover),
+    ...modeButtons.map((button) => listen(button, "click", onMode)),
+  ];
+  // The panel is in the page only after render() returns: measure and draw on the next frame.
+  frame = requestAnimationFrame(() => {
+    frame = 0;
+    onGraph();
+  });
+
+  return {
+    el,
+    destroy() {
+      destroyed = true;
+      cancelAnimationFrame(frame);
+      for (const off of offs) off();
+      panZoom.destroy();
+      layoutClient.destroy();
+    },
+  };
+}

@@ -1,0 +1,136 @@
+/** Summary view: per-layer statistics of one step as a sortable table, every step as a heatmap. */
+
+import { toBytes } from "../bytes.js";
+import { COLUMNS, formatStat, sortRows } from "../summary.js";
+import { h, listen, subscribe } from "./dom.js";
+
+/** Build the summary panel for `model`; returns {el, destroy}. */
+export function createSummaryView(model) {
+  const statsAll = h("button", {
+    cls: "hw-stats-all",
+    attrs: { type: "button", title: "Attach stats hooks on every module's output and its gradient" },
+    text: "Stats on every layer",
+  });
+  const findNonfinite = h("button", {
+    cls: "hw-find-nonfinite",
+    attrs: { type: "button", title: "Run the example input once and name the first module whose output holds NaN/Inf" },
+    text: "Find first NaN/Inf",
+  });
+  const field = h("select", { cls: "hw-summary-field", attrs: { "aria-label": "Heatmap statistic" } });
+  const step = h("select", { cls: "hw-summary-step", attrs: { "aria-label": "Step shown in the table" } });
+  const banner = h("div", { cls: "hw-nonfinite-banner", attrs: { role: "alert", hidden: true } });
+  const message = h("div", { cls: "hw-hint" });
+  const table = h("table", { cls: "hw-summary-table" });
+  const heatmap = h("img", { cls: "hw-summary-heatmap", attrs: { alt: "statistic per layer and step", hidden: true } });
+  const body = h("div", { cls: "hw-summary-body" }, [
+    h("div", { cls: "hw-summary-bar" }, [statsAll, findNonfinite, h("label", { text: "step " }, [step]), h("label", { text: "heatmap " }, [field])]),
+    banner,
+    message,
+    h("div", { cls: "hw-summary-columns" }, [h("div", { cls: "hw-summary-table-box" }, [table]), heatmap]),
+  ]);
+  const el = h("details", { cls: "hw-summary-panel", attrs: { open: true } }, [
+    h("summary", { cls: "hw-section-title", text: "Summary: statistics per layer" }),
+    body,
+  ]);
+  let sort = { field: "target", descending: false };
+  let url = null;
+
+  function options(select, values, chosen, label) {
+    select.replaceChildren(...values.map((v) => h("option", { attrs: { value: String(v) }, text: label(v) })));
+    if (chosen !== null && chosen !== undefined) select.value = String(chosen);
+  }
+
+  function renderTable(summary) {
+    const rows = sortRows(summary.rows ?? [], sort.field, sort.descending);
+    const nonfinite = new Set(summary.nonfinite ?? []);
+    const head = h(
+      "tr",
+      {},
+      COLUMNS.map(([key, title]) =>
+        h("th", {
+          attrs: {
+            "data-field": key,
+            "aria-sort": sort.field === key ? (sort.descending ? "descending" : "ascending") : null,
+            title: "sort",
+          },
+          text: sort.field === key ? `${title} ${sort.descending ? "▾" : "▴"}` : title,
+        }),
+      ),
+    );
+    const lines = rows.map((row) => {
+      const cls = ["hw-summary-row"];
+      if (nonfinite.has(row.target)) cls.push("hw-nonfinite");
+      if (row.target === summary.first_nonfinite) cls.push("hw-first-nonfinite");
+      return h(
+        "tr",
+        { cls: cls.join(" "), attrs: { "data-path": row.target } },
+        COLUMNS.map(([key]) =>
+          h("td", { text: key === "target" ? row.target || "(model)" : formatStat(key, row[key]) }),
+        ),
+      );
+    });
+    table.replaceChildren(h("thead", {}, [head]), h("tbody", {}, lines));
+  }
+
+  function update() {
+    const summary = model.get("summary") ?? {};
+    options(field, summary.fields ?? [], summary.field, (f) => f);
+    options(step, summary.steps ?? [], summary.step, (s) => `step ${s}`);
+    message.textContent = summary.message ?? "";
+    message.hidden = !summary.message;
+    const first = summary.first_nonfinite;
+    banner.hidden = first === null || first === undefined;
+    banner.textContent = banner.hidden ? "" : `First module whose output held NaN/Inf: ${first || "(model)"}`;
+    renderTable(summary);
+    if (url !== null) URL.revokeObjectURL(url);
+    url = null;
+    const bytes = toBytes(summary.heatmap);
+    if (bytes && bytes.byteLength > 0) {
+      url = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
+      heatmap.src = url;
+      heatmap.hidden = false;
+    } else {
+      heatmap.removeAttribute("src");
+      heatmap.hidden = true;
+    }
+  }
+
+  function onTableClick(event) {
+    const th = event.target.closest?.("th[data-field]");
+    if (th) {
+      const key = th.getAttribute("data-field");
+      sort = { field: key, descending: sort.field === key ? !sort.descending : key !== "target" };
+      renderTable(model.get("summary") ?? {});
+      return;
+    }
+    const row = event.target.closest?.("tr[data-path]");
+    if (row) {
+      model.set("selected", row.getAttribute("data-path"));
+      model.save_changes();
+    }
+  }
+
+  function onStatsAll() {
+    // Gradients through tensor hooks (global_grad): unlike full backward hooks, in-place ops cannot break them.
+    for (const hook of ["global_forward", "global_grad"]) {
+      model.send({ kind: "attach", target: "", hook, action: "stats", edit: null });
+    }
+  }
+
+  const offs = [
+    subscribe(model, ["change:summary"], update),
+    listen(table, "click", onTableClick),
+    listen(statsAll, "click", onStatsAll),
+    listen(findNonfinite, "click", () => model.send({ kind: "find_nonfinite" })),
+    listen(field, "change", () => model.send({ kind: "summary", field: field.value })),
+    listen(step, "change", () => model.send({ kind: "summary", step: Number(step.value) })),
+  ];
+  update();
+  return {
+    el,
+    destroy() {
+      offs.forEach((off) => off());
+      if (url !== null) URL.revokeObjectURL(url);
+    },
+  };
+}

@@ -1,0 +1,111 @@
+/** One row of the module tree: caret, highlighted name, class, shape, parameters, hook badges. */
+
+import { badgeLabel, formatCount, formatFired, formatParams, formatShape } from "../format.js";
+import { hooksAt } from "../hooks.js";
+import { highlightParts } from "../tree.js";
+import { h } from "./dom.js";
+
+/** Text with every occurrence of `query` wrapped in <mark>; built from text nodes, never markup. */
+function highlighted(cls, text, query) {
+  const parts = highlightParts(text, query).map((part) =>
+    part.match ? h("mark", { cls: "hw-mark", text: part.text }) : document.createTextNode(part.text),
+  );
+  return h("span", { cls }, parts);
+}
+
+/**
+ * Fill `container` with a badge per hook on `path` (the explorer's in toggle order, fired counts
+ * inside, then one for hooks others attached); returns whether any hook has an error.
+ */
+export function fillBadges(container, path, { hookIndex, order }) {
+  const rank = (kind) => {
+    const i = order.indexOf(kind);
+    return i < 0 ? order.length : i;
+  };
+  const hooks = hooksAt(hookIndex, path);
+  const own = hooks.filter((hook) => !hook.foreign).sort((a, b) => rank(a.kind) - rank(b.kind));
+  const foreign = hooks.filter((hook) => hook.foreign);
+  const badges = own.map((hook) =>
+    h(
+      "span",
+      {
+        cls: hook.error ? "hw-badge hw-badge-error" : "hw-badge",
+        attrs: {
+          "data-kind": hook.kind,
+          title: `${hook.kind} · ${hook.action ?? "capture"}: ${formatFired(hook.fired)}${hook.error ? " (failed)" : ""}`,
+        },
+      },
+      [
+        h("span", { text: badgeLabel(hook.kind) }),
+        hook.fired > 0 ? h("span", { cls: "hw-badge-count", text: formatCount(hook.fired) }) : null,
+      ],
+    ),
+  );
+  if (foreign.length > 0) {
+    const names = foreign.map((hook) => `${hook.kind}: ${hook.action ?? "?"}`).join("\n");
+    badges.push(
+      h("span", {
+        cls: "hw-badge hw-badge-foreign",
+        attrs: { "data-kind": "foreign", title: `Hooks others attached (left alone):\n${names}` },
+        text: `ext ${foreign.length}`,
+      }),
+    );
+  }
+  const failed = own.some((hook) => hook.error);
+  if (failed) {
+    const first = own.find((hook) => hook.error);
+    const line = String(first.error).trim().split("\n").pop();
+    badges.unshift(h("span", { cls: "hw-error-marker", attrs: { title: `${first.kind} failed: ${line}` }, text: "⚠" }));
+  }
+  container.classList.toggle("hw-has-error", failed);
+  container.replaceChildren(...badges);
+  return failed;
+}
+
+/** Build the element of one visible row; returns {el, badges}. */
+export function buildRow(row, { hookIndex, selected, query, matchSet, order }) {
+  const { node, path, depth, hasChildren } = row;
+  const caret = hasChildren
+    ? h("span", { cls: "hw-caret", attrs: { "aria-hidden": "true" }, text: row.expanded ? "▾" : "▸" })
+    : h("span", { cls: "hw-caret-spacer", attrs: { "aria-hidden": "true" } });
+  const isMatch = matchSet.has(path);
+  const label = h("span", { cls: "hw-label", attrs: { title: path === "" ? (node.cls ?? "") : path } }, [
+    highlighted("hw-name", node.name || node.cls || path, isMatch ? query : ""),
+    path === "" ? null : highlighted("hw-cls", node.cls ?? "", isMatch ? query : ""),
+  ]);
+  const trainable = node.trainable ?? 0;
+  const frozen = node.frozen ?? 0;
+  const badges = h("span", { cls: "hw-badges" });
+  const failed = fillBadges(badges, path, { hookIndex, order });
+  const classes = ["hw-row"];
+  if (path === selected) classes.push("hw-selected");
+  if (isMatch) classes.push("hw-match");
+  if (failed) classes.push("hw-row-error");
+  const el = h(
+    "div",
+    {
+      cls: classes.join(" "),
+      attrs: {
+        "data-path": path,
+        role: "treeitem",
+        "aria-level": depth + 1,
+        "aria-expanded": hasChildren ? String(row.expanded) : null,
+        "aria-selected": String(path === selected),
+        tabindex: "-1",
+      },
+    },
+    [
+      caret,
+      label,
+      h("span", { cls: "hw-shape", text: formatShape(node.shape) }),
+      h("span", {
+        cls: trainable + frozen === 0 ? "hw-params hw-zero" : "hw-params",
+        attrs: { title: `${trainable} trainable, ${frozen} frozen parameters` },
+        text: formatParams(trainable, frozen),
+      }),
+      badges,
+    ],
+  );
+  el.style.setProperty("--hw-depth", String(depth));
+  return { el, badges };
+}

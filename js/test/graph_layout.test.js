@@ -1,0 +1,158 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { computeLayout, layoutRequest, packLayout, unpackLayout } from "../src/graph/layout.js";
+import { StaleLayout, createLayoutClient } from "../src/graph/layout_client.js";
+import { autogradModel } from "../src/graph/model.js";
+import { expandSubtree, visibleGraph } from "../src/graph/visible.js";
+import { nestedPayload } from "./graph_fixtures.js";
+
+function inside([x, y, w, h], [bx, by, bw, bh]) {
+  return x - w / 2 >= bx - bw / 2 && x + w / 2 <= bx + bw / 2 && y - h / 2 >= by - bh / 2 && y + h / 2 <= by + bh / 2;
+}
+
+function sampleRequest() {
+  const model = autogradModel(nestedPayload(2, 2, 2));
+  const visible = visibleGraph(model, expandSubtree(model, new Set(), model.byPath.get("0")));
+  return { model, visible, request: layoutRequest(model, visible) };
+}
+
+test("layout request: every item sized from its label, boxes and edges by key", () => {
+  const { model, visible, request } = sampleRequest();
+  assert.equal(request.nodes.length, visible.items.length);
+  const block = request.nodes.find((n) => n.key === `c${model.byPath.get("1")}`);
+  assert.ok(block.height > request.nodes.find((n) => n.key.startsWith("n")).height, "blocks have two lines");
+  assert.ok(request.nodes.every((n) => n.width >= 56 && n.width <= 260));
+  assert.deepEqual(
+    request.boxes.map((b) => b.key),
+    visible.boxes.map((b) => b.key),
+  );
+  JSON.stringify(request); // plain data: it is posted to a worker
+});
+
+test("layout result: positions for every item and box, items inside their boxes, edges routed top to bottom", () => {
+  const { request } = sampleRequest();
+  const layout = computeLayout(request);
+  for (const item of [...request.nodes, ...request.boxes]) {
+    const rect = layout.positions[item.key];
+    assert.equal(rect.length, 4, item.key);
+    assert.ok(rect.every(Number.isFinite), item.key);
+  }
+  for (const node of request.nodes) {
+    if (node.box) assert.ok(inside(layout.positions[node.key], layout.positions[node.box]), `${node.key} in ${node.box}`);
+  }
+  for (const box of request.boxes) {
+    if (box.box) assert.ok(inside(layout.positions[box.key], layout.positions[box.box]), `${box.key} in ${box.box}`);
+  }
+  assert.equal(layout.edges.length, request.edges.length);
+  for (const edge of layout.edges) {
+    assert.ok(edge.points.length >= 2);
+    const [, y0] = edge.points[0];
+    const [, y1] = edge.points.at(-1);
+    assert.ok(y1 > y0, `${edge.src} -> ${edge.dst} points down`);
+  }
+  assert.ok(layout.width > 0 && layout.height > 0);
+});
+
+test("packed layout: typed arrays that unpack to the same layout", () => {
+  const { request } = sampleRequest();
+  const layout = computeLayout(request);
+  const packed = packLayout(request, layout);
+  assert.ok(packed.rects instanceof Float64Array && packed.points instanceof Float64Array);
+  assert.equal(packed.rects.length, 4 * (request.nodes.length + request.boxes.length));
+  assert.deepEqual(unpackLayout(request, packed), layout);
+});
+
+test("layout of a 5,000-node graph opened collapsed takes well under a second", () => {
+  const model = autogradModel(nestedPayload(10, 50, 9));
+  const start = performance.now();
+  const layout = computeLayout(layoutRequest(model, visibleGraph(model, new Set([model.root]))));
+  const elapsed = performance.now() - start;
+  assert.equal(Object.keys(layout.positions).length, 10);
+  assert.ok(elapsed < 1000, `took ${elapsed.toFixed(0)} ms`);
+});
+
+/** A stand-in for the browser's Worker: runs the layout on a later tick, like a real one would. */
+class FakeWorker {
+  static made = [];
+  constructor(url) {
+    this.url = url;
+    this.terminated = false;
+    FakeWorker.made.push(this);
+  }
+  postMessage({ id, request }) {
+    setTimeout(() => {
+      if (this.terminated) return;
+      if (request.fail) this.onmessage({ data: { id, error: "boom" } });
+      else this.onmessage({ data: { id, packed: packLayout(request, computeLayout(request)) } });
+    }, 5);
+  }
+  terminate() {
+    this.terminated = true;
+  }
+}
+
+test("layout client: tiny graphs on the main thread, larger ones in a worker from a Blob URL", async () => {
+  FakeWorker.made = [];
+  globalThis.Worker = FakeWorker;
+  try {
+    const client = createLayoutClient({ workerSource: "/* worker */", mainThreadLimit: 3 });
+    const { request } = sampleRequest();
+    const tiny = { nodes: request.nodes.slice(0, 2), boxes: [], edges: [] };
+    assert.equal(Object.keys((await client.layout(tiny)).positions).length, 2);
+    assert.equal(FakeWorker.made.length, 0);
+    const layout = await client.layout(request);
+    assert.equal(Object.keys(layout.positions).length, request.nodes.length + request.boxes.length);
+    assert.equal(FakeWorker.made.length, 1);
+    assert.match(FakeWorker.made[0].url, /^blob:/);
+    await assert.rejects(client.layout({ ...request, fail: true }), /graph layout failed: boom/);
+    client.destroy();
+    assert.ok(FakeWorker.made[0].terminated);
+  } finally {
+    delete globalThis.Worker;
+  }
+});
+
+test("layout client: a newer request replaces the running one, and destroy rejects what is pending", async () => {
+  FakeWorker.made = [];
+  globalThis.Worker = FakeWorker;
+  try {
+    const client = createLayoutClient({ workerSource: "/* worker */", mainThreadLimit: 0 });
+    const { request } = sampleRequest();
+    const first = client.layout(request);
+    const second = client.layout(request);
+    await assert.rejects(first, StaleLayout);
+    assert.ok(FakeWorker.made[0].terminated, "the busy worker was stopped");
+    assert.ok((await second).positions);
+    const third = client.layout(request);
+    client.destroy();
+    await assert.rejects(third, StaleLayout);
+    await assert.rejects(client.layout(request), StaleLayout);
+  } finally {
+    delete globalThis.Worker;
+  }
+});
+
+test("layout client: without a worker, only tiny graphs are laid out", async () => {
+  const client = createLayoutClient({ workerSource: null, mainThreadLimit: 3 });
+  const { request } = sampleRequest();
+  await assert.rejects(client.layout(request), /no Web Worker here/);
+  client.destroy();
+});
+
+test("the worker bundle (as build.mjs makes it) answers a posted request with its layout", async () => {
+  const { build } = await import("esbuild");
+  const { runInNewContext } = await import("node:vm");
+  const entry = new URL("../src/graph/layout_worker.js", import.meta.url).pathname;
+  const bundle = await build({ entryPoints: [entry], bundle: true, format: "iife", platform: "browser", write: false, minify: true });
+  const posted = [];
+  const self = { postMessage: (message) => posted.push(message) };
+  runInNewContext(bundle.outputFiles[0].text, { self, structuredClone }); // a worker global dagre uses
+  const { request } = sampleRequest();
+  self.onmessage({ data: { id: 7, request } });
+  self.onmessage({ data: { id: 8, request: { nodes: null } } });
+  assert.equal(posted[0].id, 7);
+  assert.deepEqual(unpackLayout(request, posted[0].packed), computeLayout(request));
+  assert.equal(posted[1].id, 8);
+  assert.match(posted[1].error, /TypeError/);
+});

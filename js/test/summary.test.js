@@ -1,0 +1,30 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { formatStat, sortRows } from "../src/summary.js";
+
+const rows = [
+  { target: "conv1", grad_norm: 0.5, act_nan: 0 },
+  { target: "relu1", grad_norm: "nan", act_nan: 3 },
+  { target: "conv2", grad_norm: 1e-9, act_nan: 0 },
+  { target: "fc" },
+];
+
+test("sortRows keeps execution order for the layer column", () => {
+  assert.deepEqual(sortRows(rows, "target").map((r) => r.target), ["conv1", "relu1", "conv2", "fc"]);
+  assert.deepEqual(sortRows(rows, "target", true).map((r) => r.target), ["fc", "conv2", "relu1", "conv1"]);
+});
+
+test("sortRows puts NaN first when descending and missing values last", () => {
+  assert.deepEqual(sortRows(rows, "grad_norm", true).map((r) => r.target), ["relu1", "conv1", "conv2", "fc"]);
+  assert.deepEqual(sortRows(rows, "grad_norm").map((r) => r.target), ["fc", "conv2", "conv1", "relu1"]);
+  assert.deepEqual(sortRows(rows, "act_nan", true).map((r) => r.target), ["relu1", "conv1", "conv2", "fc"]);
+});
+
+test("formatStat shows counts, fractions and tiny gradients readably", () => {
+  assert.equal(formatStat("act_nan", 3), "3");
+  assert.equal(formatStat("grad_zero_fraction", 0.5), "50.0%");
+  assert.equal(formatStat("grad_norm", 1e-9), "1.00e-9");
+  assert.equal(formatStat("act_norm", 12.34567), "12.35");
+  assert.equal(formatStat("grad_norm", "nan"), "nan");
+  assert.equal(formatStat("grad_norm", undefined), "—");
+});

@@ -1,0 +1,159 @@
+"""The explorer's views in a real JupyterLab: a huge tree, hostile names, the summary, node hooks, two displays."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from ._lab import Lab
+
+pytestmark = pytest.mark.e2e
+
+WIDE_MODEL = """
+from torch import nn
+from hookwidgets import HookExplorer
+
+class Wide(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(1, 1) for _ in range(9998))  # + the list + the root = 10,000
+
+ex = HookExplorer(Wide())
+ex
+"""
+
+HOSTILE_MODEL = """
+import torch
+from torch import nn
+from hookwidgets import HookExplorer
+
+NAME = "<img src=x onerror=alert(1)>"
+Evil = type("<b>Evil</b>", (nn.Module,), {"forward": lambda self, x: self._modules[NAME](x)})
+model = Evil()
+model.add_module(NAME, nn.Linear(4, 2))
+
+def explode(module, args, output):
+    raise ValueError("<script>alert(2)</script>")
+
+ex = HookExplorer(model, example_inputs=torch.randn(1, 4))
+ex.attach(NAME, "forward", action=explode)
+ex.run()
+ex
+"""
+
+SUMMARY_MODEL = """
+import torch
+from hookwidgets import HookExplorer
+from hookwidgets.examples import DigitsCNN
+
+torch.manual_seed(0)
+model = DigitsCNN().eval()
+ex = HookExplorer(model, example_inputs=torch.randn(2, 1, 32, 32))
+ex
+"""
+
+
+def _open(lab: Lab, name: str, source: str, timeout: float = 180) -> str:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    path = lab.write_notebook(name, nb)
+    lab.open_notebook(path)
+    lab.run_all(path, timeout=timeout)
+    return path
+
+
+def test_a_10000_module_model_opens_with_its_count_and_scrolls(lab: Lab) -> None:
+    _open(lab, "wide.ipynb", WIDE_MODEL)
+    explorer = lab.page.locator(".hw-explorer")
+    explorer.locator('.hw-row[data-path="layers.0"]').wait_for(timeout=30_000)
+    assert explorer.locator(".hw-count").inner_text() == "10,000 modules"
+    drawn = explorer.locator(".hw-row").count()
+    assert 10 < drawn < 120  # virtualized: only the rows in view (and a margin) exist
+
+    tree = explorer.locator(".hw-tree")
+    tree.evaluate("(el) => { el.scrollTop = el.scrollHeight; }")
+    explorer.locator('.hw-row[data-path="layers.9997"]').wait_for(timeout=10_000)
+    assert explorer.locator(".hw-row").count() < 120
+
+    explorer.locator(".hw-search").fill("5000")
+    explorer.locator('.hw-row.hw-match[data-path="layers.5000"]').wait_for(timeout=10_000)
+    assert explorer.locator(".hw-match-count").inner_text() == "1 match"
+    assert explorer.locator('.hw-row[data-path="layers.5000"] mark.hw-mark').inner_text() == "5000"
+    lab.screenshot("tree-10000-modules")
+
+
+def test_model_strings_reach_the_page_as_text(lab: Lab) -> None:
+    dialogs: list[str] = []
+    lab.page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    _open(lab, "hostile.ipynb", HOSTILE_MODEL)
+    explorer = lab.page.locator(".hw-explorer")
+    name = "<img src=x onerror=alert(1)>"
+    row = explorer.locator(".hw-row").nth(1)
+    row.wait_for(timeout=30_000)
+    assert row.locator(".hw-name").inner_text() == name
+    assert explorer.locator(".hw-title").inner_text() == "<b>Evil</b>"
+    assert explorer.locator(".hw-error-marker").count() == 1  # the failing hook is marked on its row
+    row.click()
+    explorer.locator(".hw-hook-error summary").wait_for(timeout=10_000)
+    assert "<script>alert(2)</script>" in explorer.locator(".hw-hook-error summary").inner_text()
+    # nothing was injected: no element that a name or an error text spelled out
+    injected = lab.page.evaluate(
+        "() => document.querySelectorAll('.hw-explorer img[src=\"x\"], .hw-explorer b, .hw-explorer script').length"
+    )
+    assert injected == 0 and dialogs == []
+    lab.screenshot("hostile-names")
+
+
+def test_summary_lists_every_layer_and_a_node_hook_from_the_graph_shows_its_capture(lab: Lab) -> None:
+    path = _open(lab, "summary.ipynb", SUMMARY_MODEL)
+    page = lab.page
+    explorer = page.locator(".hw-explorer")
+    explorer.locator(".hw-row").first.wait_for(timeout=30_000)
+
+    explorer.locator("button.hw-stats-all").click()
+    explorer.locator('.hw-row[data-path=""] .hw-badge[data-kind="global_grad"]').wait_for(timeout=15_000)
+    explorer.locator("button.hw-run").click()
+    rows = explorer.locator(".hw-summary-row")
+    rows.first.wait_for(timeout=60_000)
+    with lab.kernel(path) as kernel:
+        modules = kernel.evaluate_json("[p for p, _ in model.named_modules()]")
+    assert rows.evaluate_all("els => els.map((e) => e.dataset.path)") == modules
+    explorer.locator("img.hw-summary-heatmap").wait_for(timeout=10_000)
+    explorer.locator('th[data-field="grad_norm"]').click()
+    assert explorer.locator('th[data-field="grad_norm"]').get_attribute("aria-sort") == "descending"
+    explorer.locator(".hw-summary-panel").screenshot(path=str(lab.artifacts_dir / "summary-view.png"))
+
+    # a node from the recorded graph: select it, attach node_pre, Run, see its capture
+    panel = explorer.locator(".hw-graph-panel")
+    panel.locator("button.hw-graph-record").click()
+    panel.locator('.hw-graph-status[data-state="ready"]').wait_for(timeout=30_000)
+    node_id = "classifier.fc/AddmmBackward0#0"
+    panel.locator("button.hw-graph-fit").click()
+    panel.locator(f'.hw-gnode[data-id="{node_id}"]').click()
+    explorer.locator(".hw-info dd", has_text=node_id).wait_for(timeout=15_000)  # the inspector shows the node
+    toggle = explorer.locator('input.hw-toggle[data-kind="node_pre"]')
+    toggle.check()
+    panel.locator('.hw-gnode[data-op="AddmmBackward0"] .hw-gbadge[data-kind="node_pre"]').wait_for(timeout=15_000)
+    explorer.locator("button.hw-run").click()
+    image = explorer.locator('img.hw-plot[data-kind="node_pre"]')
+    image.wait_for(timeout=60_000)
+    with lab.kernel(path) as kernel:
+        shape = kernel.evaluate_json(f"list(ex.captures[{node_id!r}]['node_pre'][-1].tensor.shape)")
+    assert shape == [2, 10]
+    explorer.locator(".hw-inspector").screenshot(path=str(lab.artifacts_dir / "inspector-node-hook.png"))
+
+
+def test_one_explorer_shown_in_two_cells_stays_consistent_and_close_closes_it(lab: Lab) -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SUMMARY_MODEL), nbformat.v4.new_code_cell("ex")])
+    path = lab.write_notebook("twice.ipynb", nb)
+    lab.open_notebook(path)
+    lab.run_all(path, timeout=180)
+    views = lab.page.locator(".hw-explorer")
+    views.nth(1).wait_for(timeout=30_000)
+    first, second = views.nth(0), views.nth(1)
+    first.locator('.hw-row[data-path="features.conv1"]').click()
+    second.locator('.hw-row.hw-selected[data-path="features.conv1"]').wait_for(timeout=10_000)
+    first.locator('input.hw-toggle[data-kind="forward"]').check()
+    second.locator('.hw-row[data-path="features.conv1"] .hw-badge[data-kind="forward"]').wait_for(timeout=15_000)
+    with lab.kernel(path) as kernel:
+        kernel.evaluate("ex.close()")
+    lab.page.wait_for_function("() => document.querySelectorAll('.hw-explorer').length === 0", timeout=15_000)

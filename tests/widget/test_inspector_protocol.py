@@ -1,0 +1,166 @@
+"""The inspector, run bar, memory meter and live updates, driven through the browser's messages."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from hookwidgets import HookExplorer
+from hookwidgets.widget import live
+
+from .test_view_protocol import browser_sends, browser_sets
+
+
+@pytest.fixture
+def explorer(cnn, image):
+    cnn.eval()
+    ex = HookExplorer(cnn, example_inputs=image)
+    yield ex
+    ex.close()
+
+
+def test_selection_says_what_the_target_is_and_which_kinds_fit(explorer):
+    view = explorer.view
+    browser_sets(view, selected="head.fc")
+    assert view.selection["family"] == "module"
+    assert view.selection["kinds"][:5] == ["forward_pre", "forward", "backward_pre", "backward", "grad"]
+    assert "global_forward" not in view.selection["kinds"]
+    assert [p["path"] for p in view.selection["params"]] == ["head.fc.weight", "head.fc.bias"]
+
+    browser_sets(view, selected="head.fc.weight")
+    assert view.selection["family"] == "param"
+    assert view.selection["kinds"] == ["grad", "post_accumulate"]
+    assert ["Shape", "5×16"] in view.selection["details"]
+
+    node = next(n["id"] for n in explorer.graph()["nodes"] if n["op"] == "AddmmBackward0")
+    browser_sets(view, selected=node)
+    assert view.selection["family"] == "node" and view.selection["kinds"] == ["node_pre", "node"]
+    assert ["Op", "AddmmBackward0"] in view.selection["details"]
+
+    browser_sets(view, selected="head.fcc")
+    assert view.selection["family"] == "none" and "did you mean 'head.fc'" in view.selection["problem"]
+
+
+def test_attach_with_an_action_and_an_edit_from_the_pickers(explorer, cnn, image):
+    view = explorer.view
+    plain = cnn(image)
+    browser_sets(view, selected="head.fc")
+    browser_sends(view, kind="attach", target="head.fc", hook="forward", action="stats", edit=["scale", 2.0])
+    (hook,) = view.hooks
+    assert (hook["action"], hook["edit"]) == ("stats", [["scale", 2.0]])
+    assert "def " in view.selection["code"] and "head.fc" in view.selection["code"]
+    edited = explorer.run(image)
+    assert torch.allclose(edited, 2 * plain.detach())
+    record = explorer.captures["head.fc"]["forward"][-1]
+    assert record.tensors == {} and record.stats["max"] == pytest.approx(float(edited.max()))
+
+    browser_sends(view, kind="attach", target="head.fc", hook="grad", edit=["scale", "big"])
+    assert "scale" in view.error and view.status["state"] == "error"
+    assert [h["kind"] for h in view.hooks] == ["forward"]
+
+
+def test_run_bar_modes_and_targets(explorer):
+    view = explorer.view
+    explorer.attach("features.act", ["forward", "grad"])
+    browser_sends(view, kind="run", mode="forward")
+    assert "forward" in view.status["message"] and "backward" not in view.status["message"]
+    assert "grad" not in explorer.captures["features.act"]
+    top = view.status["top"]
+    assert len(top) == 5 and sum(p for _, p in top) <= 1.0001 and top[0][1] >= top[1][1]
+
+    browser_sends(view, kind="run", mode="backward", target=3)
+    assert "class 3" in view.status["message"]
+    assert len(explorer.captures["features.act"]["grad"]) == 1
+
+    browser_sends(view, kind="run", mode="backward", target=99)
+    assert view.status["state"] == "error" and "99" in view.error
+
+
+def test_the_step_slider_shows_an_older_capture(explorer, image):
+    view = explorer.view
+    explorer.attach("head.fc", "forward")
+    browser_sets(view, selected="head.fc")
+    for scale in (1.0, 2.0, 3.0):
+        explorer.run(image * scale)
+    (item,) = view.plots["items"]
+    assert item["steps"] == [1, 2, 3] and item["step"] == 3
+    browser_sends(view, kind="plot_step", hook="forward", step=2)
+    (older,) = view.plots["items"]
+    assert older["step"] == 2 and older["png"] != item["png"]
+    browser_sends(view, kind="plot_step", hook="forward", step=None)
+    assert view.plots["items"][0]["step"] == 3
+
+
+def test_memory_meter_follows_the_store_and_counts_evictions(cnn, image):
+    with HookExplorer(cnn, example_inputs=image, memory_budget=3000) as ex:
+        view = ex.view
+        ex.attach("features.conv", "forward")  # 2×4×8×8 float32 = 2048 bytes a capture
+        ex.run()
+        assert view.memory == {"bytes": 2048, "budget": 3000, "records": 1, "evicted": 0}
+        ex.run()
+        assert view.memory["evicted"] == 1 and view.memory["records"] == 1
+
+
+def test_foreign_hooks_reach_the_view_flagged(cnn, image):
+    handle = cnn.head.fc.register_forward_hook(lambda m, a, o: None)
+    try:
+        with HookExplorer(cnn, example_inputs=image) as ex:
+            (hook,) = ex.view.hooks
+            assert hook["foreign"] is True and (hook["target"], hook["kind"]) == ("head.fc", "forward")
+    finally:
+        handle.remove()
+
+
+def test_live_updates_are_throttled_while_the_users_loop_runs(explorer, cnn, image, monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(live.time, "monotonic", lambda: clock[0])
+    view = explorer.view
+    explorer.attach("features.conv", "forward")
+    pushes = []
+    view.observe(lambda change: pushes.append(change["new"]), names="status")
+    for _ in range(10):  # the user's own loop: no explorer run, all at one instant
+        cnn(image)
+    assert len(pushes) == 1 and pushes[0]["state"] == "live" and "step 1" in pushes[0]["message"]
+    assert "clicks here apply when the cell finishes" in pushes[0]["message"]
+    assert view.hooks[0]["fired"] == 1  # what the first push carried
+    clock[0] += 2 * live.PUSH_INTERVAL_S
+    cnn(image)
+    assert len(pushes) == 2 and "step 11" in pushes[1]["message"] and view.hooks[0]["fired"] == 11
+
+    explorer._live._on_cell_done()  # IPython's post_run_cell
+    assert view.status["state"] == "idle" and "step 11" in view.status["message"]
+
+
+def test_runs_from_the_view_do_not_push_live_updates(explorer):
+    view = explorer.view
+    explorer.attach("features.conv", "forward")
+    states = []
+    view.observe(lambda change: states.append(change["new"]["state"]), names="status")
+    browser_sends(view, kind="run")
+    assert states == ["busy", "idle"]
+
+
+def test_close_stops_live_updates(cnn, image):
+    ex = HookExplorer(cnn, example_inputs=image)
+    ex.view  # noqa: B018
+    registry = ex._registry
+    assert len(registry.step_listeners) == 1
+    ex.close()
+    assert registry.step_listeners == []
+
+
+def test_what_the_engine_did_on_its_own_reaches_the_view():
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(inplace=True), nn.Linear(4, 2))
+    with HookExplorer(model) as ex:
+        view = ex.view
+        assert view.diagnostics == []
+        ex.attach("0", "backward")
+        ex.attach("2", "forward")  # a hook that stays, so the user's forwards are followed
+        with pytest.warns(UserWarning, match="collides with the in-place module '1'"), pytest.raises(RuntimeError):
+            model(torch.randn(3, 4))  # the user's own forward: torch raises, the explorer detaches and explains
+        model(torch.randn(3, 4))
+        assert len(view.diagnostics) == 1 and "Attach 'grad' instead" in view.diagnostics[0]
+        assert [h["kind"] for h in view.hooks] == ["forward"]

@@ -1,0 +1,123 @@
+"""The summary view, the plot views and "attribution here", driven through the browser's messages."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from hookwidgets import HookExplorer
+
+from .test_view_protocol import browser_sends, browser_sets
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+class NaNAfterFc1(nn.Module):
+    """fc1 → log of a negative number (NaN) → fc2: the first non-finite output is 'log'."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(4, 4)
+        self.act = nn.ReLU()
+        self.log = Log()
+        self.fc2 = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(self.log(self.act(self.fc1(x)) - 1.0))
+
+
+class Log(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(x)
+
+
+def test_stats_on_every_layer_fill_the_summary_table_and_heatmap(cnn, image):
+    with HookExplorer(cnn, example_inputs=image) as ex:
+        view = ex.view
+        assert view.summary["rows"] == [] and "No statistics yet" in view.summary["message"]
+        for hook in ("global_forward", "global_backward"):  # what "Stats on every layer" sends
+            browser_sends(view, kind="attach", target="", hook=hook, action="stats", edit=None)
+        browser_sends(view, kind="run")
+        browser_sends(view, kind="run")
+        summary = view.summary
+        assert summary["steps"] == [1, 2] and summary["step"] == 2
+        layers = [row["target"] for row in summary["rows"]]
+        assert layers == [p for p, _ in cnn.named_modules()]  # every layer, in execution order
+        assert all(row["step"] == 2 for row in summary["rows"])
+        fc = next(row for row in summary["rows"] if row["target"] == "head.fc")
+        assert fc["act_norm"] > 0 and fc["grad_norm"] > 0
+        assert summary["heatmap"][:8] == PNG and summary["field"] == "grad_norm"
+        assert summary["nonfinite"] == [] and summary["first_nonfinite"] is None
+
+        browser_sends(view, kind="summary", field="act_norm", step=1)
+        assert view.summary["field"] == "act_norm" and view.summary["step"] == 1
+        assert view.summary["heatmap"] != summary["heatmap"]
+
+
+def test_the_first_non_finite_layer_is_highlighted_and_found_on_demand():
+    torch.manual_seed(0)
+    model = NaNAfterFc1()
+    with HookExplorer(model, example_inputs=torch.randn(2, 4)) as ex:
+        view = ex.view
+        ex.attach("", ["global_forward"], action="stats")
+        ex.run()
+        assert view.summary["nonfinite"][:2] == ["", "log"]  # the model's own output holds NaN too
+        assert "fc1" not in view.summary["nonfinite"]
+        browser_sends(view, kind="find_nonfinite")
+        assert view.summary["first_nonfinite"] == "log"
+        assert "first NaN/Inf output: log" in view.status["message"]
+
+
+def test_plot_views_switch_between_maps_and_histogram(cnn, image):
+    with HookExplorer(cnn, example_inputs=image) as ex:
+        view = ex.view
+        browser_sets(view, selected="features.conv")
+        ex.attach("features.conv", "forward")
+        ex.run()
+        (maps,) = view.plots["items"]
+        assert maps["view"] == "maps" and maps["views"] == ["maps", "histogram"]
+        browser_sends(view, kind="plot_view", hook="forward", view="histogram")
+        (histogram,) = view.plots["items"]
+        assert histogram["view"] == "histogram" and histogram["png"][:8] == PNG
+        assert histogram["png"] != maps["png"]
+
+
+def test_a_stats_hook_is_drawn_as_statistics_over_steps(cnn, image):
+    with HookExplorer(cnn, example_inputs=image) as ex:
+        view = ex.view
+        browser_sets(view, selected="head.fc")
+        ex.attach("head.fc", "forward", action="stats")
+        for _ in range(3):
+            ex.run()
+        (item,) = view.plots["items"]
+        assert item["view"] == "stats" and item["step"] == 3 and item["png"][:8] == PNG
+
+
+def test_attribution_here_draws_the_cam_of_the_selected_layer():
+    from hookwidgets.examples import digit_image, pretrained_digits_cnn
+
+    model = pretrained_digits_cnn()
+    x, label = digit_image(0)
+    with HookExplorer(model, example_inputs=x) as ex:
+        view = ex.view
+        browser_sets(view, selected="features.conv2")
+        browser_sends(view, kind="attribute", layer="features.conv2", method="gradcam", target="top")
+        result = view.attribution
+        assert result["error"] == "" and result["png"][:8] == PNG
+        assert result["caption"] == f"gradcam of class {label} at features.conv2"
+        browser_sends(view, kind="attribute", layer="features.conv2", method="saliency", target=3)
+        assert view.attribution["caption"].startswith("saliency of class 3")
+
+        browser_sends(view, kind="attribute", layer="classifier.fc", method="gradcam", target="top")
+        assert "features." in view.attribution["error"] and view.attribution["png"] is None  # names suitable layers
+        browser_sends(view, kind="attribute", layer="features.conv2", method="gradcam", target=42)
+        assert "10" in view.attribution["error"]  # the number of classes
+        assert all(p.grad is None for p in model.parameters())
+
+
+@pytest.mark.parametrize("method", ["nonsense"])
+def test_an_unknown_attribution_method_is_an_error_in_the_panel(cnn, image, method):
+    with HookExplorer(cnn, example_inputs=image) as ex:
+        browser_sends(ex.view, kind="attribute", layer="features.conv", method=method, target="top")
+        assert "unknown attribution method 'nonsense'" in ex.view.attribution["error"]
