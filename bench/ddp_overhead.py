@@ -1,0 +1,193 @@
+"""What DDPInspector costs per training step: 2 gloo ranks on the CPU, inspected DDP against plain DDP.
+
+Run: ``.venv/bin/python bench/ddp_overhead.py [--pairs N] [--threads T]`` (T threads per rank).
+Each rank holds copies of one MLP wrapped in DDP: A plain (DDP's built-in C++ allreduce), B with
+the inspector. A step is zero_grad (gradients kept, not None) + forward + backward (with the
+allreduce) + SGD step. The A/B pairs run inside the ranks, in the same order on both (every step is
+a collective); rank 0's timings are reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from _protocol import (
+    MARKDOWN_HEADER,
+    MIN_PAIRS,
+    WARMUP_PAIRS,
+    Comparison,
+    add_arguments,
+    compare,
+    machine,
+    quantile,
+    revision,
+    set_threads,
+)
+from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import fp16_compress_hook
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from hookwidgets.distributed import DDPInspector
+
+WORLD = 2
+BAR = 1.15
+BATCH = 64
+WIDTH = 2048
+
+
+def make_model() -> nn.Module:
+    """An MLP of 8.4M parameters (33.6 MB of gradients to allreduce per step)."""
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Linear(1024, WIDTH), nn.ReLU(), nn.Linear(WIDTH, WIDTH), nn.ReLU(), nn.Linear(WIDTH, 1024)
+    )  # fmt: skip
+
+
+class Stepper:
+    """One training step of ``ddp`` on ``x`` per call; keeps each call's process CPU time (all threads).
+
+    CPU time barely depends on what else the shared machine runs, so it backs up the wall-time ratios.
+    """
+
+    def __init__(self, ddp: DDP, x: torch.Tensor) -> None:
+        self.ddp, self.x = ddp, x
+        self.opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
+        self.cpu: list[float] = []
+
+    def __call__(self) -> None:
+        start = time.process_time()
+        # Gradients kept between steps: with set_to_none=True each step allocates 33 MB of fresh
+        # gradients, and whether glibc serves them from its heap or from new pages (8,000 faults, +20%)
+        # depended on which DDP copy was created when, not on the inspector.
+        self.opt.zero_grad(set_to_none=False)
+        self.ddp(self.x).pow(2).mean().backward()
+        self.opt.step()
+        self.cpu.append(time.process_time() - start)
+
+
+def timed(name: str, a: Stepper, b: Stepper, pairs: int, show: bool, **options: Any) -> tuple[Comparison, str]:
+    """The protocol's comparison of two steppers, and a line on their CPU time per step (warm-ups left out)."""
+    result = compare(name, a, b, pairs=pairs, show=show, **options)
+    a_cpu, b_cpu = a.cpu[WARMUP_PAIRS:], b.cpu[WARMUP_PAIRS:]
+    ratios = [tb / ta for ta, tb in zip(a_cpu, b_cpu, strict=True)]
+    line = (
+        f"{name}: process CPU per step A {statistics.median(a_cpu) * 1e3:.1f} ms, "
+        f"B {statistics.median(b_cpu) * 1e3:.1f} ms, median pair ratio {statistics.median(ratios):.3f}× "
+        f"(p10–p90 {quantile(ratios, 0.1):.3f}–{quantile(ratios, 0.9):.3f})"
+    )
+    return result, line
+
+
+def rank_main(rank: int, address: str, pairs: int, threads: int, log_dir: str, results: Any) -> None:
+    """Every comparison on this rank; rank 0 sends its Comparisons (and what the inspectors saw) back."""
+    set_threads(threads)
+    dist.init_process_group("gloo", init_method=address, rank=rank, world_size=WORLD)
+    try:
+        model = make_model()
+        x = torch.randn(BATCH, 1024, generator=torch.Generator().manual_seed(rank))
+        plain = DDP(copy.deepcopy(model))
+        inspected = DDP(copy.deepcopy(model))
+        logged = DDP(copy.deepcopy(model))
+        plain_fp16 = DDP(copy.deepcopy(model))
+        inspected_fp16 = DDP(copy.deepcopy(model))
+        plain_fp16.register_comm_hook(None, fp16_compress_hook)
+        inspectors = [
+            DDPInspector(inspected),
+            DDPInspector(logged, log_dir=log_dir),
+            DDPInspector(inspected_fp16, hook=fp16_compress_hook),
+        ]
+        show = rank == 0
+        timings = [
+            timed("DDP step, inspector vs none", Stepper(plain, x), Stepper(inspected, x), pairs, show, bar=BAR),
+            timed("DDP step, inspector + log_dir vs none", Stepper(plain, x), Stepper(logged, x), pairs, show),
+            timed(
+                "fp16 hook: inspected vs plain",
+                Stepper(plain_fp16, x),
+                Stepper(inspected_fp16, x),
+                pairs,
+                show,
+                note="+ compression error",
+            ),
+        ]
+        seen = [(len(i.records), i.step, i.records[-1]["numel"], len(i.records[-1]["params"])) for i in inspectors]
+        for inspector in inspectors:
+            inspector.close()
+        dist.barrier()
+        if rank == 0:
+            results.put(("ok", timings, seen, machine()))
+    except BaseException as exc:
+        results.put(("error", f"rank {rank}: {type(exc).__name__}: {exc}", None, None))
+        raise
+    finally:
+        dist.destroy_process_group()
+
+
+def free_address() -> str:
+    """A TCP rendezvous address on a free loopback port."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"tcp://127.0.0.1:{probe.getsockname()[1]}"
+
+
+def run(pairs: int, threads: int) -> tuple[list[tuple[Comparison, str]], list[tuple[int, int, int, int]], str]:
+    """Spawn the ranks, wait for rank 0's comparisons, and reap both processes whatever happens."""
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    with tempfile.TemporaryDirectory(prefix="ddp-bench-") as log_dir:
+        address = free_address()
+        procs = [
+            ctx.Process(target=rank_main, args=(r, address, pairs, threads, log_dir, results)) for r in range(WORLD)
+        ]
+        for proc in procs:
+            proc.start()
+        try:
+            status, rows, seen, where = results.get(timeout=1800)
+        finally:
+            for proc in procs:
+                proc.join(timeout=30)
+                if proc.is_alive():
+                    proc.terminate()
+                    proc.join()
+    if status != "ok":
+        raise RuntimeError(rows)
+    return rows, seen, where
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    parser.set_defaults(threads=1)  # two ranks share the machine's cores
+    args = parser.parse_args()
+    if args.pairs < MIN_PAIRS:
+        parser.error(f"--pairs must be at least {MIN_PAIRS} (DESIGN.md, Measuring)")
+    started = time.perf_counter()
+    print(f"$ {' '.join([os.path.relpath(sys.executable), *sys.argv])}")
+    print(f"hookwidgets at {revision()}")
+    params = sum(p.numel() for p in make_model().parameters())
+    print(f"model: MLP 1024-{WIDTH}-{WIDTH}-1024, {params:,} parameters, batch {BATCH}; {WORLD} gloo ranks")
+    rows, seen, where = run(args.pairs, args.threads)
+    print(f"{time.strftime('%Y-%m-%d %H:%M %Z')} — rank 0: {where}")
+    for label, (records, steps, numel, names) in zip(("inspector", "+ log_dir", "fp16"), seen, strict=True):
+        print(f"  {label}: {records} bucket records over {steps} steps; last bucket {numel:,} elements, {names} params")
+    print(f"\n{MARKDOWN_HEADER}")
+    for result, _ in rows:
+        print(result.markdown_row())
+    print()
+    for _, cpu_line in rows:
+        print(cpu_line)
+    print(f"\ntook {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

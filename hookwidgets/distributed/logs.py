@@ -1,0 +1,86 @@
+"""JSON-lines logs of DDP records: one file per rank, appended to, read back from every rank."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+RANK_FILE = re.compile(r"rank(\d+)\.jsonl")
+KINDS = ("bucket", "ready")
+
+
+class RankLog:
+    """Appends one JSON line per record to ``<log_dir>/rank<rank>.jsonl``; a ``start`` line opens each run."""
+
+    def __init__(self, log_dir: str | os.PathLike, rank: int, header: dict[str, Any]) -> None:
+        self.path = Path(log_dir) / f"rank{rank}.jsonl"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()  # completion callbacks may run on the backend's threads
+        self._file = self.path.open("a", encoding="utf-8")
+        self.error: str | None = None
+        self.write({"kind": "start", "rank": rank, "time": time.time(), **header})
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Append ``record``; a failing write (disk full) is kept in ``error`` and never breaks training."""
+        line = json.dumps(record, default=str) + "\n"
+        with self._lock:
+            if self._file.closed or self.error is not None:
+                return
+            try:
+                self._file.write(line)
+                self._file.flush()  # a crashed rank still leaves its lines for load()
+            except OSError as exc:
+                self.error = f"writing {self.path} failed: {exc}"
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+
+def load_records(log_dir: str | os.PathLike, kind: str | None = "bucket", *, last_run: bool = True) -> list[dict]:
+    """Every rank's records of ``kind`` (``bucket``, ``ready`` or None for both) from ``log_dir``, sorted.
+
+    ``last_run`` keeps, per rank file, only the lines after its newest ``start`` line, so a log dir
+    reused by a re-run notebook cell shows the latest run.
+    """
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS} or None, got {kind!r}")
+    folder = Path(log_dir)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no log dir {str(folder)!r}: pass the log_dir= the ranks' DDPInspector wrote to")
+    files = sorted((int(m.group(1)), p) for p in folder.iterdir() if (m := RANK_FILE.fullmatch(p.name)))
+    if not files:
+        raise FileNotFoundError(f"{str(folder)!r} holds no rank<N>.jsonl files: did the ranks run with log_dir= set?")
+    records: list[dict] = []
+    for _, path in files:
+        records += _read(path, last_run)
+    wanted = [r for r in records if r.get("kind") in ((kind,) if kind else KINDS)]
+    return sort_records(wanted)
+
+
+def _read(path: Path, last_run: bool) -> list[dict]:
+    lines: list[dict] = []
+    with path.open(encoding="utf-8") as handle:
+        for number, text in enumerate(handle, 1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError:
+                if text.endswith("\n"):
+                    raise ValueError(f"{path}:{number} is not a JSON line: {text[:80]!r}") from None
+                continue  # the last line of a rank killed mid-write
+            if record.get("kind") == "start" and last_run:
+                lines.clear()
+            lines.append(record)
+    return lines
+
+
+def sort_records(records: list[dict]) -> list[dict]:
+    """Records ordered by step, then rank, then bucket index or ready order."""
+    return sorted(records, key=lambda r: (r.get("step", 0), r.get("rank", 0), r.get("bucket", r.get("order", 0))))

@@ -1,0 +1,64 @@
+"""Matplotlib figures of DDPInspector records: a bucket table and per-rank charts (no widgets)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from ..distributed.summary import bucket_rows, rank_steps
+
+COLUMNS = ("bucket", "numel", "MiB", "params", "first params", "grad norm", "ms (median)", "fp err")
+
+
+def bucket_table_figure(records: list[dict[str, Any]], step: int | None = None) -> Figure:
+    """The buckets of one step (default: the newest) as a table: size, parameters, norm, time, error."""
+    rows = bucket_rows(records, step)
+    fig = Figure(figsize=(10.0, 0.9 + 0.3 * max(len(rows), 1)))
+    ax = fig.add_subplot()
+    ax.set_axis_off()
+    if not rows:
+        ax.set_title("no bucket records yet: run a backward pass of the DDP model", fontsize=9)
+        return fig
+    cells = [
+        [
+            str(r["bucket"]),
+            f"{r['numel']:,}",
+            f"{r['bytes'] / 2**20:.2f}",
+            str(r["params"]),
+            r["names"],
+            f"{r['grad_norm_mean']:.3g}",
+            f"{r['seconds_median'] * 1e3:.2f}",
+            "—" if r["compression_error_max"] is None else f"{r['compression_error_max']:.2e}",
+        ]
+        for r in rows
+    ]
+    table = ax.table(cellText=cells, colLabels=COLUMNS, loc="center", cellLoc="right")
+    table.auto_set_font_size(False)
+    table.set_fontsize(8)
+    table.auto_set_column_width(list(range(len(COLUMNS))))
+    ranks = rows[0]["ranks"]
+    ax.set_title(f"DDP buckets at step {rows[0]['step']} ({ranks} rank{'s' * (ranks != 1)})", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def rank_chart_figure(records: list[dict[str, Any]]) -> Figure:
+    """Per rank, over steps: communication time (summed over buckets) and the local gradient norm."""
+    per_rank = rank_steps(records)
+    fig = Figure(figsize=(8.0, 3.2))
+    time_ax, norm_ax = fig.subplots(1, 2)
+    for rank, series in per_rank.items():
+        time_ax.plot(series["steps"], [s * 1e3 for s in series["seconds"]], marker="o", ms=3, label=f"rank {rank}")
+        norm_ax.plot(series["steps"], series["grad_norm"], marker="o", ms=3, label=f"rank {rank}")
+    time_ax.set_title("communication per step (ms, all buckets)", fontsize=9)
+    norm_ax.set_title("local gradient norm before allreduce", fontsize=9)
+    for ax in (time_ax, norm_ax):
+        ax.set_xlabel("step", fontsize=8)
+        ax.tick_params(labelsize=7)
+        if per_rank:
+            ax.legend(fontsize=7)
+    if not per_rank:
+        time_ax.text(0.5, 0.5, "no bucket records yet", ha="center", va="center", transform=time_ax.transAxes)
+    fig.tight_layout()
+    return fig
