@@ -1,0 +1,173 @@
+"""``%load_ext hookwidgets`` in a real IPython shell: the magic, the display printer, and unloading."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from torch import nn
+from traitlets.config import Config
+
+import hookwidgets
+from hookwidgets import HookExplorer
+from hookwidgets.ipython import parse_line, split_line
+from tests.conftest import hook_state
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.fixture
+def ip(tmp_path, monkeypatch) -> InteractiveShell:
+    """A fresh IPython shell (history in memory, its dir in tmp) with the extension loaded; unloaded after."""
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    shell = InteractiveShell.instance(config=config)
+    result = shell.run_cell("%load_ext hookwidgets")
+    assert result.success, result.error_in_exec
+    yield shell
+    shell.run_cell("%unload_ext hookwidgets")
+    InteractiveShell.clear_instance()
+
+
+@pytest.fixture
+def user_model(ip, cnn, image) -> nn.Module:
+    ip.user_ns.update(model=cnn, x=image, not_a_model=[1, 2])
+    return cnn
+
+
+def _run(ip: InteractiveShell, code: str):
+    result = ip.run_cell(code)
+    assert result.success, result.error_before_exec or result.error_in_exec
+    return result.result
+
+
+def _usage_error(ip: InteractiveShell, line: str) -> str:
+    with pytest.raises(UsageError) as info:
+        ip.run_line_magic("hookexplorer", line)
+    return str(info.value)
+
+
+def test_line_splits_on_top_level_spaces_only():
+    assert split_line("model  x[:, 0] (a, b) 'c d'") == ["model", "x[:, 0]", "(a, b)", "'c d'"]
+    assert split_line("nets['a b'] {1: 2}") == ["nets['a b']", "{1: 2}"]
+    assert parse_line("model x --name ex") == ("model", "x", "ex")
+    assert parse_line("-n ex model x[0] + 1") == ("model", "x[0] + 1", "ex")
+    assert parse_line("model") == ("model", None, None)
+
+
+def test_magic_shows_an_explorer_of_the_model_with_its_inputs_and_binds_the_name(ip, user_model, image, monkeypatch):
+    shown = []
+    monkeypatch.setattr(ip.display_pub, "publish", lambda data, **kwargs: shown.append(data))
+    _run(ip, "%hookexplorer model x --name ex")
+    ex = ip.user_ns["ex"]
+    assert isinstance(ex, HookExplorer)
+    assert ex.model is user_model and ex.example_inputs is image
+    assert ex.tree["children"][0]["children"][0]["shape"] == [2, 4, 8, 8]  # the probe ran with x
+    assert [d[WIDGET_MIME]["model_id"] for d in shown] == [ex.view.model_id]  # displayed once, as the widget
+    _run(ip, "ex.attach('features.conv', 'forward'); ex.run(x)")
+    assert len(ex.captures["features.conv"]["forward"]) == 1
+
+
+def test_rerunning_the_magic_replaces_its_explorer_instead_of_stacking_hooks(ip, user_model):
+    _run(ip, "%hookexplorer model x --name ex")
+    first = ip.user_ns["ex"]
+    first.attach("features.conv", "forward")
+    _run(ip, "%hookexplorer model x --name ex")
+    second = ip.user_ns["ex"]
+    assert second is not first
+    assert repr(first).endswith("closed>")
+    assert len(user_model.features.conv._forward_hooks) == 0
+
+
+def test_expressions_are_evaluated_in_the_user_namespace(ip, user_model, image):
+    _run(ip, "models = {'a b': model}")
+    _run(ip, "%hookexplorer models['a b'] x[:1] * 2 -n ex")
+    ex = ip.user_ns["ex"]
+    assert ex.model is user_model
+    assert torch.equal(ex.example_inputs, image[:1] * 2)
+
+
+def test_errors_name_the_thing_and_the_fix(ip, user_model):
+    assert "no variable 'modle' for the model — did you mean 'model'?" in _usage_error(ip, "modle x")
+    assert "no variable 'y' for the inputs" in _usage_error(ip, "model y")
+    text = _usage_error(ip, "not_a_model")
+    assert "'not_a_model' is a list, not a torch.nn.Module" in text and "usage: %hookexplorer model" in text
+    assert "needs a model" in _usage_error(ip, "")
+    assert "--name needs a Python name" in _usage_error(ip, "model --name")
+    assert "raised ZeroDivisionError: division by zero" in _usage_error(ip, "model 1/0")
+    # In a cell, IPython shows a UsageError as one line; the kernel stays usable.
+    result = ip.run_cell("%hookexplorer modle")
+    assert isinstance(result.error_in_exec, UsageError)
+
+
+def test_display_is_opt_in_and_shows_one_explorer_per_module(ip, user_model):
+    plain, _ = ip.display_formatter.format(user_model)
+    assert WIDGET_MIME not in plain
+
+    hookwidgets.enable_display()
+    first, _ = ip.display_formatter.format(user_model)
+    again, _ = ip.display_formatter.format(user_model)
+    assert first[WIDGET_MIME]["model_id"] == again[WIDGET_MIME]["model_id"]  # the same explorer, not a new one
+    assert first["text/plain"] == repr(user_model)  # a console without widgets still shows the module
+    other, _ = ip.display_formatter.format(nn.Linear(2, 2))
+    assert other[WIDGET_MIME]["model_id"] != first[WIDGET_MIME]["model_id"]
+    assert WIDGET_MIME not in ip.display_formatter.format(torch.zeros(2))[0]  # tensors are left alone
+
+    hookwidgets.disable_display()
+    plain_again, _ = ip.display_formatter.format(user_model)
+    assert WIDGET_MIME not in plain_again
+    assert plain_again["text/plain"] == repr(user_model)
+
+
+def test_unloading_closes_every_explorer_and_leaves_the_models_as_found(ip, user_model, image):
+    before = hook_state(user_model)
+    other = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+    other_before = hook_state(other)
+    ip.user_ns["other"] = other
+
+    _run(ip, "%hookexplorer model x --name ex")
+    _run(ip, "ex.attach('features.conv', ['forward', 'backward']); ex.attach('', 'global_forward', action='stats')")
+    _run(ip, "ex.run(x, target=0)")
+    hookwidgets.enable_display()
+    _run(ip, "other")  # the display printer made an explorer of it
+    displayed = next(e for e in hookwidgets.ipython._state(ip).explorers if e.model is other)
+    displayed.attach("0", "forward_pre")
+    assert hook_state(user_model) != before and hook_state(other) != other_before
+
+    ex = ip.user_ns["ex"]
+    _run(ip, "%unload_ext hookwidgets")
+    assert hook_state(user_model) == before
+    assert hook_state(other) == other_before
+    assert repr(ex).endswith("closed>") and repr(displayed).endswith("closed>")
+    assert "hookexplorer" not in ip.magics_manager.magics["line"]
+    assert WIDGET_MIME not in ip.display_formatter.format(other)[0]
+    assert not torch.nn.modules.module._global_forward_hooks
+    assert ip.run_cell("%hookexplorer model").error_in_exec is not None  # the magic is gone
+
+    _run(ip, "%load_ext hookwidgets")  # and it loads again
+    _run(ip, "%hookexplorer model x --name ex2")
+    assert ip.user_ns["ex2"].model is user_model
+
+
+def test_a_printer_registered_before_enable_display_comes_back(ip, user_model):
+    formatter = ip.display_formatter.mimebundle_formatter
+
+    def mine(module):
+        return {"text/html": "<b>mine</b>"}
+
+    formatter.for_type(nn.Module, mine)
+    try:
+        hookwidgets.enable_display()
+        assert WIDGET_MIME in ip.display_formatter.format(user_model)[0]
+        hookwidgets.disable_display()
+        assert formatter.type_printers[nn.Module] is mine
+    finally:
+        formatter.type_printers.pop(nn.Module, None)
+
+
+def test_enable_display_outside_ipython_says_where_it_works(monkeypatch):
+    monkeypatch.setattr("IPython.get_ipython", lambda: None)
+    with pytest.raises(RuntimeError, match="needs IPython: call it in a Jupyter notebook"):
+        hookwidgets.enable_display()
