@@ -1,0 +1,34 @@
+"""An independent count of autograd ops: a plain walk of ``grad_fn.next_functions`` from the outputs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_leaves
+
+_PREFIX = "torch::autograd::"
+HOOK_OPS = {"BackwardHookFunctionBackward"}  # nodes torch adds for full backward hooks; graphs hide them
+
+
+def op_counts(output: Any) -> Counter[str]:
+    """How many nodes of each op the graph behind ``output`` holds (AccumulateGrad included)."""
+    todo = [t.grad_fn for t in tree_leaves(output) if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+    seen: set[Any] = set()
+    counts: Counter[str] = Counter()
+    while todo:
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        name = node.name().removeprefix(_PREFIX)
+        if name not in HOOK_OPS:
+            counts[name] += 1
+        todo.extend(nxt for nxt, _ in node.next_functions if nxt is not None)
+    return counts
+
+
+def graph_counts(graph: dict[str, Any]) -> Counter[str]:
+    """How many nodes of each op the explorer's plain-data graph lists."""
+    return Counter(node["op"] for node in graph["nodes"])

@@ -1,0 +1,91 @@
+"""Soak: a training loop with every hook kind attached and the widget's live updates running headless.
+
+``make test`` runs 150 steps; ``make soak`` (``HOOKWIDGETS_SOAK_STEPS=2000``) the long one. Resident
+memory must stay flat after warm-up, the capture store under its budget, the timeline at its cap,
+and every per-hook list the engine keeps bounded.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import pytest
+import torch
+
+from hookwidgets import HookExplorer
+from hookwidgets.core.hooks import TIMELINE_CAP
+from hookwidgets.widget import live
+
+from ._soak_model import SoakNet, attach_every_kind
+
+STEPS = int(os.environ.get("HOOKWIDGETS_SOAK_STEPS", "150"))
+WARMUP = max(50, STEPS // 5)
+BUDGET = 2 * 2**20  # small, so the store evicts from the first steps on
+MAX_GROWTH = 50 * 2**20
+
+
+def resident_bytes() -> int:
+    """Resident set size of this process, from /proc/self/statm."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def browser_sets(view, /, **state) -> None:
+    """What the frontend sends for ``model.set(...); model.save_changes()``."""
+    view._handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []})
+
+
+@pytest.fixture
+def fast_pushes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Push as often as the live path allows, so a short soak runs it many times (plots: every 2 s at most)."""
+    monkeypatch.setattr(live, "PUSH_INTERVAL_S", 0.0)
+    monkeypatch.setattr(live, "MAX_SHARE", 0.2)  # the live path may take a fifth of the loop (3% by default)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="resident memory is read from /proc (Linux)")
+def test_training_with_every_hook_kind_stays_flat(fast_pushes: None) -> None:
+    torch.manual_seed(0)
+    model = SoakNet()
+    images = torch.randn(8, 3, 8, 8)
+    labels = torch.randint(0, 5, (8,))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # legacy hook and first-layer warnings, every step
+        ex = HookExplorer(model, example_inputs=images, memory_budget=BUDGET)
+        try:
+            view = ex.view  # headless: the view exists and live updates follow the loop
+            attach_every_kind(ex, model)
+            browser_sets(view, selected="features.conv")
+            pushes = []
+            view.observe(lambda change: pushes.append(change["new"]["state"]), names="status")
+            baseline = None
+            for step in range(1, STEPS + 1):
+                optimizer.zero_grad(set_to_none=True)
+                torch.nn.functional.cross_entropy(model(images), labels).backward()
+                optimizer.step()
+                assert ex.captures.nbytes <= BUDGET
+                if step == WARMUP:
+                    baseline = resident_bytes()
+                if step % 500 == 0:
+                    ex._live._on_cell_done()  # a cell ends now and then: the full sync runs too
+            growth = resident_bytes() - baseline
+            check_bounded(ex, pushes)
+        finally:
+            ex.close()
+    assert growth < MAX_GROWTH, f"resident memory grew {growth / 2**20:.1f} MiB after {WARMUP} warm-up steps"
+
+
+def check_bounded(ex: HookExplorer, pushes: list[str]) -> None:
+    """Store, timeline and the engine's per-hook lists are bounded; every hook fired without error."""
+    assert ex.step == STEPS + 0
+    assert ex.captures.evicted > 0 and ex.captures.nbytes <= BUDGET
+    timeline = ex.timeline
+    assert len(timeline) == TIMELINE_CAP and timeline[-1].step == STEPS
+    assert pushes.count("live") >= 10, f"live updates ran {pushes.count('live')} times in {STEPS} steps"
+    assert ex.view.plots.get("target") == "features.conv" and ex.view.plots["items"]
+    for info in ex.hooks:
+        assert info.last_error is None, f"{info}: {info.last_error}"
+        assert info.fired >= STEPS, f"{info} fired {info.fired} times in {STEPS} steps"
+        assert len(info._handles) <= 3, f"{info} keeps {len(info._handles)} handles"
+    assert len(ex._registry._calls) < 200
