@@ -26,8 +26,7 @@ RESERVED = {
     "_stats",
     "_print",
 }
-# global_grad (tensor hooks armed by a global forward hook) has no generated code yet: its block says so.
-SUPPORTED = (*MODULE_KINDS, *(k for k in GLOBAL_KINDS if k != "global_grad"), "param_grad", "post_accumulate")
+SUPPORTED = (*MODULE_KINDS, *GLOBAL_KINDS, "param_grad", "post_accumulate")
 
 # Per engine kind (global ones without their prefix): torch's hook signature, the value an edit
 # replaces (and the hook returns), and the named tensors the explorer records.
@@ -74,6 +73,7 @@ GLOBAL_REGISTER = {
     "global_forward": "register_module_forward_hook({fn}, always_call=True)",
     "global_backward_pre": "register_module_full_backward_pre_hook({fn})",
     "global_backward": "register_module_full_backward_hook({fn})",
+    "global_grad": "register_module_forward_hook({fn})",
 }
 
 HEADER = """\
@@ -281,7 +281,7 @@ def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[st
         return lines[0] + f"\n# not generated: hookwidgets has no plain-torch code for kind {info.kind!r} yet"
     if spec == "legacy_backward":
         lines.append(LEGACY_NOTE)
-    if spec == "grad":
+    if spec in ("grad", "global_grad"):
         lines.append(GRAD_NOTE)
     with_kwargs = _with_kwargs(info)
     signature = SIGNATURE[spec.removeprefix("global_")]
@@ -291,7 +291,10 @@ def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[st
     direct = callable(info.action) and spec not in GLOBAL_KINDS and spec != "grad"
     fn = _name(names, info.action_name if direct else "", f"hook_{index}")
 
-    if spec in GLOBAL_KINDS:
+    if spec == "global_grad":
+        lines += _global_grad_hook(info, fn, names)
+        registration = f"torch.nn.modules.module.{GLOBAL_REGISTER[spec].format(fn=fn)}"
+    elif spec in GLOBAL_KINDS:
         lines += _global_hook(info, spec, fn, signature, names)
         registration = f"torch.nn.modules.module.{GLOBAL_REGISTER[spec].format(fn=fn)}"
     else:
@@ -328,6 +331,31 @@ def _grad_hook(info: HookInfo, fn: str, names: set[str]) -> list[str]:
         "",
         f"def {fn}(module, args, output):",
         f'    for {loop} in _named("grad_output", output).{items}():',
+        "        if tensor.requires_grad:",
+        f"            {arm}",
+    ]
+
+
+def _global_grad_hook(info: HookInfo, fn: str, names: set[str]) -> list[str]:
+    """A process-wide forward hook arming tensor hooks on the outputs of the model's own modules."""
+    if callable(info.action):
+        on_grad = _name(names, info.action_name, f"{fn}_grad")
+        lines = [_placeholder(info, on_grad, "grad")]
+        arm = f"tensor.register_hook({on_grad})"
+    else:
+        on_grad = _name(names, "", f"{fn}_grad")
+        where = f"f\"{{path or '(model)'}} {info.kind}\""
+        lines = [f"def {on_grad}(grad, path, name):", *_body(info, "grad", f"(path, {_quote(info.kind)})", where)]
+        arm = f"tensor.register_hook(lambda grad, path=path, name=name: {on_grad}(grad, path, name))"
+    return [
+        *lines,
+        "",
+        "",
+        f"def {fn}(module, args, output):",
+        "    path = paths.get(id(module))",
+        "    if path is None:",
+        "        return  # a module of another model",
+        '    for name, tensor in _named("grad_output", output).items():',
         "        if tensor.requires_grad:",
         f"            {arm}",
     ]

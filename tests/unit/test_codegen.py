@@ -163,6 +163,33 @@ def test_global_forward_and_backward_cover_the_models_modules_only(net, x, gener
     ex.close()
 
 
+def test_global_grad_arms_tensor_hooks_on_the_models_outputs_only(net, x, generated):
+    other = nn.Linear(2, 2)
+
+    def attach(ex):
+        ex.attach("", "global_grad")
+
+    ex, ns, _ = twin_run(net, attach, x, generated, steps=2)
+    other(torch.randn(1, 2, requires_grad=True)).sum().backward()  # another model's outputs are not armed
+    paths = sorted({t for t, k in ns["captures"] if k == "global_grad"})
+    assert paths == sorted(t for t in ex.captures if "global_grad" in ex.captures[t])
+    assert paths == ["", "act", "bn", "conv", "conv2", "fc"]
+    for path in paths:
+        assert_same_records(ex, ns["captures"], path, "global_grad")
+    ex.close()
+
+
+def test_global_grad_stats_and_edits_match_the_engine(net, x, generated):
+    def attach(ex):
+        ex.attach("", "global_grad", action="stats", edit=("scale", 0.5))
+
+    ex, ns, twin = twin_run(net, attach, x, generated, steps=1)
+    for path in ("conv", "act", "fc"):
+        assert_same_records(ex, ns["captures"], path, "global_grad")
+    torch.testing.assert_close(twin.conv.weight.grad, net.conv.weight.grad)
+    ex.close()
+
+
 def test_stats_action_gives_the_same_statistics(net, x, generated):
     def attach(ex):
         ex.attach("bn", ["forward", "backward"], action="stats")
