@@ -10,7 +10,8 @@ from typing import Any
 from torch import nn
 
 from .hooks import HookInfo
-from .kinds import GLOBAL_KINDS, MODULE_KINDS
+from .kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS
+from .scope import parse_node_id
 from .targets import resolve_target
 
 # Names the generated code defines itself; the model variable and hook functions must not shadow them.
@@ -19,6 +20,7 @@ RESERVED = {
     "defaultdict",
     "captures",
     "handles",
+    "kept",
     "paths",
     "_named",
     "_edit",
@@ -26,7 +28,7 @@ RESERVED = {
     "_stats",
     "_print",
 }
-SUPPORTED = (*MODULE_KINDS, *GLOBAL_KINDS, "param_grad", "post_accumulate")
+SUPPORTED = (*MODULE_KINDS, *GLOBAL_KINDS, "param_grad", "post_accumulate", *NODE_KINDS)
 
 # Per engine kind (global ones without their prefix): torch's hook signature, the value an edit
 # replaces (and the hook returns), and the named tensors the explorer records.
@@ -39,6 +41,8 @@ SIGNATURE = {
     "grad": "grad",
     "param_grad": "grad",
     "post_accumulate": "param",
+    "node_pre": "grad_outputs",
+    "node": "grad_inputs, grad_outputs",
 }
 EDITABLE = {
     "forward_pre": "args",
@@ -46,6 +50,8 @@ EDITABLE = {
     "backward_pre": "grad_output",
     "backward": "grad_input",
     "legacy_backward": "grad_input",
+    "node_pre": "grad_outputs",
+    "node": "grad_inputs",
 }
 TENSORS = {
     "forward_pre": '_named("args", args)',
@@ -56,6 +62,8 @@ TENSORS = {
     "grad": "{name: grad}",  # name: grad_output, grad_output.0, ... after the output tensors
     "param_grad": '{"grad": grad}',
     "post_accumulate": '{"grad": param.grad} if param.grad is not None else {}',
+    "node_pre": '_named("grad_output", grad_outputs)',
+    "node": '{**_named("grad_output", grad_outputs), **_named("grad_input", grad_inputs)}',
 }
 MODULE_REGISTER = {
     "forward_pre": "register_forward_pre_hook({fn}{kwargs})",
@@ -87,6 +95,7 @@ import torch
 
 captures = defaultdict(list)  # (target, kind) -> records: dicts of detached tensors, or of statistics
 handles = []  # one RemovableHandle per registered hook
+kept = []  # autograd nodes that carry hooks and that torch alone would let go
 
 
 def _named(prefix, value):
@@ -199,6 +208,21 @@ LEGACY_NOTE = """\
 # once used, the module refuses full backward hooks even after removal. Here only for comparison: use
 # register_full_backward_hook (kind 'backward') or a tensor hook on the output (kind 'grad')."""
 
+NODE_NOTE = """\
+# The parameter's AccumulateGrad node, where its gradient is added to .grad (the spot Horovod hooks to
+# start communication early). torch holds this node only weakly: `kept` keeps it, and so its hook, alive."""
+
+NODE_REGISTER = """\
+_param = {model}.get_parameter({param})
+kept.append(_param.view_as(_param).grad_fn.next_functions[0][0])  # the parameter's AccumulateGrad node
+handles.append(kept[-1].{method}({fn}))"""
+
+OP_NODE_NOTE = """\
+# not generated: an op node such as {op!r} exists only in the graph of one forward, and plain torch has no
+# name for "the same node" in the next one; the explorer finds it on every forward by module scope and
+# order. On one forward, reach it from the output (out.grad_fn.next_functions ...) and call
+# node.{method}(hook)."""
+
 PLACEHOLDER = """\
 def {fn}({signature}):
     # replace with your hook `{name}`: the explorer cannot turn arbitrary Python code into source,
@@ -291,6 +315,9 @@ def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[st
     direct = callable(info.action) and spec not in GLOBAL_KINDS and spec != "grad"
     fn = _name(names, info.action_name if direct else "", f"hook_{index}")
 
+    if spec in NODE_KINDS:
+        node_lines = _node_hook(info, spec, fn, signature, model_name)
+        return "\n".join([*lines, *node_lines])
     if spec == "global_grad":
         lines += _global_grad_hook(info, fn, names)
         registration = f"torch.nn.modules.module.{GLOBAL_REGISTER[spec].format(fn=fn)}"
@@ -334,6 +361,21 @@ def _grad_hook(info: HookInfo, fn: str, names: set[str]) -> list[str]:
         "        if tensor.requires_grad:",
         f"            {arm}",
     ]
+
+
+def _node_hook(info: HookInfo, spec: str, fn: str, signature: str, model_name: str) -> list[str]:
+    """A hook on a parameter's AccumulateGrad node (stable across forwards); other op nodes get a note."""
+    scope, op, ordinal = parse_node_id(info.target)
+    method = "register_prehook" if spec == "node_pre" else "register_hook"
+    if op != "AccumulateGrad":
+        return [OP_NODE_NOTE.format(op=op, method=method)]
+    param = f"{scope}.{ordinal}" if scope else ordinal
+    if callable(info.action):
+        body = [_placeholder(info, fn, signature)]
+    else:
+        body = [f"def {fn}({signature}):", *_body(info, spec, _key(info), _where(info))]
+    register = NODE_REGISTER.format(model=model_name, param=_quote(param), method=method, fn=fn)
+    return [NODE_NOTE, *body, "", "", register]
 
 
 def _global_grad_hook(info: HookInfo, fn: str, names: set[str]) -> list[str]:

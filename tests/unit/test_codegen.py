@@ -190,6 +190,25 @@ def test_global_grad_stats_and_edits_match_the_engine(net, x, generated):
     ex.close()
 
 
+def test_accumulate_grad_node_hooks_follow_every_forward_like_the_engine(net, x, generated):
+    def attach(ex):
+        ex.attach("fc/AccumulateGrad#weight", "node_pre")
+        ex.attach("conv/AccumulateGrad#bias", "node", action="stats")
+
+    ex, ns, _ = twin_run(net, attach, x, generated, steps=2)
+    assert_same_records(ex, ns["captures"], "fc/AccumulateGrad#weight", "node_pre")
+    assert_same_records(ex, ns["captures"], "conv/AccumulateGrad#bias", "node")
+    assert len(ns["captures"][("fc/AccumulateGrad#weight", "node_pre")]) == 2  # one per backward
+    assert len(ns["kept"]) == 2
+    ex.close()
+
+
+def test_op_nodes_get_a_note_instead_of_code(net, generated):
+    source = hook_code([HookInfo("fc/AddmmBackward0#0", "node_pre")])
+    assert "not generated" in source and "'AddmmBackward0'" in source and "register_prehook" in source
+    generated(source, net)
+
+
 def test_stats_action_gives_the_same_statistics(net, x, generated):
     def attach(ex):
         ex.attach("bn", ["forward", "backward"], action="stats")
