@@ -9,7 +9,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8888
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-python test-js lint format screenshots chromium frontend clean
+.PHONY: demo test test-python test-js lint format screenshots chromium frontend clean fuzz soak bench
 
 # torch goes in first, from the CPU wheel: any unpinned torch requirement resolved on an empty
 # environment would pull a multi-GB CUDA build. The editable install builds js/ (hatch-jupyter-builder).
@@ -42,6 +42,24 @@ test-js: $(INSTALLED)
 
 test-python: $(INSTALLED) $(BUNDLE) chromium
 	$(BIN)/python -m pytest
+
+# The heavy suites, outside `make test` (which runs ~100 fuzz cases and a 150-step soak).
+# FUZZ_EXAMPLES=N runs more cases; a failure prints @reproduce_failure(...) to replay it exactly.
+FUZZ_EXAMPLES ?= 1000
+SOAK_STEPS ?= 2000
+
+fuzz: $(INSTALLED)
+	HOOKWIDGETS_FUZZ=1 HOOKWIDGETS_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/reliability/test_fuzz.py \
+		-p no:cacheprovider --timeout=0 --hypothesis-show-statistics
+
+soak: $(INSTALLED)
+	HOOKWIDGETS_SOAK_STEPS=$(SOAK_STEPS) $(BIN)/python -m pytest tests/reliability/test_soak.py \
+		-p no:cacheprovider --timeout=0 -s
+
+# Runs every script in bench/ and rewrites bench/RESULTS.md from their output (contract: bench/README.md).
+# Run it on a quiet machine: the figures are ratios, but a busy machine makes them noisy.
+bench: $(INSTALLED) $(BUNDLE) chromium
+	$(BIN)/python bench/report.py --output bench/RESULTS.md
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check hookwidgets tests $(wildcard bench)
