@@ -2,6 +2,8 @@
 
 ``%hookexplorer model [inputs] [--name NAME]`` shows a HookExplorer; ``enable_display()`` makes an
 ``nn.Module`` that ends a cell show one too. ``%unload_ext hookwidgets`` closes every explorer made here.
+Running the magic again replaces the explorer it made before (same name, or same model without a name),
+so a re-run cell never leaves a hidden explorer's hooks on the model.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ class _Extension:
     def __init__(self) -> None:
         self.explorers: list[HookExplorer] = []  # held strongly: a displayed explorer must outlive the cell
         self.by_model: dict[int, HookExplorer] = {}  # id(model) -> the explorer the display formatter made
+        self.unnamed: dict[int, HookExplorer] = {}  # id(model) -> the explorer a magic without --name made
         self.magics: HookMagics | None = None
         self.printer: Any = None  # the printer enable_display() registered
         self.previous_printer: Any = None  # what was registered for nn.Module before it
@@ -39,6 +42,7 @@ class _Extension:
             explorer.close()
         self.explorers = [e for e in self.explorers if all(e is not d for d in doomed)]
         self.by_model = {k: e for k, e in self.by_model.items() if any(e is x for x in self.explorers)}
+        self.unnamed = {k: e for k, e in self.unnamed.items() if any(e is x for x in self.explorers)}
 
 
 _STATE: weakref.WeakKeyDictionary[InteractiveShell, _Extension] = weakref.WeakKeyDictionary()
@@ -123,7 +127,10 @@ class HookMagics(Magics):
 
     @line_magic
     def hookexplorer(self, line: str) -> None:
-        """Show a HookExplorer of ``model`` (with ``inputs`` as example inputs); ``--name ex`` binds it to ``ex``."""
+        """Show a HookExplorer of ``model`` (with ``inputs`` as example inputs); ``--name ex`` binds it to ``ex``.
+
+        Running it again closes the explorer it made before under that name (or, without a name, for that model).
+        """
         ip = self.shell
         model_expr, inputs_expr, name = parse_line(line)
         model = _evaluate(ip, model_expr, "model")
@@ -134,13 +141,16 @@ class HookMagics(Magics):
             )
         inputs = _evaluate(ip, inputs_expr, "inputs") if inputs_expr is not None else None
         state = _state(ip)
-        previous = ip.user_ns.get(name) if name else None
+        # Re-running the cell replaces its explorer: the old one's hooks would otherwise keep firing unseen.
+        previous = ip.user_ns.get(name) if name else state.unnamed.get(id(model))
         if previous is not None and any(previous is e for e in state.explorers):
-            state.close_explorers([previous])  # re-running the cell replaces its explorer, never stacks hooks
+            state.close_explorers([previous])
         explorer = HookExplorer(model, example_inputs=inputs)
         state.explorers.append(explorer)
         if name:
             ip.user_ns[name] = explorer
+        else:
+            state.unnamed[id(model)] = explorer
         display(explorer)
 
 

@@ -13,6 +13,7 @@ import hookwidgets
 from hookwidgets import HookExplorer
 from hookwidgets.ipython import parse_line, split_line
 from tests.conftest import hook_state
+from tests.reliability._state import all_hook_state, diff_keys
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -81,6 +82,24 @@ def test_rerunning_the_magic_replaces_its_explorer_instead_of_stacking_hooks(ip,
     assert len(user_model.features.conv._forward_hooks) == 0
 
 
+def test_rerunning_the_magic_without_a_name_replaces_the_explorer_of_that_model(ip, user_model, monkeypatch):
+    shown = []
+    monkeypatch.setattr(ip.display_pub, "publish", lambda data, **kwargs: shown.append(data))
+    _run(ip, "%hookexplorer model x")
+    first = hookwidgets.ipython._state(ip).explorers[-1]
+    first.attach("features.conv", "forward")
+    _run(ip, "%hookexplorer model x")  # the cell run again: its old widget is gone from the page
+    explorers = hookwidgets.ipython._state(ip).explorers
+    assert len(explorers) == 1 and explorers[0] is not first
+    assert repr(first).endswith("closed>")
+    assert len(user_model.features.conv._forward_hooks) == 0  # no hidden explorer keeps capturing
+    assert len(shown) == 2
+
+    ip.user_ns["other"] = nn.Linear(2, 2)
+    _run(ip, "%hookexplorer other")  # another model gets an explorer of its own
+    assert len(hookwidgets.ipython._state(ip).explorers) == 2
+
+
 def test_expressions_are_evaluated_in_the_user_namespace(ip, user_model, image):
     _run(ip, "models = {'a b': model}")
     _run(ip, "%hookexplorer models['a b'] x[:1] * 2 -n ex")
@@ -121,6 +140,24 @@ def test_display_is_opt_in_and_shows_one_explorer_per_module(ip, user_model):
     assert plain_again["text/plain"] == repr(user_model)
 
 
+def test_a_cell_ending_in_a_module_shows_its_explorer_once_display_is_enabled(ip, user_model, monkeypatch):
+    shown = []
+    monkeypatch.setattr(ip.displayhook, "write_format_data", lambda data, metadata=None: shown.append(data))
+    _run(ip, "model")
+    assert WIDGET_MIME not in shown[-1]  # opt-in: nothing changes before enable_display()
+    _run(ip, "import hookwidgets; hookwidgets.enable_display()")
+    assert _run(ip, "model") is user_model  # Out[] keeps the module itself
+    assert shown[-1]["text/plain"] == repr(user_model)
+    made = hookwidgets.ipython._state(ip).explorers
+    assert len(made) == 1 and made[0].model is user_model
+    assert shown[-1][WIDGET_MIME]["model_id"] == made[0].view.model_id
+    _run(ip, "model.features")  # a submodule as the last expression is a module too
+    assert shown[-1][WIDGET_MIME]["model_id"] == made[1].view.model_id and made[1].model is user_model.features
+    _run(ip, "hookwidgets.disable_display()")
+    _run(ip, "model")
+    assert WIDGET_MIME not in shown[-1] and not hookwidgets.ipython._state(ip).explorers
+
+
 def test_unloading_closes_every_explorer_and_leaves_the_models_as_found(ip, user_model, image):
     before = hook_state(user_model)
     other = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
@@ -149,6 +186,39 @@ def test_unloading_closes_every_explorer_and_leaves_the_models_as_found(ip, user
     _run(ip, "%load_ext hookwidgets")  # and it loads again
     _run(ip, "%hookexplorer model x --name ex2")
     assert ip.user_ns["ex2"].model is user_model
+
+
+def test_unloading_removes_every_kind_of_hook_and_restores_the_global_state(ip, user_model):
+    """Module, global, parameter and autograd-node hooks, and torch's full-backward flags, all as found."""
+    before = all_hook_state(user_model)
+    _run(ip, "%hookexplorer model x --name ex")
+    _run(ip, "ex.attach('features.conv', ['forward_pre', 'backward', 'grad'])")
+    _run(ip, "ex.attach('', ['global_forward', 'global_backward'], action='stats')")
+    _run(ip, "ex.attach('head.fc.weight', ['grad', 'post_accumulate'])")
+    _run(ip, "ex.attach('features.conv/AccumulateGrad#weight', 'node')")
+    _run(ip, "ex.run(x, target=0)")
+    ex = ip.user_ns["ex"]
+    assert all(h.fired > 0 for h in ex.hooks), ex.hooks
+    hookwidgets.enable_display()
+    _run(ip, "model.head")
+    displayed = hookwidgets.ipython._state(ip).by_model[id(user_model.head)]
+    displayed.attach("fc", "backward_pre")
+    assert diff_keys(before, all_hook_state(user_model))
+
+    _run(ip, "%unload_ext hookwidgets")
+    after = all_hook_state(user_model)
+    assert after == before, diff_keys(before, after)
+
+
+def test_reload_ext_gives_a_working_magic_and_closes_the_old_explorers(ip, user_model):
+    before = hook_state(user_model)
+    _run(ip, "%hookexplorer model x --name ex")
+    _run(ip, "ex.attach('features.conv', 'forward')")
+    _run(ip, "%reload_ext hookwidgets")
+    assert hook_state(user_model) == before
+    _run(ip, "%hookexplorer model x --name ex")
+    _run(ip, "ex.attach('features.conv', 'forward'); ex.run(x)")
+    assert len(ip.user_ns["ex"].captures["features.conv"]["forward"]) == 1
 
 
 def test_a_printer_registered_before_enable_display_comes_back(ip, user_model):
