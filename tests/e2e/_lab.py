@@ -1,9 +1,10 @@
-"""Drive JupyterLab in a Playwright page through `window.jupyterapp` commands."""
+"""Drive JupyterLab 4 or Notebook 7 in a Playwright page through `window.jupyterapp` commands."""
 
 from __future__ import annotations
 
 import re
 import shutil
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,8 @@ class NotebookRunError(AssertionError):
 class Lab:
     """One JupyterLab tab in `page`, served by `server`; screenshots go to `artifacts_dir`."""
 
+    app_name = "JupyterLab"
+
     def __init__(self, page: Page, server: JupyterServer, artifacts_dir: Path) -> None:
         self.page = page
         self.server = server
@@ -118,6 +121,7 @@ class Lab:
         self.page.goto(self.server.lab_url("lab?reset"))
         self.page.wait_for_function("() => !!window.jupyterapp", timeout=timeout * 1000)
         self.page.evaluate("() => window.jupyterapp.restored.then(() => true)")
+        assert self.page.evaluate("() => window.jupyterapp.name") == self.app_name
         self._loaded = True
 
     def open_notebook(self, path: str, timeout: float = 60.0) -> None:
@@ -162,3 +166,28 @@ class Lab:
             dialogs = self.page.evaluate(_DIALOG_TEXT)
             extra = f"; open dialogs: {dialogs}" if dialogs else ""
             raise TimeoutError(f"{what} after {timeout:.0f}s{extra}") from exc
+
+
+class Notebook7(Lab):
+    """The same helpers in Jupyter Notebook 7: each notebook is a page of its own, /notebooks/<path>."""
+
+    app_name = "Jupyter Notebook"
+
+    def load(self, timeout: float = 60.0) -> None:
+        """Load Notebook 7's file browser (/tree) and wait until the app is restored."""
+        self._goto("tree", timeout)
+
+    def open_notebook(self, path: str, timeout: float = 60.0) -> None:
+        """Open `path` in Notebook 7's notebook page and wait until its kernel is idle."""
+        self._goto(f"notebooks/{urllib.parse.quote(path)}", timeout)
+        self.page.wait_for_function("(path) => !!window.__hwFindPanel(path)", arg=path, timeout=timeout * 1000)
+        self.wait_kernel_idle(path, timeout)
+
+    def _goto(self, route: str, timeout: float) -> None:
+        self.page.goto(self.server.lab_url(route))
+        self.page.wait_for_function("() => !!window.jupyterapp", timeout=timeout * 1000)
+        self.page.evaluate("() => window.jupyterapp.restored.then(() => true)")
+        name = self.page.evaluate("() => window.jupyterapp.name")
+        if name != self.app_name:  # the route fell back to another frontend: the test would prove nothing
+            raise AssertionError(f"{route} opened {name!r}, not {self.app_name!r}")
+        self._loaded = True

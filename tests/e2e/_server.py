@@ -1,4 +1,4 @@
-"""Start and stop a throwaway JupyterLab server with its own config, data and runtime dirs."""
+"""Start and stop a throwaway JupyterLab server (serving Notebook 7 too) with its own config, data and runtime dirs."""
 
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ SERVER_CONFIG = {
         "news_url": None,
         "check_for_updates_class": "jupyterlab.handlers.announcements.NeverCheckForUpdate",
     },
+    # The same server serves Notebook 7 at /tree and /notebooks/<path> (its server extension loads beside Lab's).
+    "JupyterNotebookApp": {"expose_app_in_browser": True},
 }
 PAGE_CONFIG = {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}
 USER_SETTINGS = {

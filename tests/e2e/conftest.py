@@ -1,4 +1,4 @@
-"""Fixtures for browser tests: a JupyterLab server, a chromium page, and a `Lab` driving both."""
+"""Fixtures for browser tests: a Jupyter server, a chromium page, and a `Lab` (or `Notebook7`) driving both."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from ._browser import CHROMIUM_ARGS, require_chromium
-from ._lab import Lab
+from ._lab import Lab, Notebook7
 from ._server import JupyterServer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -78,6 +78,14 @@ def browser_page(chromium_browser: Browser, console_errors: list[str]) -> Iterat
 def lab(browser_page: Page, jupyter_server: JupyterServer, artifacts_dir: Path) -> Iterator[Lab]:
     """Helpers to open and run notebooks in `browser_page`; shuts this test's kernels down after."""
     yield Lab(browser_page, jupyter_server, artifacts_dir)
+    for session in jupyter_server.api("GET", "/api/sessions"):
+        jupyter_server.api("DELETE", f"/api/sessions/{session['id']}")
+
+
+@pytest.fixture
+def notebook7(browser_page: Page, jupyter_server: JupyterServer, artifacts_dir: Path) -> Iterator[Notebook7]:
+    """The same helpers in Jupyter Notebook 7, served by the same server; shuts this test's kernels down after."""
+    yield Notebook7(browser_page, jupyter_server, artifacts_dir)
     for session in jupyter_server.api("GET", "/api/sessions"):
         jupyter_server.api("DELETE", f"/api/sessions/{session['id']}")
 

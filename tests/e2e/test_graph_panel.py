@@ -98,3 +98,53 @@ def test_record_the_graph_click_in_it_and_follow_the_tree(lab: Lab) -> None:
     assert {"features.conv", "features.bn", "features.act", "head.pool", "head.flatten", "head.fc"} <= set(modules)
     assert panel.locator(".hw-gselected").get_attribute("data-path") == "head.fc"  # the node's module
     panel.screenshot(path=str(lab.artifacts_dir / "graph-dataflow.png"))
+
+
+LONG_MODEL_CELL = """
+import torch
+from collections import OrderedDict
+from torch import nn
+from hookwidgets import HookExplorer
+
+torch.manual_seed(0)
+model = nn.Sequential(OrderedDict(
+    stem=nn.Sequential(*[nn.Linear(4, 4) for _ in range(40)]),
+    tail=nn.Sequential(*[nn.Linear(4, 4) for _ in range(40)]),
+))
+ex = HookExplorer(model, example_inputs=torch.randn(2, 4))
+ex.graph()  # recorded before display: the panel opens with it
+ex
+"""
+
+_ROW_IN_VIEW = """
+(path) => {
+  const tree = document.querySelector('.hw-explorer .hw-tree');
+  const row = tree.querySelector(`.hw-row[data-path="${path}"]`);
+  if (!row || !row.classList.contains('hw-selected')) return false;
+  const outer = tree.getBoundingClientRect();
+  const inner = row.getBoundingClientRect();
+  return inner.top >= outer.top && inner.bottom <= outer.bottom;
+}
+"""
+
+
+def test_a_module_selected_in_the_graph_is_scrolled_to_and_highlighted_in_the_tree(lab: Lab) -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(LONG_MODEL_CELL)])
+    path = lab.write_notebook("graph_scroll.ipynb", nb)
+    lab.open_notebook(path)
+    lab.run_all(path, timeout=180)
+    explorer = lab.page.locator(".hw-explorer")
+    panel = explorer.locator(".hw-graph-panel")
+    _ready(panel)
+    assert explorer.locator('.hw-row[data-path="tail.35"]').count() == 0  # 83 rows, virtualized: far below
+
+    # collapsed at the depth that fits: stem and tail are blocks; a click opens tail and selects it
+    panel.locator('.hw-gblock[data-path="tail"]').click()
+    _ready(panel)
+    lab.page.wait_for_function(_ROW_IN_VIEW, arg="tail", timeout=10_000)
+    panel.locator("button.hw-graph-fit").click()
+    panel.locator('.hw-gblock[data-path="tail.35"]').click()
+    _wait_selected(lab, path, "tail.35")
+    lab.page.wait_for_function(_ROW_IN_VIEW, arg="tail.35", timeout=10_000)  # scrolled to, highlighted
+    assert explorer.locator(".hw-tree").evaluate("(el) => el.scrollTop") > 0
+    assert explorer.locator(".hw-row.hw-selected").count() == 1

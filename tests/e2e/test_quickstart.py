@@ -1,4 +1,5 @@
-"""The quickstart in a real JupyterLab: click a conv layer, toggle its forward hook, Run, see its maps."""
+"""The quickstart in JupyterLab 4 and in Notebook 7: `%load_ext hookwidgets` and `%hookexplorer` show the
+explorer; click a conv layer, toggle its forward hook, Run, and see the very image Python drew."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ pytestmark = pytest.mark.e2e
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "notebooks" / "quickstart.ipynb"
 LAYER = "features.conv1"
+SCREENSHOTS = {"lab": "quickstart-widget.png", "notebook7": "notebook7-quickstart.png"}
 
 _IMAGE_BYTES = """
 async (img) => {
@@ -24,9 +26,14 @@ async (img) => {
 
 _KERNEL_STATE = f"""
 import hashlib, json
+from IPython import get_ipython
+from hookwidgets.ipython import _STATE
 _plots = {{item["kind"]: item for item in ex.view.plots["items"]}}
 _records = ex.captures[{LAYER!r}]["forward"]
 print(json.dumps({{
+    "made_by_magic": any(e is ex for e in _STATE[get_ipython()].explorers),
+    "magic": "hookexplorer" in get_ipython().magics_manager.magics["line"],
+    "modules": [p for p, _ in model.named_modules()],
     "hooks": [[h.target, h.kind, h.fired] for h in ex.hooks],
     "shape": list(_records[-1].tensor.shape),
     "tree_shape": ex.tree["children"][0]["children"][0]["shape"],
@@ -37,13 +44,22 @@ print(json.dumps({{
 """
 
 
-def test_click_a_conv_layer_toggle_forward_run_and_see_the_python_image(lab: Lab) -> None:
-    path = lab.copy_notebook(QUICKSTART)
-    lab.open_notebook(path)
-    lab.run_all(path, timeout=180)
-    page = lab.page
+@pytest.mark.parametrize("frontend", ["lab", "notebook7"])
+def test_quickstart_through_load_ext_click_toggle_run_and_see_the_python_image(
+    frontend: str, request: pytest.FixtureRequest
+) -> None:
+    app: Lab = request.getfixturevalue(frontend)
+    source = QUICKSTART.read_text()
+    assert "%load_ext hookwidgets" in source and "%hookexplorer model x --name ex" in source
+    path = app.copy_notebook(QUICKSTART)
+    app.open_notebook(path)
+    app.run_all(path, timeout=180)
+    page = app.page
     explorer = page.locator(".hw-explorer")
     explorer.wait_for(timeout=30_000)
+    assert explorer.count() == 1  # the magic's cell shows one explorer
+    assert explorer.locator(".hw-count").inner_text() == "16 modules"
+    rows = explorer.locator(".hw-row").evaluate_all("els => els.map((e) => e.dataset.path)")
 
     row = explorer.locator(f'.hw-row[data-path="{LAYER}"]')
     row.click()
@@ -58,13 +74,44 @@ def test_click_a_conv_layer_toggle_forward_run_and_see_the_python_image(lab: Lab
     image.wait_for(timeout=60_000)
     page.wait_for_function("(img) => img.complete && img.naturalWidth > 0", arg=image.element_handle())
     shown = bytes(image.evaluate(_IMAGE_BYTES))
-    explorer.screenshot(path=str(lab.artifacts_dir / "quickstart-widget.png"))
 
-    with lab.kernel(path) as kernel:
+    # "attribution here": Grad-CAM of the top class at the selected layer, the input beside it
+    explorer.locator("button.hw-attr-run").click()
+    overlay = explorer.locator("img.hw-attr-image")
+    overlay.wait_for(timeout=60_000)
+    assert explorer.locator("img.hw-attr-input").is_visible()
+    assert explorer.locator(".hw-attribution .hw-plot-caption").inner_text().startswith("gradcam of class ")
+    for img in (overlay, explorer.locator("img.hw-attr-input")):
+        page.wait_for_function("(img) => img.complete && img.naturalWidth > 0", arg=img.element_handle())
+
+    if frontend == "lab":
+        _screenshot_main_view(app, SCREENSHOTS[frontend])
+    else:
+        # the cell with `%load_ext hookwidgets` and `%hookexplorer` on top, its explorer below
+        explorer.evaluate("(el) => el.closest('.jp-Cell').scrollIntoView({block: 'start'})")
+        app.screenshot(SCREENSHOTS[frontend].removesuffix(".png"))
+
+    with app.kernel(path) as kernel:
         state = json.loads(kernel.evaluate(_KERNEL_STATE))
+    assert state["made_by_magic"] and state["magic"]
+    assert rows == state["modules"]  # every module has its row, in order
     assert [LAYER, "forward", 1] in state["hooks"]
     assert state["shape"] == state["tree_shape"] == [1, 16, 32, 32]
     assert state["plots_target"] == LAYER
     assert hashlib.sha256(shown).hexdigest() == state["png_sha256"]
     assert all(state["grads"])  # the Run button left the model's .grad as found
     assert explorer.locator(".hw-status").get_attribute("data-state") == "idle"
+
+
+def _screenshot_main_view(app: Lab, name: str) -> None:
+    """The explorer's header, tree and inspector (the graph and summary have screenshots of their own)."""
+    page = app.page
+    page.set_viewport_size({"width": 1400, "height": 1500})  # a taller notebook area: the whole view fits
+    explorer = page.locator(".hw-explorer")
+    explorer.evaluate("(el) => el.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(300)  # JupyterLab lays the panel out again
+    top = explorer.bounding_box()
+    body = explorer.locator(".hw-body").bounding_box()
+    assert top is not None and body is not None
+    clip = {"x": top["x"], "y": top["y"], "width": top["width"], "height": body["y"] + body["height"] - top["y"] + 8}
+    page.screenshot(path=str(app.artifacts_dir / name), clip=clip)
