@@ -5,16 +5,38 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from matplotlib.figure import Figure
 
 from ..core.attribution import CAM_METHODS, METHODS
 from ..core.explorer import Explorer
 from ..plots import cam_overlay_figure, figure_png, gradient_map_figure
+from ..plots.overlay import _display_image
 
-EMPTY: dict[str, Any] = {"layer": None, "method": None, "target": None, "png": None, "error": "", "caption": ""}
+EMPTY: dict[str, Any] = {
+    "layer": None,
+    "method": None,
+    "target": None,
+    "png": None,
+    "input_png": None,
+    "error": "",
+    "caption": "",
+}
+
+
+def input_figure(inputs: torch.Tensor, item: int = 0) -> Figure:
+    """The input image the attribution explains, drawn as the overlay draws it (min–max scaled), to sit beside it."""
+    picture, cmap = _display_image(inputs, item)
+    fig = Figure(figsize=(3.0, 3.3))
+    ax = fig.add_subplot()
+    ax.imshow(picture, cmap=cmap, interpolation="nearest")
+    ax.set_axis_off()
+    ax.set_title(f"input (item {item})", fontsize=9)
+    fig.tight_layout()
+    return fig
 
 
 def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any) -> dict[str, Any]:
-    """The ``attribution`` traitlet: ``method``'s map of ``target`` at ``layer`` drawn beside the input.
+    """The ``attribution`` traitlet: ``method``'s map of ``target`` at ``layer`` and the input to draw beside it.
 
     CAMs are drawn over the input image; pixel methods (saliency, guided backprop, …) as gradient maps.
     Errors (a layer without spatial output, a class out of range) come back as text.
@@ -39,6 +61,7 @@ def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any
         "method": method,
         "target": target,
         "png": figure_png(figure),
+        "input_png": figure_png(input_figure(inputs)),
         "error": "",
         "caption": caption,
     }

@@ -13,6 +13,7 @@ from ..core.capture import DEFAULT_MEMORY_BUDGET
 from ..core.explorer import Explorer, explain_run_error
 from ..core.hooks import HookInfo
 from ..core.inputs import Inputs, Target
+from ..core.tree import ProbeResult
 from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
 from .attribution_panel import attribution_payload
 from .captures import plot_items
@@ -38,6 +39,7 @@ class HookExplorer(Explorer):
         offload: str | None = None,
         on_error: str = "record",
     ) -> None:
+        self._probe_top: list[list[float]] = []  # filled by _probe, which the base class calls
         super().__init__(model, example_inputs, memory_budget=memory_budget, offload=offload, on_error=on_error)
         self._view: ExplorerView | None = None
         self._plot_steps: dict[str, int] = {}  # kind -> the step the inspector's slider shows
@@ -45,11 +47,29 @@ class HookExplorer(Explorer):
         self._summary_choice: dict[str, Any] = {"field": "grad_norm", "step": None, "first_nonfinite": None}
         self._live: LiveUpdates | None = None
 
+    def _probe(self) -> ProbeResult | None:
+        """The base class's probe run, also noting the top classes of its output for the run bar's target picker."""
+        if self.example_inputs is None:
+            return None
+        top: list[list[float]] = []
+
+        def note_top(module: nn.Module, args: Any, output: Any) -> None:
+            if not top:  # the root's first call is the model's output
+                top.extend(top_classes(output))
+
+        handle = self.model.register_forward_hook(note_top)
+        try:
+            return super()._probe()
+        finally:
+            handle.remove()
+            self._probe_top = top
+
     @property
     def view(self) -> ExplorerView:
         """The widget showing this explorer (created on first use)."""
         if self._view is None:
             view = ExplorerView(tree=self.tree, hook_kinds=ALL_KINDS, error=self.probe_error or "")
+            view.status = {"state": "idle", "message": "", "top": self._probe_top}  # Run can pick a class at once
             # The view is kept alive by the widget registry; it must not keep the explorer alive.
             on_msg = weakref.WeakMethod(self._on_message)
             view.on_msg(lambda widget, content, buffers: (m := on_msg()) and m(content))
@@ -79,12 +99,12 @@ class HookExplorer(Explorer):
         with_kwargs: bool = False,
     ) -> HookInfo | list[HookInfo]:
         info = super().attach(target, kind, action, edit=edit, copy=copy, with_kwargs=with_kwargs)
-        self._sync()
+        self._sync(plots=False)  # captures are unchanged: the images need no redraw
         return info
 
     def detach(self, target: str | None = None, kind: str | None = None) -> list[HookInfo]:
         removed = super().detach(target, kind)
-        self._sync()
+        self._sync(plots=False)
         return removed
 
     def run(self, inputs: Inputs | None = None, target: Target = None, *, record_graph: bool = False) -> Any:
@@ -219,16 +239,18 @@ class HookExplorer(Explorer):
         if self._view is not None and self._model is not None:
             self._view.summary = summary_payload(self, **self._summary_choice)
 
-    def _sync(self) -> None:
+    def _sync(self, plots: bool = True) -> None:
+        """Push hooks, selection, memory, diagnostics and a new graph; the images too unless ``plots`` is False."""
         view = self._view
         if view is None or self._model is None:
             return
-        view.hooks = hooks_payload(self.hooks)
+        view.hooks = hooks_payload(self.hooks)  # first: the badge a click waits for leaves before the rest
         view.selection = selection_payload(self, view.selected)
         view.memory = memory_payload(self)
         view.diagnostics = self.diagnostics
         sync_graph(view, self._graph.data)  # a run with record_graph=True recorded a new one
-        self._sync_plots()
+        if plots:
+            self._sync_plots()
 
     def _sync_plots(self) -> None:
         view = self._view

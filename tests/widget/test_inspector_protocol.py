@@ -76,6 +76,21 @@ def test_run_bar_modes_and_targets(explorer):
     assert view.status["state"] == "error" and "99" in view.error
 
 
+def test_the_target_picker_offers_the_top_classes_before_the_first_run(cnn, image):
+    cnn.eval()
+    with torch.no_grad():
+        expected = cnn(image)[0].softmax(-1).topk(5)
+    forward_hooks = dict(cnn._forward_hooks)
+    with HookExplorer(cnn, example_inputs=image) as ex:
+        top = ex.view.status["top"]  # from the probe run the constructor makes anyway
+        assert [c for c, _ in top] == expected.indices.tolist()
+        assert [p for _, p in top] == pytest.approx(expected.values.tolist(), abs=1e-4)
+        assert ex.step == 0 and len(ex.captures) == 0  # no run of its own for it
+        assert dict(cnn._forward_hooks) == forward_hooks  # the probe's root hook is gone
+    with HookExplorer(cnn) as ex:
+        assert ex.view.status["top"] == []  # without example inputs: "each item's top class" only
+
+
 def test_the_step_slider_shows_an_older_capture(explorer, image):
     view = explorer.view
     explorer.attach("head.fc", "forward")

@@ -55,6 +55,19 @@ def test_stats_on_every_layer_fill_the_summary_table_and_heatmap(cnn, image):
         assert view.summary["heatmap"] != summary["heatmap"]
 
 
+def test_the_heatmap_names_the_root_row(cnn, image):
+    from hookwidgets.plots import summary_heatmap_figure
+
+    with HookExplorer(cnn, example_inputs=image) as ex:
+        ex.attach("", "global_forward", action="stats")
+        ex.run()
+        rows = ex.summary()
+        layers = [p for p, _ in cnn.named_modules()]
+        figure = summary_heatmap_figure(rows, "act_norm", layers=layers)
+        labels = [tick.get_text() for tick in figure.axes[0].get_yticklabels()]
+        assert labels == ["(model)", *layers[1:]]  # the root's path is "", its label is not blank
+
+
 def test_the_first_non_finite_layer_is_highlighted_and_found_on_demand():
     torch.manual_seed(0)
     model = NaNAfterFc1()
@@ -105,12 +118,14 @@ def test_attribution_here_draws_the_cam_of_the_selected_layer():
         browser_sends(view, kind="attribute", layer="features.conv2", method="gradcam", target="top")
         result = view.attribution
         assert result["error"] == "" and result["png"][:8] == PNG
+        assert result["input_png"][:8] == PNG  # the input, drawn beside its map
         assert result["caption"] == f"gradcam of class {label} at features.conv2"
         browser_sends(view, kind="attribute", layer="features.conv2", method="saliency", target=3)
         assert view.attribution["caption"].startswith("saliency of class 3")
 
         browser_sends(view, kind="attribute", layer="classifier.fc", method="gradcam", target="top")
-        assert "features." in view.attribution["error"] and view.attribution["png"] is None  # names suitable layers
+        failed = view.attribution
+        assert "features." in failed["error"] and failed["png"] is None and failed["input_png"] is None  # names layers
         browser_sends(view, kind="attribute", layer="features.conv2", method="gradcam", target=42)
         assert "10" in view.attribution["error"]  # the number of classes
         assert all(p.grad is None for p in model.parameters())

@@ -26,15 +26,16 @@ export function createAttributionView(model) {
   const run = h("button", { cls: "hw-attr-run", attrs: { type: "button" }, text: "Attribution here" });
   const caption = h("div", { cls: "hw-plot-caption" });
   const error = h("div", { cls: "hw-attr-error", attrs: { role: "alert" } });
+  const input = h("img", { cls: "hw-attr-input hw-plot", attrs: { alt: "the input image", hidden: true } });
   const image = h("img", { cls: "hw-attr-image hw-plot", attrs: { alt: "attribution over the input", hidden: true } });
   const el = h("div", { cls: "hw-attribution" }, [
     h("div", { cls: "hw-section-title", text: "Attribution" }),
     h("div", { cls: "hw-picker" }, [method, target, run]),
     error,
     caption,
-    image,
+    h("div", { cls: "hw-attr-images" }, [input, image]), // the input beside its map
   ]);
-  let url = null;
+  let urls = [];
 
   function updateTargets() {
     const top = model.get("status")?.top ?? [];
@@ -52,16 +53,24 @@ export function createAttributionView(model) {
     const mine = result.layer === model.get("selected") || (result.error && result.method);
     error.textContent = mine ? (result.error ?? "") : "";
     caption.textContent = mine && !result.error ? (result.caption ?? "") : "";
-    if (url !== null) URL.revokeObjectURL(url);
-    url = null;
-    const bytes = mine && !result.error ? toBytes(result.png) : null;
+    for (const url of urls) URL.revokeObjectURL(url);
+    urls = [];
+    const ok = mine && !result.error;
+    show(image, ok ? result.png : null);
+    show(input, ok ? result.input_png : null);
+  }
+
+  /** Show PNG `png` (bytes) in `img` through a Blob URL, or hide it. */
+  function show(img, png) {
+    const bytes = png ? toBytes(png) : null;
     if (bytes && bytes.byteLength > 0) {
-      url = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
-      image.src = url;
-      image.hidden = false;
+      const url = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
+      urls.push(url);
+      img.src = url;
+      img.hidden = false;
     } else {
-      image.removeAttribute("src");
-      image.hidden = true;
+      img.removeAttribute("src");
+      img.hidden = true;
     }
   }
 
@@ -89,7 +98,7 @@ export function createAttributionView(model) {
     el,
     destroy() {
       offs.forEach((off) => off());
-      if (url !== null) URL.revokeObjectURL(url);
+      for (const url of urls) URL.revokeObjectURL(url);
     },
   };
 }
