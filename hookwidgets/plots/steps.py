@@ -113,7 +113,8 @@ def summary_heatmap_figure(
     for i, j in zip(*np.nonzero(tainted), strict=True):
         ax.add_patch(Rectangle((j - 0.45, i - 0.45), 0.9, 0.9, fill=False, edgecolor=NONFINITE_COLOR, linewidth=2))
     broken = broken | tainted
-    ax.set_yticks(np.arange(len(order)), order if len(order) <= 80 else [""] * len(order), fontsize=7)
+    labels = [t or "(model)" for t in order] if len(order) <= 80 else [""] * len(order)  # "" is the root
+    ax.set_yticks(np.arange(len(order)), labels, fontsize=7)
     ax.set_xticks(np.arange(len(steps)), [str(s) for s in steps], fontsize=7)
     ax.set_xlabel("step", fontsize=8)
     note = f" [{int(broken.sum())} NaN/Inf, magenta]" if broken.any() else ""
