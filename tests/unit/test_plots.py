@@ -1,50 +1,205 @@
+"""The feature-map grid: one pre-coloured image with burned-in channel numbers, checked pixel by pixel."""
+
 import io
 
+import matplotlib
+import matplotlib.colors
 import matplotlib.image
 import numpy as np
 import pytest
 import torch
 
 from hookwidgets.plots import NONFINITE_COLOR, feature_map_figure, figure_png, gradient_map_figure
+from hookwidgets.plots._font import GLYPHS, PAD
+
+MAGENTA = np.array([255, 0, 255], dtype=np.uint8)
+WHITE = np.array([255, 255, 255], dtype=np.uint8)
+TOP, LEFT = 24, 6  # the grid's offset in the PNG: title margin above, a small margin on the left
 
 
-def _pixels(png: bytes) -> np.ndarray:
+def _png(fig) -> np.ndarray:
+    png = figure_png(fig)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
-    return matplotlib.image.imread(io.BytesIO(png), format="png")
+    return (matplotlib.image.imread(io.BytesIO(png), format="png")[..., :3] * 255).round().astype(np.uint8)
 
 
-def test_feature_maps_are_one_tiled_image_with_a_label_per_channel():
-    fig = feature_map_figure(torch.randn(2, 6, 5, 5), title="conv out")
-    ax = fig.axes[0]
-    (image,) = ax.get_images()
-    assert image.get_array().shape == (2 * 6 - 1, 3 * 6 - 1)  # 3 columns × 2 rows with gutters
-    assert [t.get_text() for t in ax.texts] == [str(c) for c in range(6)]
-    assert ax.get_title() == "conv out"
+def _grid(fig) -> np.ndarray:
+    (image,) = fig.axes[0].get_images()
+    grid = image.get_array()
+    assert grid.dtype == np.uint8 and grid.ndim == 3 and grid.shape[2] == 4
+    return grid
+
+
+def _colour(cmap: str, fraction: float) -> np.ndarray:
+    return np.array(matplotlib.colormaps[cmap](fraction, bytes=True)[:3], dtype=np.uint8)
+
+
+def _read_label(grid: np.ndarray, origin: tuple[int, int], scale: int) -> str:
+    """The digits lit white in the label box at a tile's top-left corner, read back with the font's glyphs."""
+    glyphs = {d: np.array([[c == "#" for c in row] for row in rows]) for d, rows in GLYPHS.items()}
+    y, x = origin[0] + PAD, origin[1] + PAD
+    text = ""
+    for position in range(5):
+        left = x + position * 4 * scale
+        cell = grid[y : y + 5 * scale : scale, left : left + 3 * scale : scale, :3]
+        lit = (cell == 255).all(axis=-1)
+        found = [d for d, glyph in glyphs.items() if lit.shape == glyph.shape and np.array_equal(lit, glyph)]
+        if not found:
+            break
+        text += found[0]
+    return text
+
+
+def test_feature_maps_are_one_tiled_image_with_a_label_per_channel_shown_one_to_one():
+    maps = torch.randn(2, 6, 5, 5, generator=torch.Generator().manual_seed(0))
+    fig = feature_map_figure(maps, title="conv out")
+    grid = _grid(fig)
+    # 3 columns × 2 rows of 5×5 maps, zoomed ×12 to 60-pixel tiles with 2-pixel white separators.
+    assert grid.shape == (2 * 62 - 2, 3 * 62 - 2, 4)
+    assert (grid[60:62, :, :3] == 255).all() and (grid[:, 60:62, :3] == 255).all()
+    assert [_read_label(grid, (r * 62, k * 62), 2) for r in range(2) for k in range(3)] == list("012345")
+    # Each data pixel is a 12×12 block of its colour on the shared scale (away from the label box).
+    low, high = float(maps[0].min()), float(maps[0].max())
+    for channel, (i, j) in [(0, (4, 4)), (4, (2, 3)), (5, (3, 0))]:
+        r, k = divmod(channel, 3)
+        block = grid[r * 62 + 12 * i : r * 62 + 12 * i + 12, k * 62 + 12 * j : k * 62 + 12 * j + 12, :3]
+        expected = _colour("viridis", (float(maps[0, channel, i, j]) - low) / (high - low))
+        assert (block == expected).all()
+    assert fig.axes[0].get_title() == "conv out"
+    assert fig.axes[0].get_images()[0].get_clim() == (low, high)
     assert len(fig.axes) == 2  # the colour bar
-    assert _pixels(figure_png(fig)).shape[2] in (3, 4)
+    png = _png(fig)
+    assert np.array_equal(png[TOP : TOP + grid.shape[0], LEFT : LEFT + grid.shape[1]], grid[..., :3])
+
+
+def test_a_64_channel_grid_is_one_image_with_64_labels_and_separators():
+    fig = feature_map_figure(torch.rand(1, 64, 56, 56), max_channels=64)
+    grid = _grid(fig)
+    assert grid.shape == (8 * 57 - 1, 8 * 57 - 1, 4)  # 1:1, one-pixel gutters
+    for gutter in range(56, grid.shape[0], 57):
+        assert (grid[gutter, :, :3] == 255).all() and (grid[:, gutter, :3] == 255).all()
+    labels = [_read_label(grid, (r * 57, k * 57), 2) for r in range(8) for k in range(8)]
+    assert labels == [str(c) for c in range(64)]
+    assert not fig.axes[0].texts  # no Text artist per label: they are pixels of the image
 
 
 def test_many_channels_are_capped_and_the_title_says_so():
     fig = feature_map_figure(torch.randn(1, 40, 3, 3), title="wide")
-    assert len(fig.axes[0].texts) == 32
+    grid = _grid(fig)
+    assert grid.shape == (6 * 38 - 2, 6 * 38 - 2, 4)  # 32 tiles in 6 × 6, 36-pixel tiles
+    assert _read_label(grid, (5 * 38, 1 * 38), 2) == "31"
+    assert (grid[5 * 38 : 5 * 38 + 36, 2 * 38 : 2 * 38 + 36, :3] == 255).all()  # position 32 is empty
     assert "first 32 of 40 channels" in fig.axes[0].get_title()
 
 
-def test_gradient_scale_is_symmetric_around_zero():
+def test_channels_ordered_by_mean_activation_keep_their_numbers_and_only_the_top_k_are_drawn():
+    maps = torch.zeros(1, 6, 4, 4)
+    for channel, mean in enumerate([0.1, 5.0, -1.0, 3.0, 2.0, 0.0]):
+        maps[0, channel] = mean
+    fig = feature_map_figure(maps, title="conv", order="mean", max_channels=3)
+    grid = _grid(fig)  # 2 × 2 tiles of 4×4 zoomed ×12: 48 pixels, 2 apart
+    assert [_read_label(grid, origin, 2) for origin in [(0, 0), (0, 50), (50, 0)]] == ["1", "3", "4"]
+    assert "top 3 of 6 channels" in fig.axes[0].get_title()
+    # Shared scale over the drawn channels, 2 to 5: channel 1 at the top, 3 at a third, 4 at the bottom.
+    for (y, x), fraction in {(30, 30): 1.0, (30, 80): 1 / 3, (80, 30): 0.0}.items():
+        assert (grid[y, x, :3] == _colour("viridis", fraction)).all()
+
+
+def test_per_channel_scale_stretches_every_tile_and_says_so_on_the_colour_bar():
+    maps = torch.stack([torch.linspace(0, 1, 16), torch.linspace(0, 100, 16)]).reshape(1, 2, 4, 4)
+    fig = feature_map_figure(maps, scale="channel")
+    grid = _grid(fig)  # 2 tiles of 48 pixels; the last data pixel (3, 3) is each channel's maximum
+    top = _colour("viridis", 1.0)
+    assert (grid[42, 42, :3] == top).all() and (grid[42, 50 + 42, :3] == top).all()
+    assert (grid[20, 2, :3] == _colour("viridis", 4 / 15)).all() and (
+        grid[20, 52, :3] == _colour("viridis", 4 / 15)
+    ).all()
+    assert fig.axes[1].get_ylabel() == "per-channel scale"
+    shared = feature_map_figure(maps)
+    assert shared.axes[0].get_images()[0].get_clim() == (0.0, 100.0)
+    assert (_grid(shared)[42, 42, :3] == _colour("viridis", 0.01)).all()
+
+
+def test_gradient_scale_is_symmetric_around_zero_and_zero_is_the_middle_colour():
     fig = gradient_map_figure(torch.tensor([[[[0.5, -2.0], [1.0, 0.0]]]]))
     assert fig.axes[0].get_images()[0].get_clim() == (-2.0, 2.0)
+    grid = _grid(fig)  # one 2×2 map zoomed ×12: 24-pixel tile
+    for (i, j), value in {(0, 1): -2.0, (1, 0): 1.0, (1, 1): 0.0}.items():
+        assert (grid[12 * i + 6, 12 * j + 6, :3] == _colour("RdBu_r", (value + 2.0) / 4.0)).all()
+    assert (grid[18, 18, :3] == _colour("RdBu_r", 0.5)).all()
 
 
-def test_non_finite_values_and_half_precision_are_drawn_and_counted():
+def test_nonfinite_pixels_are_drawn_magenta_where_they_are_and_half_precision_is_cast():
     t = torch.ones(1, 2, 4, 4, dtype=torch.bfloat16)
-    t[0, 0, 0, 0] = float("nan")
-    t[0, 1, 0, 0] = float("inf")
+    t[0, 0, 2, 3] = float("nan")
+    t[0, 1, 3, 1] = float("inf")
     fig = feature_map_figure(t, title="x")
     assert "1 NaN, 1 Inf" in fig.axes[0].get_title()
-    assert len(fig.axes[0].get_images()) == 2  # the data and the magenta overlay
-    rgb = _pixels(figure_png(fig, dpi=50))[..., :3]
-    magenta = np.array(matplotlib.colors.to_rgb(NONFINITE_COLOR))
-    assert np.isclose(rgb, magenta, atol=0.02).all(axis=-1).any()
+    assert matplotlib.colors.to_hex(MAGENTA / 255) == NONFINITE_COLOR
+    grid = _grid(fig)  # 2 tiles of 4×4 zoomed ×12: 48 pixels, 2-pixel gutter
+    magenta = (grid[..., :3] == MAGENTA).all(axis=-1)
+    assert magenta[24:36, 36:48].all() and magenta[36:48, 50 + 12 : 50 + 24].all()
+    assert magenta.sum() == 2 * 144  # nothing else is magenta
+    finite_colour = _colour("viridis", 0.5)  # ones on a constant scale sit in the middle
+    assert (grid[40, 10, :3] == finite_colour).all()
+    png = _png(fig)
+    assert (png[TOP + 30, LEFT + 40] == MAGENTA).all() and (png[TOP + 42, LEFT + 67] == MAGENTA).all()
+
+
+def test_a_shrunk_grid_never_hides_a_nan():
+    maps = torch.rand(1, 64, 112, 112)
+    maps[0, 9, 51, 77] = float("nan")
+    grid = _grid(feature_map_figure(maps, max_channels=64))
+    assert grid.shape[0] <= 820  # shrunk to the largest size drawn
+    tile = (grid.shape[0] + 1) // 8 - 1
+    assert tile < 112
+    magenta = (grid[..., :3] == MAGENTA).all(axis=-1)
+    inside = magenta[tile + 1 : 2 * tile + 1, tile + 1 : 2 * tile + 1]  # channel 9: row 1, column 1
+    assert 1 <= inside.sum() <= 4 and magenta.sum() == inside.sum()
+
+
+def test_labels_sit_on_a_dark_box_and_leave_nan_pixels_magenta():
+    maps = torch.full((1, 1, 3, 3), 1.0)
+    maps[0, 0, 0, 0] = float("nan")  # under the label
+    grid = _grid(feature_map_figure(maps))  # one 36-pixel tile: "0" at scale 2 in a 14×10 box
+    assert _read_label(grid, (0, 0), 2) == "0"
+    nan_block = grid[:12, :10, :3]
+    unlit = ~(nan_block == 255).all(axis=-1)
+    assert unlit.any() and (nan_block[unlit] == MAGENTA).all()  # a NaN under the label box stays magenta
+    grid = _grid(feature_map_figure(torch.full((1, 1, 3, 3), 1.0)))
+    shaded, tile = grid[1, 1, :3].astype(int), grid[20, 20, :3].astype(int)
+    assert (np.abs(shaded - (tile * 0.55).astype(int)) <= 1).all() and (shaded < tile).all()
+
+
+def test_tiles_too_small_for_a_label_say_so_instead_of_drawing_unreadable_digits():
+    maps = torch.rand(1, 1000, 1, 1)
+    fig = feature_map_figure(maps, max_channels=1000)
+    assert "tiles too small for channel numbers" in fig.axes[0].get_title()
+    grid = _grid(fig)  # 32 × 32 tiles of 6 pixels, 2 apart
+    low, high = float(maps.min()), float(maps.max())
+    for channel in (0, 999):
+        r, k = divmod(channel, 32)
+        tile = grid[r * 8 : r * 8 + 6, k * 8 : k * 8 + 6, :3]
+        assert (tile == _colour("viridis", (float(maps[0, channel, 0, 0]) - low) / (high - low))).all()
+
+
+def test_cmap_recolours_the_tiles_and_the_colour_bar():
+    fig = feature_map_figure(torch.tensor([[[[0.0, 1.0]]]]), cmap="gray")
+    grid = _grid(fig)
+    assert grid.shape == (12, 24, 4)  # a 1×2 map zoomed ×12
+    assert (grid[10, 18, :3] == 255).all() and (grid[10, 8, :3] == _colour("gray", 0.0)).all()
+    assert fig.axes[0].get_images()[0].get_cmap().name == "gray"
+
+
+def test_an_empty_tensor_is_a_figure_that_says_so():
+    fig = feature_map_figure(torch.zeros(2, 0, 4, 4), title="conv")
+    assert fig.axes[0].get_title() == "conv [empty: shape (2, 0, 4, 4)]"
+    assert _png(fig).shape[2] == 3
+
+
+def test_an_item_out_of_range_names_the_batch_size():
+    with pytest.raises(IndexError, match="item 2 is out of range: the tensor holds 2 items"):
+        feature_map_figure(torch.zeros(2, 3, 4, 4), item=2)
 
 
 @pytest.mark.parametrize("shape", [(3, 10), (10,)])

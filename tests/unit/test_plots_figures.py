@@ -36,36 +36,6 @@ def _has_magenta(fig) -> bool:
     return bool(np.isclose(rgb, MAGENTA, atol=0.03).all(axis=-1).any())
 
 
-def test_channels_ordered_by_mean_activation_keep_their_numbers_and_only_the_top_k_are_drawn():
-    maps = torch.zeros(1, 6, 4, 4)
-    for channel, mean in enumerate([0.1, 5.0, -1.0, 3.0, 2.0, 0.0]):
-        maps[0, channel] = mean
-    fig = feature_map_figure(maps, title="conv", order="mean", max_channels=3)
-    ax = fig.axes[0]
-    assert [t.get_text() for t in ax.texts] == ["1", "3", "4"]
-    assert "top 3 of 6 channels" in ax.get_title()
-    assert ax.get_images()[0].get_array()[0, 0] == 5.0  # the first tile is channel 1
-
-
-def test_per_channel_scale_stretches_every_tile_and_says_so_on_the_colour_bar():
-    maps = torch.stack([torch.linspace(0, 1, 16), torch.linspace(0, 100, 16)]).reshape(1, 2, 4, 4)
-    fig = feature_map_figure(maps, scale="channel")
-    tiles = fig.axes[0].get_images()[0].get_array()
-    assert tiles[:4, :4].max() == pytest.approx(1.0) and tiles[:4, 5:9].max() == pytest.approx(1.0)
-    assert fig.axes[1].get_ylabel() == "per-channel scale"
-    assert feature_map_figure(maps).axes[0].get_images()[0].get_clim() == (0.0, 100.0)
-
-
-def test_a_64_channel_grid_is_one_image_with_64_labels_and_separators():
-    fig = feature_map_figure(torch.rand(1, 64, 56, 56), max_channels=64)
-    ax = fig.axes[0]
-    (image,) = ax.get_images()
-    tiled = image.get_array()
-    assert tiled.shape == (8 * 57 - 1, 8 * 57 - 1)
-    assert tiled.mask[56, :].all() and tiled.mask[:, 56].all()  # one-pixel gutters between tiles
-    assert len(ax.texts) == 64
-
-
 def test_bad_grid_options_are_named():
     with pytest.raises(ValueError, match="order must be 'channel' or 'mean', not 'size'"):
         feature_map_figure(torch.rand(1, 2, 3, 3), order="size")
@@ -138,6 +108,38 @@ def test_the_summary_is_a_layers_by_steps_heatmap_with_missing_and_nonfinite_cel
         summary_heatmap_figure(rows, "grad_nrm")
 
 
+def test_statistics_shading_is_drawn_behind_the_steps_that_held_nonfinite_values():
+    ex, _ = _stats_explorer()
+    with ex:
+        fig = stats_figure(ex.captures["features.conv"]["forward"], stats=("mean",))
+    rgb = _rendered(fig)
+    ax = fig.axes[0]
+    low, high = ax.get_ylim()
+    y = low + 0.03 * (high - low)  # below the line
+    shaded, clear = _at(rgb, ax, 4.25, y).astype(int), _at(rgb, ax, 2.5, y).astype(int)
+    assert np.abs(shaded - [255, 191, 255]).max() <= 3  # magenta at 25% over white
+    assert (clear == 255).all()
+
+
+def test_summary_cells_are_coloured_grey_when_missing_and_magenta_when_not_finite():
+    rows = [
+        {"target": "a", "step": 1, "grad_norm": 1.0},
+        {"target": "a", "step": 2, "grad_norm": float("nan")},
+        {"target": "b", "step": 1, "grad_norm": 2.0, "grad_nan": 3},  # finite statistic of a tensor with NaN
+    ]
+    fig = summary_heatmap_figure(rows, "grad_norm", title="norms")
+    rgb = _rendered(fig)
+    ax = fig.axes[0]
+    assert ax.get_title() == "norms (log) [2 NaN/Inf, magenta]"
+    viridis = matplotlib.colormaps["viridis"]
+    assert np.abs(_at(rgb, ax, 0, 0).astype(int) - np.array(viridis(0.0, bytes=True)[:3])).max() <= 1
+    assert np.abs(_at(rgb, ax, 0, 1).astype(int) - np.array(viridis(1.0, bytes=True)[:3])).max() <= 1
+    assert _is_magenta(_at(rgb, ax, 1, 0))  # the NaN value
+    assert np.array_equal(_at(rgb, ax, 1, 1), [217, 217, 217])  # no record: grey
+    frame = _at(rgb, ax, -0.45, 1).astype(int)  # the magenta frame around the tainted cell
+    assert np.abs(frame - [255, 0, 255]).max() <= 40
+
+
 def test_a_matrix_is_a_heatmap_with_labels_and_a_vector_is_bars():
     fig = matrix_figure(torch.randn(3, 5), row_labels=["a", "b", "c"], column_labels=list("vwxyz"), diverging=True)
     ax = fig.axes[0]
@@ -184,30 +186,88 @@ def test_cam_overlay_draws_image_cam_and_colour_bar_and_names_the_result():
     assert cam_overlay_figure(x, pixels).axes[0].get_images()[1].get_array().shape == (8, 8)
 
 
+def test_cam_overlay_blends_the_cam_colour_over_the_image():
+    picture = torch.zeros(1, 1, 8, 8)  # constant: drawn black
+    cam = torch.zeros(1, 8, 8)
+    cam[0, 2, 5] = 1.0
+    fig = cam_overlay_figure(picture, cam, alpha=0.5, title="one hot cell")
+    rgb = _rendered(fig)
+    ax = fig.axes[0]
+    jet = matplotlib.colormaps["jet"]
+    for (x, y), value in {(5, 2): 1.0, (1, 6): 0.0}.items():
+        expected = 0.5 * np.array(jet(value)[:3]) * 255  # half the CAM colour over black
+        assert np.abs(_at(rgb, ax, x, y).astype(float) - expected).max() <= 2
+
+
+NAN_AT, INF_AT = 10, 15  # flat indices, away from the feature-map grid's label boxes
+
+
 def _half_with_nonfinite(shape, dtype):
-    t = torch.rand(shape).to(dtype)
-    t.view(-1)[0] = float("nan")
-    t.view(-1)[1] = float("inf")
+    t = torch.rand(shape, generator=torch.Generator().manual_seed(0)).to(dtype)
+    t.view(-1)[NAN_AT] = float("nan")
+    t.view(-1)[INF_AT] = float("inf")
     return t
 
 
-@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize(
-    "draw",
-    [
-        lambda t: feature_map_figure(t.reshape(1, 4, 4, 4), scale="channel", order="mean"),
+def _rendered(fig) -> np.ndarray:
+    """The PNG as uint8 RGB, at the figure's own dpi so that display coordinates are PNG pixels."""
+    png = figure_png(fig, dpi=fig.dpi)
+    assert png[:8] == PNG
+    return (matplotlib.image.imread(io.BytesIO(png), format="png")[..., :3] * 255).round().astype(np.uint8)
+
+
+def _at(rgb: np.ndarray, ax, x: float, y: float) -> np.ndarray:
+    """The rendered pixel under data point ``(x, y)`` of ``ax`` (call after rendering: layouts are final)."""
+    px, py = ax.transData.transform((x, y))
+    return rgb[int(rgb.shape[0] - py), int(px)]
+
+
+def _is_magenta(pixel: np.ndarray) -> bool:
+    return bool(np.array_equal(pixel, [255, 0, 255]))
+
+
+def _bar_middle(t: torch.Tensor) -> float:
+    row = t.float().reshape(4, 16)[0]
+    return float(row[row.isfinite()].max()) / 2
+
+
+# Each case: the figure, then (data x, data y) of the NaN and of the Inf on axes 0, then a finite point.
+CASES = {
+    "feature_maps": (
+        lambda t: feature_map_figure(t.reshape(1, 4, 4, 4), scale="channel"),  # 48-pixel tiles, 2 apart
+        lambda t: [(30, 30), (42, 42)],
+        lambda t: (80, 30),
+    ),
+    "bars": (
         lambda t: feature_map_figure(t.reshape(4, 16)),
-        lambda t: matrix_figure(t.reshape(8, 8)),
-        lambda t: attention_figure(t.reshape(4, 4, 4)),
+        lambda t: [(10, _bar_middle(t)), (15, _bar_middle(t))],
+        None,
+    ),
+    "matrix": (lambda t: matrix_figure(t.reshape(8, 8)), lambda t: [(2, 1), (7, 1)], lambda t: (0, 5)),
+    "attention": (lambda t: attention_figure(t.reshape(4, 4, 4)), lambda t: [(2, 2), (3, 3)], lambda t: (0, 3)),
+    "overlay": (
         lambda t: cam_overlay_figure(t.reshape(1, 1, 8, 8), t.reshape(1, 8, 8)),
-    ],
-    ids=["feature_maps", "bars", "matrix", "attention", "overlay"],
-)
-def test_half_precision_and_nonfinite_values_are_drawn_and_marked(draw, dtype):
-    fig = draw(_half_with_nonfinite(64, dtype))
+        lambda t: [(2, 1), (7, 1)],
+        lambda t: (0, 5),
+    ),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("case", list(CASES))
+def test_half_precision_and_nonfinite_values_are_drawn_magenta_where_they_are(case, dtype):
+    draw, nonfinite, finite = CASES[case]
+    t = _half_with_nonfinite(64, dtype)
+    fig = draw(t)
     title = fig._suptitle.get_text() if fig._suptitle is not None else fig.axes[0].get_title()
     assert "1 NaN, 1 Inf" in title
-    assert _has_magenta(fig)
+    rgb = _rendered(fig)
+    ax = fig.axes[0]
+    assert all(_is_magenta(_at(rgb, ax, x, y)) for x, y in nonfinite(t))
+    if finite is not None:
+        assert not _is_magenta(_at(rgb, ax, *finite(t)))
+    else:  # bars: a finite bar keeps its colour
+        assert not _is_magenta(_at(rgb, ax, 3, float(t.float().reshape(4, 16)[0, 3]) / 2))
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

@@ -1,0 +1,159 @@
+"""The feature-map grid composed in NumPy: tiles coloured, laid out with separators, channel numbers burned in.
+
+Matplotlib then shows one pre-coloured RGBA image at 1:1. Drawing 64 ``Text`` artists, resampling a
+float image and painting a second NaN layer took most of a 64-channel grid's time; here it is array work.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import matplotlib.colors
+import numpy as np
+
+from ._font import PAD, box_size, label_scale, text_mask
+
+TARGET_PX, MAX_PX = 420, 820  # the grid is drawn about this big, and never bigger
+MAX_ZOOM = 12
+WHITE = 255
+BOX_SHADE = 0.55  # label boxes are black at 45% opacity over the tile
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where tiles go: ``rows`` × ``columns`` tiles of ``tile`` (h, w) display pixels, ``gutter`` pixels apart."""
+
+    rows: int
+    columns: int
+    tile: tuple[int, int]
+    gutter: int
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """``(height, width)`` of the whole grid in pixels."""
+        (h, w), g = self.tile, self.gutter
+        return self.rows * (h + g) - g, self.columns * (w + g) - g
+
+    def origin(self, position: int) -> tuple[int, int]:
+        """Top-left pixel ``(y, x)`` of the tile at ``position`` (row-major)."""
+        r, k = divmod(position, self.columns)
+        return r * (self.tile[0] + self.gutter), k * (self.tile[1] + self.gutter)
+
+
+def plan(channels: int, height: int, width: int) -> Layout:
+    """A near-square layout drawn at a whole zoom (up to ×12) near TARGET_PX, shrunk only past MAX_PX."""
+    columns = math.ceil(math.sqrt(channels))
+    rows = math.ceil(channels / columns)
+    natural = max(rows * (height + 1) - 1, columns * (width + 1) - 1)
+    zoom = max(1, min(MAX_ZOOM, TARGET_PX // natural))
+    gutter = 1 if zoom < 3 else 2  # a zoomed grid gets a wider separator, still thinner than a data pixel
+    tile_h, tile_w = height * zoom, width * zoom
+    if max(rows * (tile_h + gutter), columns * (tile_w + gutter)) - gutter > MAX_PX:
+        room_h, room_w = (MAX_PX + gutter) // rows - gutter, (MAX_PX + gutter) // columns - gutter
+        factor = min(room_h / height, room_w / width)
+        tile_h, tile_w = max(1, int(height * factor)), max(1, int(width * factor))
+    return Layout(rows, columns, (tile_h, tile_w), gutter)
+
+
+def choose(values: np.ndarray, order: str, max_channels: int) -> np.ndarray:
+    """Indices of the channels to draw: the first ``max_channels``, or the top ones by mean activation."""
+    if order == "channel":
+        return np.arange(min(max_channels, len(values)))
+    if order != "mean":
+        raise ValueError(f"order must be 'channel' or 'mean', not {order!r}")
+    finite = np.isfinite(values)
+    counts = finite.sum(axis=(1, 2))
+    sums = np.where(finite, values, 0.0).sum(axis=(1, 2), dtype=np.float64)
+    # A channel without a finite value has no mean: it goes last rather than first.
+    means = np.where(counts > 0, sums / np.maximum(counts, 1), -np.inf)
+    return np.argsort(-means, kind="stable")[:max_channels]
+
+
+def per_channel(maps: np.ndarray, diverging: bool) -> np.ndarray:
+    """Each channel scaled on its own: to [0, 1] by min and max, or to [-1, 1] by |max| when ``diverging``."""
+    finite = np.isfinite(maps)
+    has = finite.any(axis=(1, 2))[:, None, None]
+    if diverging:
+        bound = np.where(finite, np.abs(maps), 0.0).max(axis=(1, 2), keepdims=True)
+        bound = np.where(has & (bound > 0), bound, 1.0)
+        return maps / bound
+    low = np.where(finite, maps, np.inf).min(axis=(1, 2), keepdims=True)
+    high = np.where(finite, maps, -np.inf).max(axis=(1, 2), keepdims=True)
+    flat = ~has | (high <= low)  # as finite_range: a constant channel sits mid-scale
+    low = np.where(has, low, 0.0) - np.where(flat & has, 0.5, 0.0)
+    high = np.where(has, high, 1.0) + np.where(flat & has, 0.5, 0.0)
+    return (maps - low) / (high - low)
+
+
+def _sample(size: int, shown: int) -> np.ndarray:
+    """For each of ``shown`` display pixels the source pixel it starts at (nearest; block starts when shrinking)."""
+    return (np.arange(shown) * size) // shown
+
+
+def _resize_mask(mask: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """The NaN/Inf mask at display size: a display pixel is marked if any source pixel it stands for is.
+
+    ``reduceat`` over the block starts covers both directions: a repeated start (zooming in) takes that
+    one pixel, a gap (shrinking) ORs the whole block, so shrinking never hides a NaN.
+    """
+    return np.logical_or.reduceat(np.logical_or.reduceat(mask, rows, axis=1), cols, axis=2)
+
+
+def compose(
+    maps: np.ndarray,
+    labels: list[str],
+    layout: Layout,
+    colormap: matplotlib.colors.Colormap,
+    limits: tuple[float, float],
+    marker: tuple[int, int, int, int],
+) -> tuple[np.ndarray, bool]:
+    """The grid as a ``(H, W, 4)`` uint8 RGBA image, and whether labels fit in the tiles.
+
+    ``maps`` ``(C, h, w)`` are coloured on ``limits``; NaN/Inf pixels get ``marker``; each tile's
+    label sits in a dark box at its top-left corner; gutters and empty tiles are white.
+    """
+    channels, height, width = maps.shape
+    tile_h, tile_w = layout.tile
+    rows, cols = _sample(height, tile_h), _sample(width, tile_w)
+    nonfinite = ~np.isfinite(maps)
+    resized = (tile_h, tile_w) != (height, width)
+    shown = maps[:, rows][:, :, cols] if resized else maps
+    low, high = limits
+    with np.errstate(invalid="ignore", over="ignore"):
+        rgba = colormap((shown - low) / (high - low), bytes=True)
+    marked = None
+    if nonfinite.any():
+        marked = _resize_mask(nonfinite, rows, cols) if resized else nonfinite
+    if marked is not None:
+        rgba[marked] = marker
+    gutter = layout.gutter
+    cells = np.full((layout.rows * layout.columns, tile_h, tile_w, 4), WHITE, dtype=np.uint8)
+    cells[:channels] = rgba
+    grid = np.full((layout.rows, tile_h + gutter, layout.columns, tile_w + gutter, 4), WHITE, dtype=np.uint8)
+    grid[:, :tile_h, :, :tile_w] = cells.reshape(layout.rows, layout.columns, tile_h, tile_w, 4).transpose(
+        0, 2, 1, 3, 4
+    )
+    height_px, width_px = layout.size
+    image = np.ascontiguousarray(
+        grid.reshape(layout.rows * (tile_h + gutter), layout.columns * (tile_w + gutter), 4)[:height_px, :width_px]
+    )
+    scale = label_scale(max(labels, key=len), layout.tile) if labels else 0
+    if scale:
+        for position, label in enumerate(labels):
+            _burn_label(image, layout.origin(position), label, scale, marked[position] if marked is not None else None)
+    return image, bool(scale) or not labels
+
+
+def _burn_label(image: np.ndarray, origin: tuple[int, int], label: str, scale: int, marked: np.ndarray | None) -> None:
+    """Darken the label's box (NaN/Inf pixels stay marker-coloured) and light the digits white."""
+    y, x = origin
+    box_h, box_w = box_size(label, scale)
+    box = image[y : y + box_h, x : x + box_w, :3]
+    shaded = (box * BOX_SHADE).astype(np.uint8)
+    if marked is not None:
+        shaded = np.where(marked[:box_h, :box_w, None], box, shaded)
+    box[...] = shaded
+    glyphs = text_mask(label, scale)
+    lit = image[y + PAD : y + PAD + glyphs.shape[0], x + PAD : x + PAD + glyphs.shape[1], :3]
+    lit[glyphs] = WHITE
