@@ -93,7 +93,7 @@ class Explorer:
     @property
     def step(self) -> int:
         """How many root forwards the hooks have seen."""
-        return self._registry.step
+        return self._registry.steps_seen
 
     def attach(
         self,

@@ -31,6 +31,7 @@ from .stats import StatsMemo
 ON_ERROR = ("record", "raise")
 FULL_BACKWARD_KINDS = ("backward", "backward_pre", "global_backward", "global_backward_pre")
 TIMELINE_CAP = 10_000
+CALL_STEPS_KEPT = 16  # steps whose call counters are kept: a backward may come a few forwards later
 
 __all__ = ["MODULE_KINDS", "HookInfo", "HookRegistry", "TimelineEvent", "named_tensors"]
 
@@ -101,13 +102,14 @@ class HookRegistry(KindRegistrations):
             raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
         self.store = store
         self.on_error = on_error
-        self.step = 0
+        self.steps_seen = 0
+        """Root forwards seen, on every thread (``ex.step``)."""
+        self._local = threading.local()  # per thread: the step its firings belong to, the root call's args
         self.timeline: deque[TimelineEvent] = deque(maxlen=TIMELINE_CAP)
         self._root_ref = weakref.ref(root)  # hooks live on the model and hold the registry: no cycle back
         self._hooks: dict[tuple[str, str], HookInfo] = {}
-        self._calls: Counter[tuple[str, str]] = Counter()
+        self._calls: dict[int, Counter[tuple[str, str]]] = {}  # call counters of the newest steps, by step
         self._step_handles: list[RemovableHandle] = []
-        self._root_args: Any = None
         self._paths: dict[int, str] = {}
         self._full_flags: dict[nn.Module, bool | None] = {}
         self._global_full_flag = module_globals._global_is_full_backward_hook
@@ -119,6 +121,13 @@ class HookRegistry(KindRegistrations):
         self._stats_memo = StatsMemo()
         self.step_listeners: list[Callable[[int], None]] = []
         """Called with the step number at the end of each forward of the model (not in suspended runs)."""
+
+    @property
+    def step(self) -> int:
+        """The step this thread's firings belong to: its own latest root forward, so forwards and backwards
+        run on several threads at once keep their own steps (a thread that ran none, such as an
+        autograd device thread, sees the latest step of any thread)."""
+        return getattr(self._local, "step", self.steps_seen)
 
     @property
     def _root(self) -> nn.Module | None:
@@ -221,16 +230,20 @@ class HookRegistry(KindRegistrations):
         self._flush_pending_removals()
         if self._suspended:
             return
+        local = self._local
+        if getattr(local, "root_args", None) is args:
+            return  # the same root call, seen by a global pre-hook and then by the step tracker
+        local.root_args = args
         with self._lock:
-            if self._root_args is args:
-                return
-            self._root_args = args
-            self.step += 1
-            self._calls.clear()
+            self.steps_seen += 1
+            local.step = self.steps_seen
+            self._calls[local.step] = Counter()
+            for old in [s for s in self._calls if s <= local.step - CALL_STEPS_KEPT]:
+                del self._calls[old]
             self._stats_memo.clear()
 
     def _end_step(self, module: nn.Module, args: Any, output: Any) -> None:
-        self._root_args = None
+        self._local.root_args = None
         if self._suspended:
             return
         if output is None:  # always_call: the forward raised; sys.exc_info says why
@@ -268,10 +281,12 @@ class HookRegistry(KindRegistrations):
             self._pending_removal.pop().remove()
 
     def _next_call(self, target: str, kind: str) -> int:
+        """0, 1, … for the firings of ``(target, kind)`` in this thread's step (a module called several times)."""
+        step = self.step
         with self._lock:
-            key = (target, kind)
-            call = self._calls[key]
-            self._calls[key] = call + 1
+            counts = self._calls.setdefault(step, Counter())
+            call = counts[(target, kind)]
+            counts[(target, kind)] = call + 1
             return call
 
     def _fire(self, info: HookInfo, phase: str, firing: Firing, editable: Any, tensors_of, call_user=None) -> Any:
