@@ -1,15 +1,19 @@
-"""Fuzzing: random architectures through tree, graph, every hook kind, runs and close.
+"""Fuzzing: random architectures through tree, graph, every hook kind, runs, detach and close.
 
-Each case checks the rules of DESIGN.md: no exception except the promised in-place collision
-(a ValueError at attach, or a warning and a detach at run time); graph op counts equal to a plain
-walk; explorer runs leave parameters, ``.grad`` and buffers as found; hooks change no value in the
-user's own forward and backward; ``close()`` restores every hook dict and backward-hook flag.
+Each case checks the rules of DESIGN.md against independent oracles (a hook-free twin of the model
+observed through plain torch hooks, and a plain walk of ``grad_fn``): no exception except the
+promised in-place collision (a ValueError at attach, or a warning and a detach at run time); tree
+paths and probe shapes; graph op counts and persistent node ids; explorer runs leave parameters,
+``.grad`` and buffers as found; hooks change no value in the user's own forward and backward; every
+hook fires where torch can fire it (or says why not) and a capture shows what the twin saw unless
+flagged stale; ``detach()`` and ``close()`` restore every hook dict and backward-hook flag.
 """
 
 from __future__ import annotations
 
 import copy
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -19,18 +23,21 @@ from torch import nn
 
 from hookwidgets.core.diagnostics import is_inplace_collision
 from hookwidgets.core.explorer import Explorer
-from hookwidgets.core.kinds import GLOBAL_KINDS, MODULE_KINDS
+from hookwidgets.core.kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, NODE_KINDS
 
-from ._archs import architectures, build_model, example_input, score
+from ._archs import WIDTH, architectures, build_model, example_input, score
+from ._oracle import Observed, observe
 from ._profiles import SETTINGS
 from ._state import all_hook_state, assert_same_values, diff_keys, model_values
 from ._walk import graph_counts, op_counts
 
 FULL_KINDS = ("backward", "backward_pre")
 COLLISION = "collides with"
+ALWAYS_FIRE = ("forward_pre", "forward", "global_forward_pre", "global_forward", *NODE_KINDS)
+"""Kinds that fire in every step here: every module is called, and every graph node leads to the score."""
 
 
-def attach_or_collide(ex: Explorer, target: str, kind: str, action: str) -> bool:
+def attach_or_collide(ex: Explorer, target: str, kind: str, action: str | Callable) -> bool:
     """Attach one hook; False when the promised in-place collision ValueError refused it."""
     try:
         ex.attach(target, kind, action)
@@ -41,27 +48,28 @@ def attach_or_collide(ex: Explorer, target: str, kind: str, action: str) -> bool
     return True
 
 
+def explained_collision(run: Callable[[], Any], ex: Explorer) -> Any:
+    """``run()``; a run-time collision must come with its warning and a detach, and then ``run()`` works."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            return run()
+        except RuntimeError as exc:
+            if not is_inplace_collision(exc):
+                raise
+    assert any(COLLISION in str(w.message) for w in caught), "a run-time collision was not explained"
+    assert ex.diagnostics and COLLISION in ex.diagnostics[-1]
+    return run()
+
+
 def user_step(model: nn.Module, x: torch.Tensor, seed: int) -> tuple[Any, torch.Tensor]:
     """The user's own forward and backward, seeded (dropout), on a fresh copy of the input."""
+    model.zero_grad(set_to_none=True)
     torch.manual_seed(seed)
     xi = x.detach().clone().requires_grad_(x.requires_grad)
     out = model(xi)
     score(out).backward()
     return out, xi.grad
-
-
-def user_step_allowing_collision(model: nn.Module, x: torch.Tensor, seed: int) -> tuple[Any, torch.Tensor]:
-    """A user step; a run-time collision must come with its warning, and the next forward must work."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            return user_step(model, x, seed)
-        except RuntimeError as exc:
-            if not is_inplace_collision(exc):
-                raise
-    assert any(COLLISION in str(w.message) for w in caught), "a run-time collision was not explained"
-    model.zero_grad(set_to_none=True)
-    return user_step(model, x, seed)
 
 
 def plant_grads(model: nn.Module) -> None:
@@ -83,6 +91,15 @@ def assert_same_output(out: Any, ref: Any, what: str) -> None:
     torch.testing.assert_close(out, ref, msg=f"{what}: output differs")
 
 
+def spy(kind: str, calls: list[tuple[str, int]]) -> Callable:
+    """A user callable for ``kind`` that notes how many arguments torch passed it and changes nothing."""
+
+    def hook(*args: Any) -> None:
+        calls.append((kind, len(args)))
+
+    return hook
+
+
 @SETTINGS
 @given(arch=architectures(), data=st.data())
 def test_fuzzed_model_round_trip(arch: dict[str, Any], data: st.DataObject) -> None:
@@ -91,20 +108,28 @@ def test_fuzzed_model_round_trip(arch: dict[str, Any], data: st.DataObject) -> N
     note(f"model:\n{model}")
     reference = copy.deepcopy(model)  # hook-free twin: the user's steps must give the same numbers
     plant_grads(model)
-    plant_grads(reference)  # deepcopy does not copy a Parameter's .grad
     hooks_before = all_hook_state(model)
     values_before = model_values(model)
-    action = data.draw(st.sampled_from(["capture", "stats"]), label="action")
+    case = {
+        "action": data.draw(st.sampled_from(["capture", "stats", "callable"]), label="action"),
+        "example_inputs": data.draw(st.booleans(), label="example_inputs"),
+        "record_graph": data.draw(st.booleans(), label="record_graph"),
+        "detach_first": data.draw(st.booleans(), label="detach() before close()"),
+    }
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # legacy hooks, first-layer and dict-output warnings are expected here
-        ex = Explorer(model, x)
+        ex = Explorer(model, x if case["example_inputs"] else None)
         try:
-            exercise(ex, model, reference, x, values_before, action, data)
+            exercise(ex, model, reference, x, values_before, case, data)
+            if case["detach_first"]:
+                ex.detach()
+                after = all_hook_state(model)
+                assert after == hooks_before, f"detach() did not restore: {diff_keys(hooks_before, after)}"
         finally:
             ex.close()  # also on failure: an unclosed explorer's finalizer would run during a later case
     after = all_hook_state(model)
-    assert after == hooks_before, f"not restored: {diff_keys(hooks_before, after)}"
+    assert after == hooks_before, f"close() did not restore: {diff_keys(hooks_before, after)}"
     out, _ = user_step(model, x, seed=4)
     ref_out, _ = user_step(reference, x, seed=4)
     assert_same_output(out, ref_out, "after close")
@@ -116,57 +141,133 @@ def exercise(
     reference: nn.Module,
     x: torch.Tensor,
     values_before: dict[str, Any],
-    action: str,
+    case: dict[str, Any],
     data: st.DataObject,
 ) -> None:
     """Tree, graph, attach everything, an explorer run, and a user step compared with the hook-free twin."""
     assert ex.probe_error is None, ex.probe_error
+    check_tree(ex.tree, model, arch_batch=x.shape[0] if case["example_inputs"] else None)
     assert_same_values(values_before, model_values(model), "probe")
 
     reference.eval()
     expected_ops = op_counts(reference(x))
     reference.train()
-    graph = ex.graph()
+    graph = ex.graph() if case["example_inputs"] else ex.graph(x)
     assert graph_counts(graph) == expected_ops
+    ids = sorted(n["id"] for n in graph["nodes"])
+    assert len(set(ids)) == len(ids), "node ids are not unique"
     assert_same_values(values_before, model_values(model), "graph recording")
 
-    attached = attach_everything(ex, model, graph, action, data)
+    calls: list[tuple[str, int]] = []
+    attached = attach_everything(ex, model, graph, case["action"], calls, data)
     note(f"attached: {sorted(attached)}")
     assert_same_values(values_before, model_values(model), "attach-time probes")
 
-    ex.run(x, target=score)
-    assert graph_counts(ex.graph(x)) == expected_ops, "hooks changed the recorded graph"
+    explained_collision(lambda: ex.run(x, target=score, record_graph=case["record_graph"]), ex)
     assert_same_values(values_before, model_values(model), "ex.run")
+    recorded = ex.graph(x)
+    assert graph_counts(recorded) == expected_ops, "hooks changed the recorded graph"
+    assert sorted(n["id"] for n in recorded["nodes"]) == ids, "hooks changed the node ids"
+    assert_same_values(values_before, model_values(model), "ex.graph(x)")
 
-    out, xgrad = user_step_allowing_collision(model, x, seed=3)
-    ref_out, ref_xgrad = user_step(reference, x, seed=3)
+    out, xgrad = explained_collision(lambda: user_step(model, x, seed=3), ex)
+    (ref_out, ref_xgrad), seen = observe(reference, lambda: user_step(reference, x, seed=3))
     assert_same_output(out, ref_out, "user step")
     assert_same_grads(model, reference, "user step")
     if xgrad is not None:
         torch.testing.assert_close(xgrad, ref_xgrad)
-    for info in ex.hooks:
-        assert info.foreign or info.last_error is None, f"{info}: {info.last_error}"
-        if info.kind in ("forward", "forward_pre", "global_forward") and info.target in attached:
-            assert info.fired > 0, f"{info} never fired"
+    check_firings(ex, seen)
+    for kind, arity in calls:
+        assert arity == KINDS[kind].arity, f"a {kind!r} callable got {arity} arguments, not {KINDS[kind].arity}"
+    if case["action"] == "capture":
+        check_captures(ex, seen)
     assert ex.captures.nbytes <= ex.captures.memory_budget
 
 
-def attach_everything(ex: Explorer, model: nn.Module, graph: dict, action: str, data: st.DataObject) -> set[str]:
+def check_tree(tree: dict[str, Any], model: nn.Module, arch_batch: int | None) -> None:
+    """Every module once, by path; with example inputs, every module's probed shape (all blocks keep it)."""
+    found: list[dict[str, Any]] = []
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        todo.extend(node["children"])
+    assert sorted(n["path"] for n in found) == sorted(p for p, _ in model.named_modules())
+    for node in found:
+        module = model.get_submodule(node["path"])
+        assert node["cls"] == type(module).__name__
+        assert node["trainable"] == sum(p.numel() for p in module.parameters())
+        expected = [arch_batch, WIDTH] if arch_batch is not None else None
+        assert node["shape"] == expected, f"{node['path']}: shape {node['shape']}, expected {expected}"
+
+
+def check_firings(ex: Explorer, seen: Observed) -> None:
+    """Every hook fired where torch can fire it, and one that cannot fire says why on its note."""
+    for info in ex.hooks:
+        assert info.foreign or info.last_error is None, f"{info}: {info.last_error}"
+        if info.foreign:
+            continue
+        if info.kind in ALWAYS_FIRE:
+            assert info.fired > 0, f"{info} never fired"
+        if info.spec in ("param_grad", "post_accumulate"):
+            reached = info.target in seen.params_in_graph
+            assert (info.fired > 0) == reached, f"{info}: fired {info.fired}, parameter in the graph: {reached}"
+        if info.spec == "grad":
+            armed = seen.requires_grad[info.target]
+            assert (info.fired > 0) == armed, f"{info}: fired {info.fired}, an output required grad: {armed}"
+        if info.spec in (*FULL_KINDS, "grad") and info.fired == 0:
+            assert info.note, f"{info} never fired and does not say why"
+
+
+def check_captures(ex: Explorer, seen: Observed) -> None:
+    """The last step's forward, forward_pre and grad captures equal what the twin saw, unless flagged stale."""
+    step, compared = ex.step, 0
+    sources = {"forward": seen.outputs, "global_forward": seen.outputs, "forward_pre": seen.args}
+    sources |= {"global_forward_pre": seen.args, "grad": seen.grads, "global_grad": seen.grads}
+    modules = {path for path, _ in ex.model.named_modules()}
+    for target in ex.captures:
+        for kind, records in ex.captures[target].items():
+            if kind not in sources or target not in modules:  # "grad" on a parameter: checked through .grad
+                continue
+            for record in records:
+                if record.step != step or record.stale:
+                    continue
+                expected = sources[kind].get((record.target, record.call))
+                assert expected is not None, f"{kind} record of {target!r} call {record.call}: the twin saw no call"
+                # one record per output tensor for tensor hooks (grad kinds), one with all of them otherwise
+                names = set(record.tensors)
+                assert names <= set(expected) if "grad" in kind else names == set(expected), (
+                    f"{kind} {target!r}: {names}"
+                )
+                for name, tensor in record.tensors.items():
+                    torch.testing.assert_close(tensor, expected[name], msg=f"{kind} {name} on {target!r} differs")
+                    compared += 1
+    assert compared > 0, "no capture of the last step was compared"
+
+
+def attach_everything(
+    ex: Explorer, model: nn.Module, graph: dict, action: str, calls: list, data: st.DataObject
+) -> set[str]:
     """Every kind valid for each target (torch refuses legacy and full backward hooks on one module:
-    each module gets one of the two), global kinds on "", parameter kinds, node kinds on a few ids."""
+    each module gets one of the two), global kinds on "", parameter kinds, node kinds on every graph id."""
+
+    def act(kind: str) -> str | Callable:
+        return spy(kind, calls) if action == "callable" else action
+
     attached: set[str] = set()
     legacy = data.draw(st.sets(st.sampled_from([p for p, _ in model.named_modules()]), max_size=2), label="legacy")
     for path, _ in model.named_modules():
         for kind in MODULE_KINDS:
             if (kind == "legacy_backward") != (path in legacy) and kind in (*FULL_KINDS, "legacy_backward"):
                 continue
-            if attach_or_collide(ex, path, kind, action):
+            if attach_or_collide(ex, path, kind, act(kind)):
                 attached.add(path)
     for kind in GLOBAL_KINDS:
-        attach_or_collide(ex, "", kind, action)
+        attach_or_collide(ex, "", kind, act(kind))
     for name, _ in model.named_parameters():
-        ex.attach(name, ["grad", "post_accumulate"], action)
-    ids = [n["id"] for n in graph["nodes"]]
-    for node in data.draw(st.lists(st.sampled_from(ids), max_size=3, unique=True), label="node ids"):
-        ex.attach(node, ["node_pre", "node"], action)
+        ex.attach(name, "grad", act("param_grad"))
+        ex.attach(name, "post_accumulate", act("post_accumulate"))
+    for node in graph["nodes"]:
+        for kind in NODE_KINDS:
+            ex.attach(node["id"], kind, act(kind))
     return attached
