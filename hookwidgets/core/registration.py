@@ -59,7 +59,7 @@ class KindRegistrations:
                 for name, tensor in named_tensors("grad_output", output).items():
                     if tensor.requires_grad:
                         firing = Firing(target, kind, self.step, firing_call)
-                        tensor.register_hook(self._tensor_hook(info, firing, name))
+                        tensor.register_hook(self._tensor_hook(info, firing, name, module=mod))
 
         return check
 
@@ -150,13 +150,18 @@ class KindRegistrations:
         elif armed:
             info.note = None
 
-    def _tensor_hook(self, info: HookInfo, firing: Firing, name: str) -> Callable[[torch.Tensor], Any]:
+    def _tensor_hook(
+        self, info: HookInfo, firing: Firing, name: str, module: nn.Module | None = None
+    ) -> Callable[[torch.Tensor], Any]:
+        """A tensor hook for ``info``; with ``module``, a backward_pre stand-in calling ``user(module, (grad,))``."""
         user = info.action
 
         def tensor_hook(grad: torch.Tensor) -> Any:
             if not info.active:
                 return None
             call_user = user if callable(user) else None
+            if call_user is not None and module is not None:  # torch's backward_pre signature, one grad at a time
+                call_user = lambda g: _first(user(module, (g,)))  # noqa: E731
             return self._fire(info, "backward", firing, grad, lambda g: {name: g}, call_user)
 
         return tensor_hook
@@ -221,6 +226,11 @@ class KindRegistrations:
             "global_backward": module_globals.register_module_full_backward_hook,
         }[spec.name]
         return register(dispatch)
+
+
+def _first(result: Any) -> Any:
+    """A backward_pre return value (None or a tuple replacing grad_output) for one tensor hook."""
+    return result[0] if isinstance(result, (tuple, list)) else result
 
 
 def _forward_inputs(args: Any, kwargs: dict | None) -> dict[str, torch.Tensor]:
