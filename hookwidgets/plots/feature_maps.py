@@ -10,6 +10,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ._common import NONFINITE_COLOR, as_float_array, finite_range, nonfinite_note
+from ._pixels import show_pixels
 from ._tiles import choose, compose, per_channel, plan
 from .tensors import bars_figure
 
@@ -67,7 +68,7 @@ def feature_map_figure(
     layout = plan(*shown.shape)
     grid, labelled = compose(shown, [str(c) for c in chosen], layout, colormap, limits, marker)
     fig, ax, bar_ax = _figure(*grid.shape[:2])
-    image = ax.imshow(grid, interpolation="none")
+    image = show_pixels(ax, grid)  # ax.imshow(grid, interpolation="none"), copied 1:1 instead of resampled
     image.set_cmap(colormap)  # the colour bar and get_clim() speak for the pre-coloured pixels
     image.set_clim(*limits)
     ax.set_axis_off()

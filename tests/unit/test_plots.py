@@ -8,6 +8,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 import torch
+from matplotlib.image import AxesImage
 
 from hookwidgets.plots import NONFINITE_COLOR, feature_map_figure, figure_png, gradient_map_figure
 from hookwidgets.plots._font import GLYPHS, PAD
@@ -70,6 +71,24 @@ def test_feature_maps_are_one_tiled_image_with_a_label_per_channel_shown_one_to_
     assert len(fig.axes) == 2  # the colour bar
     png = _png(fig)
     assert np.array_equal(png[TOP : TOP + grid.shape[0], LEFT : LEFT + grid.shape[1]], grid[..., :3])
+
+
+def test_the_grid_is_copied_one_to_one_and_drawn_by_matplotlib_at_any_other_size(monkeypatch):
+    fig = feature_map_figure(torch.randn(1, 6, 5, 5, generator=torch.Generator().manual_seed(1)))
+    grid = _grid(fig)
+    resampled = []
+    original = AxesImage.make_image
+    monkeypatch.setattr(AxesImage, "make_image", lambda *a, **k: resampled.append(1) or original(*a, **k))
+    png = _png(fig)  # 96 dpi: the pixels are copied, matplotlib's resampling is skipped
+    assert not resampled and np.array_equal(png[TOP : TOP + grid.shape[0], LEFT : LEFT + grid.shape[1]], grid[..., :3])
+    double = (matplotlib.image.imread(io.BytesIO(figure_png(fig, dpi=192)))[..., :3] * 255).round().astype(np.uint8)
+    assert resampled  # another dpi goes through matplotlib, and every pixel becomes 2×2
+    assert np.array_equal(
+        double[2 * TOP : 2 * TOP + 2 * grid.shape[0] : 2, 2 * LEFT : 2 * LEFT + 2 * grid.shape[1] : 2], grid[..., :3]
+    )
+    fig.axes[0].get_images()[0].set_alpha(0.5)  # restyled: drawn as any image is, half over white
+    faded = _png(fig)[TOP + 30, LEFT + 30].astype(int)
+    assert np.abs(faded - (grid[30, 30, :3].astype(int) + 255) / 2).max() <= 1
 
 
 def test_a_64_channel_grid_is_one_image_with_64_labels_and_separators():
