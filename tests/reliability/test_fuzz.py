@@ -16,8 +16,9 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 import torch
-from hypothesis import given, note
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from torch import nn
 
@@ -31,6 +32,7 @@ from ._profiles import SETTINGS
 from ._state import all_hook_state, assert_same_values, diff_keys, model_values
 from ._walk import graph_counts, op_counts
 
+NO_CUDA = "no CUDA device: torch.cuda.is_available() is False (the CPU-only machines of this project have none)"
 FULL_KINDS = ("backward", "backward_pre")
 COLLISION = "collides with"
 ALWAYS_FIRE = ("forward_pre", "forward", "global_forward_pre", "global_forward", *NODE_KINDS)
@@ -103,8 +105,20 @@ def spy(kind: str, calls: list[tuple[str, int]]) -> Callable:
 @SETTINGS
 @given(arch=architectures(), data=st.data())
 def test_fuzzed_model_round_trip(arch: dict[str, Any], data: st.DataObject) -> None:
-    model = build_model(arch)
-    x = example_input(arch)
+    round_trip(arch, data, "cpu")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_CUDA)
+@settings(SETTINGS, max_examples=max(10, SETTINGS.max_examples // 4))
+@given(arch=architectures(), data=st.data())
+def test_fuzzed_model_round_trip_on_cuda(arch: dict[str, Any], data: st.DataObject) -> None:
+    round_trip(arch, data, "cuda")  # backward hooks run on the autograd engine's device threads there
+
+
+def round_trip(arch: dict[str, Any], data: st.DataObject, device: str) -> None:
+    """One case: build, explore, attach everything, run, detach/close, and compare with the twin."""
+    model = build_model(arch).to(device)
+    x = example_input(arch).detach().to(device).requires_grad_(arch["input_grad"])
     note(f"model:\n{model}")
     reference = copy.deepcopy(model)  # hook-free twin: the user's steps must give the same numbers
     plant_grads(model)
