@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import torch
-from hypothesis import given, note, settings
+from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 from torch import nn
 
@@ -46,6 +46,7 @@ def attach_or_collide(ex: Explorer, target: str, kind: str, action: str | Callab
     except ValueError as exc:
         if COLLISION not in str(exc) or "full backward hook" not in str(exc):
             raise
+        event("outcome: in-place collision refused at attach")
         return False
     return True
 
@@ -59,9 +60,20 @@ def explained_collision(run: Callable[[], Any], ex: Explorer) -> Any:
         except RuntimeError as exc:
             if not is_inplace_collision(exc):
                 raise
+    event("outcome: in-place collision explained at run time")
     assert any(COLLISION in str(w.message) for w in caught), "a run-time collision was not explained"
     assert ex.diagnostics and COLLISION in ex.diagnostics[-1]
     return run()
+
+
+def blocks(spec: tuple) -> set[str]:
+    """The block names a spec uses, nested ones included."""
+    name, *args = spec
+    found = {name}
+    for arg in args:
+        for child in arg if isinstance(arg, list) else [arg]:
+            found |= blocks(child)
+    return found
 
 
 def user_step(model: nn.Module, x: torch.Tensor, seed: int) -> tuple[Any, torch.Tensor]:
@@ -120,6 +132,9 @@ def round_trip(arch: dict[str, Any], data: st.DataObject, device: str) -> None:
     model = build_model(arch).to(device)
     x = example_input(arch).detach().to(device).requires_grad_(arch["input_grad"])
     note(f"model:\n{model}")
+    for block in sorted(blocks(arch["body"])):
+        event(f"block: {block}")  # --hypothesis-show-statistics: how often each structure was covered
+    event(f"root output: {arch['output']}")
     reference = copy.deepcopy(model)  # hook-free twin: the user's steps must give the same numbers
     plant_grads(model)
     hooks_before = all_hook_state(model)
