@@ -26,11 +26,14 @@ def digits():
 
 
 def _split(model: nn.Module, layer: str) -> tuple[nn.Module, nn.Module]:
-    """The digits CNN cut after ``layer`` into two plain modules, so A and ∂y/∂A need no hooks at all."""
+    """The digits CNN cut after ``layer`` into two plain modules, so A and ∂y/∂A need no hooks at all.
+
+    Its forward is ``classifier(relu(features(x)))``: the last ReLU belongs to the second half.
+    """
     if layer == "features":
-        return model.features, model.classifier
+        return model.features, nn.Sequential(nn.ReLU(), model.classifier)
     cut = list(dict(model.features.named_children())).index(layer.split(".")[1]) + 1
-    return model.features[:cut], nn.Sequential(model.features[cut:], model.classifier)
+    return model.features[:cut], nn.Sequential(model.features[cut:], nn.ReLU(), model.classifier)
 
 
 def _acts_and_grads(model: nn.Module, layer: str, x: torch.Tensor, classes: torch.Tensor):
@@ -129,13 +132,21 @@ def _captum(cls, model, x, classes):
         return cls(model).attribute(x, target=classes)
 
 
+def _relus_as_modules(model: nn.Module) -> nn.Module:
+    """The digits CNN with its last ReLU (called in ``forward``) as a module: Captum's rule reaches modules only."""
+    return nn.Sequential(model.features, nn.ReLU(), model.classifier)
+
+
 def test_guided_backprop_agrees_with_captum(digits):
     from captum.attr import GuidedBackprop
 
     model, x, classes = digits
     ours = attribute(model, x, classes.tolist(), method="guided_backprop")
     assert ours.map.shape == x.shape and ours.layer is None
-    torch.testing.assert_close(ours.map, _captum(GuidedBackprop, model, x, classes), atol=1e-6, rtol=1e-5)
+    captum = _captum(GuidedBackprop, _relus_as_modules(model), x, classes)
+    torch.testing.assert_close(ours.map, captum, atol=1e-6, rtol=1e-5)
+    # On the model as written, Captum leaves the ReLU called in forward unguided; hookwidgets does not.
+    assert (ours.map - _captum(GuidedBackprop, model, x, classes)).abs().max() > 1e-2
 
 
 @pytest.mark.parametrize(("method", "captum_name"), [("saliency", "Saliency"), ("input_x_grad", "InputXGradient")])
@@ -213,7 +224,7 @@ def test_guided_gradcam_is_guided_backprop_times_gradcam(digits):
     model, x, classes = digits
     acts, grads, scores = _acts_and_grads(model, "features", x, classes)
     cam = _finish(_gradcam(acts, grads, scores), (32, 32))
-    expected = _captum(GuidedBackprop, model, x, classes) * cam[:, None]
+    expected = _captum(GuidedBackprop, _relus_as_modules(model), x, classes) * cam[:, None]
     result = attribute(model, x, classes.tolist(), method="guided_gradcam", layer="features")
     assert result.layer == "features"
     torch.testing.assert_close(result.map, expected, atol=1e-6, rtol=1e-4)

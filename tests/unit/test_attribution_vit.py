@@ -97,3 +97,27 @@ def test_non_square_images_get_a_non_square_grid_and_the_default_layer_is_a_toke
     result = attribute(model, x, 0, method="layercam", layer="blocks.0")
     assert result.map.shape == (1, 8, 16)
     assert attribute(model, x, 0).layer == "norm"  # the last module with a token-grid output
+
+
+def test_the_digits_vit_example_gives_token_cams_and_attention_weights_to_plot():
+    from hookwidgets.examples import load_digits
+    from hookwidgets.examples.vit import DigitsViT
+    from hookwidgets.plots import attention_figure
+
+    torch.manual_seed(0)
+    model = DigitsViT().eval()
+    x = load_digits()[0][:2]
+    result = attribute(model, x, 3, method="layercam")
+    assert result.layer == "norm" and result.map.shape == (2, 32, 32)  # 65 tokens: class token + 8×8 patches
+    weights = []
+    handle = model.blocks[0].attn.softmax.register_forward_hook(lambda m, a, out: weights.append(out.detach()))
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        handle.remove()
+    (attention,) = weights
+    assert attention.shape == (2, 4, 65, 65)
+    torch.testing.assert_close(attention.sum(dim=-1), torch.ones(2, 4, 65))
+    fig = attention_figure(attention, item=1, heads=[0, 3], title="blocks.0")
+    assert [ax.get_title() for ax in fig.axes if ax.get_images()] == ["head 0", "head 3"]
