@@ -24,7 +24,9 @@ GLOBAL_DICTS = (
 
 
 def _global_state() -> dict:
-    return {name: list(getattr(torch_module, name).items()) for name in GLOBAL_DICTS}
+    state = {name: list(getattr(torch_module, name).items()) for name in GLOBAL_DICTS}
+    state["_global_is_full_backward_hook"] = torch_module._global_is_full_backward_hook
+    return state
 
 
 @pytest.fixture
