@@ -13,6 +13,7 @@ import re
 
 import nbformat
 import pytest
+from playwright.sync_api import Page
 
 from ._kernel import NotebookKernel
 from ._lab import Lab
@@ -90,9 +91,9 @@ async (path) => {
 }
 """
 
-_LOOP_CELL = """
-(path) => {
-  const cell = window.__hwFindPanel(path).content.widgets[1];
+_CELL = """
+([path, index]) => {
+  const cell = window.__hwFindPanel(path).content.widgets[index];
   const prompt = cell.node.querySelector('.jp-InputPrompt').textContent;
   const errors = cell.model.outputs.toJSON().filter((o) => o.output_type === 'error');
   return {prompt, errors: errors.map((o) => ({ename: o.ename, traceback: o.traceback.join('\\n')}))};
@@ -106,6 +107,8 @@ def test_a_kernel_interrupt_during_live_updates_leaves_the_kernel_and_the_explor
     lab.open_notebook(path)
     page = lab.page
     page.evaluate(_START_ALL, path)
+    setup = wait_cell_done(page, path, 0, timeout=180)
+    assert setup["errors"] == [], setup["errors"]
     explorer = page.locator(".hw-explorer")
     explorer.wait_for(timeout=120_000)
     status = explorer.locator(".hw-status")
@@ -120,7 +123,8 @@ def test_a_kernel_interrupt_during_live_updates_leaves_the_kernel_and_the_explor
         )
         page.evaluate(_INTERRUPT, path)
         lab.wait_kernel_idle(path, timeout=60)
-        cell = page.evaluate(_LOOP_CELL, path)
+        # The kernel's idle status can reach the page before the cell's error and execute reply do.
+        cell = wait_cell_done(page, path, 1)
         assert [e["ename"] for e in cell["errors"]] == ["KeyboardInterrupt"], cell
         assert "[*]" not in cell["prompt"]
         page.wait_for_function("(el) => el.dataset.state === 'idle'", arg=status.element_handle(), timeout=30_000)
@@ -151,6 +155,13 @@ def test_a_kernel_interrupt_during_live_updates_leaves_the_kernel_and_the_explor
         assert after_run["step"] == expected and records == [expected, expected]
         closed = kernel.evaluate_json("(ex.close(), snapshot() == before)[1]")
     assert closed is True
+
+
+def wait_cell_done(page: Page, path: str, index: int, timeout: float = 60) -> dict:
+    """Wait until cell ``index`` has its execution count (the reply came), then its prompt and error outputs."""
+    done = f"(args) => {{ const c = ({_CELL})(args); return !c.prompt.includes('[*]') && /[0-9]/.test(c.prompt); }}"
+    page.wait_for_function(done, arg=[path, index], timeout=timeout * 1000)
+    return page.evaluate(_CELL, [path, index])
 
 
 def check_state(state: dict) -> None:
