@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -44,6 +45,7 @@ class HookExplorer(Explorer):
         self._view: ExplorerView | None = None
         self._plot_steps: dict[str, int] = {}  # kind -> the step the inspector's slider shows
         self._plot_views: dict[str, str] = {}  # kind -> maps or histogram
+        self._plot_cost = 0.1  # seconds the last drawing of the selection's images took (live updates budget it)
         self._summary_choice: dict[str, Any] = {"field": "grad_norm", "step": None, "first_nonfinite": None}
         self._live: LiveUpdates | None = None
 
@@ -257,7 +259,10 @@ class HookExplorer(Explorer):
         if view is None:
             return
         try:
+            started = time.monotonic()
             items = plot_items(self.captures, view.selected, self._plot_steps, self._plot_views)
+            if items:
+                self._plot_cost = time.monotonic() - started
             view.plots = {"target": view.selected, "items": items}
         except Exception as exc:
             view.error = f"could not draw the captures of {view.selected!r}: {type(exc).__name__}: {exc}"

@@ -22,7 +22,8 @@ PUSH_INTERVAL_S = 0.1
 PLOT_INTERVAL_S = 2.0
 """Images are redrawn less often: a matplotlib figure costs tens of milliseconds of the user's loop."""
 MAX_SHARE = 0.03
-"""Live updates take at most this share of the loop's time: a costly push waits longer for the next."""
+"""Live updates take at most this share of the loop's time: a costly push waits longer for the next,
+and images are redrawn only while their total cost since the loop started stays within it."""
 
 
 def top_classes(output: Any, k: int = 5) -> list[list[float]]:
@@ -46,6 +47,8 @@ class LiveUpdates:
         self._registry = registry
         self._next_push = 0.0  # monotonic time before which pushes are coalesced
         self._next_plot = 0.0
+        self._since = 0.0  # when this cell's first push came: the share of image redraws counts from there
+        self._plot_spent = 0.0  # seconds spent redrawing images since then
         self._pending = False
         self._live = False
         self._paused = 0
@@ -88,6 +91,8 @@ class LiveUpdates:
         if not self._live:  # others' hooks do not change during a loop: list them once, not per push
             self._foreign = [h for h in view.hooks if h.get("foreign")]
             self._live = True
+            # The images on screen are those of when the cell started; the first redraw waits its turn.
+            self._since, self._plot_spent, self._next_plot = now, 0.0, now + PLOT_INTERVAL_S
         self._pending = False
         with view.hold_sync():  # one message for the lot
             view.hooks = [info.as_dict() for info in self._registry._hooks.values()] + self._foreign
@@ -97,12 +102,16 @@ class LiveUpdates:
                 "state": "live",
                 "message": f"step {step}: your code is running; clicks here apply when the cell finishes",
             }
-            if now >= self._next_plot and view.selected in explorer.captures:
+            # A redraw is expected to cost what the last one did; it waits until that fits the share.
+            affordable = self._plot_spent + explorer._plot_cost <= MAX_SHARE * (now - self._since)
+            if now >= self._next_plot and affordable and view.selected in explorer.captures:
                 started = time.monotonic()
                 items = plot_items(explorer.captures, view.selected, explorer._plot_steps, explorer._plot_views)
                 view.plots = {"target": view.selected, "items": items}
                 plot_cost = time.monotonic() - started
-                self._next_plot = now + max(PLOT_INTERVAL_S, plot_cost / MAX_SHARE)
+                explorer._plot_cost = plot_cost
+                self._plot_spent += plot_cost
+                self._next_plot = now + PLOT_INTERVAL_S
                 return plot_cost
         return 0.0
 

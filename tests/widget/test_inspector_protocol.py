@@ -146,6 +146,26 @@ def test_live_updates_are_throttled_while_the_users_loop_runs(explorer, cnn, ima
     assert view.status["state"] == "idle" and "step 11" in view.status["message"]
 
 
+def test_live_images_wait_until_their_cost_fits_the_loops_share(explorer, cnn, image, monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(live.time, "monotonic", lambda: clock[0])
+    view = explorer.view
+    explorer.attach("features.conv", "forward")
+    browser_sets(view, selected="features.conv")
+    explorer._plot_cost = 0.3  # what drawing the selection's images took last time
+    drawn = []
+    view.observe(lambda change: drawn.append(change["new"]), names="plots")
+    cnn(image)  # the loop starts: counts are pushed, the images on screen stay those of the cell's start
+    assert view.status["state"] == "live" and drawn == []
+    clock[0] += live.PLOT_INTERVAL_S + 0.5  # their turn, but 0.3 s is more than 3% of 2.5 s of loop
+    cnn(image)
+    assert drawn == [] and view.hooks[0]["fired"] == 2
+    clock[0] = 100.0 + 0.3 / live.MAX_SHARE  # 10 s into the loop: 0.3 s is 3% of it
+    cnn(image)
+    assert len(drawn) == 1 and drawn[0]["target"] == "features.conv"
+    assert drawn[0]["items"][0]["step"] == 3  # the newest capture
+
+
 def test_runs_from_the_view_do_not_push_live_updates(explorer):
     view = explorer.view
     explorer.attach("features.conv", "forward")
