@@ -1,18 +1,24 @@
-"""Frontend figures in a real JupyterLab + Chromium: how fast the explorer paints and stays interactive.
+"""Frontend figures in a real JupyterLab + Chromium: how fast the explorer paints and stays interactive (issue 6).
 
 Each measurement is one function ``(session, loads) -> Figure`` listed in ``MEASUREMENTS``; add a
 measurement by writing such a function and listing it. Times are taken inside the page
 (``performance.now()``), repeated ``--loads`` times (at least 15) after 3 warm-ups; the median with
 p10–p90 is reported against the bar. Main-thread blocking is read from ``PerformanceObserver``
-long-task entries (tasks over 50 ms; none means the longest task was under 50 ms).
+long-task entries (tasks over 50 ms; none means the longest task was under 50 ms). The run ends
+with a markdown section for bench/RESULTS.md (command, date, machine, table with bars and verdicts).
+
+Bars (issue 6): a 10,000-module explorer painted ≤ 1 s after its cell's output arrives; a 5,000-node
+autograd graph painted collapsed ≤ 1 s; click → hook attached in Python → badge shown ≤ 150 ms.
 
     .venv/bin/python bench/frontend.py                 # every measurement, 15 loads each
-    .venv/bin/python bench/frontend.py --only graph_paint --loads 20
+    .venv/bin/python bench/frontend.py --only tree_paint --only click_badge --loads 20
 """
 
 from __future__ import annotations
 
 import argparse
+import platform
+import shlex
 import statistics
 import sys
 import tempfile
@@ -27,7 +33,7 @@ from playwright.sync_api import Page, sync_playwright
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _protocol import MIN_PAIRS, WARMUP_PAIRS, quantile, revision  # noqa: E402
+from _protocol import MIN_PAIRS, WARMUP_PAIRS, machine, quantile, revision  # noqa: E402
 
 from tests.e2e._browser import CHROMIUM_ARGS, require_chromium  # noqa: E402
 from tests.e2e._lab import Lab  # noqa: E402
@@ -65,6 +71,93 @@ ex
 EXPLORER_DISPLAY = """
 ex = HookExplorer(model, example_inputs=x)
 ex
+"""
+
+# 9,998 Linear in a ModuleList + the list + the root = 10,000 modules (the issue's "huge model").
+WIDE_MODEL = """
+from torch import nn
+from hookwidgets import HookExplorer
+
+class Wide(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(1, 1) for _ in range(9998))
+
+model = Wide()
+"""
+
+WIDE_DISPLAY = """
+if "ex" in globals():
+    ex.close()
+ex = HookExplorer(model)
+assert ex.view.tree and len(list(model.modules())) == 10000
+ex
+"""
+
+CLICK_MODEL = """
+import torch
+from hookwidgets import HookExplorer
+from hookwidgets.examples import DigitsCNN
+
+torch.manual_seed(0)
+model = DigitsCNN().eval()
+ex = HookExplorer(model, example_inputs=torch.randn(1, 1, 32, 32))
+ex.run(target=0)  # captures exist, as after a first Run in the quickstart
+ex
+"""
+
+# Marks what is on the page now, then times the next explorer: its output's arrival, its tree showing
+# its first rows and its count, and the frame after that (painted).
+_WATCH_TREE = """
+(count) => {
+  for (const el of document.querySelectorAll('.jp-OutputArea-child, .hw-explorer')) el.dataset.benchOld = '1';
+  const times = {output: null, ready: null, painted: null, rows: 0};
+  window.__hwBench = times;
+  const fresh = (sel) => [...document.querySelectorAll(sel)].find((el) => !el.dataset.benchOld);
+  const observer = new MutationObserver(() => {
+    const now = performance.now();
+    if (times.output === null && fresh('.jp-OutputArea-child')) times.output = now;
+    const explorer = fresh('.hw-explorer');
+    const rows = explorer ? explorer.querySelectorAll('.hw-row').length : 0;
+    if (times.ready === null && rows > 0 && explorer.querySelector('.hw-count')?.textContent === count) {
+      times.ready = now;
+      times.rows = rows;
+      observer.disconnect();
+      requestAnimationFrame(() => requestAnimationFrame(() => { times.painted = performance.now(); }));
+    }
+  });
+  observer.observe(document.body, {childList: true, subtree: true, characterData: true});
+}
+"""
+
+# Ticks a hook toggle and times until its badge is on the tree row and painted (Python attached it).
+_CLICK_BADGE = """
+async ({path, kind}) => {
+  const explorer = document.querySelector('.hw-explorer:not([data-bench-old])');
+  const toggle = explorer.querySelector(`input.hw-toggle[data-kind="${kind}"][data-target="${path}"]`);
+  const badge = () => explorer.querySelector(`.hw-row[data-path="${path}"] .hw-badge[data-kind="${kind}"]`);
+  if (!toggle || toggle.checked || badge()) throw new Error(`toggle ${kind} on ${path} not ready`);
+  const start = performance.now();
+  const shown = new Promise((resolve) => {
+    const watch = new MutationObserver(() => { if (badge()) { watch.disconnect(); resolve(); } });
+    watch.observe(explorer, {childList: true, subtree: true});
+  });
+  toggle.click();
+  await shown;
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  return performance.now() - start;
+}
+"""
+
+# Unticks it again (untimed) and waits until the badge is gone and the toggle usable.
+_UNCLICK = """
+async ({path, kind}) => {
+  const explorer = document.querySelector('.hw-explorer:not([data-bench-old])');
+  const toggle = explorer.querySelector(`input.hw-toggle[data-kind="${kind}"][data-target="${path}"]`);
+  toggle.click();
+  const gone = () => !explorer.querySelector(`.hw-row[data-path="${path}"] .hw-badge[data-kind="${kind}"]`);
+  while (!(gone() && !toggle.disabled && !toggle.checked)) await new Promise((r) => setTimeout(r, 10));
+}
 """
 
 # Marks what is on the page now, then times the next explorer: its output's arrival, its graph panel
@@ -205,6 +298,47 @@ def _paint_once(session: Session, path: str) -> float:
     return times["painted"] - times["output"]
 
 
+def tree_paint(session: Session, loads: int) -> Figure:
+    """A 10,000-module explorer: its first rows and the count "10,000 modules" painted, from its cell's output."""
+    path = session.notebook("bench_tree_paint.ipynb", WIDE_MODEL, WIDE_DISPLAY)
+    page = session.page
+    values = []
+    rows = 0
+    for i in range(WARMUP_PAIRS + loads):
+        page.evaluate(_WATCH_TREE, "10,000 modules")
+        session.lab.run_all(path, timeout=300)
+        page.wait_for_function("() => window.__hwBench && window.__hwBench.painted !== null", timeout=120_000)
+        times = page.evaluate("() => window.__hwBench")
+        rows = times["rows"]
+        if i >= WARMUP_PAIRS:
+            values.append(times["painted"] - times["output"])
+    page.locator(".hw-explorer:not([data-bench-old])").screenshot(
+        path=str(session.lab.artifacts_dir / "tree-10000-painted.png")
+    )
+    note = "cell output arrives → first rows and the count shown → next frame"
+    return Figure("10,000-module explorer painted", values, 1000, note, f"{rows} rows drawn (virtualized)")
+
+
+def click_badge(session: Session, loads: int) -> Figure:
+    """A hook toggle ticked → the attach message → Python attaches → the badge on the tree row painted."""
+    page = session.page
+    page.evaluate("() => document.querySelectorAll('.hw-explorer').forEach((el) => { el.dataset.benchOld = '1'; })")
+    path = session.notebook("bench_click_badge.ipynb", CLICK_MODEL)
+    session.lab.run_all(path, timeout=300)
+    layer, kind = "features.conv2", "forward"
+    explorer = page.locator(".hw-explorer:not([data-bench-old])")
+    explorer.locator(f'.hw-row[data-path="{layer}"]').click()
+    explorer.locator(f'input.hw-toggle[data-kind="{kind}"][data-target="{layer}"]').wait_for()
+    values = []
+    for i in range(WARMUP_PAIRS + loads):
+        ms = page.evaluate(_CLICK_BADGE, {"path": layer, "kind": kind})
+        if i >= WARMUP_PAIRS:
+            values.append(ms)
+        page.evaluate(_UNCLICK, {"path": layer, "kind": kind})
+    note = "toggle clicked → comm message → ex.attach → hooks traitlet → badge painted"
+    return Figure("click → hook attached in Python → badge shown", values, 150, note, "digits CNN after a Run")
+
+
 def graph_paint(session: Session, loads: int) -> Figure:
     """A 5,000-node autograd graph (recorded before display) painted collapsed, from its cell's output arriving."""
     path = session.notebook("bench_graph_paint.ipynb", GRAPH_MODEL, GRAPH_DISPLAY)
@@ -277,11 +411,13 @@ def graph_record(session: Session, loads: int) -> Figure:
 
 
 MEASUREMENTS: dict[str, Callable[[Session, int], Figure]] = {
+    "tree_paint": tree_paint,
     "graph_paint": graph_paint,
+    "click_badge": click_badge,
     "graph_expand": graph_expand,
     "graph_record": graph_record,
 }
-"""Every figure of this benchmark, by name; the tree figures join here as functions of their own."""
+"""Every figure of this benchmark, by name, in the order they run."""
 
 
 def main() -> None:
@@ -293,15 +429,42 @@ def main() -> None:
         parser.error(f"the protocol needs at least {MIN_PAIRS} loads")
     names = args.only or list(MEASUREMENTS)
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    command = shlex.join([".venv/bin/python", "bench/frontend.py", *sys.argv[1:]])
     figures = []
     with tempfile.TemporaryDirectory(prefix="hw-bench-") as workdir, Session(Path(workdir)) as session:
+        browser = session.page.context.browser.version
         for name in names:
             figure = MEASUREMENTS[name](session, args.loads)
             print(figure.line(), flush=True)
             figures.append(figure)
-    print(f"\n{started}, hookwidgets at {revision()}\n\n{MARKDOWN_HEADER}")
-    for figure in figures:
-        print(figure.markdown_row())
+    print()
+    print(markdown_section(figures, command=command, started=started, browser=browser, loads=args.loads))
+
+
+def markdown_section(figures: list[Figure], *, command: str, started: str, browser: str, loads: int) -> str:
+    """The section for bench/RESULTS.md: what was run, where, and the table of figures with bars and verdicts."""
+    import jupyterlab
+
+    over = [f.name for f in figures if f.verdict == "OVER"]
+    verdict = f"over the bar: {', '.join(over)}" if over else "every figure with a bar is within it"
+    return "\n".join(
+        [
+            "# Frontend figures (issue 6) — results",
+            "",
+            f"Command: `{command}` — {started}, hookwidgets at {revision()}.",
+            "",
+            f"Machine: {machine()}; Chromium {browser} headless (`--disable-gpu`), JupyterLab {jupyterlab.__version__},"
+            f" viewport {VIEWPORT['width']}×{VIEWPORT['height']}, {platform.machine()}.",
+            "",
+            f"Protocol: {WARMUP_PAIRS} warm-ups, then {loads} timed loads per figure; times taken in the page with"
+            " `performance.now()`; median with p10–p90.",
+            "",
+            MARKDOWN_HEADER,
+            *(figure.markdown_row() for figure in figures),
+            "",
+            f"Verdict: {verdict}.",
+        ]
+    )
 
 
 if __name__ == "__main__":
