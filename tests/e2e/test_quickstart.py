@@ -40,6 +40,7 @@ print(json.dumps({{
     "plots_target": ex.view.plots["target"],
     "png_sha256": hashlib.sha256(_plots["forward"]["png"]).hexdigest(),
     "grads": [p.grad is None for p in model.parameters()],
+    "graph_nodes": len(ex.graph()["nodes"]),
 }}))
 """
 
@@ -58,7 +59,7 @@ def test_quickstart_through_load_ext_click_toggle_run_and_see_the_python_image(
     explorer = page.locator(".hw-explorer")
     explorer.wait_for(timeout=30_000)
     assert explorer.count() == 1  # the magic's cell shows one explorer
-    assert explorer.locator(".hw-count").inner_text() == "15 modules"  # DigitsCNN: its last ReLU is applied in forward
+    count = explorer.locator(".hw-count").inner_text()
     rows = explorer.locator(".hw-row").evaluate_all("els => els.map((e) => e.dataset.path)")
 
     row = explorer.locator(f'.hw-row[data-path="{LAYER}"]')
@@ -84,6 +85,11 @@ def test_quickstart_through_load_ext_click_toggle_run_and_see_the_python_image(
     for img in (overlay, explorer.locator("img.hw-attr-input")):
         page.wait_for_function("(img) => img.complete && img.naturalWidth > 0", arg=img.element_handle())
 
+    # the quickstart's `ex.graph()` cell filled the graph panel (laid out and drawn in this frontend too)
+    status = explorer.locator('.hw-graph-status[data-state="ready"]')
+    status.wait_for(timeout=30_000)
+    graph_status = status.inner_text()
+
     if frontend == "lab":
         _screenshot_main_view(app, SCREENSHOTS[frontend])
     else:
@@ -95,11 +101,13 @@ def test_quickstart_through_load_ext_click_toggle_run_and_see_the_python_image(
         state = json.loads(kernel.evaluate(_KERNEL_STATE))
     assert state["made_by_magic"] and state["magic"]
     assert rows == state["modules"]  # every module has its row, in order
+    assert count == f"{len(state['modules'])} modules"
     assert [LAYER, "forward", 1] in state["hooks"]
     assert state["shape"] == state["tree_shape"] == [1, 16, 32, 32]
     assert state["plots_target"] == LAYER
     assert hashlib.sha256(shown).hexdigest() == state["png_sha256"]
     assert all(state["grads"])  # the Run button left the model's .grad as found
+    assert graph_status.startswith(f"{state['graph_nodes']} autograd nodes · ")
     assert explorer.locator(".hw-status").get_attribute("data-state") == "idle"
 
 
