@@ -19,21 +19,11 @@ from torch.autograd.graph import Node
 from torch.utils._pytree import tree_leaves
 
 from .dataflow import dataflow_graph
+from .graph_names import ParamNames
+from .graph_walk import Table, no_gc, walk_graph
 from .inputs import Inputs, call_model
 from .modelstate import preserved_state
-from .scope import (
-    HIDDEN_OPS,
-    ParamNames,
-    ScopeTracker,
-    Table,
-    hidden_ops,
-    next_sequence_nr,
-    no_gc,
-    node_id,
-    op_name,
-    parse_node_id,
-    walk_graph,
-)
+from .scope import HIDDEN_OPS, ScopeTracker, hidden_ops, next_sequence_nr, node_id, op_name, parse_node_id
 
 __all__ = [
     "GraphRecorder",
@@ -57,16 +47,16 @@ def _shapes(node: Node) -> list[list[int] | None]:
 
 def _saved_entry(entry: tuple) -> dict:
     name, shape, dtype, nbytes, alias = entry
-    return {"name": name, "shape": list(shape), "dtype": dtype, "bytes": nbytes, "alias": alias}
+    return {"name": name, "shape": shape, "dtype": dtype, "bytes": nbytes, "alias": alias}
 
 
 class GraphRecording:
     """One forward's autograd graph: live nodes by id, and the plain data of DESIGN.md (``data()``).
 
     ``output`` is the model's output (graph alive); ``error`` the text of the exception when the forward
-    raised (the graph is then the part built before it). ``node_ids`` maps each live node (hidden
-    ones excepted) to its id, ``node(id)`` the other way; ``outputs`` are the output nodes' ids;
-    ``saved_by_module`` the bytes each module scope saved for backward (activation memory, each
+    raised (the graph is then the part built before it). ``node(id)`` is the live node with an id
+    (hidden ones have none), ``node_ids`` maps live nodes to ids; ``outputs`` are the output nodes'
+    ids; ``saved_by_module`` the bytes each module scope saved for backward (activation memory, each
     tensor counted once, parameters and buffers not at all). The recording holds every node it
     lists, and so the graph and its saved activations, until ``release()``.
     """
@@ -74,18 +64,18 @@ class GraphRecording:
     def __init__(self, table: Table | None = None, module_order: list[str] | None = None) -> None:
         self.output: Any = None
         self.error: str | None = None
-        self._table = table if table is not None else Table()
+        self._table = t = table if table is not None else Table()
         self._module_order = module_order or []
         self._plain: tuple[list, list, list[str]] | None = None  # rows, edges, outputs
-        t = self._table
-        self.node_ids: dict[Node, str] = {n: i for n, i, h in zip(t.nodes, t.ids, t.hidden, strict=True) if not h}
-        self._by_id: dict[str, Node] = {i: n for n, i in self.node_ids.items()}
-        self._count = len(self._by_id)
+        self._nodes: list[Node] | None = t.nodes  # the live nodes by row; None once released
+        self._rows: dict[str, int] = {i: k for k, (i, h) in enumerate(zip(t.ids, t.hidden, strict=True)) if not h}
+        self._count = len(self._rows)
         self.saved_by_module: dict[str, int] = {}
-        for k, entries in t.saved.items():  # memory of its own: aliases of params or earlier saves are free
-            own = sum(e[3] for e in entries if e[4] is None)
-            if own:
-                self.saved_by_module[t.scopes[k]] = self.saved_by_module.get(t.scopes[k], 0) + own
+        saved, scopes, by_module = t.saved, t.scopes, self.saved_by_module
+        for row, nbytes, alias in zip(saved.rows, saved.nbytes, saved.aliases, strict=True):
+            if alias is None and nbytes:  # memory of its own: aliases of params or earlier saves are free
+                scope = scopes[row]
+                by_module[scope] = by_module.get(scope, 0) + nbytes
 
     def __len__(self) -> int:
         return self._count
@@ -99,26 +89,38 @@ class GraphRecording:
         """Ids of the output nodes (the grad_fns of the output tensors), in output order."""
         return list(self._materialize()[2])
 
+    @property
+    def node_ids(self) -> dict[Node, str]:
+        """Each live node (hidden ones excepted) and its id; empty once released."""
+        nodes = self._nodes
+        return {} if nodes is None else {nodes[k]: i for i, k in self._rows.items()}
+
+    def ids(self) -> list[str]:
+        """Every node id of this graph (hidden nodes have none)."""
+        return list(self._rows)
+
+    def find(self, node_id: str) -> Node | None:
+        """The live node with this id, or None (no such node, or released)."""
+        k = self._rows.get(node_id)
+        return None if k is None or self._nodes is None else self._nodes[k]
+
     def node(self, node_id: str) -> Node:
         """The live autograd Node with this id; a KeyError naming close ids when there is none."""
-        try:
-            return self._by_id[node_id]
-        except KeyError:
-            pass
-        if not self._by_id and self._count:
+        if self._nodes is None and self._count:
             raise KeyError(f"this recording was released; record the graph again to reach node {node_id!r}")
-        ids = [i for i, hidden in zip(self._table.ids, self._table.hidden, strict=True) if not hidden]
-        close = difflib.get_close_matches(node_id, ids, n=3, cutoff=0.6)
+        node = self.find(node_id)
+        if node is not None:
+            return node
+        close = difflib.get_close_matches(node_id, list(self._rows), n=3, cutoff=0.6)
         hint = " — did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
-        raise KeyError(f"no node {node_id!r} in this graph ({len(ids)} nodes){hint}")
+        raise KeyError(f"no node {node_id!r} in this graph ({self._count} nodes){hint}")
 
     def release(self) -> None:
         """Drop the output and every live node (the plain data stays), so the graph can be freed."""
         self._materialize()
         self.output = None
-        self.node_ids = {}
-        self._by_id = {}
-        self._table.nodes, self._table.index, self._table.next_edges = [], {}, []
+        self._nodes = None
+        self._table.nodes = []
 
     def data(self) -> dict:
         """The graph as plain data: nodes, edges, clusters (DESIGN.md, Data shapes), and the output node ids.
@@ -155,8 +157,8 @@ class GraphRecording:
     def _splice(self) -> tuple[list, list, list[str]]:
         t = self._table
         hidden, ids, seqs = t.hidden, t.ids, t.seqs
-        index = t.index
-        all_edges = [(k, slot, index[nxt], nr) for k, slot, nxt, nr in t.next_edges if index[nxt] >= 0]
+        nodes = self._nodes or []
+        all_edges = [edge for edge in t.edge_rows() if edge[2] >= 0]
         hidden_out: dict[int, list[tuple[int, int, int]]] = {}
         for src, slot, dst, nr in all_edges:
             if hidden[src]:
@@ -183,14 +185,15 @@ class GraphRecording:
                 continue
             for d, i in [(dst, nr)] if not hidden[dst] else through(dst, nr):
                 if d not in shapes:
-                    shapes[d] = _shapes(t.nodes[d]) if t.nodes else []
+                    shapes[d] = _shapes(nodes[d]) if d < len(nodes) else []
                 edges.append((ids[src], ids[d], i, slot, shapes[d][i] if i < len(shapes[d]) else None))
                 if seqs[d] is None:  # an AccumulateGrad goes just before its first user
                     first_use[d] = min(first_use.get(d, float("inf")), seqs[src] - 0.5)
         outputs = list(dict.fromkeys(ids[d] for root in t.roots for d, _ in through(root, 0)))
         keys = [seq if seq is not None else first_use.get(k, float("inf")) for k, seq in enumerate(seqs)]
         order = sorted((k for k in range(len(ids)) if not hidden[k]), key=lambda k: (keys[k], k))
-        rows = [(ids[k], t.ops[k], t.scopes[k], t.params[k], t.saved.get(k, [])) for k in order]
+        saved = t.saved.by_row()
+        rows = [(ids[k], t.ops[k], t.scopes[k], t.params[k], saved.get(k, ())) for k in order]
         return rows, edges, outputs
 
     def _clusters(self, rows: list) -> list[dict]:
@@ -241,7 +244,7 @@ def output_roots(output: Any) -> list[Node]:
     return list(roots)
 
 
-def _no_graph_reason(model: nn.Module, output: Any, grad_mode: tuple[bool, bool]) -> str:
+def _no_graph_reason(model: nn.Module, output: Any, grad_mode: tuple[bool, bool], inputs_grad: bool) -> str:
     """Why a forward left no autograd graph, and what to do about it."""
     name = type(model).__name__
     grad_enabled, inference = grad_mode
@@ -254,13 +257,27 @@ def _no_graph_reason(model: nn.Module, output: Any, grad_mode: tuple[bool, bool]
         )
     tensors = [t for t in tree_leaves(output) if isinstance(t, torch.Tensor)]
     if not tensors:
-        return f"no graph: the output of {name} holds no tensor (got {type(output).__name__})"
-    if not any(p.requires_grad for p in model.parameters()):
+        return f"no graph: the output of {name} holds no tensor (got {type(output).__name__}); return tensors"
+    if any(t.requires_grad for t in tensors):  # requires grad without a grad_fn: a leaf returned as is
         return (
-            f"no graph: nothing in {name}'s forward requires grad "
-            "(no parameter has requires_grad=True, and no input does)"
+            f"no graph: {name} returned leaf tensors (a parameter or an input, as is), which have no grad_fn: "
+            "no op of the forward lies between them and the output"
         )
-    return f"no graph: no output tensor of {name} has a grad_fn (the outputs are detached or leaf tensors)"
+    if not inputs_grad and not any(p.requires_grad for p in model.parameters()):
+        return (
+            f"no graph: nothing in {name}'s forward requires grad (no parameter has requires_grad=True, "
+            "and no tensor argument does); call model.requires_grad_() or pass an input with requires_grad=True"
+        )
+    if not any(t.is_floating_point() or t.is_complex() for t in tensors):
+        dtypes = ", ".join(sorted({str(t.dtype).removeprefix("torch.") for t in tensors}))
+        return (
+            f"no graph: {name} returned only {dtypes} tensors (argmax, a comparison or a cast), which carry no "
+            "gradient; return the floating-point scores to see their graph"
+        )
+    return (
+        f"no graph: no output tensor of {name} has a grad_fn although its parameters require grad: the forward "
+        "detached its outputs (.detach(), .data, a NumPy round trip) or made them under torch.no_grad() inside"
+    )
 
 
 class GraphRecorder:
@@ -314,9 +331,9 @@ class GraphRecorder:
             self.stop()
 
     def start(self) -> None:
-        modules = self._tracker.start()
-        if modules is not None:
-            self._params = ParamNames(self._tracker._model(), modules)
+        names = self._tracker.start()
+        if names is not None:
+            self._params = ParamNames(self._tracker._model(), names)
 
     def stop(self) -> None:
         self._tracker.stop()
@@ -348,7 +365,10 @@ class GraphRecorder:
         roots = output_roots(output)
         if not roots:
             model = self._tracker._model()
-            self._result = _no_graph_reason(model, output, self._tracker.grad_mode) if model is not None else None
+            tracker = self._tracker
+            self._result = (
+                _no_graph_reason(model, output, tracker.grad_mode, tracker.inputs_grad) if model is not None else None
+            )
             return
         self._record(roots, output, None)
 
@@ -364,7 +384,7 @@ class GraphRecorder:
                 saved_tensors=self.saved_tensors,
             )
             recording = GraphRecording(table, list(tracker._paths.values()))
-        recording.output, recording.error = output, error
+            recording.output, recording.error = output, error
         if self.on_graph is not None:
             self.on_graph(recording)
         else:

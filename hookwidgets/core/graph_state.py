@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+import torch
 from torch import nn
 
 from .graph import GraphRecorder, GraphRecording, record_graph
@@ -20,8 +21,14 @@ class RecordedGraph:
         self._ids: set[str] = set()
 
     def record(self, model: nn.Module, inputs: Inputs, saved_tensors: bool = True) -> None:
-        """Record one forward of ``inputs`` (model state left as found); a ValueError says why there is no graph."""
-        self._set(record_graph(model, inputs, saved_tensors=saved_tensors))
+        """Record one forward of ``inputs`` (model state left as found); a ValueError says why there is no graph.
+
+        Grad is enabled for the run, as for ``ex.run``: a ``torch.no_grad()`` block around the call does not
+        matter (``torch.inference_mode()`` does, and the error says so).
+        """
+        with torch.enable_grad():
+            recording = record_graph(model, inputs, saved_tensors=saved_tensors)
+        self._set(recording)
 
     def keep(self, recorder: GraphRecorder) -> None:
         """Keep what ``recorder`` recorded, the partial graph of a failed forward included."""

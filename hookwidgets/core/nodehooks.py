@@ -67,7 +67,7 @@ class NodeHooks:
             return
         step = registry.step
         for key, info in list(self._infos.items()):
-            node = recording._by_id.get(info.target)
+            node = recording.find(info.target)
             if node is None:
                 info.note = _missing_note(info.target, recording, step)
                 continue
@@ -122,7 +122,7 @@ def _grad_outputs(grad_outputs: Any) -> dict:
 
 def _missing_note(node_id: str, recording: GraphRecording, step: int) -> str:
     """Why a node hook did not fire in this step: its id is not in the graph, with the closest ids."""
-    close = difflib.get_close_matches(node_id, list(recording._by_id), n=3, cutoff=0.6)
+    close = difflib.get_close_matches(node_id, recording.ids(), n=3, cutoff=0.6)
     hint = "; closest ids now: " + ", ".join(repr(c) for c in close) if close else ""
     return (
         f"not placed in step {step}: the forward's graph has no node {node_id!r} (control flow or shapes changed, "

@@ -1,4 +1,4 @@
-"""Which module made each autograd node, and the walk that gives every node its scope, id and saved tensors.
+"""Which module made each autograd node: the scope log kept during a forward, and node ids.
 
 Autograd numbers the nodes of a thread in creation order (``node._sequence_nr()``), and
 ``torch._C._autograd._get_sequence_nr()`` reads the next number for free. Two global forward hooks
@@ -6,7 +6,7 @@ keep a stack of this model's module paths and log, at every push and pop, the ne
 with the path now current: a node's scope is then the log entry at or before its number. This
 gives the same scopes as tagging every op through a TorchFunctionMode (reference script 15,
 approach A: ops inside ``F.linear``, in-place ops and tensors a parent stashed on an attribute
-included) at no cost per op, only per module call.
+included) at no cost per op, only per module call. ``graph_walk`` reads the log.
 
 A node's id is ``"<scope>/<op>#<ordinal>"``, the ordinal its rank among the nodes of that (scope,
 op) in creation order, so the same model and input shapes give the same ids on every forward. An
@@ -17,14 +17,11 @@ grad) by its rank in the walk: ``"/AccumulateGrad#leaf0"``. Every walk is iterat
 
 from __future__ import annotations
 
-import bisect
 import contextlib
-import gc
 import sys
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -32,16 +29,18 @@ import torch.nn.modules.module as module_globals
 from torch import nn
 from torch.autograd.graph import Node
 
+from .graph_names import ModelNames, read_names
+
 HIDDEN = "\x00hidden"
 """Scope of the nodes made inside ``scope.hidden_ops()``: left out of recorded graphs."""
 HIDDEN_OPS = frozenset({"BackwardHookFunctionBackward"})
 """Nodes the explorer's own full backward hooks add: spliced out of graphs."""
 
 _PREFIX = "torch::autograd::"
-_saved_names: dict[type, tuple[tuple[str, str], ...]] = {}
 
 
 _ACTIVE: weakref.WeakSet[ScopeTracker] = weakref.WeakSet()
+_get_ident = threading.get_ident
 
 
 def _probe_sequence_nr() -> int:
@@ -95,6 +94,7 @@ class ScopeTracker:
         self.call_start: int | None = None  # sequence number where the current (or last) root call began
         self.call_end: int | None = None
         self.grad_mode = (True, False)  # (grad enabled, inference mode) when the root call began
+        self.inputs_grad = False  # whether a tensor argument of the root call required grad
         self.failure: Exception | None = None  # what on_call_end raised at the last call's end
 
     @property
@@ -102,25 +102,24 @@ class ScopeTracker:
         """True inside a call of the model (also after a KeyboardInterrupt left one unfinished)."""
         return bool(self._stack) and self._stack[0][0] == self._root
 
-    def refresh(self) -> list[tuple[str, nn.Module]]:
-        """Re-read the model's module paths (after modules were added or replaced); returns the modules."""
-        model = self._model()
-        modules = [] if model is None else list(model.named_modules())
-        self._paths = {id(m): p for p, m in modules}
-        return modules
+    def refresh(self) -> ModelNames:
+        """Re-read the model's module paths (after modules were added or replaced); returns every name read."""
+        names = read_names(self._model())
+        self._paths = names.paths
+        return names
 
-    def start(self) -> list[tuple[str, nn.Module]] | None:
-        """Install the two global forward hooks; the modules read, or None when already started."""
+    def start(self) -> ModelNames | None:
+        """Install the two global forward hooks; the names read, or None when already started."""
         if self._handles:
             return None
-        modules = self.refresh()
+        names = self.refresh()
         self._thread = threading.get_ident()
         pre = module_globals.register_module_forward_pre_hook(self._pre)
         self._handles.append(pre)
         post = module_globals.register_module_forward_hook(self._post, always_call=True)
         self._handles.append(post)
         _ACTIVE.add(self)
-        return modules
+        return names
 
     def stop(self) -> None:
         """Remove the hooks and every entry they made in torch's global dicts. Idempotent."""
@@ -140,42 +139,51 @@ class ScopeTracker:
         return self._stack[-1][1] if self._stack else ""
 
     def _mark(self) -> None:
-        seq, scope = next_sequence_nr(), self._current()
-        if self._starts and self._starts[-1] == seq:
-            self._scopes[-1] = scope  # no node was created since the last mark
-        elif not self._scopes or self._scopes[-1] != scope:
-            self._starts.append(seq)
-            self._scopes.append(scope)
+        self._log(next_sequence_nr(), self._current())
 
+    def _log(self, seq: int, scope: str) -> None:
+        """From node number ``seq`` on, nodes are made in ``scope``."""
+        starts, scopes = self._starts, self._scopes
+        if starts and starts[-1] == seq:
+            scopes[-1] = scope  # no node was created since the last mark
+        elif not scopes or scopes[-1] != scope:
+            starts.append(seq)
+            scopes.append(scope)
+
+    # _pre and _post run at every module call while a recorder exists: kept to a few dict and C calls.
     def _pre(self, module: nn.Module, args: Any) -> None:
         key = id(module)
         path = self._paths.get(key)
         if path is None:
             return
-        thread = threading.get_ident()
-        if key == self._root and (thread == self._thread or not self.in_call):
-            # A new call of the model, on whichever thread runs it (a kernel may handle each message on
-            # another one); forget the last call, and any stack a KeyboardInterrupt left.
-            self._thread = thread
-            self._stack.clear()
-            self._starts.clear()
-            self._scopes.clear()
-            self.call_start, self.call_end, self.failure = next_sequence_nr(), None, None
-            self.grad_mode = (torch.is_grad_enabled(), torch.is_inference_mode_enabled())
-        elif thread != self._thread:
-            return  # sequence numbers are per thread: follow only the thread of the current call
+        if key == self._root:
+            thread = _get_ident()
+            if thread == self._thread or not self.in_call:
+                # A new call of the model, on whichever thread runs it (a kernel may handle each message on
+                # another one); forget the last call, and any stack a KeyboardInterrupt left.
+                self._thread = thread
+                self._stack.clear()
+                self._starts.clear()
+                self._scopes.clear()
+                self.call_start, self.call_end, self.failure = next_sequence_nr(), None, None
+                self.grad_mode = (torch.is_grad_enabled(), torch.is_inference_mode_enabled())
+                self.inputs_grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+            else:
+                return  # sequence numbers are per thread: follow only the thread of the current call
+        elif _get_ident() != self._thread:
+            return
         self._stack.append((key, path))
-        self._mark()
+        self._log(next_sequence_nr(), HIDDEN if self._hidden else path)
 
     def _post(self, module: nn.Module, args: Any, output: Any) -> None:
         key = id(module)
-        if key not in self._paths or threading.get_ident() != self._thread:
+        if key not in self._paths or _get_ident() != self._thread:
             return
         stack = self._stack
         while stack:  # pop through this module's entry, even if an inner call never reported its end
             if stack.pop()[0] == key:
                 break
-        self._mark()
+        self._log(next_sequence_nr(), HIDDEN if self._hidden else stack[-1][1] if stack else "")
         if key == self._root and not stack:
             self.call_end = next_sequence_nr()
             exc = sys.exc_info()[1] if output is None else None
@@ -203,251 +211,3 @@ def op_name(node: Node) -> str:
     """``node.name()`` without the ``torch::autograd::`` prefix."""
     name = node.name()
     return name[len(_PREFIX) :] if name.startswith(_PREFIX) else name
-
-
-def _saved_attrs(node: Node) -> tuple[tuple[str, str], ...]:
-    """``(name, "_raw_saved_<name>")`` for each tensor the node type saves (cached per type)."""
-    kind = type(node)
-    names = _saved_names.get(kind)
-    if names is None:
-        prefix = "_raw_saved_"
-        names = tuple((a[len(prefix) :], a) for a in dir(kind) if a.startswith(prefix))
-        _saved_names[kind] = names
-    return names
-
-
-def _storage_key(tensor: torch.Tensor) -> int | None:
-    """Where a tensor's memory starts (one virtual address space across devices); None without one."""
-    try:
-        return tensor.data_ptr() - tensor.storage_offset() * tensor.element_size() or None
-    except Exception:  # sparse, nested and wrapper tensors have no plain storage
-        return None
-
-
-@contextlib.contextmanager
-def no_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector: a walk makes tens of thousands of small containers and no
-    cycles, and the collections they would trigger cost more than the walk itself."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-_dtype_names: dict[torch.dtype, str] = {}
-
-
-def _dtype_name(dtype: torch.dtype) -> str:
-    name = _dtype_names.get(dtype)
-    if name is None:
-        name = _dtype_names[dtype] = str(dtype).removeprefix("torch.")
-    return name
-
-
-@dataclass
-class Table:
-    """What one walk found, one row per node, in parallel lists (cheaper than a dict per node)."""
-
-    nodes: list[Node] = field(default_factory=list)
-    ops: list[str] = field(default_factory=list)
-    scopes: list[str] = field(default_factory=list)
-    seqs: list[int | None] = field(default_factory=list)  # None for AccumulateGrad
-    params: list[str | None] = field(default_factory=list)  # parameter names of AccumulateGrad nodes
-    ids: list[str] = field(default_factory=list)
-    hidden: list[bool] = field(default_factory=list)
-    index: dict[Node, int] = field(default_factory=dict)  # node -> row; -1 for nodes older than the forward
-    next_edges: list[tuple[int, int, Node, int]] = field(default_factory=list)  # src row, slot, dst, input_nr
-    roots: list[int] = field(default_factory=list)
-    saved: dict[int, list[tuple]] = field(default_factory=dict)  # row -> (name, shape, dtype, bytes, alias)
-
-
-class ParamNames:
-    """Names of a model's parameters and buffers, by identity and by storage (for saved-tensor aliases)."""
-
-    def __init__(self, model: nn.Module | None, modules: list[tuple[str, nn.Module]] | None = None) -> None:
-        self._model = weakref.ref(model) if model is not None else lambda: None
-        self.by_id: dict[int, str] = {}
-        self._reread = False
-        self._storages: dict[int, str] | None = None
-        self._read(modules)
-
-    def _read(self, modules: list[tuple[str, nn.Module]] | None = None) -> None:
-        """Parameter names by identity, from ``model.named_modules()`` (or the list of it given)."""
-        model = self._model()
-        self.by_id = {}
-        for path, module in modules if modules is not None else model.named_modules() if model is not None else ():
-            for name, param in module._parameters.items():
-                if param is not None:
-                    self.by_id.setdefault(id(param), f"{path}.{name}" if path else name)
-
-    def new_walk(self) -> None:
-        """Allow one re-read of the names, and read storages afresh, in the next walk."""
-        self._reread, self._storages = False, None
-
-    def name(self, tensor: torch.Tensor) -> str | None:
-        name = self.by_id.get(id(tensor))
-        if name is None and not self._reread:  # parameters replaced since: read them again, once per walk
-            self._reread = True
-            self._read()
-            name = self.by_id.get(id(tensor))
-        return name
-
-    def storages(self) -> dict[int, str]:
-        """``"parameter <name>"`` / ``"buffer <name>"`` by where each one's memory starts."""
-        if self._storages is None:
-            self._storages = {}
-            model = self._model()
-            for path, module in model.named_modules() if model is not None else ():
-                prefix = path + "." if path else ""
-                for kind, tensors in (("buffer", module._buffers), ("parameter", module._parameters)):
-                    for name, tensor in tensors.items():
-                        key = _storage_key(tensor) if tensor is not None else None
-                        if key is not None:
-                            self._storages.setdefault(key, f"{kind} {prefix}{name}")
-        return self._storages
-
-
-def walk_graph(
-    roots: list[Node],
-    scopes: tuple[list[int], list[str]],
-    span: tuple[int, int],
-    params: ParamNames,
-    *,
-    saved_tensors: bool = True,
-) -> Table:
-    """Walk the graph from ``roots`` (iteratively) and give every node its scope, id and saved tensors.
-
-    ``scopes`` is the scope log ``(starts, names)``: nodes numbered from ``starts[i]`` on were made in
-    ``names[i]``. ``span`` is the range of sequence numbers of the recorded forward: older nodes are
-    the inputs' history and are left out; newer ones (views autograd rebuilt lazily) take their
-    user's scope. Edges, shapes and order are left for ``GraphRecording.data()``, so a recorder that
-    only needs ids pays for the walk alone.
-    """
-    with no_gc():
-        params.new_walk()
-        table = _walk(roots, scopes, span, params)
-        if saved_tensors:
-            table.saved = _read_saved(table, params)
-        return table
-
-
-def _walk(roots: list[Node], scopes: tuple[list[int], list[str]], span: tuple[int, int], params: ParamNames) -> Table:
-    lo, hi = span
-    starts, names = scopes
-    t = Table()
-    index, next_edges = t.index, t.next_edges
-    nodes, ops, node_scopes, seqs, param_names = t.nodes, t.ops, t.scopes, t.seqs, t.params
-    late: list[int] = []  # rows made after the forward: scoped by their first user below
-    todo = list(reversed(roots))
-    while todo:
-        node = todo.pop()
-        if node in index:
-            continue
-        name = node.name()
-        op = name[len(_PREFIX) :] if name.startswith(_PREFIX) else name
-        if op == "AccumulateGrad":
-            param, seq = params.name(node.variable), None
-            scope = param.rpartition(".")[0] if param is not None else ""
-        else:
-            param, seq = None, node._sequence_nr()
-            if seq < lo:
-                index[node] = -1
-                continue
-            if seq < hi:
-                i = bisect.bisect_right(starts, seq) - 1
-                scope = names[i] if i >= 0 else ""
-            else:
-                scope = ""
-                late.append(len(nodes))
-        k = len(nodes)
-        index[node] = k
-        nodes.append(node)
-        ops.append(op)
-        node_scopes.append(scope)
-        seqs.append(seq)
-        param_names.append(param)
-        for slot, (nxt, input_nr) in enumerate(node.next_functions):
-            if nxt is not None:
-                next_edges.append((k, slot, nxt, input_nr))
-                if nxt not in index:
-                    todo.append(nxt)
-    if late:
-        _scope_by_user(t, late)
-    t.roots = [index[root] for root in roots if index.get(root, -1) >= 0]
-    t.hidden = [op in HIDDEN_OPS or scope == HIDDEN for op, scope in zip(ops, node_scopes, strict=True)]
-    t.ids = _ids(t)
-    return t
-
-
-def _scope_by_user(t: Table, late: list[int]) -> None:
-    """Give nodes made after the forward (views autograd rebuilt lazily) the scope of their first user."""
-    todo = set(late)
-    for k, _, nxt, _ in t.next_edges:  # users come before what they use in the walk's order
-        d = t.index[nxt]
-        if d in todo and k not in todo:
-            t.scopes[d] = t.scopes[k]
-            todo.discard(d)
-
-
-def _ids(t: Table) -> list[str]:
-    """Ids: ``scope/op#n`` with n the creation rank in (scope, op); AccumulateGrad by parameter name."""
-    ids = [""] * len(t.nodes)
-    groups: dict[tuple[str, str], list[int]] = {}
-    leaves = 0
-    for k, (op, scope, seq, param, hidden) in enumerate(zip(t.ops, t.scopes, t.seqs, t.params, t.hidden, strict=True)):
-        if hidden:
-            continue
-        if seq is not None:
-            groups.setdefault((scope, op), []).append(k)
-        elif param is not None:
-            ids[k] = f"{scope}/{op}#{param.rpartition('.')[2]}"
-        else:
-            ids[k], leaves = f"{scope}/{op}#leaf{leaves}", leaves + 1
-    seqs = t.seqs
-    for (scope, op), members in groups.items():
-        if len(members) > 1:
-            members.sort(key=lambda k: (seqs[k], k))
-        for ordinal, k in enumerate(members):
-            ids[k] = f"{scope}/{op}#{ordinal}"
-    return ids
-
-
-def _read_saved(t: Table, params: ParamNames) -> dict[int, list[tuple]]:
-    """``(name, shape, dtype, bytes, alias)`` of each tensor a node saved for backward; no tensor is kept.
-
-    Read through ``_raw_saved_<name>.data``, which unlike ``_saved_<name>`` does not fail after an
-    in-place op, before backward frees them. Memory shared with a parameter, a buffer or a tensor an
-    earlier node saved is named in ``alias``.
-    """
-    owners = dict(params.storages())
-    result: dict[int, list[tuple]] = {}
-    seqs, hidden, nodes, ids = t.seqs, t.hidden, t.nodes, t.ids
-    order = sorted((k for k, seq in enumerate(seqs) if seq is not None and not hidden[k]), key=seqs.__getitem__)
-    tensor_type = torch.Tensor
-    for k in order:
-        node = nodes[k]
-        entries = []
-        for name, attr in _saved_attrs(node):
-            try:
-                raw = getattr(node, attr)
-            except Exception:  # freed by a backward, or not readable for this node
-                continue
-            items = (
-                [(name, raw)] if not isinstance(raw, (tuple, list)) else [(f"{name}.{i}", r) for i, r in enumerate(raw)]
-            )
-            for label, item in items:
-                tensor = getattr(item, "data", None)
-                if not isinstance(tensor, tensor_type):  # None (an optional input), or packed by other hooks
-                    continue
-                key = _storage_key(tensor)
-                alias = owners.get(key) if key is not None else None
-                if key is not None and alias is None:
-                    owners[key] = f"{ids[k]} {label}"
-                nbytes = tensor.numel() * tensor.element_size()
-                entries.append((label, tensor.shape, _dtype_name(tensor.dtype), nbytes, alias))
-        if entries:
-            result[k] = entries
-    return result
