@@ -121,13 +121,21 @@ def test_unknown_id_is_a_key_error_with_close_matches():
 
 
 def test_accumulate_grad_nodes_stay_referenced_by_the_recording():
+    import gc
+
     model = nn.Linear(3, 2)
     recording = record_graph(model, torch.randn(4, 3))
     acc = recording.node("/AccumulateGrad#weight")
     fired = []
     acc.register_prehook(lambda grads: fired.append(grads[0].shape))
     del acc
-    recording.output.sum().backward()
+    recording.output = None  # only the recording holds the graph now
+    gc.collect()
+    model(torch.randn(4, 3)).sum().backward()  # torch reuses the parameter's node while it lives (P14)
+    assert fired == [torch.Size([2, 3])]
+    recording.release()
+    gc.collect()
+    model(torch.randn(4, 3)).sum().backward()  # released: the hooked node is gone, a new one takes its place
     assert fired == [torch.Size([2, 3])]
 
 

@@ -77,6 +77,25 @@ def test_an_accumulate_grad_hook_stays_placed_and_each_firing_belongs_to_its_ste
             assert torch.allclose(record.tensor, grad)
 
 
+def test_a_hooked_accumulate_grad_node_is_kept_so_every_gradient_into_its_parameter_is_seen():
+    # torch holds a parameter's AccumulateGrad node only weakly (P14): were the explorer to drop the
+    # node it hooked, a graph made outside the model's forward (a weight penalty) would get a new one
+    import gc
+
+    model = mlp()
+    x = torch.randn(5, 4)
+    with Explorer(model, example_inputs=x) as ex:
+        ex.attach("2/AccumulateGrad#weight", "node_pre")
+        model(x).sum().backward()
+        gc.collect()
+        model.zero_grad(set_to_none=True)
+        (model[2].weight ** 2).sum().backward()  # outside any forward of the model
+        records = ex.captures["2/AccumulateGrad#weight"]["node_pre"]
+        assert len(records) == 2
+        assert torch.allclose(records[1].tensor, 2 * model[2].weight.detach())
+        assert torch.equal(records[1].tensor, model[2].weight.grad)
+
+
 def test_edits_and_user_callables_on_node_hooks_change_the_gradient_as_torch_would():
     model = mlp()
     x = torch.randn(5, 4)
