@@ -2,28 +2,36 @@
 
 Run: ``.venv/bin/python bench/graph_scale.py [--pairs N] [--threads T] [--width W] [--no-cnn]``.
 
-- Extraction: ``record_graph(model, x).data()`` — one forward with the recorder, the graph walk,
-  the saved-tensor metadata and the plain data — in absolute seconds (median over ``--pairs`` runs
-  after 3 warm-ups), on the 2000-block MLP (batch 64) and on a 20,000-node graph (a chain of
-  10,000 ``sin``/``mul`` steps). Bars: ≤ 1 s and ≤ 3 s.
-- Recording forward: a forward inside ``GraphRecorder`` (the graph is read at the end of the
-  forward: ids, scopes and saved tensors) against a plain grad-enabled forward, by the protocol of
-  DESIGN.md, on the 2000-block MLP (batch 64) and on ResNet-18 (batch 8, 224×224). Bar: ≤ 1.5×.
+- Extraction: what ``ex.graph(x)`` does — one forward with the recorder (the model's state saved
+  and restored), the graph walk, the saved-tensor metadata, the plain data, and the live graph let
+  go of — in absolute seconds (median of ``--pairs`` runs after 3 warm-ups), on the 2000-block MLP
+  (batch 64) and on a 20,000-node graph (a chain of 10,000 ``sin``/``mul`` steps). Bars: ≤ 1 s and
+  ≤ 3 s. The plain forward's time is printed beside it: the graph's own share is the difference.
+- Recording forward: a forward inside ``GraphRecorder`` (the graph read at the end of the forward:
+  ids, scopes and saved tensors) against a plain grad-enabled forward, by the protocol of DESIGN.md,
+  on the 2000-block MLP (batch 64) and on ResNet-18 (batch 8, 224×224). Bar: ≤ 1.5×.
 - Node-hook recorder: with one persistent node hook attached, the explorer's lean recorder walks
   every forward's graph to place it; a forward, and a forward+backward (the hook firing), against
   plain ones on ResNet-18 (batch 8, 224×224). Bar: ≤ 1.2×.
+- Recursion: a recursive walk of ``next_functions``, as torchviz's ``make_dot`` does (its
+  ``add_nodes`` calls itself for every next function), on the MLP's graph at Python's default
+  recursion limit. No torchviz install is needed to show it: the walk is the same.
 
 The MLP is ``width``-wide Linear+ReLU blocks with identity weights (random ones vanish into
 denormals over 2000 layers, and denormal arithmetic is 100× slower). Fewer than 15 pairs is a smoke
-run: it prints the same lines, marked "smoke", and proves nothing.
+run: it prints the same lines, marked "smoke", and proves nothing. The last lines printed are a
+markdown section for bench/RESULTS.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from _protocol import (
@@ -35,6 +43,7 @@ from _protocol import (
     add_arguments,
     compare,
     machine,
+    quantile,
     revision,
     set_threads,
 )
@@ -43,6 +52,7 @@ from torch import nn
 
 from hookwidgets.core import Explorer
 from hookwidgets.core.graph import GraphRecorder, record_graph
+from hookwidgets.core.graph_state import RecordedGraph
 
 BLOCKS = 2000
 CHAIN_STEPS = 10_000
@@ -74,28 +84,85 @@ class Chain(nn.Module):
         return x
 
 
-def extraction(name: str, model: nn.Module, x: torch.Tensor, runs: int, bar: float) -> float:
-    """Median seconds of ``record_graph(model, x).data()``, with the walk's share and the node count."""
-    totals, data_only, nodes = [], [], 0
+@dataclass
+class Extraction:
+    """Absolute seconds of ``ex.graph(x)`` over several runs, with the plain forward beside it."""
+
+    name: str
+    seconds: list[float]
+    forward_s: list[float]
+    nodes: int
+    bar: float
+    note: str = ""
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def verdict(self) -> str:
+        return "PASS" if self.median <= self.bar else "OVER"
+
+    def line(self) -> str:
+        note = f"  ({self.note})" if self.note else ""
+        return (
+            f"{self.name:<44} {self.median:6.3f} s  p10–p90 {quantile(self.seconds, 0.1):.3f}–"
+            f"{quantile(self.seconds, 0.9):.3f}  plain forward {statistics.median(self.forward_s):.3f} s  "
+            f"{self.nodes:,} nodes  n={len(self.seconds)}  bar ≤{self.bar:.1f} s {self.verdict}{note}"
+        )
+
+    def markdown_row(self) -> str:
+        return (
+            f"| {self.name} | {self.nodes:,} | {self.median:.3f} s | {quantile(self.seconds, 0.1):.3f}–"
+            f"{quantile(self.seconds, 0.9):.3f} | {statistics.median(self.forward_s):.3f} s | ≤ {self.bar:.0f} s | "
+            f"{self.verdict}{' (' + self.note + ')' if self.note else ''} |"
+        )
+
+
+EXTRACTION_HEADER = (
+    "| ex.graph(x) on | nodes | median | p10–p90 | plain forward | bar | verdict |\n|---|---|---|---|---|---|---|"
+)
+
+
+def extraction(name: str, model: nn.Module, x: torch.Tensor, runs: int, bar: float) -> Extraction:
+    """Seconds of what ``ex.graph(x)`` does (``RecordedGraph.record``), interleaved with plain forwards."""
+    totals, forwards, nodes = [], [], 0
     for i in range(WARMUP_PAIRS + runs):
         start = time.perf_counter()
-        recording = record_graph(model, x)
-        recorded = time.perf_counter()
-        data = recording.data()
+        model(x)
+        forwarded = time.perf_counter()
+        graph = RecordedGraph()
+        graph.record(model, x)
         end = time.perf_counter()
-        del recording
+        nodes = len(graph.data["nodes"]) if graph.data is not None else 0
         if i >= WARMUP_PAIRS:
-            totals.append(end - start)
-            data_only.append(end - recorded)
-        nodes = len(data["nodes"])
-    median = statistics.median(totals)
-    verdict = "PASS" if median <= bar else "OVER"
-    print(
-        f"{name:<44} {median:6.3f} s  (data() {statistics.median(data_only):.3f} s)  {nodes:,} nodes  "
-        f"runs={runs}  bar ≤{bar:.1f} s {verdict}",
-        flush=True,
-    )
-    return median
+            forwards.append(forwarded - start)
+            totals.append(end - forwarded)
+    result = Extraction(name, totals, forwards, nodes, bar, smoke_note(runs))
+    print(result.line(), flush=True)
+    return result
+
+
+def recursion_depth(model: nn.Module, x: torch.Tensor) -> tuple[int, str]:
+    """How deep a recursive walk of the graph got (torchviz's ``add_nodes`` recursion) and how it ended."""
+    output = model(x)
+    seen: set = set()
+    deepest = [0]
+
+    def add_nodes(fn: object, depth: int) -> None:  # the shape of torchviz.make_dot's inner function
+        if fn in seen:
+            return
+        seen.add(fn)
+        deepest[0] = max(deepest[0], depth)
+        for next_fn, _ in fn.next_functions:
+            if next_fn is not None:
+                add_nodes(next_fn, depth + 1)
+
+    try:
+        add_nodes(output.grad_fn, 1)
+    except RecursionError as exc:
+        return deepest[0], f"RecursionError ({exc})"
+    return deepest[0], "completed"
 
 
 def recorded_forward(model: nn.Module, x: torch.Tensor) -> Callable[[], None]:
@@ -145,6 +212,10 @@ def with_node_hook(model: nn.Module, x: torch.Tensor, fn: Callable[[], None], *,
     return Side(fn, setup, teardown)
 
 
+def smoke_note(pairs: int) -> str:
+    return f"smoke: {pairs} < {MIN_PAIRS} pairs" if pairs < MIN_PAIRS else ""
+
+
 def ratio(name: str, a: Side | Callable[[], None], b: Side | Callable[[], None], pairs: int, bar: float) -> Comparison:
     """The protocol's comparison; below its minimum of pairs, the same loop marked as a smoke run."""
     if pairs >= MIN_PAIRS:
@@ -163,7 +234,7 @@ def ratio(name: str, a: Side | Callable[[], None], b: Side | Callable[[], None],
     a_s, a_faults = (list(c) for c in zip(*runs_a, strict=True))
     b_s, b_faults = (list(c) for c in zip(*runs_b, strict=True))
     ratios = [tb / ta for ta, tb in zip(a_s, b_s, strict=True)]
-    result = Comparison(name, ratios, a_s, b_s, a_faults, b_faults, bar, f"smoke: {pairs} < {MIN_PAIRS} pairs")
+    result = Comparison(name, ratios, a_s, b_s, a_faults, b_faults, bar, smoke_note(pairs))
     print(result.line(), flush=True)
     return result
 
@@ -172,23 +243,36 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     add_arguments(parser, pairs=15)
     parser.add_argument("--width", type=int, default=128, help="width of the 2000-block MLP")
-    parser.add_argument("--no-cnn", action="store_true", help="skip the ResNet-18 comparison")
+    parser.add_argument("--no-cnn", action="store_true", help="skip the ResNet-18 comparisons")
     args = parser.parse_args()
     set_threads(args.threads)
     torch.manual_seed(0)
-    print(f"machine: {machine()}\nrevision: {revision()}\n")
+    started = time.perf_counter()
+    command = " ".join([os.path.relpath(sys.executable), *sys.argv])
+    date = time.strftime("%Y-%m-%d %H:%M %Z")
+    print(f"$ {command}\n{date} — {machine()}\nhookwidgets at {revision()}\n")
 
     mlp, mlp_x = deep_mlp(BLOCKS, args.width), torch.randn(64, args.width)
     chain, chain_x = Chain(CHAIN_STEPS), torch.randn(16)
-    print(f"extraction, record_graph(model, x).data(), median of {args.pairs} runs after {WARMUP_PAIRS} warm-ups:")
-    extraction(f"{BLOCKS}-block MLP, width {args.width}, batch 64", mlp, mlp_x, args.pairs, BARS["mlp_extract_s"])
-    extraction(f"{2 * CHAIN_STEPS:,}-node chain", chain, chain_x, args.pairs, BARS["chain_extract_s"])
+    print(f"extraction, ex.graph(x), median of {args.pairs} runs after {WARMUP_PAIRS} warm-ups:")
+    mlp_name = f"{BLOCKS}-block MLP, width {args.width}, batch 64"
+    extractions = [
+        extraction(mlp_name, mlp, mlp_x, args.pairs, BARS["mlp_extract_s"]),
+        extraction(f"{2 * CHAIN_STEPS:,}-node chain (sin, mul)", chain, chain_x, args.pairs, BARS["chain_extract_s"]),
+    ]
+    depth, ended = recursion_depth(mlp, mlp_x)
+    recursion = (
+        f"A recursive walk of `next_functions` (the recursion of torchviz's `make_dot`) on the {mlp_name} "
+        f"graph ({extractions[0].nodes:,} nodes, ~{3 * BLOCKS:,} deep) at Python's recursion limit of "
+        f"{sys.getrecursionlimit()}: {ended} at depth {depth:,}. hookwidgets walks iteratively."
+    )
+    print(f"\n{recursion}")
 
     print("\nrecording forward (GraphRecorder) vs plain grad-enabled forward:")
     bar = BARS["recording_forward"]
     results = [
         ratio(
-            f"{BLOCKS}-block MLP w{args.width} b64",
+            f"recording forward, {BLOCKS}-block MLP w{args.width} b64",
             plain_forward(mlp, mlp_x),
             recorded_forward(mlp, mlp_x),
             args.pairs,
@@ -198,17 +282,62 @@ def main() -> None:
     if not args.no_cnn:
         cnn, cnn_x = ResNet18().eval(), torch.randn(8, 3, 224, 224)
         results.append(
-            ratio("ResNet-18 b8 224²", plain_forward(cnn, cnn_x), recorded_forward(cnn, cnn_x), args.pairs, bar)
+            ratio(
+                "recording forward, ResNet-18 b8 224²",
+                plain_forward(cnn, cnn_x),
+                recorded_forward(cnn, cnn_x),
+                args.pairs,
+                bar,
+            )
         )
         print("\npersistent node-hook recorder (one node_pre hook, capture) vs plain, ResNet-18 b8 224²:")
         bar = BARS["node_hook_recorder"]
         forward = plain_forward(cnn, cnn_x)
-        results.append(ratio("forward", forward, with_node_hook(cnn, cnn_x, forward, fires=False), args.pairs, bar))
+        results.append(
+            ratio(
+                "node-hook recorder, forward",
+                forward,
+                with_node_hook(cnn, cnn_x, forward, fires=False),
+                args.pairs,
+                bar,
+            )
+        )
         step = plain_step(cnn, cnn_x)
-        results.append(ratio("forward+backward", step, with_node_hook(cnn, cnn_x, step, fires=True), args.pairs, bar))
-    print("\n" + MARKDOWN_HEADER)
+        results.append(
+            ratio(
+                "node-hook recorder, forward+backward",
+                step,
+                with_node_hook(cnn, cnn_x, step, fires=True),
+                args.pairs,
+                bar,
+            )
+        )
+
+    print("\n---- markdown for bench/RESULTS.md ----\n")
+    print("# Autograd graph at scale (issue 4) — results\n")
+    print(f"```\n{command}\n```\n")
+    print(f"- Date: {date}.")
+    print(f"- Machine: {machine()}.")
+    print(f"- hookwidgets at `{revision()}`.")
+    print(
+        f"- Models (written in bench/): the {BLOCKS}-block MLP (Linear({args.width}, {args.width}) + ReLU per block, "
+        "identity weights, batch 64); a chain of 10,000 `sin(x) * w` steps on a 16-vector; the ResNet-18 "
+        "layout of `bench/models.py` (random weights, eval mode), batch 8, 224×224."
+    )
+    print(
+        "- Extraction is `ex.graph(x)`'s work (`RecordedGraph.record`: recording forward with the model's state "
+        "kept, walk, saved tensors, plain data, live graph released), median of the runs; the plain forward "
+        'beside it is the same model\'s `model(x)`. The ratios follow DESIGN.md "Measuring" '
+        "(`bench/_protocol.py`: 3 warm-up pairs, interleaved pairs, median of the pair ratios with p10–p90)."
+    )
+    print(f"- Recursion: {recursion} torchviz itself was not installed; TorchLens was not run here.\n")
+    print(EXTRACTION_HEADER)
+    for row in extractions:
+        print(row.markdown_row())
+    print(f"\n{MARKDOWN_HEADER}")
     for result in results:
         print(result.markdown_row())
+    print(f"\ntook {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":
