@@ -40,8 +40,9 @@ def browser_sets(view, /, **state) -> None:
 
 @pytest.fixture
 def fast_pushes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Push as often as the live path allows, so a short soak runs it many times (plots: every 2 s at most)."""
+    """Push and redraw as often as the live path allows, so a short soak runs it many times."""
     monkeypatch.setattr(live, "PUSH_INTERVAL_S", 0.0)
+    monkeypatch.setattr(live, "PLOT_INTERVAL_S", 0.0)  # images as soon as their share allows, not every 2 s
     monkeypatch.setattr(live, "MAX_SHARE", 0.2)  # the live path may take a fifth of the loop (3% by default)
 
 
@@ -61,6 +62,7 @@ def test_training_with_every_hook_kind_stays_flat(fast_pushes: None) -> None:
             browser_sets(view, selected="features.conv")
             pushes = []
             view.observe(lambda change: pushes.append(change["new"]["state"]), names="status")
+            view.observe(lambda change: pushes.append("plots"), names="plots")
             baseline, samples, started = None, [], time.perf_counter()
             for step in range(1, STEPS + 1):
                 optimizer.zero_grad(set_to_none=True)
@@ -72,8 +74,8 @@ def test_training_with_every_hook_kind_stays_flat(fast_pushes: None) -> None:
                     baseline = resident_bytes()
                 if step >= WARMUP and step % 50 == 0:
                     samples.append(resident_bytes())
-                if step % 500 == 0:
-                    ex._live._on_cell_done()  # a cell ends now and then: the full sync runs too
+                if step % 500 == 0 or step == WARMUP - 1:
+                    ex._live._on_cell_done()  # a cell ends now and then: the full sync runs too (and in warm-up)
             gc.collect()
             growth = resident_bytes() - baseline
             seconds = time.perf_counter() - started
@@ -81,8 +83,9 @@ def test_training_with_every_hook_kind_stays_flat(fast_pushes: None) -> None:
             mib = 2**20
             print(
                 f"\nsoak: {STEPS} steps in {seconds:.0f} s, {len(ex.hooks)} hooks of every kind, widget live updates "
-                f"{pushes.count('live')}; resident memory {baseline / mib:.1f} MiB at step {WARMUP}, "
-                f"max {max(samples) / mib:.1f} MiB after it, {(baseline + growth) / mib:.1f} MiB at the end: "
+                f"{pushes.count('live')}, image redraws {pushes.count('plots')}; resident memory "
+                f"{baseline / mib:.1f} MiB at step {WARMUP}, max {max(samples) / mib:.1f} MiB after it, "
+                f"{(baseline + growth) / mib:.1f} MiB at the end: "
                 f"growth {growth / mib:+.1f} MiB (bar < {MAX_GROWTH / mib:.0f}); store {ex.captures.nbytes / mib:.2f} "
                 f"of {BUDGET / mib:.0f} MiB, {ex.captures.evicted} records evicted; timeline {len(ex.timeline)} "
                 f"events (cap {TIMELINE_CAP})"
