@@ -25,8 +25,10 @@ def test_notebook_runs_in_browser_and_kernel_is_shared(lab: Lab) -> None:
         assert kernel.evaluate("print(x + 1)").strip() == "43"
 
 
-def test_widget_lab_extensions_are_loaded(lab: Lab) -> None:
-    """The temp JUPYTER_DATA_DIR must not hide the widget extensions installed in the venv."""
+@pytest.mark.parametrize("frontend", ["lab", "notebook7"])
+def test_widget_lab_extensions_are_loaded(frontend: str, request: pytest.FixtureRequest) -> None:
+    """The temp JUPYTER_DATA_DIR must not hide the widget extensions installed in the venv, in either frontend."""
+    lab: Lab = request.getfixturevalue(frontend)
     lab.load()
     plugins = lab.page.evaluate("() => window.jupyterapp.listPlugins()")
     scopes = {plugin_id.split(":")[0] for plugin_id in plugins}
