@@ -13,6 +13,15 @@ from .inputs import Inputs, call_model
 from .modelstate import preserved_state
 
 SUMMARY_FIELDS = ("norm", "mean", "std", "zero_fraction", "nan", "inf")
+SUMMARY_KINDS = {
+    "forward": "act",
+    "global_forward": "act",
+    "backward": "grad",
+    "global_backward": "grad",
+    "grad": "grad",
+    "global_grad": "grad",
+}
+"""Kinds whose ``stats`` records fill the summary: activation or gradient columns."""
 
 
 def first_nonfinite(model: nn.Module, inputs: Inputs) -> str | None:
@@ -49,17 +58,31 @@ def summary_rows(store: CaptureStore) -> list[dict[str, Any]]:
 
     Forward kinds fill ``act_*`` columns, backward kinds ``grad_*`` (from grad_output), so
     ``ex.attach("", ["global_forward", "global_grad"], action="stats")`` gives the full table.
+    ``act_order`` and ``grad_order`` say when, within its step, the module's forward finished and its
+    gradient arrived (0 first): where a NaN appeared first.
     """
     rows: dict[tuple[int, str], dict[str, Any]] = {}
-    for target in store:
-        for kind, records in store[target].items():
-            prefix = "act" if kind in ("forward", "global_forward") else "grad"
-            if kind not in ("forward", "global_forward", "backward", "global_backward", "grad", "global_grad"):
-                continue
-            for record in records:
-                if record.stats is None:
-                    continue
-                row = rows.setdefault((record.step, target), {"step": record.step, "target": target})
-                for field in SUMMARY_FIELDS:
-                    row[f"{prefix}_{field}"] = record.stats[field]
+    arrivals: dict[tuple[int, str], int] = {}
+    records, _ = store.snapshot()  # arrival order: the order the hooks fired
+    for record in records:
+        prefix = SUMMARY_KINDS.get(record.kind)
+        if prefix is None or record.stats is None:
+            continue
+        row = rows.setdefault((record.step, record.target), {"step": record.step, "target": record.target})
+        for field in SUMMARY_FIELDS:
+            row[f"{prefix}_{field}"] = record.stats[field]
+        if f"{prefix}_order" not in row:
+            seen = arrivals.get((record.step, prefix), 0)
+            row[f"{prefix}_order"] = seen
+            arrivals[(record.step, prefix)] = seen + 1
     return [rows[key] for key in sorted(rows)]
+
+
+def first_nonfinite_row(rows: list[dict[str, Any]]) -> str | None:
+    """The module of ``rows`` (one step) where NaN/Inf appeared first: the earliest forward to output one,
+    else the first module whose gradient held one; None when every value is finite."""
+    for prefix in ("act", "grad"):
+        bad = [r for r in rows if r.get(f"{prefix}_nan", 0) or r.get(f"{prefix}_inf", 0)]
+        if bad:
+            return min(bad, key=lambda r: r.get(f"{prefix}_order", 0))["target"]
+    return None

@@ -80,7 +80,7 @@ class LiveUpdates:
         self._next_push = now + max(PUSH_INTERVAL_S, cost / MAX_SHARE)
 
     def _push(self, step: int, now: float) -> float:
-        """Send counts, memory and status; redraw the selection's plots when their turn has come.
+        """Send counts, memory and status; redraw the images (selection, summary) when their turn has come.
 
         Returns the seconds spent on the plots.
         """
@@ -104,16 +104,28 @@ class LiveUpdates:
             }
             # A redraw is expected to cost what the last one did; it waits until that fits the share.
             affordable = self._plot_spent + explorer._plot_cost <= MAX_SHARE * (now - self._since)
-            if now >= self._next_plot and affordable and view.selected in explorer.captures:
-                started = time.monotonic()
-                items = plot_items(explorer.captures, view.selected, explorer._plot_steps, explorer._plot_views)
-                view.plots = {"target": view.selected, "items": items}
-                plot_cost = time.monotonic() - started
-                explorer._plot_cost = plot_cost
-                self._plot_spent += plot_cost
-                self._next_plot = now + PLOT_INTERVAL_S
-                return plot_cost
+            if now >= self._next_plot and affordable:
+                return self._redraw(explorer, view, now)
         return 0.0
+
+    def _redraw(self, explorer: HookExplorer, view: Any, now: float) -> float:
+        """The selection's images and, while stats hooks feed it, the summary; returns the seconds spent."""
+        started = time.monotonic()
+        drew = False
+        if view.selected in explorer.captures:
+            items = plot_items(explorer.captures, view.selected, explorer._plot_steps, explorer._plot_views)
+            view.plots = {"target": view.selected, "items": items}
+            drew = True
+        if any(info.action == "stats" for info in self._registry._hooks.values()):
+            explorer._sync_summary()  # the per-layer table and heatmap follow the loop too
+            drew = True
+        if not drew:
+            return 0.0
+        cost = time.monotonic() - started
+        explorer._plot_cost = cost
+        self._plot_spent += cost
+        self._next_plot = now + PLOT_INTERVAL_S
+        return cost
 
     def _on_cell_done(self, result: Any = None) -> None:
         if not self._live and not self._pending:

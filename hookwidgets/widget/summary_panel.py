@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.diagnose import SUMMARY_FIELDS
+from ..core.diagnose import SUMMARY_FIELDS, first_nonfinite_row
 from ..core.explorer import Explorer
 from ..plots import figure_png, summary_heatmap_figure
 
@@ -38,6 +38,7 @@ def summary_payload(
     order = {path: k for k, path in enumerate(_module_order(explorer))}
     table = sorted((r for r in rows if r["step"] == shown), key=lambda r: order.get(r["target"], len(order)))
     nonfinite = [r["target"] for r in table if _nonfinite(r)]
+    first = first_nonfinite if first_nonfinite is not None else first_nonfinite_row(table)
     recent = set(steps[-HEATMAP_STEPS:])
     heat_rows = [r for r in rows if r["step"] in recent]
     layers = sorted({r["target"] for r in heat_rows}, key=lambda p: order.get(p, len(order)))
@@ -52,7 +53,7 @@ def summary_payload(
         "steps": steps,
         "step": shown,
         "nonfinite": nonfinite,
-        "first_nonfinite": first_nonfinite if first_nonfinite is not None else (nonfinite[0] if nonfinite else None),
+        "first_nonfinite": first,
         "heatmap": heatmap,
         "message": "",
     }

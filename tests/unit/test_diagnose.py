@@ -3,6 +3,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
+from hookwidgets.core.diagnose import first_nonfinite_row
 
 from ..conftest import hook_state
 
@@ -57,3 +58,26 @@ def test_summary_has_activation_and_gradient_stats_per_layer_and_step():
     out_grad = torch.ones(5, 2) @ model[2].weight.detach()
     assert abs(relu["grad_norm"] - torch.linalg.vector_norm(out_grad).item()) < 1e-5
     assert relu["act_nan"] == 0 and relu["grad_inf"] == 0
+
+
+def test_summary_orders_say_where_nan_appeared_first_in_forward_and_in_backward():
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
+    x = torch.randn(3, 4)
+    with Explorer(model) as ex:
+        ex.attach("", ["global_forward", "global_grad"], action="stats")
+        model(x).sum().backward()
+        rows = {r["target"]: r for r in ex.summary()}
+        assert [rows[p]["act_order"] for p in ("0", "1", "2", "")] == [0, 1, 2, 3]  # the order forwards finish
+        # the order gradients arrive; the root's output is its last child's tensor, whose hook was armed first
+        assert [rows[p]["grad_order"] for p in ("2", "", "1", "0")] == [0, 1, 2, 3]
+        assert first_nonfinite_row(list(rows.values())) is None
+        with torch.no_grad():
+            model[2].bias.fill_(float("nan"))
+        model(x).sum().backward()
+        step = [r for r in ex.summary() if r["step"] == 2]
+        assert first_nonfinite_row(step) == "2"  # the root's output holds the NaN too, but later
+    grad_only = [  # finite activations; the gradient of "a" (which arrives last) and of "b" hold Inf
+        {"target": "a", "act_nan": 0, "act_inf": 0, "act_order": 0, "grad_nan": 0, "grad_inf": 3, "grad_order": 1},
+        {"target": "b", "act_nan": 0, "act_inf": 0, "act_order": 1, "grad_nan": 0, "grad_inf": 1, "grad_order": 0},
+    ]
+    assert first_nonfinite_row(grad_only) == "b"

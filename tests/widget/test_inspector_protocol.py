@@ -166,6 +166,22 @@ def test_live_images_wait_until_their_cost_fits_the_loops_share(explorer, cnn, i
     assert drawn[0]["items"][0]["step"] == 3  # the newest capture
 
 
+def test_the_summary_follows_the_users_loop_on_the_images_schedule(explorer, cnn, image, monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(live.time, "monotonic", lambda: clock[0])
+    view = explorer.view
+    explorer.attach("", "global_forward", action="stats")
+    explorer._plot_cost = 0.0
+    cnn(image)  # the loop starts: no image yet
+    assert view.summary["rows"] == []
+    clock[0] += live.PLOT_INTERVAL_S + 0.1
+    cnn(image)
+    summary = view.summary
+    assert summary["step"] == 2 and [r["target"] for r in summary["rows"]][:2] == ["", "features"]
+    assert summary["heatmap"][:8] == b"\x89PNG\r\n\x1a\n"
+    assert view.status["state"] == "live"
+
+
 def test_runs_from_the_view_do_not_push_live_updates(explorer):
     view = explorer.view
     explorer.attach("features.conv", "forward")

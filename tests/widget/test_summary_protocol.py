@@ -77,6 +77,7 @@ def test_the_first_non_finite_layer_is_highlighted_and_found_on_demand():
         ex.run()
         assert view.summary["nonfinite"][:2] == ["", "log"]  # the model's own output holds NaN too
         assert "fc1" not in view.summary["nonfinite"]
+        assert view.summary["first_nonfinite"] == "log"  # the earliest forward to output NaN, not the model
         browser_sends(view, kind="find_nonfinite")
         assert view.summary["first_nonfinite"] == "log"
         assert "first NaN/Inf output: log" in view.status["message"]
