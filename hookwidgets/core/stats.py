@@ -86,9 +86,11 @@ def _reduce(x: torch.Tensor) -> list[float]:
 def _nonzero(x: torch.Tensor) -> torch.Tensor:
     """How many elements are not zero, as a 0-d tensor; NaN in, NaN out."""
     # count_nonzero branches on every element and takes ~6 ms for 1M post-ReLU floats (half zeros),
-    # 25x a sum; |sign(x)| summed is branch-free. Float32 sums of ones are exact below 2**24.
+    # 25x a sum; sign(x)·sign(x) is branch-free and one pass fewer than |sign(x)| summed. Its products
+    # are 0 or 1, and float32 sums of ones are exact below 2**24.
     if x.numel() < 2**24:
-        return torch.sign(x).abs_().sum()
+        signs = torch.sign(x)
+        return torch.dot(signs, signs)
     return x.bool().sum()
 
 
