@@ -28,6 +28,7 @@ from .hooks import FULL_BACKWARD_KINDS, HookInfo, HookRegistry, TimelineEvent
 from .inputs import Inputs, Target, backward_score, call_model, describe_inputs
 from .kinds import resolve_kind
 from .modelstate import preserved_state
+from .optim import UpdateRatioMonitor
 from .targets import resolve_target
 from .tree import ProbeResult, build_tree, probe
 
@@ -56,7 +57,9 @@ class Explorer:
         self.example_inputs = example_inputs
         self.captures = CaptureStore(memory_budget, offload)
         self._registry = HookRegistry(model, self.captures, on_error=on_error)
-        self._finalizer = weakref.finalize(self, self._registry.close)
+        # (optimizer or None for "every optimizer of the model", its monitor), from watch_optimizer()
+        self._monitors: list[tuple[torch.optim.Optimizer | None, UpdateRatioMonitor]] = []
+        self._finalizer = weakref.finalize(self, _close_all, self._registry.close, self._monitors)
         self.probe_error: str | None = None
         self._graph = RecordedGraph()
         self.tree = build_tree(model, self._probe())
@@ -284,6 +287,34 @@ class Explorer:
             self._finalizer = weakref.finalize(self, close_all)
         return inspector
 
+    def watch_optimizer(
+        self, optimizer: torch.optim.Optimizer | None = None, *, scope: str = "local", every: int = 1
+    ) -> UpdateRatioMonitor:
+        """An ``UpdateRatioMonitor`` (‖Δw‖/‖w‖ per parameter per step) naming the explored model's parameters.
+
+        ``optimizer=None`` watches every optimizer that steps a parameter of the model (global step hooks).
+        A new watch replaces any monitor of the same parameters (a re-run cell never stacks); ``close()`` closes them.
+        """
+        if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(
+                f"watch_optimizer() takes a torch.optim.Optimizer (or None for every optimizer of the model), "
+                f"got {type(optimizer).__name__}: ex.watch_optimizer(torch.optim.SGD(model.parameters(), lr=0.1))"
+            )
+        model = self.model
+        params = _param_ids(optimizer)
+        if params is not None and not any(id(p) in params for p in model.parameters()):
+            raise ValueError(
+                f"this {type(optimizer).__name__} steps no parameter of the explored {self._model_name}: "
+                "pass the optimizer made from this model's parameters"
+            )
+        # Made before the old monitors go: a bad scope or every leaves them as they were.
+        monitor = UpdateRatioMonitor(optimizer, model, scope="global" if optimizer is None else scope, every=every)
+        for old in [m for m in self._monitors if m[0] is None or params is None or _param_ids(m[0]) & params]:
+            old[1].close()
+            self._monitors.remove(old)
+        self._monitors.append((optimizer, monitor))
+        return monitor
+
     def __repr__(self) -> str:
         state = "closed" if self._model is None else f"{len(self.hooks)} hooks, step {self.step}"
         return f"<{type(self).__name__} of {self._model_name}: {self._module_count} modules, {state}>"
@@ -305,6 +336,21 @@ class Explorer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _close_all(close_hooks: Callable[[], None], monitors: list[tuple[Any, UpdateRatioMonitor]]) -> None:
+    """The explorer's finalizer: close its optimizer monitors, then remove its hooks (it holds no explorer)."""
+    for _, monitor in monitors:
+        monitor.close()
+    monitors.clear()  # lets go of the optimizers
+    close_hooks()
+
+
+def _param_ids(optimizer: torch.optim.Optimizer | None) -> set[int] | None:
+    """Ids of the parameters ``optimizer`` steps; None stands for every optimizer of the model."""
+    if optimizer is None:
+        return None
+    return {id(p) for group in optimizer.param_groups for p in group["params"]}
 
 
 def _detached(value: Any) -> Any:

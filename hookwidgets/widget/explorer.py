@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import torch
 from torch import nn
 
 from ..core.capture import DEFAULT_MEMORY_BUDGET
 from ..core.explorer import Explorer, explain_run_error
 from ..core.hooks import HookInfo
 from ..core.inputs import Inputs, Target
+from ..core.optim import UpdateRatioMonitor
 from ..core.tree import ProbeResult
 from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
 from .attribution_panel import attribution_payload
@@ -22,7 +25,11 @@ from .graph_panel import record_from_view, sync_graph
 from .live import LiveUpdates, top_classes
 from .state import ALL_KINDS, hooks_payload, memory_payload, parse_edit, selection_payload
 from .summary_panel import summary_payload
+from .training_panel import DDPSource, ddp_source, training_payload, training_version
 from .view import ExplorerView
+
+if TYPE_CHECKING:
+    from ..distributed import DDPInspector
 
 
 class HookExplorer(Explorer):
@@ -48,6 +55,8 @@ class HookExplorer(Explorer):
         self._plot_cost = 0.1  # seconds the last drawing of the selection's images took (live updates budget it)
         self._summary_choice: dict[str, Any] = {"field": "grad_norm", "step": None, "first_nonfinite": None}
         self._live: LiveUpdates | None = None
+        self._ddp_shown: DDPSource | None = None  # what the Training panel shows of DDP (show_ddp, watch_ddp)
+        self._training_version: tuple[Any, ...] | None = None  # the panel is redrawn only when this changes
 
     def _probe(self) -> ProbeResult | None:
         """The base class's probe run, also noting the top classes of its output for the run bar's target picker."""
@@ -82,6 +91,7 @@ class HookExplorer(Explorer):
             self._live = LiveUpdates(self, self._registry)
             self._sync()
             self._sync_summary()
+            self._sync_training(follow=True)
         return self._view
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
@@ -115,12 +125,35 @@ class HookExplorer(Explorer):
         finally:
             self._sync()
             self._sync_summary()  # only runs add statistics: the heatmap is redrawn after them, not on clicks
+            self._sync_training()  # a run of a DDP model adds bucket records
 
     def graph(self, inputs: Inputs | None = None, *, saved_tensors: bool = True) -> dict[str, Any]:
         data = super().graph(inputs, saved_tensors=saved_tensors)
         if self._view is not None:
             sync_graph(self._view, data)
         return data
+
+    def watch_optimizer(
+        self, optimizer: torch.optim.Optimizer | None = None, *, scope: str = "local", every: int = 1
+    ) -> UpdateRatioMonitor:
+        monitor = super().watch_optimizer(optimizer, scope=scope, every=every)
+        self._sync_training(follow=True)
+        return monitor
+
+    def watch_ddp(self, hook: Callable | None = None, log_dir: str | os.PathLike | None = None, **options: Any) -> Any:
+        inspector = super().watch_ddp(hook, log_dir, **options)
+        self.show_ddp(inspector)
+        return inspector
+
+    def show_ddp(self, source: DDPInspector | list[dict[str, Any]] | str | os.PathLike) -> None:
+        """Show DDP records in the widget's Training panel, in place of what it showed of DDP before.
+
+        ``source``: a ``DDPInspector`` (followed live), its records (``DDPInspector.load(log_dir, kind=None)``,
+        ``insp.gather()``), or the ``log_dir`` the ranks wrote to (read with ``DDPInspector.load``).
+        """
+        self.model  # noqa: B018 -- a closed explorer says so, as every method does
+        self._ddp_shown = ddp_source(source)
+        self._sync_training(follow=True)
 
     def close(self) -> None:
         if self._live is not None:
@@ -232,6 +265,7 @@ class HookExplorer(Explorer):
         view.status = {"state": "idle", "message": message, "top": top}
         self._sync()
         self._sync_summary()
+        self._sync_training()
 
     def _on_selected(self, change: dict[str, Any]) -> None:
         self._plot_steps.clear()  # a new selection starts at its newest captures
@@ -240,6 +274,28 @@ class HookExplorer(Explorer):
     def _sync_summary(self) -> None:
         if self._view is not None and self._model is not None:
             self._view.summary = summary_payload(self, **self._summary_choice)
+
+    def _sync_training(self, follow: bool = False) -> bool:
+        """Redraw the Training panel if what it shows changed; returns whether it drew.
+
+        With ``follow``, live updates also follow optimizer steps (a loop may have no module hook to signal it).
+        """
+        view = self._view
+        if view is None or self._model is None:
+            return False
+        monitors = [monitor for _, monitor in self._monitors]
+        live_ddp = self._ddp_shown is not None and self._ddp_shown.inspector is not None
+        if follow and self._live is not None and (monitors or live_ddp):
+            self._live.follow_optimizers()
+        version = training_version(monitors, self._ddp_shown)
+        if version == self._training_version:
+            return False
+        try:
+            view.training = training_payload(monitors, self._ddp_shown)
+        except Exception as exc:  # shown in the widget; the user's loop goes on
+            view.error = f"could not draw the Training panel: {type(exc).__name__}: {exc}"
+        self._training_version = version
+        return True
 
     def _sync(self, plots: bool = True) -> None:
         """Push hooks, selection, memory, diagnostics and a new graph; the images too unless ``plots`` is False."""

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import time
+import warnings
 import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from ..core.hooks import HookRegistry
 from .captures import plot_items
@@ -53,6 +55,10 @@ class LiveUpdates:
         self._live = False
         self._paused = 0
         self._foreign: list[dict[str, Any]] = []
+        self._forward_seen = False  # this cell's loop runs forwards the hooks see: pushes name their step
+        self._optimizer_steps = 0
+        self._steps_model: weakref.WeakKeyDictionary[torch.optim.Optimizer, bool] = weakref.WeakKeyDictionary()
+        self._unfollow_optimizers: Any = lambda: None
         registry.step_listeners.append(self._on_step)
         self._ipython = _ipython()
         if self._ipython is not None:
@@ -67,19 +73,53 @@ class LiveUpdates:
         finally:
             self._paused -= 1
 
+    def follow_optimizers(self) -> None:
+        """Also push after each step of an optimizer of the model: a loop may run no forward the hooks see."""
+        explorer = self._explorer()
+        if explorer is None:
+            return
+        self._unfollow_optimizers()
+        # Registered again on every watch, so it runs after the monitors' own step hooks and sees their records.
+        handle = register_optimizer_step_post_hook(_weak_step_hook(self._on_optimizer_step))
+        self._unfollow_optimizers = weakref.finalize(explorer, handle.remove)  # a dropped explorer removes it
+
+    def _on_optimizer_step(self, optimizer: torch.optim.Optimizer) -> None:
+        if self._paused or not self._steps_the_model(optimizer):
+            return
+        self._optimizer_steps += 1
+        explorer = self._explorer()
+        step = explorer.step if explorer is not None else 0
+        self._follow(f"step {step}" if self._forward_seen else f"optimizer step {self._optimizer_steps}")
+
+    def _steps_the_model(self, optimizer: torch.optim.Optimizer) -> bool:
+        known = self._steps_model.get(optimizer)
+        if known is None:
+            explorer = self._explorer()
+            if explorer is None or explorer._model is None:
+                return False
+            ids = {id(p) for p in explorer._model.parameters()}
+            known = any(id(p) in ids for group in optimizer.param_groups for p in group["params"])
+            self._steps_model[optimizer] = known
+        return known
+
     def _on_step(self, step: int) -> None:
         if self._paused:
             return
+        self._forward_seen = True
+        self._follow(f"step {step}")
+
+    def _follow(self, label: str) -> None:
+        """Push now, or note that a push is due, labelled with the loop's progress (``step 12``)."""
         now = time.monotonic()
         if now < self._next_push:
             self._pending = True  # coalesced: the next push (or the cell's end) carries it
             return
-        plot_cost = self._push(step, now)
+        plot_cost = self._push(label, now)
         # The images keep their own, slower schedule: their cost must not hold back the counts.
         cost = time.monotonic() - now - plot_cost
         self._next_push = now + max(PUSH_INTERVAL_S, cost / MAX_SHARE)
 
-    def _push(self, step: int, now: float) -> float:
+    def _push(self, label: str, now: float) -> float:
         """Send counts, memory and status; redraw the images (selection, summary) when their turn has come.
 
         Returns the seconds spent on the plots.
@@ -100,7 +140,7 @@ class LiveUpdates:
             view.diagnostics = explorer.diagnostics  # e.g. a hook detached after an in-place collision
             view.status = {
                 "state": "live",
-                "message": f"step {step}: your code is running; clicks here apply when the cell finishes",
+                "message": f"{label}: your code is running; clicks here apply when the cell finishes",
             }
             # A redraw is expected to cost what the last one did; it waits until that fits the share.
             affordable = self._plot_spent + explorer._plot_cost <= MAX_SHARE * (now - self._since)
@@ -109,7 +149,8 @@ class LiveUpdates:
         return 0.0
 
     def _redraw(self, explorer: HookExplorer, view: Any, now: float) -> float:
-        """The selection's images and, while stats hooks feed it, the summary; returns the seconds spent."""
+        """The selection's images, the summary while stats hooks feed it, and the Training panel when its
+        records changed; returns the seconds spent."""
         started = time.monotonic()
         drew = False
         if view.selected in explorer.captures:
@@ -119,6 +160,7 @@ class LiveUpdates:
         if any(info.action == "stats" for info in self._registry._hooks.values()):
             explorer._sync_summary()  # the per-layer table and heatmap follow the loop too
             drew = True
+        drew = explorer._sync_training() or drew  # update ratios and DDP records, once they changed
         if not drew:
             return 0.0
         cost = time.monotonic() - started
@@ -130,22 +172,41 @@ class LiveUpdates:
     def _on_cell_done(self, result: Any = None) -> None:
         if not self._live and not self._pending:
             return
-        self._live = self._pending = False
+        by_optimizer = not self._forward_seen and self._optimizer_steps > 0  # a loop the hooks saw no forward of
+        self._live = self._pending = self._forward_seen = False
         explorer = self._explorer()
         if explorer is None or explorer._view is None or explorer._model is None:
             return
-        explorer._view.status = {"state": "idle", "message": f"step {explorer.step}: your cell finished"}
+        label = f"optimizer step {self._optimizer_steps}" if by_optimizer else f"step {explorer.step}"
+        explorer._view.status = {"state": "idle", "message": f"{label}: your cell finished"}
         explorer._sync()
         explorer._sync_summary()
+        explorer._sync_training()
 
     def close(self) -> None:
-        """Stop following forwards and cells."""
+        """Stop following forwards, optimizer steps and cells."""
+        self._unfollow_optimizers()
         with contextlib.suppress(ValueError):
             self._registry.step_listeners.remove(self._on_step)
         if self._ipython is not None:
             with contextlib.suppress(ValueError):
                 self._ipython.events.unregister("post_run_cell", self._on_cell_done)
             self._ipython = None
+
+
+def _weak_step_hook(method: Any) -> Any:
+    """An optimizer step post-hook that calls ``method(optimizer)`` while its LiveUpdates lives."""
+    ref = weakref.WeakMethod(method)
+
+    def hook(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        bound = ref()
+        if bound is not None:
+            try:
+                bound(optimizer)
+            except Exception as exc:  # a display update must never break the user's optimizer step
+                warnings.warn(f"updating the explorer's view failed: {exc!r}", stacklevel=2)
+
+    return hook
 
 
 def _ipython() -> Any:

@@ -46,6 +46,8 @@ class ExplorerView(anywidget.AnyWidget):
     """The capture store: bytes held, budget, records, evicted."""
     summary = traitlets.Dict({}).tag(sync=True)
     """Per-layer statistics: one step's rows, fields, steps, NaN/Inf layers, first non-finite, heatmap PNG."""
+    training = traitlets.Dict({"visible": False, "ratios": None, "ddp": None}).tag(sync=True)
+    """Training panel: watched optimizers' update ratios (chart PNG, last-step rows) and DDP figures and ready order."""
     attribution = traitlets.Dict({}).tag(sync=True)
     """The last "attribution here": layer, method, target, caption, overlay PNG, or the error text."""
     error = traitlets.Unicode("").tag(sync=True)

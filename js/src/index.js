@@ -1,4 +1,4 @@
-/** hookwidgets explorer view (anywidget ESM): header and run bar, module tree, inspector, graph and summary. */
+/** hookwidgets explorer view (anywidget ESM): header and run bar, module tree, inspector, graph, summary, training. */
 
 import "./widget.css";
 import { h } from "./view/dom.js";
@@ -7,6 +7,7 @@ import { createGraphView } from "./view/graph_view.js";
 import { createHeader } from "./view/header.js";
 import { createInspector } from "./view/inspector.js";
 import { createSummaryView } from "./view/summary_view.js";
+import { createTrainingView } from "./view/training_view.js";
 import { createTreeView } from "./view/tree_view.js";
 
 /** Render the explorer into `el`; returns the cleanup that removes listeners and Blob URLs. */
@@ -27,10 +28,12 @@ function render({ model, el }) {
   root.append(graph.el);
   const summary = createSummaryView(model); // per-layer statistics, below the graph
   root.append(summary.el);
+  const training = createTrainingView(model); // update ratios and DDP, once an optimizer or DDP is watched
+  root.append(training.el);
   el.append(root);
   return () => {
     graph.destroy();
-    for (const part of [header, errorBox, tree, inspector, summary]) part.destroy();
+    for (const part of [header, errorBox, tree, inspector, summary, training]) part.destroy();
     root.remove();
   };
 }

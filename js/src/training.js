@@ -1,0 +1,66 @@
+/** The training panel's tables: update-ratio columns, sorting, flags and number formats; pure, no DOM. */
+
+/** Columns of the update-ratio table: field and header, in display order (`optimizer` only with several). */
+export const RATIO_COLUMNS = [
+  ["param", "parameter"],
+  ["optimizer", "optimizer"],
+  ["ratio", "‖Δw‖/‖w‖"],
+  ["update_norm", "‖Δw‖"],
+  ["weight_norm", "‖w‖"],
+  ["lr", "lr"],
+  ["flag", "check"],
+];
+
+const FLAG_RANK = { high: 3, low: 2, undefined: 1, "": 0 };
+
+/** A number to sort a cell by: "nan" above everything (it is what people look for), missing below. */
+function numberKey(value) {
+  if (value === "nan") return Infinity;
+  if (value === "inf") return Number.MAX_VALUE;
+  if (value === "-inf") return -Number.MAX_VALUE;
+  if (typeof value === "number") return value;
+  return -Infinity;
+}
+
+/**
+ * Rows sorted by `field`, `descending` or not; a new array. `param` keeps the given (model) order,
+ * `optimizer` sorts by name, `flag` puts "high", then "low", then "undefined" first when descending.
+ */
+export function sortRatioRows(rows, field, descending = false) {
+  const indexed = rows.map((row, i) => [row, i]);
+  if (field === "param") {
+    if (descending) indexed.reverse();
+    return indexed.map(([row]) => row);
+  }
+  const key =
+    field === "flag"
+      ? (row) => FLAG_RANK[row.flag] ?? 0
+      : field === "optimizer"
+        ? (row) => String(row.optimizer ?? "")
+        : (row) => numberKey(row[field]);
+  indexed.sort(([a, i], [b, j]) => {
+    const ka = key(a);
+    const kb = key(b);
+    const diff = typeof ka === "string" ? ka.localeCompare(kb) : ka - kb;
+    if (diff !== 0 && !Number.isNaN(diff)) return descending ? -diff : diff;
+    return i - j; // stable: ties keep the model's order
+  });
+  return indexed.map(([row]) => row);
+}
+
+/** A ratio or norm as short text: 3 significant digits, exponent form when tiny or huge, "—" when missing. */
+export function formatRatio(value) {
+  if (value === undefined || value === null) return "—";
+  if (typeof value === "string") return value;
+  if (value === 0) return "0";
+  if (Math.abs(value) >= 1e4 || Math.abs(value) < 1e-2) return value.toExponential(2);
+  return String(Number(value.toPrecision(3)));
+}
+
+/** What the check column says about a flag: why the ratio is worth a look. */
+export function flagText(flag, low = 1e-5, high = 1e-1) {
+  if (flag === "high") return `▲ above ${high.toExponential(0)}`;
+  if (flag === "low") return `▼ below ${low.toExponential(0)}`;
+  if (flag === "undefined") return "no ratio: ‖w‖ = 0";
+  return "ok";
+}

@@ -1,0 +1,178 @@
+/** Training panel: update-to-weight ratios (chart and last-step table), DDP buckets, ranks and gradient-ready order. */
+
+import { toBytes } from "../bytes.js";
+import { RATIO_COLUMNS, flagText, formatRatio, sortRatioRows } from "../training.js";
+import { h, listen, subscribe } from "./dom.js";
+
+/** Build the training panel for `model` (hidden until an optimizer or DDP is watched); returns {el, destroy}. */
+export function createTrainingView(model) {
+  const ratioMessage = h("div", { cls: "hw-hint hw-ratio-message" });
+  const ratioCaption = h("div", { cls: "hw-training-caption hw-ratio-caption" });
+  const ratioChart = h("img", {
+    cls: "hw-ratio-chart",
+    attrs: { alt: "update-to-weight ratio per parameter and step", hidden: true },
+  });
+  const ratioTable = h("table", { cls: "hw-ratio-table" });
+  const ratioSection = h("section", { cls: "hw-ratio-section" }, [
+    h("div", { cls: "hw-training-subtitle" }, [
+      h("span", { text: "Update-to-weight ratio ‖Δw‖/‖w‖ per optimizer step" }),
+      h("span", { cls: "hw-training-guide", text: "about 1e-3 is healthy" }),
+    ]),
+    ratioMessage,
+    h("div", { cls: "hw-training-columns" }, [
+      ratioChart,
+      h("div", { cls: "hw-ratio-table-box" }, [ratioCaption, ratioTable]),
+    ]),
+  ]);
+
+  const ddpSource = h("span", { cls: "hw-training-guide hw-ddp-source" });
+  const ddpMessage = h("div", { cls: "hw-hint hw-ddp-message" });
+  const bucketImage = h("img", { cls: "hw-ddp-buckets", attrs: { alt: "DDP buckets of the newest step", hidden: true } });
+  const rankImage = h("img", { cls: "hw-ddp-ranks", attrs: { alt: "communication time and gradient norm per rank", hidden: true } });
+  const readyCaption = h("div", { cls: "hw-training-caption hw-ready-caption" });
+  const readyTable = h("table", { cls: "hw-ready-table" });
+  const ready = h("div", { cls: "hw-ready" }, [readyCaption, h("div", { cls: "hw-ready-box" }, [readyTable])]);
+  const ddpSection = h("section", { cls: "hw-ddp-section" }, [
+    h("div", { cls: "hw-training-subtitle" }, [h("span", { text: "DDP gradient communication" }), ddpSource]),
+    ddpMessage,
+    bucketImage,
+    h("div", { cls: "hw-training-columns" }, [rankImage, ready]), // the ready order beside the per-rank chart
+  ]);
+
+  const title = h("summary", { cls: "hw-section-title", text: "Training" });
+  const el = h("details", { cls: "hw-training-panel", attrs: { open: true, hidden: true } }, [
+    title,
+    h("div", { cls: "hw-training-body" }, [ratioSection, ddpSection]),
+  ]);
+  let sort = { field: "param", descending: false };
+  let urls = [];
+
+  /** Show PNG bytes in `img` through a Blob URL, or hide it. */
+  function show(img, png) {
+    const bytes = png ? toBytes(png) : null;
+    if (bytes && bytes.byteLength > 0) {
+      const url = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
+      urls.push(url);
+      img.src = url;
+      img.hidden = false;
+    } else {
+      img.removeAttribute("src");
+      img.hidden = true;
+    }
+  }
+
+  function setText(node, text) {
+    node.textContent = text ?? "";
+    node.hidden = !text;
+  }
+
+  function renderRatioTable(ratios) {
+    const several = (ratios.optimizers ?? []).length > 1;
+    const columns = RATIO_COLUMNS.filter(([key]) => key !== "optimizer" || several);
+    const head = h(
+      "tr",
+      {},
+      columns.map(([key, title]) =>
+        h("th", {
+          attrs: {
+            "data-field": key,
+            "aria-sort": sort.field === key ? (sort.descending ? "descending" : "ascending") : null,
+            title: "sort",
+          },
+          text: sort.field === key ? `${title} ${sort.descending ? "▾" : "▴"}` : title,
+        }),
+      ),
+    );
+    const lines = sortRatioRows(ratios.rows ?? [], sort.field, sort.descending).map((row) => {
+      const cls = row.flag ? `hw-ratio-row hw-ratio-${row.flag}` : "hw-ratio-row";
+      const cells = columns.map(([key]) => {
+        if (key === "param" || key === "optimizer") return h("td", { text: row[key] });
+        if (key === "flag") return h("td", { cls: "hw-ratio-flag", text: flagText(row.flag, ratios.low, ratios.high) });
+        return h("td", { text: formatRatio(row[key]) });
+      });
+      return h("tr", { cls, attrs: { "data-param": row.param, "data-flag": row.flag || null } }, cells);
+    });
+    ratioTable.replaceChildren(h("thead", {}, [head]), h("tbody", {}, lines));
+  }
+
+  function updateRatios(ratios) {
+    ratioSection.hidden = !ratios;
+    if (!ratios) return;
+    setText(ratioMessage, ratios.message);
+    const rows = ratios.rows ?? [];
+    const step = rows.length > 0 ? Math.max(...rows.map((r) => r.step)) : null;
+    const parts = [];
+    if (step !== null) parts.push(`step ${step}`);
+    parts.push((ratios.optimizers ?? []).join(", "));
+    if (rows.length > 0) parts.push(ratios.flagged > 0 ? `${ratios.flagged} of ${rows.length} flagged` : "none flagged");
+    if (ratios.caption) parts.push(ratios.caption);
+    ratioCaption.textContent = parts.filter(Boolean).join(" · ");
+    show(ratioChart, ratios.png);
+    renderRatioTable(ratios);
+  }
+
+  function updateReady(order) {
+    const rows = order?.rows ?? [];
+    ready.hidden = rows.length === 0;
+    if (rows.length === 0) return;
+    const note = order.note ? ` · ${order.note}` : "";
+    readyCaption.textContent = `Gradient-ready order at step ${order.step} (rank ${order.rank})${note}`;
+    const head = h("tr", {}, [
+      h("th", { text: "#" }),
+      h("th", { text: "parameter" }),
+      h("th", { text: "ms after the first" }),
+    ]);
+    const lines = rows.map((row) =>
+      h("tr", { cls: "hw-ready-row", attrs: { "data-param": row.param } }, [
+        h("td", { text: String(row.order) }),
+        h("td", { text: row.param }),
+        h("td", { text: typeof row.ms === "number" ? row.ms.toFixed(2) : String(row.ms) }),
+      ]),
+    );
+    readyTable.replaceChildren(h("thead", {}, [head]), h("tbody", {}, lines));
+  }
+
+  function updateDdp(ddp) {
+    ddpSection.hidden = !ddp;
+    if (!ddp) return;
+    const ranks = ddp.ranks ?? [];
+    const facts = [ddp.source];
+    if (ddp.steps > 0) facts.push(`${ddp.steps} step${ddp.steps === 1 ? "" : "s"}, ${ranks.length} rank${ranks.length === 1 ? "" : "s"}`);
+    ddpSource.textContent = facts.filter(Boolean).join(" · ");
+    setText(ddpMessage, ddp.message);
+    show(bucketImage, ddp.buckets_png);
+    show(rankImage, ddp.ranks_png);
+    updateReady(ddp.ready);
+  }
+
+  function update() {
+    const training = model.get("training") ?? {};
+    el.hidden = !training.visible;
+    const shown = [training.ratios && "update ratios", training.ddp && "DDP communication"].filter(Boolean);
+    title.textContent = shown.length > 0 ? `Training: ${shown.join(" and ")}` : "Training";
+    for (const url of urls) URL.revokeObjectURL(url);
+    urls = [];
+    updateRatios(training.ratios);
+    updateDdp(training.ddp);
+  }
+
+  function onTableClick(event) {
+    const th = event.target.closest?.("th[data-field]");
+    if (!th) return;
+    const key = th.getAttribute("data-field");
+    // A first click on a number or the check column puts the largest (or flagged) first.
+    sort = { field: key, descending: sort.field === key ? !sort.descending : key !== "param" && key !== "optimizer" };
+    const ratios = model.get("training")?.ratios;
+    if (ratios) renderRatioTable(ratios);
+  }
+
+  const offs = [subscribe(model, ["change:training"], update), listen(ratioTable, "click", onTableClick)];
+  update();
+  return {
+    el,
+    destroy() {
+      offs.forEach((off) => off());
+      for (const url of urls) URL.revokeObjectURL(url);
+    },
+  };
+}
