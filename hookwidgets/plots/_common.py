@@ -23,6 +23,11 @@ def as_float_array(tensor: torch.Tensor | np.ndarray) -> np.ndarray:
     return tensor.detach().to("cpu", torch.float32).numpy()
 
 
+def literal(text: str) -> str:
+    """``text`` as matplotlib must draw a model's string: as it is, never as mathtext (``$…$``)."""
+    return text.replace("$", r"\$")
+
+
 def nonfinite_note(values: np.ndarray) -> str:
     """`` [2 NaN, 1 Inf, drawn magenta]`` for a title, or ``""`` when every value is finite."""
     nan, inf = int(np.isnan(values).sum()), int(np.isinf(values).sum())

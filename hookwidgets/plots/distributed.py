@@ -7,6 +7,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from ..distributed.summary import bucket_rows, rank_steps
+from ._common import literal
 
 COLUMNS = ("bucket", "numel", "MiB", "params", "first params", "grad norm", "ms (median)", "fp err")
 
@@ -14,8 +15,9 @@ COLUMNS = ("bucket", "numel", "MiB", "params", "first params", "grad norm", "ms 
 def bucket_table_figure(records: list[dict[str, Any]], step: int | None = None) -> Figure:
     """The buckets of one step (default: the newest) as a table: size, parameters, norm, time, error."""
     rows = bucket_rows(records, step)
-    fig = Figure(figsize=(10.0, 0.9 + 0.3 * max(len(rows), 1)))
-    ax = fig.add_subplot()
+    # Sized to its rows: a title band and one band per row, the table filling the axes edge to edge.
+    fig = Figure(figsize=(8.0, 0.45 + 0.24 * (max(len(rows), 1) + 1)))
+    ax = fig.add_axes((0.01, 0.02, 0.98, 1 - 0.4 / fig.get_figheight()))
     ax.set_axis_off()
     if not rows:
         ax.set_title("no bucket records yet: run a backward pass of the DDP model", fontsize=9)
@@ -26,20 +28,26 @@ def bucket_table_figure(records: list[dict[str, Any]], step: int | None = None) 
             f"{r['numel']:,}",
             f"{r['bytes'] / 2**20:.2f}",
             str(r["params"]),
-            r["names"],
+            literal(r["names"]),
             f"{r['grad_norm_mean']:.3g}",
             f"{r['seconds_median'] * 1e3:.2f}",
             "—" if r["compression_error_max"] is None else f"{r['compression_error_max']:.2e}",
         ]
         for r in rows
     ]
-    table = ax.table(cellText=cells, colLabels=COLUMNS, loc="center", cellLoc="right")
+    widths = [0.07, 0.1, 0.07, 0.07, 0.35, 0.11, 0.12, 0.11]  # the parameter names get the room
+    table = ax.table(cellText=cells, colLabels=COLUMNS, colWidths=widths, cellLoc="right", bbox=(0, 0, 1, 1))
     table.auto_set_font_size(False)
-    table.set_fontsize(8)
-    table.auto_set_column_width(list(range(len(COLUMNS))))
+    table.set_fontsize(9)
+    for (row, col), cell in table.get_celld().items():
+        cell.set_edgecolor("#cccccc")
+        if row == 0:
+            cell.set_facecolor("#eeeeee")
+        if col == COLUMNS.index("first params"):
+            cell.set_text_props(ha="left")
+            cell.PAD = 0.02
     ranks = rows[0]["ranks"]
     ax.set_title(f"DDP buckets at step {rows[0]['step']} ({ranks} rank{'s' * (ranks != 1)})", fontsize=9)
-    fig.tight_layout()
     return fig
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ._common import as_float_array
+from ._common import as_float_array, literal
 
 
 def histogram_figure(
@@ -33,7 +33,7 @@ def histogram_figure(
     for (name, values), kept in zip(arrays.items(), finite, strict=True):
         counts, _ = np.histogram(kept, bins=edges)
         nonfinite = values.size - kept.size
-        label = f"{name} (n={values.size:,}" + (f", {nonfinite} NaN/Inf not shown)" if nonfinite else ")")
+        label = f"{literal(name)} (n={values.size:,}" + (f", {nonfinite} NaN/Inf not shown)" if nonfinite else ")")
         ax.stairs(counts, edges, fill=len(arrays) == 1, alpha=0.55 if len(arrays) == 1 else 1.0, label=label)
     if log:
         ax.set_yscale("log")
@@ -41,6 +41,6 @@ def histogram_figure(
     ax.set_ylabel("count" + (" (log)" if log else ""), fontsize=8)
     ax.tick_params(labelsize=7)
     ax.legend(fontsize=7, frameon=False)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(literal(title), fontsize=9)
     fig.tight_layout()
     return fig

@@ -9,7 +9,7 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ._common import NONFINITE_COLOR, as_float_array, finite_range, nonfinite_note
+from ._common import NONFINITE_COLOR, as_float_array, finite_range, literal, nonfinite_note
 from ._pixels import show_pixels
 from ._tiles import choose, compose, per_channel, plan
 from .tensors import bars_figure
@@ -76,7 +76,7 @@ def feature_map_figure(
     more = f" ({which} {len(shown)} of {len(values)} channels)" if len(values) > len(shown) else ""
     unlabelled = "" if labelled else " [tiles too small for channel numbers]"
     # An explicit y keeps the title where it is: the automatic placement measures hidden ticks on every draw.
-    ax.set_title(f"{title}{more}{nonfinite_note(values[chosen])}{unlabelled}", fontsize=9, y=1.0, pad=5)
+    ax.set_title(f"{literal(title)}{more}{nonfinite_note(values[chosen])}{unlabelled}", fontsize=9, y=1.0, pad=5)
     bar = fig.colorbar(image, cax=bar_ax)
     bar.ax.tick_params(labelsize=7)
     if scale == "channel":
@@ -102,7 +102,7 @@ def _empty_figure(title: str) -> Figure:
     fig, ax, bar_ax = _figure(60, 100)
     fig.delaxes(bar_ax)
     ax.set_axis_off()
-    ax.set_title(title, fontsize=9, y=1.0, pad=5)
+    ax.set_title(literal(title), fontsize=9, y=1.0, pad=5)
     return fig
 
 

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from matplotlib.figure import Figure
 
-from ._common import as_float_array, nonfinite_note, show_image
+from ._common import as_float_array, literal, nonfinite_note, show_image
 
 
 def _display_image(image: torch.Tensor, item: int) -> tuple[np.ndarray, str | None]:
@@ -65,7 +65,7 @@ def cam_overlay_figure(
     high = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
     layer = show_image(ax, heat, cmap, float(min(finite.min(), 0.0)) if finite.size else 0.0, high, alpha=alpha)
     ax.set_axis_off()
-    ax.set_title(f"{title}{nonfinite_note(heat)}", fontsize=9)
+    ax.set_title(f"{literal(title)}{nonfinite_note(heat)}", fontsize=9)
     fig.colorbar(layer, ax=ax, fraction=0.046, pad=0.03)
     fig.tight_layout()
     return fig

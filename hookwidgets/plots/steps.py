@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from ._common import MISSING_COLOR, NONFINITE_COLOR, finite_range
+from ._common import MISSING_COLOR, NONFINITE_COLOR, finite_range, literal
 
 STATS = ("mean", "std", "min", "max")
 
@@ -43,7 +43,7 @@ def stats_figure(records: Iterable[Any], *, stats: Sequence[str] = STATS, title:
     ax.tick_params(labelsize=7)
     ax.legend(fontsize=7, frameon=False, ncols=min(4, len(stats)))
     note = f" [NaN/Inf at step {', '.join(map(str, bad))}, shaded magenta]" if bad else ""
-    ax.set_title(f"{title}{note}", fontsize=9)
+    ax.set_title(f"{literal(title)}{note}", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -113,12 +113,12 @@ def summary_heatmap_figure(
     for i, j in zip(*np.nonzero(tainted), strict=True):
         ax.add_patch(Rectangle((j - 0.45, i - 0.45), 0.9, 0.9, fill=False, edgecolor=NONFINITE_COLOR, linewidth=2))
     broken = broken | tainted
-    labels = [t or "(model)" for t in order] if len(order) <= 80 else [""] * len(order)  # "" is the root
+    labels = [literal(t) or "(model)" for t in order] if len(order) <= 80 else [""] * len(order)  # "" is the root
     ax.set_yticks(np.arange(len(order)), labels, fontsize=7)
     ax.set_xticks(np.arange(len(steps)), [str(s) for s in steps], fontsize=7)
     ax.set_xlabel("step", fontsize=8)
     note = f" [{int(broken.sum())} NaN/Inf, magenta]" if broken.any() else ""
-    ax.set_title(f"{title or field}{' (log)' if norm else ''}{note}", fontsize=9)
+    ax.set_title(f"{literal(title or field)}{' (log)' if norm else ''}{note}", fontsize=9)
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
     fig.tight_layout()
     return fig

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ._common import NONFINITE_COLOR, as_float_array, finite_range, nonfinite_note, show_image
+from ._common import NONFINITE_COLOR, as_float_array, finite_range, literal, nonfinite_note, show_image
 
 MAX_LABELS = 64  # beyond this, tick labels overlap into a black bar
 
@@ -29,7 +29,7 @@ def bars_figure(values: torch.Tensor | np.ndarray, *, title: str = "", diverging
     ax.axhline(0, color="#444", linewidth=0.6)
     ax.set_xlabel("feature", fontsize=8)
     ax.tick_params(labelsize=7)
-    ax.set_title(f"{title}{nonfinite_note(values)}", fontsize=9)
+    ax.set_title(f"{literal(title)}{nonfinite_note(values)}", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -41,9 +41,9 @@ def _label_axis(ax, axis: str, labels: Sequence[str] | None, count: int) -> None
         raise ValueError(f"{len(labels)} {axis} labels for {count} {'rows' if axis == 'y' else 'columns'}")
     ticks = np.arange(count)
     if axis == "x":
-        ax.set_xticks(ticks, [str(t) for t in labels], rotation=90, fontsize=7)
+        ax.set_xticks(ticks, [literal(str(t)) for t in labels], rotation=90, fontsize=7)
     else:
-        ax.set_yticks(ticks, [str(t) for t in labels], fontsize=7)
+        ax.set_yticks(ticks, [literal(str(t)) for t in labels], fontsize=7)
 
 
 def matrix_figure(
@@ -68,7 +68,7 @@ def matrix_figure(
     image = show_image(ax, values, "RdBu_r" if diverging else "viridis", vmin, vmax, aspect="auto")
     _label_axis(ax, "x", column_labels, columns)
     _label_axis(ax, "y", row_labels, rows)
-    ax.set_title(f"{title}{nonfinite_note(values)}", fontsize=9)
+    ax.set_title(f"{literal(title)}{nonfinite_note(values)}", fontsize=9)
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
     fig.tight_layout()
     return fig
@@ -113,6 +113,6 @@ def attention_figure(
         ax.set_axis_off()
     axes[0, 0].set_ylabel("query", fontsize=7)
     axes[-1, 0].set_xlabel("key", fontsize=7)
-    fig.suptitle(f"{title}{nonfinite_note(values[chosen])}", fontsize=9)
+    fig.suptitle(f"{literal(title)}{nonfinite_note(values[chosen])}", fontsize=9)
     fig.colorbar(image, ax=list(axes.flat), fraction=0.03, pad=0.02)
     return fig

@@ -7,6 +7,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from ._common import literal
+
 # The rule of thumb for the update-to-weight ratio: about 1e-3 per step is healthy; far below means
 # a learning rate too low, far above one too high.
 HEALTHY_RATIO = 1e-3
@@ -28,7 +30,7 @@ def update_ratio_figure(records: list[dict[str, Any]], params: list[str] | None 
     fig = Figure(figsize=(7.5, 3.6))
     ax = fig.add_subplot()
     for name, (steps, ratios) in series.items():
-        ax.plot(steps, ratios, marker="o", ms=2.5, linewidth=1, label=name)
+        ax.plot(steps, ratios, marker="o", ms=2.5, linewidth=1, label=literal(name))
     ax.axhline(HEALTHY_RATIO, color="#888", linestyle="--", linewidth=0.8, label="1e-3 guide")
     ax.set_yscale("log")
     ax.set_xlabel("optimizer step", fontsize=8)

@@ -130,7 +130,7 @@ def ratio_payload(monitors: Sequence[UpdateRatioMonitor]) -> dict[str, Any]:
         payload["caption"] = f"{len(drawn)} of {len({r['param'] for r in rows})} parameters drawn: furthest from 1e-3"
     records = [r for records in recent for r in records]
     payload["png"], payload["message"] = _png(
-        lambda: update_ratio_figure(_escaped(records, "param"), params=_escape_names(drawn), max_params=PARAMS_DRAWN),
+        lambda: update_ratio_figure(records, params=drawn, max_params=PARAMS_DRAWN),
         "the update-ratio chart",
     )
     return payload
@@ -213,7 +213,7 @@ def ddp_payload(source: DDPSource) -> dict[str, Any]:
     if not buckets:
         payload["message"] = "No DDP records yet: run a forward and backward of the DDP model."
     else:
-        drawable = _escaped(buckets, "params")
+        drawable = buckets
         payload["buckets_png"], table_error = _png(lambda: bucket_table_figure(drawable), "the bucket table")
         payload["ranks_png"], chart_error = _png(lambda: rank_chart_figure(drawable), "the per-rank chart")
         payload["message"] = " ".join(e for e in (table_error, chart_error) if e)
@@ -254,22 +254,6 @@ def _png(draw: Callable[[], Figure], what: str) -> tuple[bytes | None, str]:
         return figure_png(draw()), ""
     except Exception as exc:
         return None, f"could not draw {what}: {type(exc).__name__}: {exc}"
-
-
-def _escape_names(names: list[str] | None) -> list[str] | None:
-    return None if names is None else [name.replace("$", r"\$") for name in names]
-
-
-def _escaped(records: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
-    """Records whose names matplotlib draws as text, not as mathtext: a parameter named ``$x$`` stays ``$x$``."""
-
-    def has_dollar(value: Any) -> bool:
-        return "$" in value if isinstance(value, str) else any("$" in name for name in value)
-
-    if not any(has_dollar(r[key]) for r in records):
-        return records
-    escape = _escape_names
-    return [{**r, key: r[key].replace("$", r"\$") if isinstance(r[key], str) else escape(r[key])} for r in records]
 
 
 def _plain(value: Any) -> Any:

@@ -6,6 +6,7 @@ import io
 
 import matplotlib.colors
 import matplotlib.image
+import matplotlib.text
 import numpy as np
 import pytest
 import torch
@@ -282,3 +283,36 @@ def test_all_nonfinite_tensors_still_draw():
     assert _has_magenta(feature_map_figure(nan))
     assert figure_png(histogram_figure(nan))[:8] == PNG
     assert _has_magenta(bars_figure(torch.tensor([float("nan"), 1.0])))
+
+
+NAME = r"$\frac{a$ & <b>x</b>"  # as mathtext this does not even parse
+
+
+def _texts(fig) -> list[str]:
+    cells = [cell.get_text() for ax in fig.axes for table in ax.tables for cell in table.get_celld().values()]
+    return [t.get_text() for t in [*fig.findobj(matplotlib.text.Text), *cells]]
+
+
+def test_model_strings_are_drawn_as_they_are_never_as_mathtext():
+    from hookwidgets.plots import update_ratio_figure
+    from hookwidgets.plots.distributed import bucket_table_figure
+
+    ratios = [{"param": NAME, "step": s, "ratio": 1e-3} for s in (1, 2)]
+    bucket = {"rank": 0, "step": 1, "bucket": 0, "numel": 4, "bytes": 16, "params": [NAME], "grad_norm": 1.0,
+              "reduced_norm": 1.0, "seconds": 0.001, "compression_error": None}  # fmt: skip
+    x = torch.rand(1, 2, 4, 4)
+    figures = [
+        feature_map_figure(x, title=NAME),
+        histogram_figure({NAME: x}, title=NAME),
+        bars_figure(torch.rand(3), title=NAME),
+        matrix_figure(torch.rand(2, 2), title=NAME, row_labels=[NAME, "b"], column_labels=["c", NAME]),
+        attention_figure(torch.rand(1, 1, 2, 2), tokens=[NAME, "t"], title=NAME),
+        summary_heatmap_figure([{"step": 1, "target": NAME, "act_norm": 1.0}], "act_norm", title=NAME),
+        cam_overlay_figure(torch.rand(1, 3, 4, 4), torch.rand(1, 4, 4), title=NAME),
+        update_ratio_figure(ratios),
+        bucket_table_figure([bucket]),
+    ]
+    for k, fig in enumerate(figures):
+        assert figure_png(fig, dpi=40)[:8] == PNG  # mathtext would raise here
+        texts = _texts(fig)
+        assert any(NAME.replace("$", r"\$") in t for t in texts), (k, texts)
