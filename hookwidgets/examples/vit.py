@@ -6,13 +6,10 @@ weights ``(N, heads, 65, 65)``. Trains in seconds on a CPU; nothing is downloade
 
 from __future__ import annotations
 
-import os
-
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from .digits import IMAGE_SIZE, _cache_dir, load_digits, one_thread
+from .digits import IMAGE_SIZE, cached_model, train_on_digits
 
 PATCH = 4
 GRID = IMAGE_SIZE // PATCH  # 8×8 patches, plus the class token: 65 tokens
@@ -70,33 +67,9 @@ class DigitsViT(nn.Module):
 
 def train_digits_vit(epochs: int = 4, seed: int = 0) -> DigitsViT:
     """Train a DigitsViT on 1,500 digits in seconds on a CPU, leaving the global RNG and thread count untouched."""
-    images, labels = load_digits()
-    with torch.random.fork_rng(devices=[]), one_thread():
-        torch.manual_seed(seed)
-        model = DigitsViT()
-        optimizer = torch.optim.AdamW(model.parameters(), lr=4e-3)
-        train_x, train_y = images[:1500], labels[:1500]
-        model.train()
-        for _ in range(epochs):
-            for batch in torch.randperm(len(train_x)).split(64):
-                optimizer.zero_grad()
-                F.cross_entropy(model(train_x[batch]), train_y[batch]).backward()
-                optimizer.step()
-    model.zero_grad(set_to_none=True)
-    return model.eval()
+    return train_on_digits(DigitsViT, torch.optim.AdamW, 4e-3, epochs, seed)
 
 
 def pretrained_digits_vit(cache: bool = True) -> DigitsViT:
     """A trained DigitsViT in eval mode, trained on first use and cached on disk afterwards."""
-    path = _cache_dir() / "digits_vit_v1.pt"
-    if cache and path.exists():
-        model = DigitsViT()
-        model.load_state_dict(torch.load(path, weights_only=True))
-        return model.eval()
-    model = train_digits_vit()
-    if cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        torch.save(model.state_dict(), tmp)
-        tmp.replace(path)  # atomic, so parallel first uses never read half a file
-    return model
+    return cached_model("digits_vit_v1", DigitsViT, train_digits_vit, cache)
