@@ -19,6 +19,7 @@ from hookwidgets import HookExplorer
 from hookwidgets.core.hooks import CALL_STEPS_KEPT, TIMELINE_CAP
 from hookwidgets.widget import live
 
+from ..widget._messages import browser_sets
 from ._soak_model import SoakNet, attach_every_kind
 
 STEPS = int(os.environ.get("HOOKWIDGETS_SOAK_STEPS", "150"))
@@ -31,11 +32,6 @@ def resident_bytes() -> int:
     """Resident set size of this process, from /proc/self/statm."""
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def browser_sets(view, /, **state) -> None:
-    """What the frontend sends for ``model.set(...); model.save_changes()``."""
-    view._handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []})
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from torch import nn
 from hookwidgets import HookExplorer
 from hookwidgets.widget.graph_panel import SAVED_DETAIL_LIMIT, compact_autograd, graph_payload
 
-from .test_view_protocol import browser_sends, browser_sets
+from ._messages import browser_sends, browser_sets
 
 
 def expand(compact):
@@ -28,14 +28,6 @@ def expand(compact):
     ]
     edges = [(compact["ids"][s], compact["ids"][d]) for s, d in compact["edges"]]
     return nodes, edges
-
-
-@pytest.fixture
-def explorer(cnn, image):
-    cnn.eval()
-    ex = HookExplorer(cnn, example_inputs=image)
-    yield ex
-    ex.close()
 
 
 def test_the_view_starts_without_a_graph(explorer):

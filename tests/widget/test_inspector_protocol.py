@@ -8,15 +8,7 @@ import torch
 from hookwidgets import HookExplorer
 from hookwidgets.widget import live
 
-from .test_view_protocol import browser_sends, browser_sets
-
-
-@pytest.fixture
-def explorer(cnn, image):
-    cnn.eval()
-    ex = HookExplorer(cnn, example_inputs=image)
-    yield ex
-    ex.close()
+from ._messages import browser_sends, browser_sets
 
 
 def test_selection_says_what_the_target_is_and_which_kinds_fit(explorer):

@@ -8,7 +8,7 @@ from torch import nn
 
 from hookwidgets import HookExplorer
 
-from .test_view_protocol import browser_sends, browser_sets
+from ._messages import browser_sends, browser_sets
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

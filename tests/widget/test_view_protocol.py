@@ -9,24 +9,7 @@ from ipywidgets.widgets.widget import _remove_buffers
 from hookwidgets import HookExplorer
 
 from ..conftest import hook_state
-
-
-def browser_sets(view, /, **state):
-    """What the frontend sends for ``model.set(...); model.save_changes()``."""
-    view._handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []})
-
-
-def browser_sends(view, /, **content):
-    """What the frontend sends for ``model.send(content)``."""
-    view._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
-
-
-@pytest.fixture
-def explorer(cnn, image):
-    cnn.eval()
-    ex = HookExplorer(cnn, example_inputs=image)
-    yield ex
-    ex.close()
+from ._messages import browser_sends, browser_sets
 
 
 def test_view_starts_with_the_tree_and_the_offered_hook_kinds(explorer):

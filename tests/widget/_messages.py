@@ -1,0 +1,15 @@
+"""The comm messages the frontend sends, for driving a view from Python as the browser does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def browser_sets(view: Any, /, **state: Any) -> None:
+    """What the frontend sends for ``model.set(...); model.save_changes()``."""
+    view._handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []})
+
+
+def browser_sends(view: Any, /, **content: Any) -> None:
+    """What the frontend sends for ``model.send(content)``."""
+    view._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
