@@ -1,7 +1,6 @@
 /** "Attribution here": a method and class picker for the selected layer, and the map over the input image. */
 
-import { toBytes } from "../bytes.js";
-import { h, listen, subscribe } from "./dom.js";
+import { h, listen, pngUrls, subscribe } from "./dom.js";
 
 const METHODS = [
   "gradcam",
@@ -35,7 +34,7 @@ export function createAttributionView(model) {
     caption,
     h("div", { cls: "hw-attr-images" }, [input, image]), // the input beside its map
   ]);
-  let urls = [];
+  const images = pngUrls();
 
   function updateTargets() {
     const top = model.get("status")?.top ?? [];
@@ -53,25 +52,10 @@ export function createAttributionView(model) {
     const mine = result.layer === model.get("selected") || (result.error && result.method);
     error.textContent = mine ? (result.error ?? "") : "";
     caption.textContent = mine && !result.error ? (result.caption ?? "") : "";
-    for (const url of urls) URL.revokeObjectURL(url);
-    urls = [];
+    images.revoke();
     const ok = mine && !result.error;
-    show(image, ok ? result.png : null);
-    show(input, ok ? result.input_png : null);
-  }
-
-  /** Show PNG `png` (bytes) in `img` through a Blob URL, or hide it. */
-  function show(img, png) {
-    const bytes = png ? toBytes(png) : null;
-    if (bytes && bytes.byteLength > 0) {
-      const url = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
-      urls.push(url);
-      img.src = url;
-      img.hidden = false;
-    } else {
-      img.removeAttribute("src");
-      img.hidden = true;
-    }
+    images.show(image, ok ? result.png : null);
+    images.show(input, ok ? result.input_png : null);
   }
 
   function updateVisible() {
@@ -98,7 +82,7 @@ export function createAttributionView(model) {
     el,
     destroy() {
       offs.forEach((off) => off());
-      for (const url of urls) URL.revokeObjectURL(url);
+      images.revoke();
     },
   };
 }

@@ -1,8 +1,7 @@
 /** Plots area: the PNG captures of the selection as Blob-URL images, each with a step slider over its history. */
 
-import { toBytes } from "../bytes.js";
 import { formatShape } from "../format.js";
-import { h, subscribe } from "./dom.js";
+import { h, pngUrls, subscribe } from "./dom.js";
 
 const HINT = "Attach a hook and press Run (or run your own code) to see captures.";
 const SLIDE_DELAY_MS = 150;
@@ -18,14 +17,9 @@ function caption(item) {
 /** Build the plots area for `model`; returns {el, destroy}. */
 export function createPlots(model) {
   const el = h("div", { cls: "hw-plots" });
-  let urls = [];
+  const images = pngUrls();
   let shown = { plots: undefined, match: undefined };
   let slideTimer = null;
-
-  function revokeAll() {
-    for (const url of urls) URL.revokeObjectURL(url);
-    urls = [];
-  }
 
   function slider(item) {
     const steps = Array.isArray(item.steps) ? item.steps : [];
@@ -75,15 +69,13 @@ export function createPlots(model) {
   }
 
   function figure(item) {
-    const bytes = toBytes(item.png);
+    const url = images.url(item.png);
     const children = [h("figcaption", { cls: item.stale ? "hw-plot-caption hw-stale" : "hw-plot-caption", text: caption(item) })];
     const views = viewButtons(item);
     if (views) children.push(views);
     const steps = slider(item);
     if (steps) children.push(steps);
-    if (bytes && bytes.byteLength > 0) {
-      const url = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
-      urls.push(url);
+    if (url) {
       children.push(
         h("img", { cls: "hw-plot", attrs: { "data-kind": item.kind ?? "", alt: caption(item), src: url } }),
       );
@@ -99,7 +91,7 @@ export function createPlots(model) {
     // A selection change that does not change what is shown keeps the images (no flicker).
     if (plots === shown.plots && match === shown.match) return;
     shown = { plots, match };
-    revokeAll();
+    images.revoke();
     const items = match && Array.isArray(plots.items) ? plots.items : [];
     if (items.length === 0) {
       el.replaceChildren(h("div", { cls: "hw-hint", text: HINT }));
@@ -115,7 +107,7 @@ export function createPlots(model) {
     destroy() {
       off();
       if (slideTimer !== null) clearTimeout(slideTimer);
-      revokeAll();
+      images.revoke();
     },
   };
 }

@@ -1,8 +1,7 @@
 /** Summary view: per-layer statistics of one step as a sortable table, every step as a heatmap. */
 
-import { toBytes } from "../bytes.js";
 import { COLUMNS, formatStat, sortRows } from "../summary.js";
-import { h, listen, subscribe } from "./dom.js";
+import { h, listen, pngUrls, sortableHeader, subscribe } from "./dom.js";
 
 /** Build the summary panel for `model`; returns {el, destroy}. */
 export function createSummaryView(model) {
@@ -33,7 +32,7 @@ export function createSummaryView(model) {
     body,
   ]);
   let sort = { field: "target", descending: false };
-  let url = null;
+  const images = pngUrls();
 
   function options(select, values, chosen, label) {
     select.replaceChildren(...values.map((v) => h("option", { attrs: { value: String(v) }, text: label(v) })));
@@ -43,20 +42,7 @@ export function createSummaryView(model) {
   function renderTable(summary) {
     const rows = sortRows(summary.rows ?? [], sort.field, sort.descending);
     const nonfinite = new Set(summary.nonfinite ?? []);
-    const head = h(
-      "tr",
-      {},
-      COLUMNS.map(([key, title]) =>
-        h("th", {
-          attrs: {
-            "data-field": key,
-            "aria-sort": sort.field === key ? (sort.descending ? "descending" : "ascending") : null,
-            title: "sort",
-          },
-          text: sort.field === key ? `${title} ${sort.descending ? "▾" : "▴"}` : title,
-        }),
-      ),
-    );
+    const head = sortableHeader(COLUMNS, sort);
     const lines = rows.map((row) => {
       const cls = ["hw-summary-row"];
       if (nonfinite.has(row.target)) cls.push("hw-nonfinite");
@@ -82,17 +68,8 @@ export function createSummaryView(model) {
     banner.hidden = first === null || first === undefined;
     banner.textContent = banner.hidden ? "" : `First module whose output held NaN/Inf: ${first || "(model)"}`;
     renderTable(summary);
-    if (url !== null) URL.revokeObjectURL(url);
-    url = null;
-    const bytes = toBytes(summary.heatmap);
-    if (bytes && bytes.byteLength > 0) {
-      url = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
-      heatmap.src = url;
-      heatmap.hidden = false;
-    } else {
-      heatmap.removeAttribute("src");
-      heatmap.hidden = true;
-    }
+    images.revoke();
+    images.show(heatmap, summary.heatmap);
   }
 
   function onTableClick(event) {
@@ -130,7 +107,7 @@ export function createSummaryView(model) {
     el,
     destroy() {
       offs.forEach((off) => off());
-      if (url !== null) URL.revokeObjectURL(url);
+      images.revoke();
     },
   };
 }

@@ -1,8 +1,7 @@
 /** Training panel: update-to-weight ratios (chart and last-step table), DDP buckets, ranks and gradient-ready order. */
 
-import { toBytes } from "../bytes.js";
 import { RATIO_COLUMNS, flagText, formatRatio, sortRatioRows } from "../training.js";
-import { h, listen, subscribe } from "./dom.js";
+import { h, listen, pngUrls, sortableHeader, subscribe } from "./dom.js";
 
 /** Build the training panel for `model` (hidden until an optimizer or DDP is watched); returns {el, destroy}. */
 export function createTrainingView(model) {
@@ -45,21 +44,7 @@ export function createTrainingView(model) {
     h("div", { cls: "hw-training-body" }, [ratioSection, ddpSection]),
   ]);
   let sort = { field: "param", descending: false };
-  let urls = [];
-
-  /** Show PNG bytes in `img` through a Blob URL, or hide it. */
-  function show(img, png) {
-    const bytes = png ? toBytes(png) : null;
-    if (bytes && bytes.byteLength > 0) {
-      const url = URL.createObjectURL(new Blob([bytes], { type: "image/png" }));
-      urls.push(url);
-      img.src = url;
-      img.hidden = false;
-    } else {
-      img.removeAttribute("src");
-      img.hidden = true;
-    }
-  }
+  const images = pngUrls();
 
   function setText(node, text) {
     node.textContent = text ?? "";
@@ -69,20 +54,7 @@ export function createTrainingView(model) {
   function renderRatioTable(ratios) {
     const several = (ratios.optimizers ?? []).length > 1;
     const columns = RATIO_COLUMNS.filter(([key]) => key !== "optimizer" || several);
-    const head = h(
-      "tr",
-      {},
-      columns.map(([key, title]) =>
-        h("th", {
-          attrs: {
-            "data-field": key,
-            "aria-sort": sort.field === key ? (sort.descending ? "descending" : "ascending") : null,
-            title: "sort",
-          },
-          text: sort.field === key ? `${title} ${sort.descending ? "▾" : "▴"}` : title,
-        }),
-      ),
-    );
+    const head = sortableHeader(columns, sort);
     const lines = sortRatioRows(ratios.rows ?? [], sort.field, sort.descending).map((row) => {
       const cls = row.flag ? `hw-ratio-row hw-ratio-${row.flag}` : "hw-ratio-row";
       const cells = columns.map(([key]) => {
@@ -107,7 +79,7 @@ export function createTrainingView(model) {
     if (rows.length > 0) parts.push(ratios.flagged > 0 ? `${ratios.flagged} of ${rows.length} flagged` : "none flagged");
     if (ratios.caption) parts.push(ratios.caption);
     ratioCaption.textContent = parts.filter(Boolean).join(" · ");
-    show(ratioChart, ratios.png);
+    images.show(ratioChart, ratios.png);
     renderRatioTable(ratios);
   }
 
@@ -140,8 +112,8 @@ export function createTrainingView(model) {
     if (ddp.steps > 0) facts.push(`${ddp.steps} step${ddp.steps === 1 ? "" : "s"}, ${ranks.length} rank${ranks.length === 1 ? "" : "s"}`);
     ddpSource.textContent = facts.filter(Boolean).join(" · ");
     setText(ddpMessage, ddp.message);
-    show(bucketImage, ddp.buckets_png);
-    show(rankImage, ddp.ranks_png);
+    images.show(bucketImage, ddp.buckets_png);
+    images.show(rankImage, ddp.ranks_png);
     updateReady(ddp.ready);
   }
 
@@ -150,8 +122,7 @@ export function createTrainingView(model) {
     el.hidden = !training.visible;
     const shown = [training.ratios && "update ratios", training.ddp && "DDP communication"].filter(Boolean);
     title.textContent = shown.length > 0 ? `Training: ${shown.join(" and ")}` : "Training";
-    for (const url of urls) URL.revokeObjectURL(url);
-    urls = [];
+    images.revoke();
     updateRatios(training.ratios);
     updateDdp(training.ddp);
   }
@@ -172,7 +143,7 @@ export function createTrainingView(model) {
     el,
     destroy() {
       offs.forEach((off) => off());
-      for (const url of urls) URL.revokeObjectURL(url);
+      images.revoke();
     },
   };
 }
