@@ -23,7 +23,7 @@ from .graph_names import ParamNames
 from .graph_walk import Table, no_gc, walk_graph
 from .inputs import Inputs, call_model
 from .modelstate import preserved_state
-from .scope import HIDDEN_OPS, ScopeTracker, hidden_ops, next_sequence_nr, node_id, op_name, parse_node_id
+from .scope import HIDDEN_OPS, Call, ScopeTracker, hidden_ops, next_sequence_nr, node_id, op_name, parse_node_id
 
 __all__ = [
     "GraphRecorder",
@@ -58,7 +58,9 @@ class GraphRecording:
     (hidden ones have none), ``node_ids`` maps live nodes to ids; ``outputs`` are the output nodes'
     ids; ``saved_by_module`` the bytes each module scope saved for backward (activation memory, each
     tensor counted once, parameters and buffers not at all). The recording holds every node it
-    lists, and so the graph and its saved activations, until ``release()``.
+    lists, and so the graph and its saved activations, until ``release()``. Everything that a backward
+    or a later forward could change is read during the recording; ids, edges and the plain data are
+    made from it when first asked for.
     """
 
     def __init__(self, table: Table | None = None, module_order: list[str] | None = None) -> None:
@@ -68,14 +70,29 @@ class GraphRecording:
         self._module_order = module_order or []
         self._plain: tuple[list, list, list[str]] | None = None  # rows, edges, outputs
         self._nodes: list[Node] | None = t.nodes  # the live nodes by row; None once released
-        self._rows: dict[str, int] = {i: k for k, (i, h) in enumerate(zip(t.ids, t.hidden, strict=True)) if not h}
-        self._count = len(self._rows)
-        self.saved_by_module: dict[str, int] = {}
-        saved, scopes, by_module = t.saved, t.scopes, self.saved_by_module
-        for row, nbytes, alias in zip(saved.rows, saved.nbytes, saved.aliases, strict=True):
-            if alias is None and nbytes:  # memory of its own: aliases of params or earlier saves are free
-                scope = scopes[row]
-                by_module[scope] = by_module.get(scope, 0) + nbytes
+        self._by_id: dict[str, int] | None = None  # id -> row, made on first use
+        self._count = t.hidden.count(False)
+        self._saved_by_module: dict[str, int] | None = None
+
+    @property
+    def saved_by_module(self) -> dict[str, int]:
+        """Bytes of memory of their own that the nodes of each module scope saved for backward."""
+        if self._saved_by_module is None:
+            by_module: dict[str, int] = {}
+            saved, scopes = self._table.saved, self._table.scopes
+            for row, nbytes, alias in zip(saved.rows, saved.nbytes, saved.aliases, strict=True):
+                if alias is None and nbytes:  # memory of its own: aliases of params or earlier saves are free
+                    scope = scopes[row]
+                    by_module[scope] = by_module.get(scope, 0) + nbytes
+            self._saved_by_module = by_module
+        return self._saved_by_module
+
+    @property
+    def _rows(self) -> dict[str, int]:
+        if self._by_id is None:
+            t = self._table
+            self._by_id = {i: k for k, (i, h) in enumerate(zip(t.node_ids(), t.hidden, strict=True)) if not h}
+        return self._by_id
 
     def __len__(self) -> int:
         return self._count
@@ -156,9 +173,9 @@ class GraphRecording:
 
     def _splice(self) -> tuple[list, list, list[str]]:
         t = self._table
-        hidden, ids, seqs = t.hidden, t.ids, t.seqs
+        hidden, ids, seqs = t.hidden, t.node_ids(), t.seqs
         nodes = self._nodes or []
-        all_edges = [edge for edge in t.edge_rows() if edge[2] >= 0]
+        all_edges = t.edge_rows() if self._nodes is not None else []
         hidden_out: dict[int, list[tuple[int, int, int]]] = {}
         for src, slot, dst, nr in all_edges:
             if hidden[src]:
@@ -192,7 +209,7 @@ class GraphRecording:
         outputs = list(dict.fromkeys(ids[d] for root in t.roots for d, _ in through(root, 0)))
         keys = [seq if seq is not None else first_use.get(k, float("inf")) for k, seq in enumerate(seqs)]
         order = sorted((k for k in range(len(ids)) if not hidden[k]), key=lambda k: (keys[k], k))
-        saved = t.saved.by_row()
+        saved = t.saved.by_row(ids)
         rows = [(ids[k], t.ops[k], t.scopes[k], t.params[k], saved.get(k, ())) for k in order]
         return rows, edges, outputs
 
@@ -306,10 +323,10 @@ class GraphRecorder:
         # garbage collection. A recorder dropped while started stops its tracker.
         ref = weakref.ref(self)
 
-        def call_ended(output: Any, exc: BaseException | None) -> None:
+        def call_ended(call: Call, output: Any, exc: BaseException | None) -> None:
             recorder = ref()
             if recorder is not None:
-                recorder._call_ended(output, exc)
+                recorder._call_ended(call, output, exc)
 
         self._tracker = ScopeTracker(model, call_ended)
         weakref.finalize(self, self._tracker.stop)
@@ -322,9 +339,10 @@ class GraphRecorder:
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: types.TracebackType | None) -> None:
         try:
-            if exc is not None and self._tracker.in_call:  # interrupted before the model's hooks could tell
-                self._tracker.call_end = next_sequence_nr()
-                self._record(traceback_roots(tb), None, f"{type(exc).__name__}: {exc}")
+            call = self._tracker.call
+            if exc is not None and call is not None and self._tracker.in_call:  # interrupted before the hooks told
+                call.end = next_sequence_nr()
+                self._record(call, traceback_roots(tb), None, f"{type(exc).__name__}: {exc}")
         except Exception as failure:  # the exception in flight matters more; result() tells this one
             self._tracker.failure = failure
         finally:
@@ -357,34 +375,38 @@ class GraphRecorder:
             raise ValueError("no graph: the model was not called inside the recorder")
         return self._result
 
-    def _call_ended(self, output: Any, exc: BaseException | None) -> None:
-        self._result = None
+    def _call_ended(self, call: Call, output: Any, exc: BaseException | None) -> None:
+        """At the end of ``call`` (on its thread): record its graph, or say why there is none."""
         if exc is not None:
-            self._record(traceback_roots(exc.__traceback__), None, f"{type(exc).__name__}: {exc}")
+            self._record(call, traceback_roots(exc.__traceback__), None, f"{type(exc).__name__}: {exc}")
             return
         roots = output_roots(output)
         if not roots:
             model = self._tracker._model()
-            tracker = self._tracker
-            self._result = (
-                _no_graph_reason(model, output, tracker.grad_mode, tracker.inputs_grad) if model is not None else None
-            )
+            reason = _no_graph_reason(model, output, call.grad_mode, call.inputs_grad) if model is not None else None
+            if self.on_graph is None:
+                self._result = reason
             return
-        self._record(roots, output, None)
+        self._record(call, roots, output, None)
 
-    def _record(self, roots: list[Node], output: Any, error: str | None) -> None:
+    def _record(self, call: Call, roots: list[Node], output: Any, error: str | None) -> None:
         tracker = self._tracker
-        span = (tracker.call_start or 0, tracker.call_end if tracker.call_end is not None else next_sequence_nr())
-        with no_gc():
-            table = walk_graph(
-                roots,
-                (tracker._starts, tracker._scopes),
-                span,
-                self._params or ParamNames(tracker._model()),
-                saved_tensors=self.saved_tensors,
-            )
-            recording = GraphRecording(table, list(tracker._paths.values()))
-            recording.output, recording.error = output, error
+        span = (call.start, call.end if call.end is not None else next_sequence_nr())
+        try:
+            with no_gc():
+                table = walk_graph(
+                    roots,
+                    (call.starts, call.scopes),
+                    span,
+                    self._params or ParamNames(tracker._model()),
+                    saved_tensors=self.saved_tensors,
+                )
+                recording = GraphRecording(table, list(tracker._paths.values()))
+                recording.output, recording.error = output, error
+        except BaseException:
+            if self.on_graph is None:
+                self._result = None  # not the graph of an earlier call
+            raise
         if self.on_graph is not None:
             self.on_graph(recording)
         else:

@@ -17,28 +17,37 @@ class ModelNames:
     paths: dict[int, str] = field(default_factory=dict)  # id of a module -> its path ("" for the root)
     params: dict[int, str] = field(default_factory=dict)  # id of a parameter -> "layer1.0.conv1.weight"
     owners: dict[int, str] = field(default_factory=dict)  # id of a parameter or buffer -> "parameter …", "buffer …"
+    param_scopes: dict[int, str] = field(default_factory=dict)  # id of a parameter -> its module's path
 
 
 def read_names(model: nn.Module | None) -> ModelNames:
     """Every name of ``model`` in one pass, as ``named_modules()`` gives them (preorder, first path wins)."""
     names = ModelNames()
-    paths, params, owners = names.paths, names.params, names.owners
+    paths, params, owners, scopes = names.paths, names.params, names.owners, names.param_scopes
+    buffers: list[tuple[int, str]] = []
     stack: list[tuple[str, nn.Module]] = [("", model)] if model is not None else []
+    pop, push = stack.pop, stack.extend
     while stack:
-        path, module = stack.pop()
-        if id(module) in paths:
+        path, module = pop()
+        key = id(module)
+        if key in paths:
             continue
-        paths[id(module)] = path
+        paths[key] = path
         prefix = path + "." if path else ""
-        for name, param in module._parameters.items() if module._parameters else ():
-            if param is not None and id(param) not in params:
-                params[id(param)] = prefix + name
-        for name, buffer in module._buffers.items() if module._buffers else ():
-            if buffer is not None:
-                owners.setdefault(id(buffer), "buffer " + prefix + name)
+        own = module._parameters
+        if own:
+            for name, param in own.items():
+                if param is not None and id(param) not in params:
+                    params[id(param)] = prefix + name
+                    scopes[id(param)] = path
+        own = module._buffers
+        if own:
+            buffers.extend([(id(buffer), prefix + name) for name, buffer in own.items() if buffer is not None])
         children = module._modules
         if children:
-            stack.extend((prefix + name, child) for name, child in reversed(children.items()) if child is not None)
+            push([(prefix + name, child) for name, child in reversed(children.items()) if child is not None])
+    for key, name in buffers:
+        owners.setdefault(key, "buffer " + name)
     for key, name in params.items():
         owners.setdefault(key, "parameter " + name)
     return names
@@ -55,6 +64,7 @@ class ParamNames:
     def _set(self, names: ModelNames) -> None:
         self.by_id: dict[int, str] = names.params
         self.owners: dict[int, str] = names.owners
+        self.scopes: dict[int, str] = names.param_scopes
 
     def new_walk(self) -> None:
         """Allow one re-read of the names in the next walk."""

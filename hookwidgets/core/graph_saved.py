@@ -11,6 +11,8 @@ pack hooks; it is listed here, and counted (8 bytes).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 
 _saved_names: dict[type, tuple[tuple[str, str], ...]] = {}
 _SavedTensor = getattr(torch._C._autograd, "SavedTensor", None)  # what ``node._raw_saved_<name>`` gives
+_shape, _dtype, _nbytes = attrgetter("shape"), attrgetter("dtype"), attrgetter("nbytes")
 
 
 def _saved_attrs(node: Node) -> tuple[tuple[str, str], ...]:
@@ -47,7 +50,11 @@ def _dtype_name(dtype: torch.dtype) -> str:
 
 @dataclass
 class Saved:
-    """The tensors the nodes saved for backward, one entry per tensor, in flat lists (see ``Table``)."""
+    """The tensors the nodes saved for backward, one entry per tensor, in flat lists (see ``Table``).
+
+    ``aliases`` holds, for an entry whose memory is not its own, the parameter or buffer it shares
+    (a string) or the index of the entry first saved on the same storage (an int, named on use).
+    """
 
     rows: list[int] = field(default_factory=list)  # the row of the node that saved it
     labels: list[str] = field(default_factory=list)
@@ -55,15 +62,22 @@ class Saved:
     ndims: list[int] = field(default_factory=list)
     dtypes: list[str] = field(default_factory=list)
     nbytes: list[int] = field(default_factory=list)
-    aliases: list[str | None] = field(default_factory=list)
+    aliases: list[str | int | None] = field(default_factory=list)
 
-    def by_row(self) -> dict[int, list[tuple[str, list[int], str, int, str | None]]]:
+    def alias(self, i: int, ids: list[str]) -> str | None:
+        """What entry ``i``'s memory belongs to if not itself: ``"parameter fc.weight"``, ``"<node id> <name>"``."""
+        alias = self.aliases[i]
+        if isinstance(alias, int):
+            return f"{ids[self.rows[alias]]} {self.labels[alias]}"
+        return alias
+
+    def by_row(self, ids: list[str]) -> dict[int, list[tuple[str, list[int], str, int, str | None]]]:
         """``row -> [(name, shape, dtype, bytes, alias), ...]`` in the order the node saved them."""
         result: dict[int, list[tuple[str, list[int], str, int, str | None]]] = {}
         dims, start = self.dims, 0
         for i, row in enumerate(self.rows):
             end = start + self.ndims[i]
-            entry = (self.labels[i], dims[start:end], self.dtypes[i], self.nbytes[i], self.aliases[i])
+            entry = (self.labels[i], dims[start:end], self.dtypes[i], self.nbytes[i], self.alias(i, ids))
             result.setdefault(row, []).append(entry)
             start = end
         return result
@@ -73,27 +87,21 @@ def read_saved(t: Table, params: ParamNames) -> None:
     """Fill ``t.saved``: name, shape, dtype, bytes and alias of each tensor a node saved; no tensor is kept.
 
     Read through ``_raw_saved_<name>.data``, which unlike ``_saved_<name>`` does not fail after an
-    in-place op, before backward frees them. ``alias`` names what the tensor's memory belongs to when
-    it is not its own: a parameter or buffer (the tensor itself or a view of it), or a tensor an
-    earlier node saved (same storage). Memory shared with a parameter in other ways (``w.detach()``,
-    ``w.data``) is not recognised unless a view of it was saved first.
+    in-place op and calls no unpack hook (checkpointing's would recompute), before backward frees them.
+    ``alias`` names what the tensor's memory belongs to when it is not its own: a parameter or buffer
+    (the tensor itself or a view of it), or a tensor an earlier node saved (same storage). Memory
+    shared with a parameter in other ways (``w.detach()``, ``w.data``) is not recognised unless a view
+    of it was saved first.
     """
-    # The hot loop of every recording (thousands of saved tensors): locals only, names formatted on use.
     saved = t.saved
-    rows, labels, ndims, dtypes, sizes, aliases = (
-        saved.rows,
-        saved.labels,
-        saved.ndims,
-        saved.dtypes,
-        saved.nbytes,
-        saved.aliases,
-    )
-    add_dims = saved.dims.extend
-    owner_of = params.owners.get  # by identity: parameters and buffers
-    storages: dict[int, str | int] = {}  # by storage: an alias, or the entry of the first tensor saved there
-    seqs, hidden, nodes, ids = t.seqs, t.hidden, t.nodes, t.ids
+    rows, labels = saved.rows, saved.labels
+    tensors: list[torch.Tensor] = []
+    # Per saved tensor, the loop only finds it; its metadata is read afterwards by map() over the whole
+    # list, which runs the C getters without a Python step per tensor.
+    add_row, add_label, add_tensor = rows.append, labels.append, tensors.append
+    seqs, hidden, nodes = t.seqs, t.hidden, t.nodes
     order = sorted((k for k, seq in enumerate(seqs) if seq is not None and not hidden[k]), key=seqs.__getitem__)
-    attrs_of, dtype_of = _saved_names.get, _dtype_names.get
+    attrs_of = _saved_names.get
     tensor_type, saved_type = torch.Tensor, _SavedTensor
     for k in order:
         node = nodes[k]
@@ -105,41 +113,78 @@ def read_saved(t: Table, params: ParamNames) -> None:
                 raw = getattr(node, attr)
             except Exception:  # freed by a backward, or not readable for this node
                 continue
-            items: Any = _numbered(name, raw) if isinstance(raw, (tuple, list)) else ((name, raw),)
-            for label, item in items:
-                tensor = item.data if type(item) is saved_type else getattr(item, "data", None)
-                if not isinstance(tensor, tensor_type):  # None (an optional input), or packed by other hooks
-                    continue
-                alias = owner_of(id(tensor))
-                if alias is None:
-                    base = tensor._base
-                    if base is not None:
-                        alias = owner_of(id(base))
-                try:  # where its memory starts, without making a storage object
-                    key = tensor.data_ptr() - tensor.storage_offset() * tensor.element_size() or None
-                except Exception:  # sparse, nested and wrapper tensors have no plain storage
-                    key = None
-                if key is not None:
-                    if alias is not None:
-                        storages.setdefault(key, alias)
-                    else:
-                        first = storages.get(key)
-                        if first is None:
-                            storages[key] = len(rows)
-                        else:
-                            if not isinstance(first, str):
-                                first = storages[key] = f"{ids[rows[first]]} {labels[first]}"
-                            alias = first
-                shape = tensor.shape
-                dtype = tensor.dtype
-                rows.append(k)
-                labels.append(label)
-                add_dims(shape)
-                ndims.append(len(shape))
-                dtypes.append(dtype_of(dtype) or _dtype_name(dtype))
-                sizes.append(tensor.nbytes)
-                aliases.append(alias)
+            if type(raw) is saved_type:
+                tensor = raw.data
+                if isinstance(tensor, tensor_type):  # None: an optional input, or packed by other hooks
+                    add_row(k)
+                    add_label(name)
+                    add_tensor(tensor)
+            elif isinstance(raw, (tuple, list)):
+                for i, item in enumerate(raw):
+                    tensor = item.data if type(item) is saved_type else getattr(item, "data", None)
+                    if isinstance(tensor, tensor_type):
+                        add_row(k)
+                        add_label(f"{name}.{i}")
+                        add_tensor(tensor)
+            else:
+                tensor = getattr(raw, "data", None)
+                if isinstance(tensor, tensor_type):
+                    add_row(k)
+                    add_label(name)
+                    add_tensor(tensor)
+    if tensors:
+        _metadata(saved, tensors, params)
 
 
-def _numbered(name: str, tensors: tuple | list) -> list[tuple[str, Any]]:
-    return [(f"{name}.{i}", item) for i, item in enumerate(tensors)]
+def _metadata(saved: Saved, tensors: list[torch.Tensor], params: ParamNames) -> None:
+    """Shapes, dtypes, bytes and aliases of the saved tensors, in the order of ``saved.rows``."""
+    try:
+        shapes = list(map(_shape, tensors))
+        nbytes = list(map(_nbytes, tensors))
+    except Exception:  # a tensor without plain sizes (nested, some wrapper subclasses): one at a time
+        shapes, nbytes = [], []
+        for tensor in tensors:
+            try:
+                shapes.append(tensor.shape)
+                nbytes.append(tensor.nbytes)
+            except Exception:
+                shapes.append(())
+                nbytes.append(0)
+    saved.dims = list(chain.from_iterable(shapes))
+    saved.ndims = list(map(len, shapes))
+    dtype_of = _dtype_names.get
+    saved.dtypes = [dtype_of(dtype) or _dtype_name(dtype) for dtype in map(_dtype, tensors)]
+    saved.nbytes = nbytes
+    owner_of = params.owners.get  # by identity: parameters and buffers
+    aliases: list[Any] = list(map(owner_of, map(id, tensors)))
+    for i, base in enumerate([t._base for t in tensors]):
+        if base is not None and aliases[i] is None:  # a view of a parameter or buffer
+            aliases[i] = owner_of(id(base))
+    storages: dict[int, str | int] = {}  # where each storage starts -> an alias, or the first entry saved there
+    for i, key in enumerate(_storage_starts(tensors)):
+        if not key:  # no storage, or an empty one: nothing shared
+            continue
+        alias = aliases[i]
+        if alias is not None:
+            storages.setdefault(key, alias)
+        else:
+            first = storages.get(key)
+            if first is None:
+                storages[key] = i
+            else:
+                aliases[i] = first
+    saved.aliases = aliases
+
+
+def _storage_starts(tensors: list[torch.Tensor]) -> list[int | None]:
+    """Where each tensor's storage starts in memory; None where there is no plain storage."""
+    try:
+        return [t.untyped_storage().data_ptr() for t in tensors]
+    except Exception:  # sparse, nested and wrapper tensors have no plain storage: one at a time
+        starts: list[int | None] = []
+        for t in tensors:
+            try:
+                starts.append(t.untyped_storage().data_ptr())
+            except Exception:
+                starts.append(None)
+        return starts

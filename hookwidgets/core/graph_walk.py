@@ -1,4 +1,4 @@
-"""The walk of an autograd graph from its roots: every node's row, scope, id and edges, iteratively.
+"""The walk of an autograd graph from its roots: every node's row, op, scope and sequence number, iteratively.
 
 Scopes come from the log a ``scope.ScopeTracker`` kept during the forward; ids are described in
 ``scope``. The result is a ``Table`` of parallel lists that ``graph.GraphRecording`` turns into plain data.
@@ -19,6 +19,7 @@ from .graph_saved import Saved, read_saved
 from .scope import HIDDEN, HIDDEN_OPS, op_name
 
 _op_names: dict[type, str] = {}  # node type -> op name, for the types that stand for one op
+_ACCUMULATE = "AccumulateGrad"
 
 
 @contextlib.contextmanager
@@ -49,9 +50,10 @@ class Table:
 
     Apart from the nodes, only ints, strings and flat lists outlive the walk: every object a
     recording keeps is one the cyclic garbage collector traverses at each collection while it lives.
-    For a 10,000-node graph, a tuple per edge and per saved tensor cost more in collections than the
-    walk itself. (The nodes' Python objects cannot be spared: once made, torch keeps each one as long
-    as its node lives.)
+    (The nodes' Python objects cannot be spared: once made, torch keeps each one as long as its node
+    lives.) Edges are read from the live nodes when the plain data is made (``edge_rows``), ids when
+    first asked for (``node_ids``): both follow from what the walk kept, and a recorder that only
+    places node hooks needs neither edges nor, on most forwards, every id.
     """
 
     nodes: list[Node] = field(default_factory=list)
@@ -59,18 +61,29 @@ class Table:
     scopes: list[str] = field(default_factory=list)
     seqs: list[int | None] = field(default_factory=list)  # None for AccumulateGrad
     params: list[str | None] = field(default_factory=list)  # parameter names of AccumulateGrad nodes
-    ids: list[str] = field(default_factory=list)
     hidden: list[bool] = field(default_factory=list)
-    edges: list[int] = field(default_factory=list)  # (src row, slot, input_nr) triples, flat
-    edge_dst: list[int] = field(default_factory=list)  # dst row of each edge; -1 for nodes older than the forward
     roots: list[int] = field(default_factory=list)
     saved: Saved = field(default_factory=Saved)
+    ids: list[str] | None = None  # filled by node_ids()
 
-    def edge_rows(self) -> Iterator[tuple[int, int, int, int]]:
-        """``(src row, slot, dst row, input_nr)`` of each edge (dst -1 for nodes older than the forward)."""
-        edges = self.edges
-        for e, dst in enumerate(self.edge_dst):
-            yield edges[3 * e], edges[3 * e + 1], dst, edges[3 * e + 2]
+    def node_ids(self) -> list[str]:
+        """Each row's id (``""`` for hidden rows), made on first use."""
+        if self.ids is None:
+            self.ids = _ids(self)
+        return self.ids
+
+    def edge_rows(self) -> list[tuple[int, int, int, int]]:
+        """``(src row, slot, dst row, input_nr)`` of each edge between two rows, from the live nodes."""
+        index = {node: k for k, node in enumerate(self.nodes)}
+        get = index.get
+        edges = []
+        add = edges.append
+        for k, node in enumerate(self.nodes):
+            for slot, (nxt, input_nr) in enumerate(node.next_functions):
+                d = get(nxt) if nxt is not None else None
+                if d is not None:
+                    add((k, slot, d, input_nr))
+        return edges
 
 
 def walk_graph(
@@ -81,13 +94,13 @@ def walk_graph(
     *,
     saved_tensors: bool = True,
 ) -> Table:
-    """Walk the graph from ``roots`` (iteratively) and give every node its scope, id and saved tensors.
+    """Walk the graph from ``roots`` (iteratively) and give every node its op, scope and saved tensors.
 
     ``scopes`` is the scope log ``(starts, names)``: nodes numbered from ``starts[i]`` on were made in
     ``names[i]``. ``span`` is the range of sequence numbers of the recorded forward: older nodes are
     the inputs' history and are left out; newer ones (views autograd rebuilt lazily) take their
-    user's scope. Edges, shapes and order are left for ``GraphRecording.data()``, so a recorder that
-    only needs ids pays for the walk alone.
+    user's scope. Ids, edges, shapes and order are left for ``GraphRecording``, which reads them when
+    asked from what the walk kept and the live nodes.
     """
     with no_gc():
         params.new_walk()
@@ -98,71 +111,85 @@ def walk_graph(
 
 
 def _walk(roots: list[Node], scopes: tuple[list[int], list[str]], span: tuple[int, int], params: ParamNames) -> Table:
-    # The hot loop of every recording (and of the node-hook recorder on every forward): locals only.
+    # The hot loop of every recording (and of the node-hook recorder on every forward): the loop does
+    # only what needs the node in hand; the rest runs over whole lists afterwards.
     lo, hi = span
-    starts, names = scopes
     t = Table()
     index: dict[Node, int] = {}  # node -> row; -1 for nodes older than the forward
-    nodes, ops, node_scopes, seqs, param_names = t.nodes, t.ops, t.scopes, t.seqs, t.params
-    op_of, param_of, bisect_right = _op_names.get, params.by_id.get, bisect.bisect_right
-    late: list[int] = []  # rows made after the forward: scoped by their first user below
-    dst_nodes: list[Node] = []
+    nodes, seqs = t.nodes, t.seqs
+    add_node, add_seq = nodes.append, seqs.append
     todo = list(reversed(roots))
-    pop, push, add_edge, add_dst = todo.pop, todo.append, t.edges.extend, dst_nodes.append
+    pop, push = todo.pop, todo.append
     while todo:
         node = pop()
         if node in index:
             continue
-        op = op_of(type(node)) or _op_of(node)
-        k = len(nodes)
-        if op == "AccumulateGrad":  # a leaf: no next functions
-            variable = node.variable
-            param = param_of(id(variable)) or params.name(variable)
-            index[node] = k
-            nodes.append(node)
-            ops.append(op)
-            node_scopes.append(param.rpartition(".")[0] if param is not None else "")
-            seqs.append(None)
-            param_names.append(param)
-            continue
-        seq = node._sequence_nr()
+        seq = node._sequence_nr()  # AccumulateGrad: the largest uint64, never older than the forward
         if seq < lo:
             index[node] = -1
             continue
-        if seq < hi:
-            i = bisect_right(starts, seq) - 1
-            scope = names[i] if i >= 0 else ""
-        else:
-            scope = ""
-            late.append(k)
-        index[node] = k
-        nodes.append(node)
-        ops.append(op)
-        node_scopes.append(scope)
-        seqs.append(seq)
-        param_names.append(None)
-        for slot, (nxt, input_nr) in enumerate(node.next_functions):
-            if nxt is not None:
-                add_edge((k, slot, input_nr))
-                add_dst(nxt)
-                if nxt not in index:
-                    push(nxt)
-    t.edge_dst = [index[node] for node in dst_nodes]
+        index[node] = len(nodes)
+        add_node(node)
+        add_seq(seq)
+        for nxt, _ in node.next_functions:
+            if nxt is not None and nxt not in index:
+                push(nxt)
+    op_of = _op_names.get
+    ops = t.ops = [op_of(type(node)) or _op_of(node) for node in nodes]
+    t.scopes = _scopes_by_number(seqs, scopes, lo, hi)
+    t.params = [None] * len(nodes)
+    _scope_leaves(t, [k for k, op in enumerate(ops) if op == _ACCUMULATE], params)
+    late = [k for k, seq in enumerate(seqs) if seq is not None and seq >= hi]
     if late:
-        _scope_by_user(t, late)
+        _scope_by_user(t, late, index)
     t.roots = [index[root] for root in roots if index.get(root, -1) >= 0]
-    t.hidden = [op in HIDDEN_OPS or scope == HIDDEN for op, scope in zip(ops, node_scopes, strict=True)]
-    t.ids = _ids(t)
+    hidden_ops = HIDDEN_OPS
+    t.hidden = [op in hidden_ops or scope == HIDDEN for op, scope in zip(ops, t.scopes, strict=True)]
     return t
 
 
-def _scope_by_user(t: Table, late: list[int]) -> None:
+def _scopes_by_number(seqs: list[int], log: tuple[list[int], list[str]], lo: int, hi: int) -> list[str]:
+    """The scope of each sequence number in ``seqs`` by the log; ``""`` for numbers outside ``[lo, hi)``."""
+    starts, names = log
+    if not starts:
+        return [""] * len(seqs)
+    if hi - lo <= 4 * len(seqs) + 4096:  # a table of every number of the forward: one index per node
+        table = [""] * (min(starts[0], hi) - lo)
+        for name, start, end in zip(names, starts, [*starts[1:], hi], strict=True):
+            end = min(end, hi)
+            if end > start:
+                table += [name] * (end - start)
+        return [table[seq - lo] if seq < hi else "" for seq in seqs]
+    right, first = bisect.bisect_right, starts[0]  # a forward that made far more nodes than its graph kept
+    return [names[right(starts, seq) - 1] if first <= seq < hi else "" for seq in seqs]
+
+
+def _scope_leaves(t: Table, rows: list[int], params: ParamNames) -> None:
+    """Give the AccumulateGrad rows their parameter's name and its module's scope (``""`` for other leaves)."""
+    nodes, scopes, names, seqs = t.nodes, t.scopes, t.params, t.seqs
+    keys = [id(nodes[k].variable) for k in rows]
+    found = list(map(params.by_id.get, keys))
+    for k, name, scope in zip(rows, found, map(params.scopes.get, keys), strict=True):
+        seqs[k] = None
+        if name is None:  # replaced since the names were read, or no parameter (an input)
+            name = names[k] = params.name(nodes[k].variable)
+            scopes[k] = name.rpartition(".")[0] if name is not None else ""
+        else:
+            names[k] = name
+            scopes[k] = scope
+
+
+def _scope_by_user(t: Table, late: list[int], index: dict[Node, int]) -> None:
     """Give nodes made after the forward (views autograd rebuilt lazily) the scope of their first user."""
     todo = set(late)
-    for k, _, d, _ in t.edge_rows():  # users come before what they use in the walk's order
-        if d in todo and k not in todo:
-            t.scopes[d] = t.scopes[k]
-            todo.discard(d)
+    for k, node in enumerate(t.nodes):  # users come before what they use in the walk's order
+        if k in todo:
+            continue
+        for nxt, _ in node.next_functions:
+            d = index.get(nxt) if nxt is not None else None
+            if d in todo:
+                t.scopes[d] = t.scopes[k]
+                todo.discard(d)
 
 
 def _ids(t: Table) -> list[str]:

@@ -1,12 +1,16 @@
 """Which module made each autograd node: the scope log kept during a forward, and node ids.
 
-Autograd numbers the nodes of a thread in creation order (``node._sequence_nr()``), and
-``torch._C._autograd._get_sequence_nr()`` reads the next number for free. Two global forward hooks
-keep a stack of this model's module paths and log, at every push and pop, the next sequence number
-with the path now current: a node's scope is then the log entry at or before its number. This
-gives the same scopes as tagging every op through a TorchFunctionMode (reference script 15,
-approach A: ops inside ``F.linear``, in-place ops and tensors a parent stashed on an attribute
-included) at no cost per op, only per module call. ``graph_walk`` reads the log.
+Autograd numbers the nodes of a thread in creation order (``node._sequence_nr()``, one counter per
+thread), and ``torch._C._autograd._get_sequence_nr()`` reads the thread's next number for free. Two
+global forward hooks keep, for each thread running a call of the model, a stack of this model's
+module paths and log, at every push and pop, the next sequence number with the path now current: a
+node's scope is then the log entry at or before its number. This gives the same scopes as tagging
+every op through a TorchFunctionMode (reference script 15, approach A: ops inside ``F.linear``,
+in-place ops and tensors a parent stashed on an attribute included) at no cost per op, only per
+module call. ``graph_walk`` reads the log.
+
+Calls of the model on several threads at once are followed each on its own (a ``Call`` per
+thread): each gets its own stack, log and recording, with the ids a call on one thread alone gets.
 
 A node's id is ``"<scope>/<op>#<ordinal>"``, the ordinal its rank among the nodes of that (scope,
 op) in creation order, so the same model and input shapes give the same ids on every forward. An
@@ -40,7 +44,6 @@ _PREFIX = "torch::autograd::"
 
 
 _ACTIVE: weakref.WeakSet[ScopeTracker] = weakref.WeakSet()
-_get_ident = threading.get_ident
 
 
 def _probe_sequence_nr() -> int:
@@ -58,49 +61,90 @@ def hidden_ops() -> Iterator[None]:
 
     Without it, an edit applied in a forward hook would shift the ordinals of its parent's later
     nodes of the same op, and node ids (persistent addresses) would change when an edit is attached.
+    Only this thread's calls are concerned: sequence numbers, and so scope logs, are per thread.
     """
-    trackers = [t for t in list(_ACTIVE) if t._thread == threading.get_ident()]
-    for tracker in trackers:
-        tracker._hidden += 1
-        tracker._mark()
+    calls = [call for call in (t._local.call for t in list(_ACTIVE)) if call is not None and call.stack]
+    for call in calls:
+        call.hidden += 1
+        call.mark()
     try:
         yield
     finally:
-        for tracker in trackers:
-            tracker._hidden -= 1
-            tracker._mark()
+        for call in calls:
+            call.hidden -= 1
+            call.mark()
+
+
+class Call:
+    """One call of the model on one thread: its module stack, scope log and sequence-number span.
+
+    ``starts``/``scopes`` is the log: nodes numbered from ``starts[i]`` on were made in ``scopes[i]``.
+    ``start``/``end`` bound the numbers of the call's nodes (``end`` None while it runs); ``grad_mode``
+    is (grad enabled, inference mode) when it began; ``inputs_grad`` whether a tensor argument required grad.
+    """
+
+    __slots__ = ("end", "grad_mode", "hidden", "inputs_grad", "scopes", "stack", "start", "starts")
+
+    def __init__(self, args: Any) -> None:
+        self.stack: list[str] = []  # module paths, the model's own first
+        self.starts: list[int] = []
+        self.scopes: list[str] = []
+        self.hidden = 0
+        self.start = next_sequence_nr()
+        self.end: int | None = None
+        self.grad_mode = (torch.is_grad_enabled(), torch.is_inference_mode_enabled())
+        self.inputs_grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+
+    def current(self) -> str:
+        """The scope of the nodes made now."""
+        if self.hidden:
+            return HIDDEN
+        return self.stack[-1] if self.stack else ""
+
+    def mark(self) -> None:
+        """From the next node on, nodes are made in ``current()``."""
+        seq, scope = next_sequence_nr(), self.current()
+        starts, scopes = self.starts, self.scopes
+        if starts and starts[-1] == seq:
+            scopes[-1] = scope  # no node was created since the last mark
+        elif not scopes or scopes[-1] != scope:
+            starts.append(seq)
+            scopes.append(scope)
+
+
+class _PerThread(threading.local):
+    call: Call | None = None  # this thread's current (or last) call of the model
 
 
 class ScopeTracker:
     """Follows the calls of one model's modules and logs which module path was current from which node on.
 
-    ``on_call_end(output, exc)`` runs at the end of every call of the model itself, inside the forward
-    and before any backward: ``exc`` is the exception when the forward raised (output is then None).
-    Ops outside any submodule belong to the root ``""``. Modules of other models are ignored, and so
-    are calls on other threads while a call of the model is under way (sequence numbers are per thread).
+    ``on_call_end(call, output, exc)`` runs at the end of every call of the model itself, on the thread
+    that made it, inside the forward and before any backward: ``exc`` is the exception when the forward
+    raised (output is then None). Ops outside any submodule belong to the root ``""``. Modules of other
+    models are ignored. Each thread's calls are followed on their own, so forwards on several threads at
+    once are each recorded whole.
     """
 
-    def __init__(self, model: nn.Module, on_call_end: Callable[[Any, BaseException | None], None]) -> None:
+    def __init__(self, model: nn.Module, on_call_end: Callable[[Call, Any, BaseException | None], None]) -> None:
         self._model = weakref.ref(model)
         self._root = id(model)
         self._on_call_end = on_call_end
         self._paths: dict[int, str] = {}
-        self._stack: list[tuple[int, str]] = []
-        self._starts: list[int] = []
-        self._scopes: list[str] = []
-        self._hidden = 0
+        self._local = _PerThread()
         self._handles: list[Any] = []
-        self._thread = threading.get_ident()
-        self.call_start: int | None = None  # sequence number where the current (or last) root call began
-        self.call_end: int | None = None
-        self.grad_mode = (True, False)  # (grad enabled, inference mode) when the root call began
-        self.inputs_grad = False  # whether a tensor argument of the root call required grad
-        self.failure: Exception | None = None  # what on_call_end raised at the last call's end
+        self.failure: Exception | None = None  # what on_call_end raised at the end of the last call to end
+
+    @property
+    def call(self) -> Call | None:
+        """This thread's current call of the model, or its last one; None before its first."""
+        return self._local.call
 
     @property
     def in_call(self) -> bool:
-        """True inside a call of the model (also after a KeyboardInterrupt left one unfinished)."""
-        return bool(self._stack) and self._stack[0][0] == self._root
+        """True inside a call of the model on this thread (also after a KeyboardInterrupt left one unfinished)."""
+        call = self._local.call
+        return call is not None and bool(call.stack)
 
     def refresh(self) -> ModelNames:
         """Re-read the model's module paths (after modules were added or replaced); returns every name read."""
@@ -113,7 +157,6 @@ class ScopeTracker:
         if self._handles:
             return None
         names = self.refresh()
-        self._thread = threading.get_ident()
         pre = module_globals.register_module_forward_pre_hook(self._pre)
         self._handles.append(pre)
         post = module_globals.register_module_forward_hook(self._post, always_call=True)
@@ -129,66 +172,60 @@ class ScopeTracker:
             module_globals._global_forward_hooks_with_kwargs.pop(handle.id, None)
             module_globals._global_forward_hooks_always_called.pop(handle.id, None)
         self._handles.clear()
-        self._stack.clear()
-        self._hidden = 0
+        self._local = _PerThread()  # every thread's unfinished call is forgotten
         _ACTIVE.discard(self)
 
-    def _current(self) -> str:
-        if self._hidden:
-            return HIDDEN
-        return self._stack[-1][1] if self._stack else ""
-
-    def _mark(self) -> None:
-        self._log(next_sequence_nr(), self._current())
-
-    def _log(self, seq: int, scope: str) -> None:
-        """From node number ``seq`` on, nodes are made in ``scope``."""
-        starts, scopes = self._starts, self._scopes
-        if starts and starts[-1] == seq:
-            scopes[-1] = scope  # no node was created since the last mark
-        elif not scopes or scopes[-1] != scope:
-            starts.append(seq)
-            scopes.append(scope)
-
-    # _pre and _post run at every module call while a recorder exists: kept to a few dict and C calls.
+    # _pre and _post run at every module call in the process while a recorder exists: a few dict, list
+    # and C calls, the thread's call looked up once (a threading.local attribute, ~50 ns).
     def _pre(self, module: nn.Module, args: Any) -> None:
         key = id(module)
         path = self._paths.get(key)
         if path is None:
             return
         if key == self._root:
-            thread = _get_ident()
-            if thread == self._thread or not self.in_call:
-                # A new call of the model, on whichever thread runs it (a kernel may handle each message on
-                # another one); forget the last call, and any stack a KeyboardInterrupt left.
-                self._thread = thread
-                self._stack.clear()
-                self._starts.clear()
-                self._scopes.clear()
-                self.call_start, self.call_end, self.failure = next_sequence_nr(), None, None
-                self.grad_mode = (torch.is_grad_enabled(), torch.is_inference_mode_enabled())
-                self.inputs_grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
-            else:
-                return  # sequence numbers are per thread: follow only the thread of the current call
-        elif _get_ident() != self._thread:
-            return
-        self._stack.append((key, path))
-        self._log(next_sequence_nr(), HIDDEN if self._hidden else path)
+            # A new call of the model on this thread; it replaces this thread's last one, and any stack
+            # a KeyboardInterrupt left. Other threads' calls go on with their own.
+            call = self._local.call = Call(args)
+        else:
+            call = self._local.call
+            if call is None or not call.stack:
+                return  # a submodule called outside a call of the model
+        call.stack.append(path)
+        seq, starts, scopes = next_sequence_nr(), call.starts, call.scopes
+        scope = HIDDEN if call.hidden else path
+        if starts and starts[-1] == seq:
+            scopes[-1] = scope  # no node was created since the last mark
+        elif not scopes or scopes[-1] != scope:
+            starts.append(seq)
+            scopes.append(scope)
 
     def _post(self, module: nn.Module, args: Any, output: Any) -> None:
         key = id(module)
-        if key not in self._paths or _get_ident() != self._thread:
+        path = self._paths.get(key)
+        if path is None:
             return
-        stack = self._stack
+        call = self._local.call
+        if call is None:
+            return
+        stack = call.stack
+        if not stack:
+            return
         while stack:  # pop through this module's entry, even if an inner call never reported its end
-            if stack.pop()[0] == key:
+            if stack.pop() == path:
                 break
-        self._log(next_sequence_nr(), HIDDEN if self._hidden else stack[-1][1] if stack else "")
+        seq, starts, scopes = next_sequence_nr(), call.starts, call.scopes
+        scope = HIDDEN if call.hidden else stack[-1] if stack else ""
+        if starts and starts[-1] == seq:
+            scopes[-1] = scope
+        elif not scopes or scopes[-1] != scope:
+            starts.append(seq)
+            scopes.append(scope)
         if key == self._root and not stack:
-            self.call_end = next_sequence_nr()
+            call.end = seq
             exc = sys.exc_info()[1] if output is None else None
+            self.failure = None
             try:
-                self._on_call_end(output, exc)
+                self._on_call_end(call, output, exc)
             except Exception as failure:  # never break the user's forward; result() re-raises it
                 self.failure = failure
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 from collections import Counter
 
 import pytest
@@ -358,3 +359,70 @@ def test_a_hook_placed_by_id_at_each_forward_end_fires_in_that_backward():
     assert len(fired) == len(expected) == 2
     assert torch.equal(fired[0], expected[0]) and torch.equal(fired[1], expected[1])
     assert not torch.equal(fired[0], fired[1])  # each backward's own gradient
+
+
+def test_forwards_overlapping_on_threads_each_get_the_graph_a_forward_alone_gets():
+    """Sequence numbers are per thread: each thread's forward is scoped by its own log, hidden ops included."""
+    torch.manual_seed(0)
+    model, x, workers = ResidualCNN().eval(), torch.randn(2, 3, 8, 8), 3
+    meet, others_done = threading.Barrier(workers), threading.Event()
+    finished = threading.Semaphore(0)
+
+    def wait_for_all(module, args):  # every worker's forward is past the stem when any goes on
+        if threading.current_thread().name.startswith("worker"):
+            meet.wait(timeout=60)
+
+    def hidden_edit(module, args, out):  # an explorer-style edit, on one thread, held open while the others run
+        if threading.current_thread().name != "worker-edit":
+            return None
+        with hidden_ops():
+            doubled = out * 2.0
+            assert others_done.wait(timeout=60)  # the other forwards make their nodes meanwhile
+        return doubled
+
+    graphs: dict[str, dict] = {}
+
+    def keep(recording):
+        graphs[threading.current_thread().name] = recording.data()
+
+    handles = [
+        model.layer1[0].register_forward_pre_hook(wait_for_all),
+        model.layer1[1].register_forward_hook(hidden_edit),
+    ]
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            model(x)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            if threading.current_thread().name != "worker-edit":
+                finished.release()
+
+    def release_edit() -> None:
+        for _ in range(workers - 1):
+            finished.acquire(timeout=60)
+        others_done.set()
+
+    recorder = GraphRecorder(model, on_graph=keep)
+    recorder.start()
+    try:
+        model(x)  # alone, on this thread
+        alone = graphs.pop(threading.current_thread().name)
+        threads = [threading.Thread(target=work, name=f"worker-{i}") for i in range(workers - 1)]
+        threads.append(threading.Thread(target=work, name="worker-edit"))
+        threads.append(threading.Thread(target=release_edit))
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+    finally:
+        recorder.stop()
+        for handle in handles:
+            handle.remove()
+    assert not errors, errors
+    assert sorted(graphs) == ["worker-0", "worker-1", "worker-edit"]
+    assert len(alone["nodes"]) == 40
+    for name, data in graphs.items():
+        assert data == alone, f"the graph recorded on {name} differs from the one of a forward alone"
