@@ -59,8 +59,8 @@ class GraphRecording:
     ids; ``saved_by_module`` the bytes each module scope saved for backward (activation memory, each
     tensor counted once, parameters and buffers not at all). The recording holds every node it
     lists, and so the graph and its saved activations, until ``release()``. Everything that a backward
-    or a later forward could change is read during the recording; ids, edges and the plain data are
-    made from it when first asked for.
+    could change is read during the recording, with the ids; edges and the plain data are made from
+    the live nodes when first asked for.
     """
 
     def __init__(self, table: Table | None = None, module_order: list[str] | None = None) -> None:
@@ -91,7 +91,7 @@ class GraphRecording:
     def _rows(self) -> dict[str, int]:
         if self._by_id is None:
             t = self._table
-            self._by_id = {i: k for k, (i, h) in enumerate(zip(t.node_ids(), t.hidden, strict=True)) if not h}
+            self._by_id = {i: k for k, (i, h) in enumerate(zip(t.ids, t.hidden, strict=True)) if not h}
         return self._by_id
 
     def __len__(self) -> int:
@@ -173,7 +173,7 @@ class GraphRecording:
 
     def _splice(self) -> tuple[list, list, list[str]]:
         t = self._table
-        hidden, ids, seqs = t.hidden, t.node_ids(), t.seqs
+        hidden, ids, seqs = t.hidden, t.ids, t.seqs
         nodes = self._nodes or []
         all_edges = t.edge_rows() if self._nodes is not None else []
         hidden_out: dict[int, list[tuple[int, int, int]]] = {}

@@ -18,13 +18,15 @@ class ModelNames:
     params: dict[int, str] = field(default_factory=dict)  # id of a parameter -> "layer1.0.conv1.weight"
     owners: dict[int, str] = field(default_factory=dict)  # id of a parameter or buffer -> "parameter …", "buffer …"
     param_scopes: dict[int, str] = field(default_factory=dict)  # id of a parameter -> its module's path
+    storages: dict[int, str] = field(default_factory=dict)  # where a parameter's or buffer's memory starts -> owner
 
 
 def read_names(model: nn.Module | None) -> ModelNames:
     """Every name of ``model`` in one pass, as ``named_modules()`` gives them (preorder, first path wins)."""
     names = ModelNames()
     paths, params, owners, scopes = names.paths, names.params, names.owners, names.param_scopes
-    buffers: list[tuple[int, str]] = []
+    tensors: list[torch.Tensor] = []  # the parameters, in the order of ``params``
+    buffers: list[tuple[torch.Tensor, str]] = []
     stack: list[tuple[str, nn.Module]] = [("", model)] if model is not None else []
     pop, push = stack.pop, stack.extend
     while stack:
@@ -40,17 +42,41 @@ def read_names(model: nn.Module | None) -> ModelNames:
                 if param is not None and id(param) not in params:
                     params[id(param)] = prefix + name
                     scopes[id(param)] = path
+                    tensors.append(param)
         own = module._buffers
         if own:
-            buffers.extend([(id(buffer), prefix + name) for name, buffer in own.items() if buffer is not None])
+            buffers.extend([(buffer, prefix + name) for name, buffer in own.items() if buffer is not None])
         children = module._modules
         if children:
             push([(prefix + name, child) for name, child in reversed(children.items()) if child is not None])
-    for key, name in buffers:
-        owners.setdefault(key, "buffer " + name)
+    for buffer, name in buffers:
+        owners.setdefault(id(buffer), "buffer " + name)
     for key, name in params.items():
         owners.setdefault(key, "parameter " + name)
+    tensors += [buffer for buffer, _ in buffers]
+    starts = names.storages
+    for tensor, start in zip(tensors, storage_starts(tensors), strict=True):
+        if start:  # the first owner named wins (parameters sharing one storage)
+            starts.setdefault(start, owners[id(tensor)])
     return names
+
+
+def storage_starts(tensors: list[torch.Tensor]) -> list[int | None]:
+    """Where each tensor's storage starts in memory (0: an empty one); None for a tensor without plain storage.
+
+    Computed from the tensor, not read from ``untyped_storage()``: torch keeps a storage's Python object
+    alive as long as the storage, so that would leave one more object per tensor for the collector.
+    """
+    try:
+        return [t.data_ptr() - t.storage_offset() * t.element_size() for t in tensors]
+    except Exception:  # sparse, nested, meta and wrapper tensors have no plain storage: one at a time
+        starts: list[int | None] = []
+        for t in tensors:
+            try:
+                starts.append(t.data_ptr() - t.storage_offset() * t.element_size())
+            except Exception:
+                starts.append(None)
+        return starts
 
 
 class ParamNames:
@@ -65,6 +91,7 @@ class ParamNames:
         self.by_id: dict[int, str] = names.params
         self.owners: dict[int, str] = names.owners
         self.scopes: dict[int, str] = names.param_scopes
+        self.storages: dict[int, str] = names.storages
 
     def new_walk(self) -> None:
         """Allow one re-read of the names in the next walk."""

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.autograd.graph import Node
 
+from .graph_names import storage_starts
+
 if TYPE_CHECKING:
     from .graph_names import ParamNames
     from .graph_walk import Table
@@ -38,7 +40,7 @@ def _saved_attrs(node: Node) -> tuple[tuple[str, str], ...]:
     return names
 
 
-_dtype_names: dict[torch.dtype, str] = {}
+_dtype_names = {d: str(d).removeprefix("torch.") for d in vars(torch).values() if isinstance(d, torch.dtype)}
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -89,9 +91,9 @@ def read_saved(t: Table, params: ParamNames) -> None:
     Read through ``_raw_saved_<name>.data``, which unlike ``_saved_<name>`` does not fail after an
     in-place op and calls no unpack hook (checkpointing's would recompute), before backward frees them.
     ``alias`` names what the tensor's memory belongs to when it is not its own: a parameter or buffer
-    (the tensor itself or a view of it), or a tensor an earlier node saved (same storage). Memory
-    shared with a parameter in other ways (``w.detach()``, ``w.data``) is not recognised unless a view
-    of it was saved first.
+    (the tensor itself, or any tensor on its storage: a view, ``w.detach()``, ``w.data``), or a tensor an
+    earlier node saved (same storage). Where several parameters share one storage, a tensor on it that
+    is none of them is named after the first.
     """
     saved = t.saved
     rows, labels = saved.rows, saved.labels
@@ -99,11 +101,10 @@ def read_saved(t: Table, params: ParamNames) -> None:
     # Per saved tensor, the loop only finds it; its metadata is read afterwards by map() over the whole
     # list, which runs the C getters without a Python step per tensor.
     add_row, add_label, add_tensor = rows.append, labels.append, tensors.append
-    seqs, hidden, nodes = t.seqs, t.hidden, t.nodes
-    order = sorted((k for k, seq in enumerate(seqs) if seq is not None and not hidden[k]), key=seqs.__getitem__)
+    nodes = t.nodes
     attrs_of = _saved_names.get
     tensor_type, saved_type = torch.Tensor, _SavedTensor
-    for k in order:
+    for k in t.order:  # creation order: the first tensor saved on a storage owns its memory
         node = nodes[k]
         attrs = attrs_of(type(node))
         if attrs is None:
@@ -152,39 +153,22 @@ def _metadata(saved: Saved, tensors: list[torch.Tensor], params: ParamNames) -> 
                 nbytes.append(0)
     saved.dims = list(chain.from_iterable(shapes))
     saved.ndims = list(map(len, shapes))
-    dtype_of = _dtype_names.get
-    saved.dtypes = [dtype_of(dtype) or _dtype_name(dtype) for dtype in map(_dtype, tensors)]
+    dtypes = list(map(_dtype, tensors))
+    try:
+        saved.dtypes = list(map(_dtype_names.__getitem__, dtypes))
+    except KeyError:  # a dtype torch did not have when this module was imported
+        saved.dtypes = list(map(_dtype_name, dtypes))
     saved.nbytes = nbytes
-    owner_of = params.owners.get  # by identity: parameters and buffers
-    aliases: list[Any] = list(map(owner_of, map(id, tensors)))
-    for i, base in enumerate([t._base for t in tensors]):
-        if base is not None and aliases[i] is None:  # a view of a parameter or buffer
-            aliases[i] = owner_of(id(base))
-    storages: dict[int, str | int] = {}  # where each storage starts -> an alias, or the first entry saved there
-    for i, key in enumerate(_storage_starts(tensors)):
-        if not key:  # no storage, or an empty one: nothing shared
-            continue
-        alias = aliases[i]
-        if alias is not None:
-            storages.setdefault(key, alias)
-        else:
+    # A parameter or buffer itself is named by identity; any other tensor by its storage: memory a parameter
+    # or buffer owns (a view, .detach(), .data), or that an earlier saved tensor owns. Where each storage
+    # starts is read anyway, and reading ``_base`` as well would touch one more cold object per tensor.
+    aliases: list[Any] = list(map(params.owners.get, map(id, tensors)))
+    storages: dict[int, str | int] = dict(params.storages)  # storage start -> its owner, or the first entry there
+    for i, key in enumerate(storage_starts(tensors)):
+        if key and aliases[i] is None:  # None: no plain storage; 0: an empty one, no memory to share
             first = storages.get(key)
             if first is None:
                 storages[key] = i
             else:
                 aliases[i] = first
     saved.aliases = aliases
-
-
-def _storage_starts(tensors: list[torch.Tensor]) -> list[int | None]:
-    """Where each tensor's storage starts in memory; None where there is no plain storage."""
-    try:
-        return [t.untyped_storage().data_ptr() for t in tensors]
-    except Exception:  # sparse, nested and wrapper tensors have no plain storage: one at a time
-        starts: list[int | None] = []
-        for t in tensors:
-            try:
-                starts.append(t.untyped_storage().data_ptr())
-            except Exception:
-                starts.append(None)
-        return starts

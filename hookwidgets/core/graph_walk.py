@@ -12,6 +12,7 @@ import gc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import torch
 from torch.autograd.graph import Node
 
 from .graph_names import ParamNames
@@ -19,7 +20,7 @@ from .graph_saved import Saved, read_saved
 from .scope import HIDDEN, HIDDEN_OPS, op_name
 
 _op_names: dict[type, str] = {}  # node type -> op name, for the types that stand for one op
-_ACCUMULATE = "AccumulateGrad"
+_AccumulateGrad = torch._C._functions.AccumulateGrad  # the node type of a leaf tensor's gradient sink
 
 
 @contextlib.contextmanager
@@ -51,9 +52,8 @@ class Table:
     Apart from the nodes, only ints, strings and flat lists outlive the walk: every object a
     recording keeps is one the cyclic garbage collector traverses at each collection while it lives.
     (The nodes' Python objects cannot be spared: once made, torch keeps each one as long as its node
-    lives.) Edges are read from the live nodes when the plain data is made (``edge_rows``), ids when
-    first asked for (``node_ids``): both follow from what the walk kept, and a recorder that only
-    places node hooks needs neither edges nor, on most forwards, every id.
+    lives.) Edges are read from the live nodes when the plain data is made (``edge_rows``): they
+    follow from the nodes the table holds, and a recorder that only places node hooks never needs them.
     """
 
     nodes: list[Node] = field(default_factory=list)
@@ -62,15 +62,10 @@ class Table:
     seqs: list[int | None] = field(default_factory=list)  # None for AccumulateGrad
     params: list[str | None] = field(default_factory=list)  # parameter names of AccumulateGrad nodes
     hidden: list[bool] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)  # "" for hidden rows
+    order: list[int] = field(default_factory=list)  # rows with a sequence number, hidden ones left out, by number
     roots: list[int] = field(default_factory=list)
     saved: Saved = field(default_factory=Saved)
-    ids: list[str] | None = None  # filled by node_ids()
-
-    def node_ids(self) -> list[str]:
-        """Each row's id (``""`` for hidden rows), made on first use."""
-        if self.ids is None:
-            self.ids = _ids(self)
-        return self.ids
 
     def edge_rows(self) -> list[tuple[int, int, int, int]]:
         """``(src row, slot, dst row, input_nr)`` of each edge between two rows, from the live nodes."""
@@ -99,8 +94,8 @@ def walk_graph(
     ``scopes`` is the scope log ``(starts, names)``: nodes numbered from ``starts[i]`` on were made in
     ``names[i]``. ``span`` is the range of sequence numbers of the recorded forward: older nodes are
     the inputs' history and are left out; newer ones (views autograd rebuilt lazily) take their
-    user's scope. Ids, edges, shapes and order are left for ``GraphRecording``, which reads them when
-    asked from what the walk kept and the live nodes.
+    user's scope. Edges, shapes and the plain data are left for ``GraphRecording``, which reads them
+    when asked from the live nodes.
     """
     with no_gc():
         params.new_walk()
@@ -116,19 +111,26 @@ def _walk(roots: list[Node], scopes: tuple[list[int], list[str]], span: tuple[in
     lo, hi = span
     t = Table()
     index: dict[Node, int] = {}  # node -> row; -1 for nodes older than the forward
-    nodes, seqs = t.nodes, t.seqs
+    nodes, seqs, leaves = t.nodes, t.seqs, []
     add_node, add_seq = nodes.append, seqs.append
     todo = list(reversed(roots))
-    pop, push = todo.pop, todo.append
+    pop, push, accumulate = todo.pop, todo.append, _AccumulateGrad
     while todo:
         node = pop()
         if node in index:
             continue
-        seq = node._sequence_nr()  # AccumulateGrad: the largest uint64, never older than the forward
+        k = len(nodes)
+        if type(node) is accumulate:  # a leaf: no number in the forward's order, no next functions
+            index[node] = k
+            add_node(node)
+            add_seq(None)
+            leaves.append(k)
+            continue
+        seq = node._sequence_nr()
         if seq < lo:
             index[node] = -1
             continue
-        index[node] = len(nodes)
+        index[node] = k
         add_node(node)
         add_seq(seq)
         for nxt, _ in node.next_functions:
@@ -138,17 +140,19 @@ def _walk(roots: list[Node], scopes: tuple[list[int], list[str]], span: tuple[in
     ops = t.ops = [op_of(type(node)) or _op_of(node) for node in nodes]
     t.scopes = _scopes_by_number(seqs, scopes, lo, hi)
     t.params = [None] * len(nodes)
-    _scope_leaves(t, [k for k, op in enumerate(ops) if op == _ACCUMULATE], params)
+    _scope_leaves(t, leaves, params)
     late = [k for k, seq in enumerate(seqs) if seq is not None and seq >= hi]
     if late:
         _scope_by_user(t, late, index)
     t.roots = [index[root] for root in roots if index.get(root, -1) >= 0]
     hidden_ops = HIDDEN_OPS
-    t.hidden = [op in hidden_ops or scope == HIDDEN for op, scope in zip(ops, t.scopes, strict=True)]
+    hidden = t.hidden = [op in hidden_ops or scope == HIDDEN for op, scope in zip(ops, t.scopes, strict=True)]
+    t.order = sorted((k for k, seq in enumerate(seqs) if seq is not None and not hidden[k]), key=seqs.__getitem__)
+    t.ids = _ids(t, leaves)
     return t
 
 
-def _scopes_by_number(seqs: list[int], log: tuple[list[int], list[str]], lo: int, hi: int) -> list[str]:
+def _scopes_by_number(seqs: list[int | None], log: tuple[list[int], list[str]], lo: int, hi: int) -> list[str]:
     """The scope of each sequence number in ``seqs`` by the log; ``""`` for numbers outside ``[lo, hi)``."""
     starts, names = log
     if not starts:
@@ -159,18 +163,17 @@ def _scopes_by_number(seqs: list[int], log: tuple[list[int], list[str]], lo: int
             end = min(end, hi)
             if end > start:
                 table += [name] * (end - start)
-        return [table[seq - lo] if seq < hi else "" for seq in seqs]
+        return [table[seq - lo] if seq is not None and seq < hi else "" for seq in seqs]
     right, first = bisect.bisect_right, starts[0]  # a forward that made far more nodes than its graph kept
-    return [names[right(starts, seq) - 1] if first <= seq < hi else "" for seq in seqs]
+    return [names[right(starts, seq) - 1] if seq is not None and first <= seq < hi else "" for seq in seqs]
 
 
 def _scope_leaves(t: Table, rows: list[int], params: ParamNames) -> None:
     """Give the AccumulateGrad rows their parameter's name and its module's scope (``""`` for other leaves)."""
-    nodes, scopes, names, seqs = t.nodes, t.scopes, t.params, t.seqs
+    nodes, scopes, names = t.nodes, t.scopes, t.params
     keys = [id(nodes[k].variable) for k in rows]
     found = list(map(params.by_id.get, keys))
     for k, name, scope in zip(rows, found, map(params.scopes.get, keys), strict=True):
-        seqs[k] = None
         if name is None:  # replaced since the names were read, or no parameter (an input)
             name = names[k] = params.name(nodes[k].variable)
             scopes[k] = name.rpartition(".")[0] if name is not None else ""
@@ -192,31 +195,24 @@ def _scope_by_user(t: Table, late: list[int], index: dict[Node, int]) -> None:
                 todo.discard(d)
 
 
-def _ids(t: Table) -> list[str]:
+def _ids(t: Table, leaves: list[int]) -> list[str]:
     """Ids: ``scope/op#n`` with n the creation rank in (scope, op); AccumulateGrad by parameter name."""
     ids = [""] * len(t.nodes)
-    groups: dict[str, list[int]] = {}  # "scope/op" -> rows
-    leaves = 0
-    for k, (op, scope, seq, param, hidden) in enumerate(zip(t.ops, t.scopes, t.seqs, t.params, t.hidden, strict=True)):
-        if hidden:
+    ops, scopes = t.ops, t.scopes
+    counts: dict[str, int] = {}  # "scope/op" -> nodes numbered so far
+    get = counts.get
+    for k in t.order:
+        prefix = scopes[k] + "/" + ops[k]
+        n = get(prefix, 0)
+        counts[prefix] = n + 1
+        ids[k] = f"{prefix}#{n}"
+    unnamed = 0
+    for k in leaves:  # in the walk's order, which numbers leaves that are no parameter
+        if t.hidden[k]:
             continue
-        if seq is not None:
-            prefix = scope + "/" + op
-            members = groups.get(prefix)
-            if members is None:
-                groups[prefix] = [k]
-            else:
-                members.append(k)
-        elif param is not None:
-            ids[k] = f"{scope}/{op}#{param.rpartition('.')[2]}"
+        param, scope = t.params[k], scopes[k]
+        if param is not None:
+            ids[k] = f"{scope}/{ops[k]}#{param[len(scope) + 1 :] if scope else param}"
         else:
-            ids[k], leaves = f"{scope}/{op}#leaf{leaves}", leaves + 1
-    seqs = t.seqs
-    for prefix, members in groups.items():
-        if len(members) == 1:
-            ids[members[0]] = prefix + "#0"
-            continue
-        members.sort(key=lambda k: (seqs[k], k))
-        for ordinal, k in enumerate(members):
-            ids[k] = f"{prefix}#{ordinal}"
+            ids[k], unnamed = f"{scope}/{ops[k]}#leaf{unnamed}", unnamed + 1
     return ids

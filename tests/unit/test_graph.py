@@ -169,6 +169,24 @@ def test_saved_memory_shared_with_an_earlier_node_is_counted_once():
     assert recording.saved_by_module == {"0": 60, "1": 48}  # "2" saves only memory others own
 
 
+def test_a_saved_tensor_on_a_parameters_memory_is_named_after_it_and_not_counted():
+    class Detached(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+            self.w = nn.Parameter(torch.randn(3))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.fc(x) * self.w.detach()  # no view of w: the same memory, without autograd's link to it
+
+    recording = record_graph(Detached(), torch.randn(2, 3))
+    saved = {n["id"]: n["saved"] for n in recording.data()["nodes"]}
+    assert saved["/MulBackward0#0"] == [
+        {"name": "other", "shape": [3], "dtype": "float32", "bytes": 12, "alias": "parameter w"}
+    ]
+    assert recording.saved_by_module == {"fc": 24}  # the input fc saved; w's memory is no activation
+
+
 def test_saved_tensors_survive_a_backward_and_can_be_skipped():
     model = nn.Sequential(nn.Linear(5, 4), nn.ReLU())
     recording = record_graph(model, torch.randn(3, 5))
