@@ -49,16 +49,20 @@ def read_names(model: nn.Module | None) -> ModelNames:
         children = module._modules
         if children:
             push([(prefix + name, child) for name, child in reversed(children.items()) if child is not None])
-    for buffer, name in buffers:
-        owners.setdefault(id(buffer), "buffer " + name)
-    for key, name in params.items():
-        owners.setdefault(key, "parameter " + name)
+    # Whole lists at once from here: thousands of parameters, and no Python step for each.
+    owners.update(zip(params, ["parameter " + name for name in params.values()], strict=True))
+    buffer_names = ["buffer " + name for _, name in buffers]
+    owners.update(zip(reversed([id(b) for b, _ in buffers]), reversed(buffer_names), strict=True))  # first one wins
     tensors += [buffer for buffer, _ in buffers]
+    labels = list(map(owners.__getitem__, map(id, tensors)))
     starts = names.storages
-    for tensor, start in zip(tensors, storage_starts(tensors), strict=True):
-        if start:  # the first owner named wins (parameters sharing one storage)
-            starts.setdefault(start, owners[id(tensor)])
+    starts.update(zip(reversed(storage_starts(tensors)), reversed(labels), strict=True))  # the first owner wins
+    starts.pop(0, None)  # empty storages share nothing
+    starts.pop(None, None)  # no plain storage
     return names
+
+
+_data_ptr, _storage_offset = torch.Tensor.data_ptr, torch.Tensor.storage_offset
 
 
 def storage_starts(tensors: list[torch.Tensor]) -> list[int | None]:
@@ -68,7 +72,8 @@ def storage_starts(tensors: list[torch.Tensor]) -> list[int | None]:
     alive as long as the storage, so that would leave one more object per tensor for the collector.
     """
     try:
-        return [t.data_ptr() - t.storage_offset() * t.element_size() for t in tensors]
+        pointers, offsets = list(map(_data_ptr, tensors)), list(map(_storage_offset, tensors))
+        return [p - o * t.element_size() if o else p for p, o, t in zip(pointers, offsets, tensors, strict=True)]
     except Exception:  # sparse, nested, meta and wrapper tensors have no plain storage: one at a time
         starts: list[int | None] = []
         for t in tensors:

@@ -145,9 +145,12 @@ def _walk(roots: list[Node], scopes: tuple[list[int], list[str]], span: tuple[in
     if late:
         _scope_by_user(t, late, index)
     t.roots = [index[root] for root in roots if index.get(root, -1) >= 0]
-    hidden_ops = HIDDEN_OPS
-    hidden = t.hidden = [op in hidden_ops or scope == HIDDEN for op, scope in zip(ops, t.scopes, strict=True)]
-    t.order = sorted((k for k, seq in enumerate(seqs) if seq is not None and not hidden[k]), key=seqs.__getitem__)
+    if HIDDEN in t.scopes or not HIDDEN_OPS.isdisjoint(ops):  # the explorer's own nodes are there (rare)
+        hidden = t.hidden = [op in HIDDEN_OPS or scope == HIDDEN for op, scope in zip(ops, t.scopes, strict=True)]
+        t.order = sorted((k for k, s in enumerate(seqs) if s is not None and not hidden[k]), key=seqs.__getitem__)
+    else:
+        t.hidden = [False] * len(nodes)
+        t.order = sorted((k for k, s in enumerate(seqs) if s is not None), key=seqs.__getitem__)
     t.ids = _ids(t, leaves)
     return t
 
