@@ -72,21 +72,7 @@ class Recorder:
         error = relative_error(buffer, self.round_trip) if self.round_trip else None
         start = time.perf_counter()
         future = self.hook(self.hook_state, bucket)
-
-        def finish(done: torch.futures.Future) -> torch.Tensor:
-            value = done.value()  # re-raises a failed communication, as the unwrapped hook would
-            record["seconds"] = time.perf_counter() - start
-            reduced = value if isinstance(value, torch.Tensor) else value[0]
-            norms = torch.stack([grad_norm, torch.linalg.vector_norm(reduced.detach()).to(grad_norm)]).tolist()
-            record["grad_norm"], record["reduced_norm"] = norms
-            record["compression_error"] = error.item() if error is not None else None
-            with self._lock:  # this runs on the backend's thread while the user may be reading records
-                self.records.append(record)
-            if self.log is not None:
-                self.log.write(record)
-            return value
-
-        return future.then(finish)
+        return future.then(_finish_record(record, grad_norm, error, start, self.records, self._lock, self.log))
 
     def grad_ready(self, name: str) -> None:
         """Note that ``name``'s gradient was accumulated: the order gradients become ready in (Horovod)."""
@@ -110,6 +96,38 @@ class Recorder:
             self.ready.append(record)
         if self.log is not None:
             self.log.write(record)
+
+
+def _finish_record(
+    record: dict[str, Any],
+    grad_norm: torch.Tensor,
+    error: torch.Tensor | None,
+    start: float,
+    records: deque,
+    lock: threading.Lock,
+    log: RankLog | None,
+) -> Callable[[torch.futures.Future], torch.Tensor]:
+    """The callback that completes ``record`` once the bucket's communication is done.
+
+    It holds the records, never the Recorder: the backend frees it on its own thread, and a last
+    reference to the process group dropped there would destroy the group on its worker thread, which
+    aborts the process ("Resource deadlock avoided").
+    """
+
+    def finish(done: torch.futures.Future) -> torch.Tensor:
+        value = done.value()  # re-raises a failed communication, as the unwrapped hook would
+        record["seconds"] = time.perf_counter() - start
+        reduced = value if isinstance(value, torch.Tensor) else value[0]
+        norms = torch.stack([grad_norm, torch.linalg.vector_norm(reduced.detach()).to(grad_norm)]).tolist()
+        record["grad_norm"], record["reduced_norm"] = norms
+        record["compression_error"] = error.item() if error is not None else None
+        with lock:  # this runs on the backend's thread while the user may be reading records
+            records.append(record)
+        if log is not None:
+            log.write(record)
+        return value
+
+    return finish
 
 
 def comm_hook(state: Recorder, bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:

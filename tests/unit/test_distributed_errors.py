@@ -209,3 +209,42 @@ def test_distributed_layer_imports_no_display_code():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == ""
+
+
+class _Bucket:
+    """The parts of a dist.GradBucket the recorder reads."""
+
+    def buffer(self) -> torch.Tensor:
+        return torch.ones(4)
+
+    def is_last(self) -> bool:
+        return True
+
+    def index(self) -> int:
+        return 0
+
+    def parameters(self) -> list[torch.Tensor]:
+        return []
+
+
+def test_pending_bucket_callback_holds_no_process_group():
+    # The backend frees a finished bucket's callback on its own thread: if the callback kept the
+    # hook's state (the process group) alive, the group could be destroyed on its worker thread,
+    # which aborts the process. So a pending callback must not keep the state alive.
+    import gc
+    import weakref
+
+    from hookwidgets.distributed.recorder import Recorder
+
+    class State:
+        pass
+
+    state, pending = State(), torch.futures.Future()
+    recorder = Recorder(lambda s, b: pending, state, {}, 0, None, 10, None)
+    chained = recorder.bucket_ready(_Bucket())
+    state_ref = weakref.ref(state)
+    del state, recorder
+    gc.collect()
+    assert state_ref() is None
+    pending.set_result(torch.full((4,), 2.0))
+    assert chained.wait().tolist() == [2.0] * 4
