@@ -46,6 +46,13 @@ def _label_axis(ax, axis: str, labels: Sequence[str] | None, count: int) -> None
         ax.set_yticks(ticks, [literal(str(t)) for t in labels], fontsize=7)
 
 
+def _label_room(labels: Sequence[str] | None, count: int) -> float:
+    """Inches the longest tick label of an axis needs (none when the labels are not drawn)."""
+    if labels is None or count > MAX_LABELS or not labels:
+        return 0.0
+    return 0.06 * max(len(str(t)) for t in labels)
+
+
 def matrix_figure(
     tensor: torch.Tensor,
     *,
@@ -62,7 +69,10 @@ def matrix_figure(
     if values.ndim != 2:
         raise ValueError(f"a heatmap needs a 2-D tensor (or 3-D with item=), got shape {tuple(tensor.shape)}")
     rows, columns = values.shape
-    fig = Figure(figsize=(min(9.0, 1.6 + 0.18 * columns), min(9.0, 1.2 + 0.18 * rows)))
+    # Room for the tick labels (7 pt, ~0.06 in a character; column labels stand rotated), so long
+    # module names fit beside the cells instead of squeezing the axes away.
+    row_room, column_room = _label_room(row_labels, rows), _label_room(column_labels, columns)
+    fig = Figure(figsize=(min(12.0, 1.6 + 0.18 * columns + row_room), min(12.0, 1.2 + 0.18 * rows + column_room)))
     ax = fig.add_subplot()
     vmin, vmax = finite_range(values, diverging)
     image = show_image(ax, values, "RdBu_r" if diverging else "viridis", vmin, vmax, aspect="auto")

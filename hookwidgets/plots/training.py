@@ -32,6 +32,8 @@ def update_ratio_figure(records: list[dict[str, Any]], params: list[str] | None 
     for name, (steps, ratios) in series.items():
         ax.plot(steps, ratios, marker="o", ms=2.5, linewidth=1, label=literal(name))
     ax.axhline(HEALTHY_RATIO, color="#888", linestyle="--", linewidth=0.8, label="1e-3 guide")
+    plotted = [r for _, ratios in series.values() for r in ratios] + [HEALTHY_RATIO]
+    ax.set_ylim(min(plotted) / 3, max(plotted) * 3)  # some room, and a range even when every ratio is equal
     ax.set_yscale("log")
     ax.set_xlabel("optimizer step", fontsize=8)
     ax.set_ylabel("‖Δw‖ / ‖w‖", fontsize=8)

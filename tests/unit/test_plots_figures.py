@@ -293,6 +293,7 @@ def _texts(fig) -> list[str]:
     return [t.get_text() for t in [*fig.findobj(matplotlib.text.Text), *cells]]
 
 
+@pytest.mark.filterwarnings("error")  # long names must fit: no "tight layout not applied", no singular limits
 def test_model_strings_are_drawn_as_they_are_never_as_mathtext():
     from hookwidgets.plots import update_ratio_figure
     from hookwidgets.plots.distributed import bucket_table_figure
