@@ -13,8 +13,9 @@ Two models: the ResNet-18 layout of ``models.py`` (10 classes, batch 16, 64×64)
 run, where the bar applies: the watched loop runs at ≥ 0.9× the speed of the plain one (B/A ≤ 1.11);
 and the digits CNN (batch 64, 32×32), the worst case: its layers have 1–32 channels, so a layer's
 statistics (a few passes over its output) cost about as much as the layer itself. Reported, no bar.
-On ResNet-18 a third row splits the cost: the watched loop against the same hooks on a headless
-core ``Explorer`` (no view), i.e. what the widget's live updates add on top of the hooks themselves.
+On ResNet-18 two more rows split the cost: the same watch with stats on every layer's output only
+(no gradient statistics; the bar applies as well), and the watched loop against the same hooks on a
+headless core ``Explorer`` (no view), i.e. what the widget's live updates add on top of the hooks.
 """
 
 from __future__ import annotations
@@ -52,10 +53,22 @@ def training_loop(model: nn.Module, batches: list[tuple[torch.Tensor, torch.Tens
     return run
 
 
-def watched(model: nn.Module, example: torch.Tensor, loop, captured: tuple[str, ...], view: bool = True) -> Side:
+EVERY_LAYER = ("global_forward", "global_grad")  # what the summary's "Stats on every layer" attaches
+
+
+def watched(
+    model: nn.Module,
+    example: torch.Tensor,
+    loop,
+    captured: tuple[str, ...],
+    view: bool = True,
+    stats_kinds: tuple[str, ...] = EVERY_LAYER,
+) -> Side:
     """``loop`` while a HookExplorer with its view captures 5 layers and keeps stats on every layer.
 
-    With ``view=False``, the same hooks on a headless core ``Explorer``: no widget, no live updates.
+    ``stats_kinds``: every layer's output and gradient (the default), or its output alone
+    (``("global_forward",)``). With ``view=False``, the same hooks on a headless core ``Explorer``:
+    no widget, no live updates.
     """
     explorers: list[Explorer] = []
 
@@ -66,7 +79,7 @@ def watched(model: nn.Module, example: torch.Tensor, loop, captured: tuple[str, 
             ex.view.selected = captured[0]  # its images are redrawn during the loop too
         for path in captured:
             ex.attach(path, "forward")
-        ex.attach("", ["global_forward", "global_grad"], action="stats")  # what "Stats on every layer" attaches
+        ex.attach("", list(stats_kinds), action="stats")
         explorers.append(ex)
 
     def teardown() -> None:
@@ -81,13 +94,17 @@ def watched(model: nn.Module, example: torch.Tensor, loop, captured: tuple[str, 
 def case(name: str, model: nn.Module, shape: tuple[int, ...], captured: tuple[str, ...], args, bar, split=False):
     """One model's comparison: ``args.steps`` SGD steps on random batches of ``shape``.
 
-    With ``split``, a second comparison isolates the view's live updates: the watched loop against the
-    same hooks on a headless Explorer (what is left is the hooks' own cost, statistics above all).
+    With ``split``, two more: the same with stats on every layer's output only (no gradient stats),
+    and the view's live updates isolated: the watched loop against the same hooks on a headless
+    Explorer (what is left is the hooks' own cost, statistics above all).
     """
     batches = [(torch.randn(*shape), torch.randint(0, 10, (shape[0],))) for _ in range(args.steps)]
     loop = training_loop(model, batches)
     example = batches[0][0][:2]
     results = [compare(name, loop, watched(model, example, loop, captured), pairs=args.pairs, bar=bar)]
+    if split:
+        outputs_only = watched(model, example, loop, captured, stats_kinds=("global_forward",))
+        results.append(compare(f"{name}: stats on outputs only", loop, outputs_only, pairs=args.pairs, bar=bar))
     if split:
         headless = watched(model, example, loop, captured, view=False)
         view_only = f"{name}: the view's live updates alone (A: same hooks, no view)"
@@ -122,14 +139,15 @@ def markdown_section(results: list, *, command: str, started: str, steps: int) -
     barred = [r for r in results if r.bar is not None]
     verdict = "PASS" if all(r.verdict == "PASS" for r in barred) else "OVER"
     lines = [
-        "# Live updates while the user's loop runs (issue 6) — results",
+        "## Live updates while the user's loop runs (issue 6)",
         "",
         f"Command: `{command}` — {started}, hookwidgets at {revision()}.",
         "",
         f"Machine: {machine()}.",
         "",
         f"A: {steps} SGD steps of the user's own loop, no explorer. B: the same loop while a HookExplorer with its"
-        " view follows it — `forward` capture on 5 layers, `stats` on every layer's output and gradient, live"
+        " view follows it — `forward` capture on 5 layers, `stats` on every layer's output and gradient (outputs"
+        " only where the row says so), live"
         " pushes (≤ 10/s, coalesced; images every 2 s; at most 3% of the loop's time). Bar: B runs at ≥ 0.9× A's"
         " speed, i.e. B/A ≤ 1.11.",
         "",

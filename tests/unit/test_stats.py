@@ -47,6 +47,9 @@ def assert_stats_close(got: dict, want: dict, rel: float) -> None:
         ((8, 4096), 3.0),
         ((50_000,), 40.0),
         ((2, 3, 64, 64), -1.0),
+        ((2**18,), 3.0),  # the longest one flat dot sums
+        ((2**18 + 5,), 3.0),  # the shortest one summed by rows
+        ((2**22,), 3.0),
     ],
 )
 def test_float32_matches_a_float64_reference(shape, offset):
