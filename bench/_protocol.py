@@ -12,11 +12,14 @@ and fresh memory (activations kept alive by captures) shows up there.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import platform
 import resource
 import statistics
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -208,3 +211,26 @@ def revision(path: str = "hookwidgets") -> str:
     commit = git("rev-parse", "--short", "HEAD") or "unknown commit"
     dirty = git("status", "--porcelain", "--", path)
     return f"{commit} + uncommitted changes in {path}/" if dirty else commit
+
+
+class _Tee(io.TextIOBase):
+    """A text stream writing to stderr and keeping a copy."""
+
+    def __init__(self) -> None:
+        self.kept = io.StringIO()
+
+    def write(self, text: str) -> int:
+        sys.stderr.write(text)
+        return self.kept.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def progress_to_stderr():
+    """Inside it, ``print`` goes to stderr (progress, bench/README.md); the context gives the text kept,
+    for a section to quote: ``with progress_to_stderr() as log: ...; log.getvalue()``."""
+    tee = _Tee()
+    with contextlib.redirect_stdout(tee):
+        yield tee.kept

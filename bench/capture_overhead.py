@@ -26,6 +26,7 @@ from _protocol import (
     add_arguments,
     compare,
     machine,
+    progress_to_stderr,
     revision,
     set_threads,
 )
@@ -306,24 +307,47 @@ def main() -> None:
         parser.error(f"--pairs must be at least {MIN_PAIRS} (DESIGN.md, Measuring)")
     set_threads(args.threads)
     started = time.perf_counter()
-    print(f"$ {' '.join([os.path.relpath(sys.executable), *sys.argv])}")
-    print(f"{time.strftime('%Y-%m-%d %H:%M %Z')} — {machine()}")
-    print(f"hookwidgets at {revision()}")
-    results = resnet_comparisons(args.pairs)
-    if args.profile:
-        per_hook_costs(args.pairs)
-        chain = nn.Sequential(*[nn.ReLU() for _ in range(60)])
-        profile_hooks("explorer forward capture, 60 ReLUs on a 1×8 tensor", chain, torch.randn(1, 8), runs=300)
-        resnet = ResNet18().eval()
-        with Explorer(resnet) as probe:
-            has_stats = stats_available(probe, "fc")
-        if has_stats:
-            x = torch.randn(2, 3, 224, 224)
-            profile_hooks("explorer stats on every leaf, ResNet-18", resnet, x, runs=5, action="stats")
-    print(f"\n{MARKDOWN_HEADER}")
-    for result in results:
-        print(result.markdown_row())
-    print(f"\ntook {time.perf_counter() - started:.0f} s")
+    command = " ".join([".venv/bin/python", "bench/capture_overhead.py", *sys.argv[1:]])
+    date = time.strftime("%Y-%m-%d %H:%M %Z")
+    with progress_to_stderr() as log:
+        print(f"$ {command}\n{date} — {machine()}\nhookwidgets at {revision()}")
+        results = resnet_comparisons(args.pairs)
+        model_line = next(line for line in log.getvalue().splitlines() if line.startswith("model: "))
+        profile_start = len(log.getvalue())
+        if args.profile:
+            per_hook_costs(args.pairs)
+            chain = nn.Sequential(*[nn.ReLU() for _ in range(60)])
+            profile_hooks("explorer forward capture, 60 ReLUs on a 1×8 tensor", chain, torch.randn(1, 8), runs=300)
+            resnet = ResNet18().eval()
+            with Explorer(resnet) as probe:
+                has_stats = stats_available(probe, "fc")
+            if has_stats:
+                x = torch.randn(2, 3, 224, 224)
+                profile_hooks("explorer stats on every leaf, ResNet-18", resnet, x, runs=5, action="stats")
+        profile = log.getvalue()[profile_start:].strip("\n")
+        print(f"took {time.perf_counter() - started:.0f} s")
+    lines = [
+        "## Capture overhead (issue 3)",
+        "",
+        f"`{command}` — {date}, {machine()}; hookwidgets at `{revision()}`.",
+        "",
+        f"{model_line.removeprefix('model: ')}; batch 2, 224×224, eval mode. Hooks are attached"
+        " just before each B run and removed just after it; the forward rows run under `torch.no_grad()`, the"
+        " grad rows time `zero_grad` + forward + `out.sum().backward()`.",
+        "",
+        MARKDOWN_HEADER,
+        *(result.markdown_row() for result in results),
+    ]
+    if profile:
+        lines += [
+            "",
+            "Per hook call and where the time goes (cProfile inflates every time):",
+            "",
+            "```text",
+            profile,
+            "```",
+        ]
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

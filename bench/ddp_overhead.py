@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
 import socket
 import statistics
 import sys
@@ -30,6 +29,7 @@ from _protocol import (
     add_arguments,
     compare,
     machine,
+    progress_to_stderr,
     quantile,
     revision,
     set_threads,
@@ -172,21 +172,33 @@ def main() -> None:
     if args.pairs < MIN_PAIRS:
         parser.error(f"--pairs must be at least {MIN_PAIRS} (DESIGN.md, Measuring)")
     started = time.perf_counter()
-    print(f"$ {' '.join([os.path.relpath(sys.executable), *sys.argv])}")
-    print(f"hookwidgets at {revision()}")
+    command = " ".join([".venv/bin/python", "bench/ddp_overhead.py", *sys.argv[1:]])
     params = sum(p.numel() for p in make_model().parameters())
-    print(f"model: MLP 1024-{WIDTH}-{WIDTH}-1024, {params:,} parameters, batch {BATCH}; {WORLD} gloo ranks")
-    rows, seen, where = run(args.pairs, args.threads)
-    print(f"{time.strftime('%Y-%m-%d %H:%M %Z')} — rank 0: {where}")
-    for label, (records, steps, numel, names) in zip(("inspector", "+ log_dir", "fp16"), seen, strict=True):
-        print(f"  {label}: {records} bucket records over {steps} steps; last bucket {numel:,} elements, {names} params")
-    print(f"\n{MARKDOWN_HEADER}")
-    for result, _ in rows:
-        print(result.markdown_row())
-    print()
-    for _, cpu_line in rows:
-        print(cpu_line)
-    print(f"\ntook {time.perf_counter() - started:.0f} s")
+    model = f"MLP 1024-{WIDTH}-{WIDTH}-1024, {params:,} parameters, batch {BATCH}; {WORLD} gloo ranks"
+    with progress_to_stderr():
+        print(f"$ {command}\nhookwidgets at {revision()}\nmodel: {model}")
+        rows, seen, where = run(args.pairs, args.threads)
+        print(f"took {time.perf_counter() - started:.0f} s")
+    date = time.strftime("%Y-%m-%d %H:%M %Z")
+    lines = [
+        "## DDP communication-hook inspector (issue 7)",
+        "",
+        f"`{command}` — {date}, rank 0: {where}; hookwidgets at `{revision()}`.",
+        "",
+        f"Model: {model}. A: a DDP training step with torch's default allreduce; B: the same step with a"
+        " `DDPInspector` wrapping it (bucket records, gradient-ready order); the fp16 row compares torch's"
+        " `fp16_compress_hook` inspected (with its compression error measured) against it plain.",
+        "",
+        MARKDOWN_HEADER,
+        *(result.markdown_row() for result, _ in rows),
+        "",
+        *(f"- {cpu_line}" for _, cpu_line in rows),
+        *(
+            f"- {label}: {records} bucket records over {steps} steps; last bucket {numel:,} elements, {names} params"
+            for label, (records, steps, numel, names) in zip(("inspector", "+ log_dir", "fp16"), seen, strict=True)
+        ),
+    ]
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -449,7 +449,7 @@ def markdown_section(figures: list[Figure], *, command: str, started: str, brows
     verdict = f"over the bar: {', '.join(over)}" if over else "every figure with a bar is within it"
     return "\n".join(
         [
-            "# Frontend figures (issue 6) — results",
+            "## Frontend figures (issue 6)",
             "",
             f"Command: `{command}` — {started}, hookwidgets at {revision()}.",
             "",

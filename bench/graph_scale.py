@@ -45,6 +45,7 @@ from _protocol import (
     add_arguments,
     compare,
     machine,
+    progress_to_stderr,
     quantile,
     revision,
     set_threads,
@@ -346,75 +347,79 @@ def main() -> None:
     started = time.perf_counter()
     command = " ".join([os.path.relpath(sys.executable), *sys.argv])
     date = time.strftime("%Y-%m-%d %H:%M %Z")
-    print(f"$ {command}\n{date} — {machine()}\nhookwidgets at {revision()}\n")
+    with progress_to_stderr():
+        print(f"$ {command}\n{date} — {machine()}\nhookwidgets at {revision()}\n")
 
-    mlp, mlp_x = deep_mlp(BLOCKS, args.width), torch.randn(64, args.width)
-    chain, chain_x = Chain(CHAIN_STEPS), torch.randn(16)
-    print(f"extraction, ex.graph(x), median of {args.pairs} runs after {WARMUP_PAIRS} warm-ups:")
-    mlp_name = f"{BLOCKS}-block MLP, width {args.width}, batch 64"
-    extractions = [
-        extraction(mlp_name, mlp, mlp_x, args.pairs, BARS["mlp_extract_s"]),
-        extraction(f"{2 * CHAIN_STEPS:,}-node chain (sin, mul)", chain, chain_x, args.pairs, BARS["chain_extract_s"]),
-    ]
-    depth, ended = recursion_depth(mlp, mlp_x)
-    recursion = (
-        f"A recursive walk of `next_functions` (the recursion of torchviz's `make_dot`) on the {mlp_name} "
-        f"graph ({extractions[0].nodes:,} nodes, ~{3 * BLOCKS:,} deep) at Python's recursion limit of "
-        f"{sys.getrecursionlimit()}: {ended} at depth {depth:,}. hookwidgets walks iteratively."
-    )
-    print(f"\n{recursion}")
-
-    print("\nrecording forward (GraphRecorder) vs plain grad-enabled forward:")
-    bar = BARS["recording_forward"]
-    results = [
-        ratio(
-            f"recording forward, {BLOCKS}-block MLP w{args.width} b64",
-            plain_forward(mlp, mlp_x),
-            recorded_forward(mlp, mlp_x),
-            args.pairs,
-            bar,
+        mlp, mlp_x = deep_mlp(BLOCKS, args.width), torch.randn(64, args.width)
+        chain, chain_x = Chain(CHAIN_STEPS), torch.randn(16)
+        print(f"extraction, ex.graph(x), median of {args.pairs} runs after {WARMUP_PAIRS} warm-ups:")
+        mlp_name = f"{BLOCKS}-block MLP, width {args.width}, batch 64"
+        extractions = [
+            extraction(mlp_name, mlp, mlp_x, args.pairs, BARS["mlp_extract_s"]),
+            extraction(
+                f"{2 * CHAIN_STEPS:,}-node chain (sin, mul)", chain, chain_x, args.pairs, BARS["chain_extract_s"]
+            ),
+        ]
+        depth, ended = recursion_depth(mlp, mlp_x)
+        recursion = (
+            f"A recursive walk of `next_functions` (the recursion of torchviz's `make_dot`) on the {mlp_name} "
+            f"graph ({extractions[0].nodes:,} nodes, ~{3 * BLOCKS:,} deep) at Python's recursion limit of "
+            f"{sys.getrecursionlimit()}: {ended} at depth {depth:,}. hookwidgets walks iteratively."
         )
-    ]
-    print(f"\nwhere the MLP's recording forward spends its extra time (median ms of {args.pairs} runs, parts apart):")
-    plain_ms, parts = breakdown(mlp, mlp_x, args.pairs)
-    for line in breakdown_lines(plain_ms, parts, results[0]):
-        print(line)
-    if not args.no_cnn:
-        cnn, cnn_x = ResNet18().eval(), torch.randn(8, 3, 224, 224)
-        results.append(
+        print(f"\n{recursion}")
+
+        print("\nrecording forward (GraphRecorder) vs plain grad-enabled forward:")
+        bar = BARS["recording_forward"]
+        results = [
             ratio(
-                "recording forward, ResNet-18 b8 224²",
-                plain_forward(cnn, cnn_x),
-                recorded_forward(cnn, cnn_x),
+                f"recording forward, {BLOCKS}-block MLP w{args.width} b64",
+                plain_forward(mlp, mlp_x),
+                recorded_forward(mlp, mlp_x),
                 args.pairs,
                 bar,
             )
+        ]
+        print(
+            f"\nwhere the MLP's recording forward spends its extra time (median ms of {args.pairs} runs, parts apart):"
         )
-        print("\npersistent node-hook recorder (one node_pre hook, capture) vs plain, ResNet-18 b8 224²:")
-        bar = BARS["node_hook_recorder"]
-        forward = plain_forward(cnn, cnn_x)
-        results.append(
-            ratio(
-                "node-hook recorder, forward",
-                forward,
-                with_node_hook(cnn, cnn_x, forward, fires=False),
-                args.pairs,
-                bar,
+        plain_ms, parts = breakdown(mlp, mlp_x, args.pairs)
+        for line in breakdown_lines(plain_ms, parts, results[0]):
+            print(line)
+        if not args.no_cnn:
+            cnn, cnn_x = ResNet18().eval(), torch.randn(8, 3, 224, 224)
+            results.append(
+                ratio(
+                    "recording forward, ResNet-18 b8 224²",
+                    plain_forward(cnn, cnn_x),
+                    recorded_forward(cnn, cnn_x),
+                    args.pairs,
+                    bar,
+                )
             )
-        )
-        step = plain_step(cnn, cnn_x)
-        results.append(
-            ratio(
-                "node-hook recorder, forward+backward",
-                step,
-                with_node_hook(cnn, cnn_x, step, fires=True),
-                args.pairs,
-                bar,
+            print("\npersistent node-hook recorder (one node_pre hook, capture) vs plain, ResNet-18 b8 224²:")
+            bar = BARS["node_hook_recorder"]
+            forward = plain_forward(cnn, cnn_x)
+            results.append(
+                ratio(
+                    "node-hook recorder, forward",
+                    forward,
+                    with_node_hook(cnn, cnn_x, forward, fires=False),
+                    args.pairs,
+                    bar,
+                )
             )
-        )
+            step = plain_step(cnn, cnn_x)
+            results.append(
+                ratio(
+                    "node-hook recorder, forward+backward",
+                    step,
+                    with_node_hook(cnn, cnn_x, step, fires=True),
+                    args.pairs,
+                    bar,
+                )
+            )
 
-    print("\n---- markdown for bench/RESULTS.md ----\n")
-    print("# Autograd graph at scale (issue 4) — results\n")
+    print("## Autograd graph at scale (issue 4)\n")
     print(f"```\n{command}\n```\n")
     print(f"- Date: {date}.")
     print(f"- Machine: {machine()}.")
@@ -443,7 +448,7 @@ def main() -> None:
     )
     for line in breakdown_lines(plain_ms, parts, results[0], markdown=True):
         print(line)
-    print(f"\ntook {time.perf_counter() - started:.0f} s")
+    print(f"took {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
 
 if __name__ == "__main__":
