@@ -34,6 +34,18 @@ def hook_state(model: nn.Module) -> dict:
     return state
 
 
+def optimizer_hook_state(*optimizers: torch.optim.Optimizer) -> list:
+    """Every optimizer's own step hook dicts and torch's global ones, keys and hooks in order."""
+    from torch.optim import optimizer as optim_module
+
+    names = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks")
+    return [
+        *(list(getattr(o, n).items()) for o in optimizers for n in names),
+        list(optim_module._global_optimizer_pre_hooks.items()),
+        list(optim_module._global_optimizer_post_hooks.items()),
+    ]
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Keep the digits model cache of a test run out of the user's home."""

@@ -8,9 +8,9 @@ import weakref
 import pytest
 import torch
 from torch import nn
-from torch.optim import optimizer as optim_module
 
 from hookwidgets.core import Explorer
+from tests.conftest import optimizer_hook_state
 
 
 def _model() -> nn.Module:
@@ -22,18 +22,6 @@ def _train_step(model: nn.Module, opt: torch.optim.Optimizer) -> None:
     opt.zero_grad(set_to_none=True)
     model(torch.randn(5, 4, generator=torch.Generator().manual_seed(1))).pow(2).sum().backward()
     opt.step()
-
-
-def _optimizer_hooks(*opts: torch.optim.Optimizer) -> list:
-    """Every optimizer's own step hook dicts and torch's global ones, keys and hooks in order."""
-    local = [
-        list(getattr(o, n).items()) for o in opts for n in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks")
-    ]
-    return [
-        *local,
-        list(optim_module._global_optimizer_pre_hooks.items()),
-        list(optim_module._global_optimizer_post_hooks.items()),
-    ]
 
 
 def test_records_name_the_models_parameters_and_hold_the_ratio():
@@ -53,27 +41,27 @@ def test_records_name_the_models_parameters_and_hold_the_ratio():
 def test_watching_again_replaces_and_never_stacks():
     model = _model()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    before = _optimizer_hooks(opt)
+    before = optimizer_hook_state(opt)
     with Explorer(model) as ex:
         first = ex.watch_optimizer(opt)
         second = ex.watch_optimizer(opt, every=2)
         assert "closed" in repr(first) and [m for _, m in ex._monitors] == [second]
-        assert [len(d) for d in _optimizer_hooks(opt)[:2]] == [1, 1]  # one pre and one post hook
+        assert [len(d) for d in optimizer_hook_state(opt)[:2]] == [1, 1]  # one pre and one post hook
         # A re-run cell makes a new optimizer of the same parameters: its watch replaces the old one too.
         rerun = torch.optim.SGD(model.parameters(), lr=0.1)
         third = ex.watch_optimizer(rerun)
         assert "closed" in repr(second) and [m for _, m in ex._monitors] == [third]
-        assert _optimizer_hooks(opt) == before
+        assert optimizer_hook_state(opt) == before
         _train_step(model, rerun)
         assert len(third.records) == 4 and first.records == [] and second.records == []
-    assert _optimizer_hooks(rerun)[:2] == [[], []]
+    assert optimizer_hook_state(rerun)[:2] == [[], []]
 
 
 def test_disjoint_optimizers_are_kept_and_watching_every_optimizer_replaces_them():
     model = _model()
     first_opt = torch.optim.SGD(model[0].parameters(), lr=0.1)  # e.g. a GAN's two optimizers
     second_opt = torch.optim.Adam(model[2].parameters(), lr=0.01)
-    before = _optimizer_hooks(first_opt, second_opt)
+    before = optimizer_hook_state(first_opt, second_opt)
     with Explorer(model) as ex:
         a, b = ex.watch_optimizer(first_opt), ex.watch_optimizer(second_opt)
         assert [m for _, m in ex._monitors] == [a, b]
@@ -85,21 +73,21 @@ def test_disjoint_optimizers_are_kept_and_watching_every_optimizer_replaces_them
         assert [r["param"] for r in every.records] == ["0.weight", "0.bias", "2.weight", "2.bias"]
         one = ex.watch_optimizer(first_opt)  # and a single optimizer replaces the watch of every optimizer
         assert [m for _, m in ex._monitors] == [one] and "closed" in repr(every)
-    assert _optimizer_hooks(first_opt, second_opt) == before
+    assert optimizer_hook_state(first_opt, second_opt) == before
 
 
 def test_close_restores_every_optimizer_hook_dict_and_lets_go_of_the_optimizers():
     model = _model()
     first_opt = torch.optim.SGD(model[0].parameters(), lr=0.1)
     second_opt = torch.optim.SGD(model[2].parameters(), lr=0.1)
-    before = _optimizer_hooks(first_opt, second_opt)
+    before = optimizer_hook_state(first_opt, second_opt)
     ex = Explorer(model)
     local = ex.watch_optimizer(first_opt)  # the optimizer's own step hooks
     ex.watch_optimizer(second_opt, scope="global")  # torch's global step hooks
     _train_step(model, first_opt)
-    assert all(_optimizer_hooks(first_opt, second_opt)[i] != before[i] for i in (0, 1, 4, 5))
+    assert all(optimizer_hook_state(first_opt, second_opt)[i] != before[i] for i in (0, 1, 4, 5))
     ex.close()
-    assert _optimizer_hooks(first_opt, second_opt) == before and ex._monitors == []
+    assert optimizer_hook_state(first_opt, second_opt) == before and ex._monitors == []
     assert len(local.records) == 2  # a closed monitor keeps what it measured
     ex.close()  # twice is fine
     with pytest.raises(RuntimeError, match="closed"):
@@ -109,7 +97,7 @@ def test_close_restores_every_optimizer_hook_dict_and_lets_go_of_the_optimizers(
 def test_a_dropped_explorer_frees_the_model_and_removes_its_step_hooks():
     model = _model()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)  # the user keeps the optimizer
-    before = _optimizer_hooks(opt)
+    before = optimizer_hook_state(opt)
     ex = Explorer(model)
     ex.watch_optimizer(opt)
     ex.watch_optimizer(scope="global")
@@ -118,7 +106,7 @@ def test_a_dropped_explorer_frees_the_model_and_removes_its_step_hooks():
     del ex, model
     gc.collect()
     assert model_ref() is None
-    assert _optimizer_hooks(opt) == before
+    assert optimizer_hook_state(opt) == before
 
 
 def test_bad_arguments_name_the_fix_and_leave_the_watch_as_it_was():

@@ -12,11 +12,11 @@ import torch.distributed as dist
 from ipywidgets.widgets.widget import _remove_buffers
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
-from torch.optim import optimizer as optim_module
 
 from hookwidgets import HookExplorer
 from hookwidgets.distributed import DDPInspector
 from hookwidgets.widget import live
+from tests.conftest import optimizer_hook_state
 
 from ..conftest import hook_state
 
@@ -35,17 +35,6 @@ def _loop(model: nn.Module, opt: torch.optim.Optimizer, steps: int) -> None:
         opt.zero_grad(set_to_none=True)
         model(torch.randn(5, 4, generator=data)).sum().backward()
         opt.step()
-
-
-def _optimizer_hooks(*opts: torch.optim.Optimizer) -> list:
-    local = [
-        list(getattr(o, n).items()) for o in opts for n in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks")
-    ]
-    return [
-        *local,
-        list(optim_module._global_optimizer_pre_hooks.items()),
-        list(optim_module._global_optimizer_post_hooks.items()),
-    ]
 
 
 def test_the_panel_is_hidden_while_nothing_is_watched():
@@ -95,21 +84,21 @@ def test_update_ratios_reach_the_panel_as_png_and_the_monitors_own_values():
 def test_close_removes_the_monitors_and_the_live_hooks_exactly():
     model = _model()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    before, modules = _optimizer_hooks(opt), hook_state(model)
+    before, modules = optimizer_hook_state(opt), hook_state(model)
     ex = HookExplorer(model)
     ex.view  # noqa: B018
     ex.watch_optimizer(opt)
     ex.watch_optimizer(opt, scope="global")  # replaced: torch's global dicts hold its hooks now
     _loop(model, opt, 1)
-    assert _optimizer_hooks(opt) != before
+    assert optimizer_hook_state(opt) != before
     ex.close()
-    assert _optimizer_hooks(opt) == before and hook_state(model) == modules
+    assert optimizer_hook_state(opt) == before and hook_state(model) == modules
 
 
 def test_a_dropped_explorer_with_a_view_frees_the_model_and_its_step_hooks():
     model = _model()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)  # the user keeps the optimizer
-    before = _optimizer_hooks(opt)
+    before = optimizer_hook_state(opt)
     ex = HookExplorer(model)
     ex.view  # noqa: B018
     ex.watch_optimizer(opt)
@@ -117,7 +106,7 @@ def test_a_dropped_explorer_with_a_view_frees_the_model_and_its_step_hooks():
     ref = weakref.ref(model)
     del ex, model
     gc.collect()
-    assert ref() is None and _optimizer_hooks(opt) == before
+    assert ref() is None and optimizer_hook_state(opt) == before
 
 
 def test_the_panel_follows_the_users_loop_on_the_images_schedule(monkeypatch):
@@ -216,7 +205,7 @@ def test_a_watched_ddp_model_shows_its_buckets_ranks_and_ready_order(one_rank, t
     model = _model()
     ddp = DDP(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
-    before_params, before_opt = _post_hooks(model), _optimizer_hooks(opt)
+    before_params, before_opt = _post_hooks(model), optimizer_hook_state(opt)
     ex = HookExplorer(ddp)
     view = ex.view
     insp = ex.watch_ddp(log_dir=tmp_path / "logs")
@@ -244,6 +233,6 @@ def test_a_watched_ddp_model_shows_its_buckets_ranks_and_ready_order(one_rank, t
     assert view.training["ddp"]["ready"]["rows"] == [] and "kind=None" in view.training["ddp"]["message"]
 
     ex.close()
-    assert _post_hooks(model) == before_params and _optimizer_hooks(opt) == before_opt
+    assert _post_hooks(model) == before_params and optimizer_hook_state(opt) == before_opt
     with pytest.raises(RuntimeError, match="closed"):
         ex.show_ddp(tmp_path / "logs")
