@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import datetime
+import gc
 import time
 from pathlib import Path
 from typing import Any
@@ -43,20 +44,28 @@ def train_rank(rank: int, world: int, init_method: str, log_dir: str, steps: int
         shard_x, shard_y = images[rank:1500:world], labels[rank:1500:world]  # each rank its own digits
         for mode, hook in (("allreduce", None), ("fp16", fp16_compress_hook)):
             torch.manual_seed(rank)  # different initial weights per rank: DDP broadcasts rank 0's
-            ddp = DDP(DigitsCNN(), bucket_cap_mb=BUCKET_CAP_MB)
-            folder = Path(log_dir) / mode
-            inspector = DDPInspector(ddp, hook=hook, log_dir=folder)
-            optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
-            for step in range(steps):
-                batch = slice(step * BATCH, (step + 1) * BATCH)
-                optimizer.zero_grad(set_to_none=True)
-                F.cross_entropy(ddp(shard_x[batch]), shard_y[batch]).backward()
-                optimizer.step()
-            inspector.close()
-            torch.save(ddp.module.state_dict(), folder / f"weights-rank{rank}.pt")
+            _train(shard_x, shard_y, hook, Path(log_dir) / mode, rank, steps)
         dist.barrier()  # every rank's logs are complete before the notebook reads them
     finally:
+        # Whatever still holds the process group (a DDP model in a reference cycle, an inspector) is
+        # released here, on this thread, before the group is torn down: a group freed later, on one
+        # of gloo's own threads or at interpreter exit, can abort the process.
+        gc.collect()
         dist.destroy_process_group()
+
+
+def _train(x: torch.Tensor, y: torch.Tensor, hook: Any, folder: Path, rank: int, steps: int) -> None:
+    """``steps`` SGD steps of a fresh DDP digits CNN under a DDPInspector logging to ``folder``; its weights saved."""
+    ddp = DDP(DigitsCNN(), bucket_cap_mb=BUCKET_CAP_MB)
+    inspector = DDPInspector(ddp, hook=hook, log_dir=folder)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+    for step in range(steps):
+        batch = slice(step * BATCH, (step + 1) * BATCH)
+        optimizer.zero_grad(set_to_none=True)
+        F.cross_entropy(ddp(x[batch]), y[batch]).backward()
+        optimizer.step()
+    inspector.close()
+    torch.save(ddp.module.state_dict(), folder / f"weights-rank{rank}.pt")
 
 
 def wait(context: ProcessContext, timeout: float = 120.0) -> float:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import queue
 import socket
 import time
@@ -22,6 +23,7 @@ def _entry(rank: int, world: int, init_file: str, fn: Callable, results: Any, kw
         try:
             results.put((rank, "ok", fn(rank, world, **kwargs)))
         finally:
+            gc.collect()  # DDP models in cycles let go of the group here, not on a gloo thread or at exit
             dist.destroy_process_group()
     except BaseException:
         results.put((rank, "error", traceback.format_exc()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -21,6 +22,7 @@ def group(tmp_path):
     store = dist.FileStore(str(tmp_path / "store"), 1)
     dist.init_process_group("gloo", store=store, rank=0, world_size=1)
     yield
+    gc.collect()  # the test's DDP models let go of the group before it is destroyed
     if dist.is_initialized():
         dist.destroy_process_group()
 
@@ -231,7 +233,6 @@ def test_pending_bucket_callback_holds_no_process_group():
     # The backend frees a finished bucket's callback on its own thread: if the callback kept the
     # hook's state (the process group) alive, the group could be destroyed on its worker thread,
     # which aborts the process. So a pending callback must not keep the state alive.
-    import gc
     import weakref
 
     from hookwidgets.distributed.recorder import Recorder
