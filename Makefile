@@ -9,7 +9,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8888
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-python test-js lint format screenshots chromium frontend clean fuzz soak bench
+.PHONY: demo test test-python test-js lint format screenshots chromium compiler frontend clean fuzz soak bench
 
 # torch goes in first, from the CPU wheel: any unpinned torch requirement resolved on an empty
 # environment would pull a multi-GB CUDA build. The editable install builds js/ (hatch-jupyter-builder).
@@ -30,17 +30,21 @@ frontend: $(BUNDLE)
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium fonts-liberation; }
 
+# The stats action compiles a small C kernel on first use (hookwidgets/core/native.py); the tests check it loads.
+compiler:
+	@command -v cc >/dev/null 2>&1 || { $(SUDO) apt-get update && $(SUDO) apt-get install -y gcc libc6-dev; }
+
 demo: $(INSTALLED) $(BUNDLE)
 	@echo "Starting JupyterLab on http://$(HOST):$(PORT)/ — open the URL with the token printed below."
 	$(BIN)/jupyter lab --ip=$(HOST) --port=$(PORT) --no-browser $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/quickstart.ipynb
 
-test: $(INSTALLED) $(BUNDLE) chromium lint test-js test-python
+test: $(INSTALLED) $(BUNDLE) chromium compiler lint test-js test-python
 
 test-js: $(INSTALLED)
 	[ -d js/node_modules ] || npm --prefix js ci --no-audit --no-fund
 	npm --prefix js test
 
-test-python: $(INSTALLED) $(BUNDLE) chromium
+test-python: $(INSTALLED) $(BUNDLE) chromium compiler
 	$(BIN)/python -m pytest
 
 # The heavy suites, outside `make test` (which runs ~100 fuzz cases and a 150-step soak).
@@ -48,17 +52,17 @@ test-python: $(INSTALLED) $(BUNDLE) chromium
 FUZZ_EXAMPLES ?= 1000
 SOAK_STEPS ?= 2000
 
-fuzz: $(INSTALLED)
+fuzz: $(INSTALLED) compiler
 	HOOKWIDGETS_FUZZ=1 HOOKWIDGETS_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest tests/reliability/test_fuzz.py \
 		-p no:cacheprovider --timeout=0 --hypothesis-show-statistics
 
-soak: $(INSTALLED)
+soak: $(INSTALLED) compiler
 	HOOKWIDGETS_SOAK_STEPS=$(SOAK_STEPS) $(BIN)/python -m pytest tests/reliability/test_soak.py \
 		-p no:cacheprovider --timeout=0 -s
 
 # Runs every script in bench/ and rewrites bench/RESULTS.md from their output (contract: bench/README.md).
 # Run it on a quiet machine: the figures are ratios, but a busy machine makes them noisy.
-bench: $(INSTALLED) $(BUNDLE) chromium
+bench: $(INSTALLED) $(BUNDLE) chromium compiler
 	$(BIN)/python bench/report.py --output bench/RESULTS.md
 
 lint: $(INSTALLED)

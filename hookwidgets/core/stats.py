@@ -8,6 +8,8 @@ import weakref
 
 import torch
 
+from .native import fused_sums
+
 STAT_KEYS = ("mean", "std", "min", "max", "norm", "zero_fraction", "nan", "inf", "numel")
 
 _BLOCK = 4096  # elements per row when summing squares row by row
@@ -21,7 +23,8 @@ def tensor_stats(t: torch.Tensor) -> dict[str, float]:
     mean/std/min/max/norm cover the finite values only (NaN where there are none); ``nan`` and ``inf``
     count the non-finite ones; ``zero_fraction`` is the share of all elements equal to zero. std is the
     population std (``unbiased=False``). Computed in float32 (float64 for float64 input); complex
-    tensors are summarised by their magnitudes. Counts are ints.
+    tensors are summarised by their magnitudes. Counts are ints. On the CPU one pass of a C kernel
+    (``native.py``) takes the place of the torch reductions, with the same results.
     """
     x = t.detach()
     numel = x.numel()
@@ -32,14 +35,21 @@ def tensor_stats(t: torch.Tensor) -> dict[str, float]:
     if x.dtype is not torch.float32 and x.dtype is not torch.float64:
         x = x.to(torch.float32)
     x = x.reshape(-1)
-    # min/max propagate NaN and Inf, so they double as the finiteness check: the common all-finite
-    # case needs no isfinite pass, no masking copy and a single transfer to the host.
-    total, squares, mn, mx, nonzero = _reduce(x)
-    if math.isfinite(mn) and math.isfinite(mx):
+    fused = fused_sums(x)  # one C pass on CPU tensors where the kernel is built, else None
+    if fused is not None:
+        total, squares, mn, mx, nonzero, maybe_nonfinite = fused
+        finite = not maybe_nonfinite
+    else:
+        # min/max propagate NaN and Inf, so they double as the finiteness check: the common all-finite
+        # case needs no isfinite pass, no masking copy and a single transfer to the host.
+        total, squares, mn, mx, nonzero = _reduce(x)
+        finite = math.isfinite(mn) and math.isfinite(mx)
+    if finite:
         mean, std = _mean_std(x, total, squares, mn, mx)
         return _result(mean, std, mn, mx, math.sqrt(squares), (numel - nonzero) / numel, 0, 0, numel)
-    zeros = _to_host((x == 0).sum())[0]  # the fast nonzero count is NaN once a NaN is in it
-    return _nonfinite_stats(x, zeros / numel)
+    if fused is None:
+        nonzero = numel - _to_host((x == 0).sum())[0]  # torch's fast nonzero count is NaN once a NaN is in it
+    return _nonfinite_stats(x, (numel - nonzero) / numel)
 
 
 class StatsMemo:
@@ -121,7 +131,8 @@ def _mean_std(x: torch.Tensor, total: float, squares: float, mn: float, mx: floa
     var = squares / n - mean * mean
     if mean * mean > _CANCELLATION * var:
         d = x - mean  # shifted to the mean, the same formula no longer cancels
-        d_total, d_squares = _to_host(d.sum(), _sum_of_squares(d))
+        fused = fused_sums(d)
+        d_total, d_squares = fused[:2] if fused is not None else _to_host(d.sum(), _sum_of_squares(d))
         var = (d_squares - d_total * d_total / n) / n
     return mean, math.sqrt(max(var, 0.0))
 
@@ -134,7 +145,8 @@ def _nonfinite_stats(x: torch.Tensor, zero_fraction: float) -> dict[str, float]:
     if n_finite == 0:
         return _result(math.nan, math.nan, math.nan, math.nan, 0.0, zero_fraction, nan, inf, x.numel())
     values = x[finite]
-    total, squares, mn, mx, _ = _reduce(values)
+    fused = fused_sums(values)
+    total, squares, mn, mx, _ = fused[:5] if fused is not None else _reduce(values)
     mean, std = _mean_std(values, total, squares, mn, mx)
     return _result(mean, std, mn, mx, math.sqrt(squares), zero_fraction, nan, inf, x.numel())
 

@@ -3,7 +3,16 @@ import math
 import pytest
 import torch
 
+import hookwidgets.core.stats as stats_path
 from hookwidgets.core.stats import STAT_KEYS, stats_of, tensor_stats
+
+
+@pytest.fixture(autouse=True, params=["fused kernel", "torch reductions"])
+def reduction_path(request, monkeypatch):
+    """Every test here runs on both paths: the C kernel (CPU float32/64) and the torch reductions it replaces."""
+    if request.param == "torch reductions":
+        monkeypatch.setattr(stats_path, "fused_sums", lambda x: None)
+    return request.param
 
 
 def reference(t: torch.Tensor) -> dict[str, float]:

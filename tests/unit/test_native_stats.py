@@ -1,0 +1,150 @@
+"""The fused C kernel of the stats action: built here, equal to the torch reductions, and safely optional."""
+
+import math
+import subprocess
+
+import pytest
+import torch
+
+import hookwidgets.core.stats as stats_module
+from hookwidgets.core import native
+from hookwidgets.core.stats import STAT_KEYS, tensor_stats
+
+
+def torch_path_stats(t: torch.Tensor) -> dict[str, float]:
+    """``tensor_stats`` with the kernel switched off: the torch reductions it replaces."""
+    original = stats_module.fused_sums
+    stats_module.fused_sums = lambda x: None
+    try:
+        return tensor_stats(t)
+    finally:
+        stats_module.fused_sums = original
+
+
+def assert_same_stats(fused: dict, reference: dict) -> None:
+    assert tuple(fused) == STAT_KEYS
+    for key in STAT_KEYS:
+        if isinstance(reference[key], float) and math.isnan(reference[key]):
+            assert math.isnan(fused[key]), key
+        elif key in ("nan", "inf", "numel", "zero_fraction", "min", "max"):
+            assert fused[key] == reference[key], key  # counts and extremes are exact on both paths
+        else:
+            assert fused[key] == pytest.approx(reference[key], rel=2e-6, abs=1e-9), key
+
+
+@pytest.fixture
+def fresh_kernel_state(monkeypatch, tmp_path):
+    """The loader as in a new process, with its cache in ``tmp_path``."""
+    monkeypatch.setattr(native, "_tried", False)
+    monkeypatch.setattr(native, "_functions", None)
+    monkeypatch.setattr(native, "_status", "not loaded yet")
+    monkeypatch.setenv("HOOKWIDGETS_CACHE", str(tmp_path))
+    monkeypatch.delenv(native.DISABLE_ENV, raising=False)
+    return tmp_path
+
+
+def test_the_kernel_is_built_and_loaded_in_this_environment():
+    status = native.status()
+    assert status.startswith("loaded from "), (
+        f"the stats kernel did not load ({status}); `make compiler` installs gcc, then rerun the tests"
+    )
+    assert native.fused_sums(torch.ones(3)) == (3.0, 3.0, 1.0, 1.0, 3, False)
+
+
+def _cases() -> list[tuple[str, torch.Tensor]]:
+    g = torch.Generator().manual_seed(0)
+    relu = torch.relu(torch.randn(70_001, generator=g))
+    signed_zeros = torch.tensor([0.0, -0.0, 1.5, -2.0, -0.0])
+    nonfinite = torch.randn(5000, generator=g)
+    nonfinite[[3, 1024, 4999]] = torch.tensor([math.nan, math.inf, -math.inf])
+    huge = torch.full((2048,), 3e19)  # finite, but its float32 squares overflow: the exact path decides
+    cases = [
+        ("one element", torch.tensor([2.5])),
+        ("relu output", relu),
+        ("signed zeros", signed_zeros),
+        ("non-finite values", nonfinite),
+        ("only NaN", torch.full((40,), math.nan)),
+        ("only +Inf", torch.full((33,), math.inf)),
+        ("huge finite", huge),
+        ("mean dominates the spread", torch.randn(10_000, generator=g) * 1e-3 + 1e3),
+        ("float64", torch.randn(3001, generator=g, dtype=torch.float64) * 7 - 2),
+        ("float64 with NaN", torch.tensor([1.0, math.nan, 3.0], dtype=torch.float64)),
+        ("float16", torch.randn(999, generator=g).half()),
+        ("int", torch.arange(-50, 51)),
+        ("bool", torch.tensor([True, False, True])),
+        ("non-contiguous", torch.randn(64, 33, generator=g).t()),
+        ("negative view", torch._neg_view(torch.arange(10.0))),
+        ("4-d activation", torch.randn(4, 8, 13, 13, generator=g)),
+    ]
+    # lengths around the kernel's lane (16) and block (1024) sizes
+    cases += [(f"length {n}", torch.randn(n, generator=g) + 0.5) for n in (15, 16, 17, 1023, 1024, 1025, 4099)]
+    return cases
+
+
+@pytest.mark.parametrize(("name", "t"), _cases(), ids=[name for name, _ in _cases()])
+def test_fused_stats_equal_the_torch_reductions(name, t):
+    assert native.status().startswith("loaded from ")
+    assert_same_stats(tensor_stats(t), torch_path_stats(t))
+
+
+def test_the_kernel_counts_what_the_stats_need():
+    x = torch.tensor([0.0, -0.0, 2.0, -3.0, 0.5] * 1000)
+    total, squares, mn, mx, nonzero, maybe_nonfinite = native.fused_sums(x)
+    assert (total, squares, mn, mx, nonzero, maybe_nonfinite) == (-500.0, 13250.0, -3.0, 2.0, 3000, False)
+    x[4324] = math.nan  # in place of a 0.5: NaN is not zero, so still 3000 nonzero
+    assert native.fused_sums(x)[4:] == (3000, True)
+    x[4000] = math.inf  # replaces a zero
+    assert native.fused_sums(x)[4:] == (3001, True)
+
+
+@pytest.mark.parametrize(
+    "t",
+    [
+        torch.randn(8, 8)[:, 0],  # not contiguous
+        torch.randn(4, 4),  # not flat
+        torch.randn(16).half(),
+        torch.arange(5),
+        torch.empty(5, device="meta"),
+        torch._neg_view(torch.randn(5)),
+        torch.nn.Parameter(torch.randn(5)),  # a subclass: torch's reductions know how to read it
+    ],
+    ids=["strided", "2-d", "float16", "int64", "meta", "negative view", "subclass"],
+)
+def test_the_kernel_declines_what_it_cannot_read(t):
+    assert native.fused_sums(t) is None
+
+
+def test_without_a_compiler_the_stats_fall_back_with_the_reason(fresh_kernel_state, monkeypatch):
+    monkeypatch.setenv("CC", "false")
+    assert native.fused_sums(torch.ones(4)) is None
+    assert native.status().startswith("unavailable (false failed: ")
+    x = torch.tensor([0.0, 1.0, 2.0, math.nan])
+    assert tensor_stats(x) == {**torch_path_stats(x)}
+    assert tensor_stats(x)["nan"] == 1 and tensor_stats(x)["zero_fraction"] == 0.25
+
+
+def test_the_switch_turns_the_kernel_off(fresh_kernel_state, monkeypatch):
+    monkeypatch.setenv(native.DISABLE_ENV, "1")
+    assert native.fused_sums(torch.ones(4)) is None
+    assert native.status().startswith(f"disabled by {native.DISABLE_ENV}")
+    assert not list(fresh_kernel_state.iterdir())  # nothing was compiled
+
+
+def test_the_library_is_compiled_once_then_taken_from_the_cache(fresh_kernel_state, monkeypatch):
+    assert native.status().startswith(f"loaded from {fresh_kernel_state}")
+    built = sorted(fresh_kernel_state.iterdir())
+    assert len(built) == 1 and built[0].suffix == ".so"  # the scratch folder is gone, the library stays
+    monkeypatch.setattr(native, "_tried", False)
+
+    def no_compiling(*args, **kwargs):
+        raise AssertionError(f"compiled again: {args}")
+
+    monkeypatch.setattr(subprocess, "run", no_compiling)
+    assert native.status() == f"loaded from {built[0]}"
+    assert native.fused_sums(torch.arange(4.0))[:2] == (6.0, 14.0)
+
+
+def test_a_library_of_another_layout_is_refused(fresh_kernel_state, monkeypatch):
+    monkeypatch.setattr(native, "ABI", native.ABI + 1)
+    assert native.fused_sums(torch.ones(2)) is None
+    assert "of another kernel version" in native.status()
