@@ -11,6 +11,9 @@ from typing import Any
 import torch
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
+MAX_RECORDS = 100_000
+"""Records kept at most, whatever their bytes: stats and tensor-less records hold no tensor bytes, but
+each still costs ~0.7 KB of Python objects, and stats on every layer add ~100 of them per step."""
 
 
 @dataclass
@@ -82,17 +85,23 @@ def make_record(
 
 
 class CaptureStore(Mapping):
-    """Records by target and kind, newest last, evicting the oldest once over ``memory_budget`` bytes.
+    """Records by target and kind, newest last, evicting the oldest once over ``memory_budget`` bytes
+    of tensors or over ``max_records`` records.
 
     ``store[target][kind]`` is a list of Records. Safe when hooks fire on other threads.
     """
 
-    def __init__(self, memory_budget: int = DEFAULT_MEMORY_BUDGET, offload: str | None = None) -> None:
+    def __init__(
+        self, memory_budget: int = DEFAULT_MEMORY_BUDGET, offload: str | None = None, max_records: int = MAX_RECORDS
+    ) -> None:
         if memory_budget <= 0:
             raise ValueError(f"memory_budget must be a positive number of bytes, got {memory_budget}")
         if offload not in (None, "cpu"):
             raise ValueError(f"offload must be None or 'cpu' (copy captures to pinned host memory), got {offload!r}")
+        if max_records <= 0:
+            raise ValueError(f"max_records must be a positive number of records, got {max_records}")
         self.memory_budget = int(memory_budget)
+        self.max_records = int(max_records)
         self.offload = offload
         self.evicted = 0
         self.nbytes = 0
@@ -107,7 +116,7 @@ class CaptureStore(Mapping):
             self._by_target.setdefault(record.target, OrderedDict()).setdefault(record.kind, deque()).append(record)
             self._order.append(record)
             self.nbytes += size
-            while self.nbytes > self.memory_budget and len(self._order) > 1:
+            while (self.nbytes > self.memory_budget or len(self._order) > self.max_records) and len(self._order) > 1:
                 self._evict_oldest()
 
     def _evict_oldest(self) -> None:

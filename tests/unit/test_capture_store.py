@@ -105,3 +105,22 @@ def test_cuda_captures_land_in_pinned_host_memory():
     assert record.tensor.device.type == "cpu" and record.tensor.is_pinned()
     torch.testing.assert_close(record.tensor, model[0](x).detach().cpu())
     assert grad.tensor.device.type == "cpu" and out.device.type == "cuda"
+
+
+def test_records_without_tensor_bytes_are_bounded_by_count():
+    from hookwidgets.core import Explorer
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    ex = Explorer(model, example_inputs=torch.randn(2, 4))
+    ex.captures.max_records = 40
+    ex.attach("", ["global_forward", "global_grad"], action="stats")  # 8 stats records per step, 0 tensor bytes
+    for _ in range(30):
+        model(torch.randn(2, 4)).sum().backward()
+    assert ex.captures.summary() == {"records": 40, "nbytes": 0, "budget": ex.captures.memory_budget, "evicted": 200}
+    assert min(r.step for r in ex.captures._order) == 26  # the newest five steps, whole
+    ex.close()
+
+
+def test_max_records_must_be_positive():
+    with pytest.raises(ValueError, match="max_records must be a positive number of records, got 0"):
+        CaptureStore(max_records=0)
