@@ -34,10 +34,14 @@ _out = threading.local()  # each thread's six-double result buffer
 
 
 def fused_sums(x: torch.Tensor) -> Sums | None:
-    """The kernel's one-pass sums of a contiguous 1-D float32/float64 CPU tensor; None when it does not apply
-    (another device, dtype or layout, a tensor subclass) or the kernel is unavailable."""
-    function = _kernel_for(x)
-    if function is None:
+    """The kernel's one-pass sums of a contiguous float32/float64 CPU tensor of any shape; None when it does
+    not apply (another device, dtype or layout, a tensor subclass) or the kernel is unavailable."""
+    functions = _functions if _tried else _load_once()
+    function = functions.get(x.dtype) if functions else None
+    # Checked in order of cost; this runs in hooks on every layer, every step.
+    if function is None or not x.is_cpu or type(x) is not torch.Tensor or x.layout is not torch.strided:
+        return None
+    if not x.is_contiguous() or x.is_neg():  # a negative view's memory holds -x
         return None
     try:
         pointer = x.data_ptr()
@@ -55,15 +59,6 @@ def status() -> str:
     """Where the kernel was loaded from, or why the torch reductions are used instead."""
     _load_once()
     return _status
-
-
-def _kernel_for(x: torch.Tensor) -> ctypes._CFuncPtr | None:
-    if x.device.type != "cpu" or x.layout is not torch.strided or type(x) is not torch.Tensor:
-        return None
-    if x.dim() != 1 or not x.is_contiguous() or x.is_neg():  # a negative view's memory holds -x
-        return None
-    functions = _functions if _tried else _load_once()
-    return functions.get(x.dtype) if functions else None
 
 
 def _load_once() -> dict[torch.dtype, ctypes._CFuncPtr] | None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
-import threading
 import weakref
 
 import torch
@@ -26,30 +26,33 @@ def tensor_stats(t: torch.Tensor) -> dict[str, float]:
     tensors are summarised by their magnitudes. Counts are ints. On the CPU one pass of a C kernel
     (``native.py``) takes the place of the torch reductions, with the same results.
     """
-    x = t.detach()
-    numel = x.numel()
+    numel = t.numel()
     if numel == 0:
         return _result(math.nan, math.nan, math.nan, math.nan, 0.0, 0.0, 0, 0, 0)
-    if x.is_complex():
-        x = x.abs()
-    if x.dtype is not torch.float32 and x.dtype is not torch.float64:
-        x = x.to(torch.float32)
-    x = x.reshape(-1)
-    fused = fused_sums(x)  # one C pass on CPU tensors where the kernel is built, else None
+    x = t
+    fused = fused_sums(x)  # the common case: a CPU float tensor, read in place with no new tensor objects
+    if fused is None:
+        x = t.detach()
+        if x.is_complex():
+            x = x.abs()
+        if x.dtype is not torch.float32 and x.dtype is not torch.float64:
+            x = x.to(torch.float32)
+        fused = fused_sums(x)  # a converted copy is contiguous: the kernel reads it unless off the CPU
     if fused is not None:
         total, squares, mn, mx, nonzero, maybe_nonfinite = fused
-        finite = not maybe_nonfinite
-    else:
-        # min/max propagate NaN and Inf, so they double as the finiteness check: the common all-finite
-        # case needs no isfinite pass, no masking copy and a single transfer to the host.
-        total, squares, mn, mx, nonzero = _reduce(x)
-        finite = math.isfinite(mn) and math.isfinite(mx)
-    if finite:
+        if not maybe_nonfinite:
+            mean, std = _mean_std(x, total, squares, mn, mx)
+            return _result(mean, std, mn, mx, math.sqrt(squares), (numel - nonzero) / numel, 0, 0, numel)
+        return _nonfinite_stats(x.detach().reshape(-1), (numel - nonzero) / numel)
+    x = x.reshape(-1)
+    # min/max propagate NaN and Inf, so they double as the finiteness check: the common all-finite
+    # case needs no isfinite pass, no masking copy and a single transfer to the host.
+    total, squares, mn, mx, nonzero = _reduce(x)
+    if math.isfinite(mn) and math.isfinite(mx):
         mean, std = _mean_std(x, total, squares, mn, mx)
         return _result(mean, std, mn, mx, math.sqrt(squares), (numel - nonzero) / numel, 0, 0, numel)
-    if fused is None:
-        nonzero = numel - _to_host((x == 0).sum())[0]  # torch's fast nonzero count is NaN once a NaN is in it
-    return _nonfinite_stats(x, (numel - nonzero) / numel)
+    zeros = _to_host((x == 0).sum())[0]  # the fast nonzero count is NaN once a NaN is in it
+    return _nonfinite_stats(x, zeros / numel)
 
 
 class StatsMemo:
@@ -57,29 +60,24 @@ class StatsMemo:
     (a container's output is its last child's) is reduced once. Holds the tensors only weakly."""
 
     def __init__(self) -> None:
+        # No lock: single dict operations are atomic, and two threads racing on one tensor reduce it twice.
         self._memo: dict[int, tuple[weakref.ref, int, dict[str, float]]] = {}
-        self._lock = threading.Lock()
 
     def stats(self, t: torch.Tensor) -> dict[str, float]:
         """``tensor_stats(t)``, computed once per tensor object until it is changed in place."""
         key = id(t)
-        with self._lock:
-            hit = self._memo.get(key)
-        if hit is not None and hit[0]() is t and hit[1] == t._version:
+        hit = self._memo.get(key)
+        version = t._version
+        if hit is not None and hit[0]() is t and hit[1] == version:
             return hit[2]
         result = tensor_stats(t)
-        try:
-            ref = weakref.ref(t)
-        except TypeError:  # tensor subclasses without weakref support are simply not remembered
-            return result
-        with self._lock:
-            self._memo[key] = (ref, t._version, result)
+        with contextlib.suppress(TypeError):  # tensor subclasses without weakref support are not remembered
+            self._memo[key] = (weakref.ref(t), version, result)
         return result
 
     def clear(self) -> None:
         """Forget everything (at each new step: the memo never grows past one step's tensors)."""
-        with self._lock:
-            self._memo.clear()
+        self._memo.clear()
 
 
 def stats_of(tensors: dict[str, torch.Tensor]) -> dict[str, dict[str, float]]:
@@ -130,7 +128,7 @@ def _mean_std(x: torch.Tensor, total: float, squares: float, mn: float, mx: floa
     mean = total / n
     var = squares / n - mean * mean
     if mean * mean > _CANCELLATION * var:
-        d = x - mean  # shifted to the mean, the same formula no longer cancels
+        d = (x.detach() - mean).reshape(-1)  # shifted to the mean, the same formula no longer cancels
         fused = fused_sums(d)
         d_total, d_squares = fused[:2] if fused is not None else _to_host(d.sum(), _sum_of_squares(d))
         var = (d_squares - d_total * d_total / n) / n
