@@ -1,5 +1,6 @@
 /* One pass over a contiguous float32 or float64 array: sum, sum of squares, min, max, nonzero count
- * and whether any value may be NaN or Inf, for hookwidgets' stats action (hookwidgets/core/native.py compiles and loads it).
+ * and whether any value may be NaN or Inf, for hookwidgets' stats action (native.py compiles and
+ * loads this file).
  *
  * The same statistics from torch take six reductions and a temporary (about 20x the time of one pass on
  * the small outputs of most layers), and stats hooks on every layer run them on every training step.
@@ -14,8 +15,8 @@
 #define LANES 16
 #define BLOCK 1024
 
-/* Compiled for AVX2 with FMA (x86-64-v3) and for the baseline; the loader picks one at load time (GCC ifunc), so a cache
- * shared between machines never runs an instruction the CPU lacks. */
+/* Compiled for AVX2 with FMA (x86-64-v3) and for the baseline; the loader picks one at load time
+ * (GCC ifunc), so a cache shared between machines never runs an instruction the CPU lacks. */
 #if defined(HW_CLONES)
 #define HW_TARGETS __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
