@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 SOURCE = Path(__file__).with_name("_fused_stats.c")
-ABI = 1  # what hw_stats_abi() of that source returns
+ABI = 2  # what hw_stats_abi() of that source returns
 DISABLE_ENV = "HOOKWIDGETS_NO_NATIVE"
 """Set to 1 to use torch reductions only (to compare the two paths, or where compiling is unwanted)."""
 COMPILE_TIMEOUT_S = 60
@@ -31,6 +31,7 @@ _functions: dict[torch.dtype, ctypes._CFuncPtr] | None = None
 _status = "not loaded yet"
 _tried = False
 _out = threading.local()  # each thread's six-double result buffer
+_get_num_threads = torch.get_num_threads
 
 
 def fused_sums(x: torch.Tensor) -> Sums | None:
@@ -50,7 +51,9 @@ def fused_sums(x: torch.Tensor) -> Sums | None:
     out = getattr(_out, "buffer", None)
     if out is None:
         out = _out.buffer = (ctypes.c_double * 6)()
-    function(pointer, x.numel(), out)  # ctypes releases the GIL for the call: other threads run meanwhile
+    # ctypes releases the GIL for the call: other Python threads run meanwhile. Large arrays are split
+    # over torch's intra-op threads (a forked DataLoader worker has 1, so no OpenMP runs there).
+    function(pointer, x.numel(), _get_num_threads(), out)
     total, squares, mn, mx, nonzero, maybe_nonfinite = out
     return total, squares, mn, mx, int(nonzero), maybe_nonfinite != 0
 
@@ -70,8 +73,10 @@ def _load_once() -> dict[torch.dtype, ctypes._CFuncPtr] | None:
             else:
                 try:
                     path = _build()
-                    _functions = _bind(ctypes.CDLL(str(path)))
-                    _status = f"loaded from {path}"
+                    library = ctypes.CDLL(str(path))
+                    _functions = _bind(library)
+                    threads = "several threads" if library.hw_stats_parallel() else "one thread (no OpenMP)"
+                    _status = f"loaded from {path}; large tensors are read by {threads}"
                 except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
                     _status = f"unavailable ({exc}): statistics use torch reductions"
             _tried = True
@@ -84,7 +89,7 @@ def _bind(library: ctypes.CDLL) -> dict[torch.dtype, ctypes._CFuncPtr]:
     functions = {}
     for dtype, name in ((torch.float32, "hw_stats_f32"), (torch.float64, "hw_stats_f64")):
         function = getattr(library, name)
-        function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_double)]
+        function.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int, ctypes.POINTER(ctypes.c_double)]
         function.restype = None
         functions[dtype] = function
     return functions
@@ -107,8 +112,10 @@ def _build() -> Path:
     with tempfile.TemporaryDirectory(dir=cache) as scratch:
         built = Path(scratch) / target.name
         base = [*compiler, "-O3", "-ffp-contract=fast", "-shared", "-fPIC", "-std=c99", str(SOURCE), "-o", str(built)]
-        # With per-CPU clones first; toolchains without ifunc support (musl, non-x86) build the plain one.
-        for command in ([*base, "-DHW_CLONES"], base):
+        # With OpenMP and per-CPU clones first; a compiler without OpenMP (clang lacking libomp) or
+        # without ifunc support (musl, non-x86) builds what it can, down to the plain one-thread kernel.
+        variants = [["-fopenmp", "-DHW_CLONES"], ["-fopenmp"], ["-DHW_CLONES"], []]
+        for command in ([*base, *flags] for flags in variants):
             done = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
             if done.returncode == 0:
                 os.replace(built, target)  # atomic: a process compiling beside this one never loads half a file

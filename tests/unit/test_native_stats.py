@@ -87,6 +87,45 @@ def test_fused_stats_equal_the_torch_reductions(name, t):
     assert_same_stats(tensor_stats(t), torch_path_stats(t))
 
 
+@pytest.fixture
+def torch_threads():
+    """Set torch's intra-op thread count inside a test; the count from before is put back."""
+    before = torch.get_num_threads()
+    yield torch.set_num_threads
+    torch.set_num_threads(before)
+
+
+def test_the_kernel_reads_large_tensors_with_several_threads_in_this_environment():
+    assert native.status().endswith("large tensors are read by several threads"), native.status()
+
+
+def _split_cases() -> list[torch.Tensor]:
+    """Tensors long enough to be split, with the facts that must survive the split in the last part."""
+    g = torch.Generator().manual_seed(1)
+    activation = torch.relu(torch.randn(16, 64, 32, 32, generator=g))
+    odd = torch.randn(3 * 65_536 + 777, generator=g)  # neither whole blocks nor equal parts
+    odd[-1] = 99.0  # the max, in the last element of the last part
+    odd[-2] = -99.0
+    late_nan = torch.randn(200_000, generator=g)
+    late_nan[-5] = math.nan
+    late_inf = torch.randn(200_000, generator=g, dtype=torch.float64)
+    late_inf[150_000] = -math.inf
+    return [activation, odd, late_nan, late_inf]
+
+
+@pytest.mark.parametrize("t", _split_cases(), ids=["relu activation", "odd length", "NaN late", "-Inf late (f64)"])
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_a_tensor_split_over_threads_gives_the_statistics_of_one_thread(t, threads, torch_threads):
+    torch_threads(1)
+    alone = native.fused_sums(t)
+    torch_threads(threads)
+    split = native.fused_sums(t)
+    assert split[2:] == alone[2:]  # min, max, nonzero count and the non-finite flag exactly
+    for got, want in zip(split[:2], alone[:2], strict=True):
+        assert math.isnan(got) if math.isnan(want) else got == pytest.approx(want, rel=1e-12)
+    assert_same_stats(tensor_stats(t), torch_path_stats(t))
+
+
 def test_the_kernel_reads_a_contiguous_tensor_of_any_shape_in_place():
     x = torch.arange(24.0).reshape(2, 3, 4)
     assert native.fused_sums(x) == native.fused_sums(x.reshape(-1)) == (276.0, 4324.0, 0.0, 23.0, 23, False)
@@ -144,7 +183,7 @@ def test_the_library_is_compiled_once_then_taken_from_the_cache(fresh_kernel_sta
         raise AssertionError(f"compiled again: {args}")
 
     monkeypatch.setattr(subprocess, "run", no_compiling)
-    assert native.status() == f"loaded from {built[0]}"
+    assert native.status().startswith(f"loaded from {built[0]}; ")
     assert native.fused_sums(torch.arange(4.0))[:2] == (6.0, 14.0)
 
 
