@@ -4,7 +4,12 @@ Two sides, A (baseline) and B, run in one process as interleaved pairs after 3 w
 a fixed ``torch.set_num_threads``; each pair gives a ratio B/A. Reported: the median ratio with
 p10–p90, and the median absolute times of A and B. The order inside a pair alternates (AB, BA, …)
 so that a drift of the machine does not favour one side. Setup and teardown run outside the
-timed region, so hooks can be attached just before B and removed just after it. Minor page faults
+timed region, so hooks can be attached just before B and removed just after it. Each timed call
+starts from a full garbage collection (outside the timed region): the objects a setup made (an
+explorer and its widget, tens of thousands of them) would otherwise set off a full collection of the
+whole process (~0.2 s with torch and the widget stack loaded) inside whichever timed call came next,
+charging a one-time cost to a few steps. Collections that the timed code's own objects set off still
+fall inside it, as they would in the user's loop. Minor page faults
 of each timed call are counted too: unlike times they do not depend on the load of the machine,
 and fresh memory (activations kept alive by captures) shows up there.
 """
@@ -13,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import io
 import os
 import platform
@@ -43,6 +49,7 @@ class Side:
         if self.setup is not None:
             self.setup()
         try:
+            gc.collect()
             faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             start = time.perf_counter()
             self.fn()
