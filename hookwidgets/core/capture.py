@@ -32,7 +32,8 @@ class Record:
     """Bytes held by this record's tensors (computed once: the store reads it on every add and eviction)."""
 
     def __post_init__(self) -> None:
-        self.nbytes = sum(t.numel() * t.element_size() for t in self.tensors.values())
+        tensors = self.tensors
+        self.nbytes = sum(t.numel() * t.element_size() for t in tensors.values()) if tensors else 0
 
     def wait(self) -> Record:
         """Block until an asynchronous offload copy has landed (a no-op otherwise); returns self."""

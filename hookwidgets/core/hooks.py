@@ -8,7 +8,7 @@ import threading
 import traceback
 import warnings
 import weakref
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -108,7 +108,7 @@ class HookRegistry(KindRegistrations):
         self.timeline: deque[TimelineEvent] = deque(maxlen=TIMELINE_CAP)
         self._root_ref = weakref.ref(root)  # hooks live on the model and hold the registry: no cycle back
         self._hooks: dict[tuple[str, str], HookInfo] = {}
-        self._calls: dict[int, Counter[tuple[str, str]]] = {}  # call counters of the newest steps, by step
+        self._calls: dict[int, dict[tuple[str, str], int]] = {}  # call counters of the newest steps, by step
         self._step_handles: list[RemovableHandle] = []
         self._paths: dict[int, str] = {}
         self._full_flags: dict[nn.Module, bool | None] = {}
@@ -237,7 +237,7 @@ class HookRegistry(KindRegistrations):
         with self._lock:
             self.steps_seen += 1
             local.step = self.steps_seen
-            self._calls[local.step] = Counter()
+            self._calls[local.step] = {}
             for old in [s for s in self._calls if s <= local.step - CALL_STEPS_KEPT]:
                 del self._calls[old]
             self._stats_memo.clear()
@@ -283,10 +283,13 @@ class HookRegistry(KindRegistrations):
     def _next_call(self, target: str, kind: str) -> int:
         """0, 1, … for the firings of ``(target, kind)`` in this thread's step (a module called several times)."""
         step = self.step
+        key = (target, kind)
         with self._lock:
-            counts = self._calls.setdefault(step, Counter())
-            call = counts[(target, kind)]
-            counts[(target, kind)] = call + 1
+            counts = self._calls.get(step)
+            if counts is None:
+                counts = self._calls[step] = {}
+            call = counts.get(key, 0)  # a plain dict: Counter's missing-key path runs Python code
+            counts[key] = call + 1
             return call
 
     def _fire(self, info: HookInfo, phase: str, firing: Firing, editable: Any, tensors_of, call_user=None) -> Any:
