@@ -46,7 +46,7 @@ BENCHES: dict[str, list[str]] = {
     "attribution": [],
     "plots": [],
     "frontend": [],
-    "live_overhead": [],
+    "live_overhead": ["--pairs", "30"],
     "ddp_overhead": ["--pairs", "60"],
 }
 """Every benchmark ``make bench`` runs, in this order, with its flags."""
