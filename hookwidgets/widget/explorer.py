@@ -291,7 +291,7 @@ class HookExplorer(Explorer):
         if version == self._training_version:
             return False
         try:
-            view.training = training_payload(monitors, self._ddp_shown)
+            view.training = training_payload(monitors, self._ddp_shown, _ddp_prefix(self._model))
         except Exception as exc:  # shown in the widget; the user's loop goes on
             view.error = f"could not draw the Training panel: {type(exc).__name__}: {exc}"
         self._training_version = version
@@ -342,3 +342,11 @@ _HANDLERS: dict[str | None, Callable[[HookExplorer, dict[str, Any]], None]] = {
     "graph": record_from_view,
 }
 """Messages the browser sends (docs/widget-protocol.md), by their ``kind``."""
+
+
+def _ddp_prefix(model: torch.nn.Module) -> str:
+    """``"module."`` when the explored model is the DDP wrapper: DDP records name ``ddp.module``'s
+    parameters, and the tree and ratio table name the wrapper's (``module.0.weight``)."""
+    from torch.nn.parallel import DistributedDataParallel  # the class only: no process group is touched
+
+    return "module." if isinstance(model, DistributedDataParallel) else ""

@@ -88,14 +88,20 @@ def training_version(monitors: Sequence[UpdateRatioMonitor], ddp: DDPSource | No
     return (tuple((id(m), len(m.records)) for m in monitors), ddp.version() if ddp is not None else None)
 
 
-def training_payload(monitors: Sequence[UpdateRatioMonitor], ddp: DDPSource | None) -> dict[str, Any]:
-    """The ``training`` traitlet: the ratio chart and last-step table, and the DDP figures and ready order."""
+def training_payload(
+    monitors: Sequence[UpdateRatioMonitor], ddp: DDPSource | None, ddp_prefix: str = ""
+) -> dict[str, Any]:
+    """The ``training`` traitlet: the ratio chart and last-step table, and the DDP figures and ready order.
+
+    ``ddp_prefix`` goes before the DDP records' parameter names, which are those of ``ddp.module``: an
+    explorer of the DDP wrapper itself passes ``"module."`` so they read as in its tree and ratio table.
+    """
     if not monitors and ddp is None:
         return dict(EMPTY)
     return {
         "visible": True,
         "ratios": ratio_payload(monitors) if monitors else None,
-        "ddp": ddp_payload(ddp) if ddp is not None else None,
+        "ddp": ddp_payload(ddp, ddp_prefix) if ddp is not None else None,
     }
 
 
@@ -187,11 +193,15 @@ def _params_drawn(rows: list[dict[str, Any]]) -> list[str] | None:
     return [row["param"] for row in rows if row["param"] in chosen]
 
 
-def ddp_payload(source: DDPSource) -> dict[str, Any]:
-    """The bucket table and per-rank chart (PNG), and the newest step's gradient-ready order."""
+def ddp_payload(source: DDPSource, prefix: str = "") -> dict[str, Any]:
+    """The bucket table and per-rank chart (PNG), and the newest step's gradient-ready order; ``prefix``
+    goes before every parameter name (see ``training_payload``)."""
     from ..plots.distributed import bucket_table_figure, rank_chart_figure  # imports torch.distributed
 
     buckets, ready = source.records()
+    if prefix:  # copies: the inspector's records stay as it recorded them
+        buckets = [{**r, "params": [prefix + name for name in r["params"]]} for r in buckets]
+        ready = [{**r, "param": prefix + r["param"]} for r in ready]
     inspector = source.inspector
     if inspector is not None:
         label = f"this process: rank {inspector.rank} of {inspector.world_size}"

@@ -218,14 +218,23 @@ def test_a_watched_ddp_model_shows_its_buckets_ranks_and_ready_order(one_rank, t
     assert shown["buckets_png"][:8] == PNG and shown["ranks_png"][:8] == PNG and shown["message"] == ""
     ready = shown["ready"]
     newest = [r for r in insp.ready_order if r["step"] == ready["step"]]
-    assert ready["rank"] == 0 and [row["param"] for row in ready["rows"]] == [r["param"] for r in newest]
-    assert {row["param"] for row in ready["rows"]} == {n for n, _ in model.named_parameters()}
+    # the panel names parameters as the explorer's tree does (the wrapper's "module.0.weight"); the
+    # inspector's own records keep ddp.module's names ("0.weight")
+    assert ready["rank"] == 0 and [row["param"] for row in ready["rows"]] == ["module." + r["param"] for r in newest]
+    assert {row["param"] for row in ready["rows"]} == {n for n, _ in ddp.named_parameters()}
+    assert {r["param"] for r in newest} == {n for n, _ in model.named_parameters()}
+    assert {path for path, _ in ddp.named_modules()} >= {row["param"].rpartition(".")[0] for row in ready["rows"]}
+    ex.watch_optimizer(opt)
+    _loop(ddp, opt, 1)
+    ex._live._on_cell_done()
+    ratio_names = {row["param"] for row in view.training["ratios"]["rows"]}
+    assert ratio_names == {row["param"] for row in view.training["ddp"]["ready"]["rows"]}
 
     # what a notebook that launched the ranks itself does: read their log dir back
     ex.show_ddp(DDPInspector.load(tmp_path / "logs", kind=None))
     loaded = view.training["ddp"]
-    assert loaded["source"].startswith("records passed to show_ddp(): 2 bucket records from rank 0")
-    assert loaded["steps"] == 2 and loaded["buckets_png"][:8] == PNG
+    assert loaded["source"].startswith("records passed to show_ddp(): 3 bucket records from rank 0")
+    assert loaded["steps"] == 3 and loaded["buckets_png"][:8] == PNG
     assert [row["param"] for row in loaded["ready"]["rows"]] == [row["param"] for row in ready["rows"]]
     ex.show_ddp(tmp_path / "logs")
     assert view.training["ddp"]["source"].startswith(f"log dir {tmp_path / 'logs'}")
