@@ -126,6 +126,29 @@ def test_a_tensor_split_over_threads_gives_the_statistics_of_one_thread(t, threa
     assert_same_stats(tensor_stats(t), torch_path_stats(t))
 
 
+def test_threads_calling_the_split_kernel_at_once_each_get_their_own_statistics(torch_threads):
+    # Hooks fire on autograd and user threads too: each caller is the master of its own OpenMP team,
+    # and each thread has its own result buffer, so concurrent calls (the GIL is released) never mix.
+    import threading
+
+    torch_threads(2)
+    tensors = [torch.full((300_000,), float(k)) for k in range(1, 5)]
+    expected = [(300_000.0 * k, 300_000.0 * k * k, float(k), float(k), 300_000, False) for k in range(1, 5)]
+    results: dict[int, list] = {k: [] for k in range(4)}
+
+    def read(k: int) -> None:
+        for _ in range(50):
+            results[k].append(native.fused_sums(tensors[k]))
+
+    workers = [threading.Thread(target=read, args=(k,)) for k in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    for k in range(4):
+        assert results[k] == [expected[k]] * 50
+
+
 def test_the_kernel_reads_a_contiguous_tensor_of_any_shape_in_place():
     x = torch.arange(24.0).reshape(2, 3, 4)
     assert native.fused_sums(x) == native.fused_sums(x.reshape(-1)) == (276.0, 4324.0, 0.0, 23.0, 23, False)
