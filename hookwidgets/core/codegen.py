@@ -27,6 +27,20 @@ RESERVED = {
     "_edit_tensor",
     "_stats",
     "_print",
+    # the op-node block (OP_NODES)
+    "bisect",
+    "warnings",
+    "node_hooks",
+    "_scope_stack",
+    "_scope_log",
+    "_forward_start",
+    "_note_scope",
+    "_scope_pre",
+    "_scope_post",
+    "_output_nodes",
+    "_place_node_hooks",
+    "_path",
+    "_module",
 }
 SUPPORTED = (*MODULE_KINDS, *GLOBAL_KINDS, "param_grad", "post_accumulate", *NODE_KINDS)
 
@@ -89,7 +103,7 @@ HEADER = """\
 # captures[(target, kind)] lists what each hook recorded, oldest first; to remove every hook:
 #     for handle in handles:
 #         handle.remove()
-{skipped}from collections import defaultdict
+{skipped}{imports}from collections import defaultdict
 
 import torch
 
@@ -194,7 +208,9 @@ def _print(where, tensors):
 PATHS = """
 
 # Global hooks fire for every module in the process: this maps the model's own modules to their paths.
-paths = {{id(m): p for p, m in {model}.named_modules(remove_duplicate=False)}}
+paths = {{}}
+for _path, _module in {model}.named_modules(remove_duplicate=False):
+    paths.setdefault(id(_module), _path)  # a module reachable by two paths goes by the first, as in hookwidgets
 """
 
 GRAD_NOTE = """\
@@ -217,11 +233,108 @@ _param = {model}.get_parameter({param})
 kept.append(_param.view_as(_param).grad_fn.next_functions[0][0])  # the parameter's AccumulateGrad node
 handles.append(kept[-1].{method}({fn}))"""
 
-OP_NODE_NOTE = """\
-# not generated: an op node such as {op!r} exists only in the graph of one forward, and plain torch has no
-# name for "the same node" in the next one; the explorer finds it on every forward by module scope and
-# order. On one forward, reach it from the output (out.grad_fn.next_functions ...) and call
-# node.{method}(hook)."""
+OP_NODES = """
+
+# Op nodes (AddmmBackward0, AddBackward0, ...) are made anew by every forward, so their hooks are placed
+# on every forward. A node's address "<scope>/<op>#<n>" is the n-th node of that op, in creation order,
+# that the module at <scope> made itself (not its submodules). Two global hooks log from which autograd
+# sequence number on each module of the model was running; when the model's forward returns, its graph
+# is walked from the outputs and each addressed node gets its hook. One thread at a time.
+node_hooks = []  # (scope, op, ordinal, method, hook) placed on every forward
+_scope_stack, _scope_log, _forward_start = [], [], [0]
+
+
+def _note_scope():
+    seq = torch._C._autograd._get_sequence_nr()  # the number autograd gives the next node of this thread
+    scope = _scope_stack[-1] if _scope_stack else ""
+    if _scope_log and _scope_log[-1][0] == seq:
+        _scope_log[-1] = (seq, scope)  # no node was made since the last entry
+    elif not _scope_log or _scope_log[-1][1] != scope:
+        _scope_log.append((seq, scope))
+
+
+def _scope_pre(module, args):
+    path = paths.get(id(module))
+    if path is None:
+        return  # a module of another model
+    if module is {model}:  # a new forward of the model
+        _scope_stack.clear()
+        _scope_log.clear()
+        _forward_start[0] = torch._C._autograd._get_sequence_nr()
+    elif not _scope_stack:
+        return  # a submodule called on its own
+    _scope_stack.append(path)
+    _note_scope()
+
+
+def _scope_post(module, args, output):
+    path = paths.get(id(module))
+    if path is None or not _scope_stack:
+        return
+    while _scope_stack and _scope_stack.pop() != path:
+        pass
+    _note_scope()
+    if module is {model} and not _scope_stack and node_hooks:
+        _place_node_hooks(output, _forward_start[0], torch._C._autograd._get_sequence_nr())
+
+
+def _output_nodes(output):
+    todo, nodes = [output], []
+    while todo:
+        item = todo.pop()
+        if isinstance(item, torch.Tensor):
+            if item.grad_fn is not None:
+                nodes.append(item.grad_fn)
+        elif isinstance(item, (tuple, list)):
+            todo.extend(reversed(item))
+        elif isinstance(item, dict):
+            todo.extend(reversed(list(item.values())))
+    return nodes
+
+
+def _place_node_hooks(output, start, end):
+    # Walk this forward's graph, give each node its scope and ordinal, and hook the addressed ones.
+    order, scope_of, todo = [], {{}}, list(reversed(_output_nodes(output)))
+    seen = set()
+    while todo:  # iterative: a deep graph would exceed Python's recursion limit
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node.name().endswith("AccumulateGrad") or node._sequence_nr() < start:
+            continue  # a leaf's gradient sink, or the inputs' own history
+        order.append(node)
+        todo.extend(n for n, _ in node.next_functions if n is not None)
+    starts = [seq for seq, _ in _scope_log]
+    for node in order:
+        seq = node._sequence_nr()
+        if seq < end:
+            i = bisect.bisect_right(starts, seq) - 1
+            scope_of[node] = _scope_log[i][1] if i >= 0 else ""
+    for node in order:  # a view autograd rebuilt after the forward takes the scope of its first user
+        for n, _ in node.next_functions:
+            if n in seen and n not in scope_of and node in scope_of:
+                scope_of[n] = scope_of[node]
+    counts, wanted, found = {{}}, {{}}, set()
+    for scope, op, ordinal, method, hook in node_hooks:
+        wanted.setdefault((scope, op, ordinal), []).append((method, hook))
+    for node in sorted(order, key=lambda n: n._sequence_nr()):
+        op = node.name().removeprefix("torch::autograd::")
+        key = (scope_of.get(node, ""), op)
+        if op == "BackwardHookFunctionBackward":
+            continue  # added by full backward hooks: not one of the model's ops
+        ordinal = counts.get(key, 0)
+        counts[key] = ordinal + 1
+        for method, hook in wanted.get((*key, ordinal), ()):
+            getattr(node, method)(hook)  # the graph keeps the node, and its hook, until backward frees it
+            found.add((*key, ordinal))
+    for scope, op, ordinal in wanted.keys() - found:
+            warnings.warn(f"node {{scope}}/{{op}}#{{ordinal}} is not in this forward's graph: its hook did not fire", stacklevel=2)
+
+
+handles.append(torch.nn.modules.module.register_module_forward_pre_hook(_scope_pre))
+handles.append(torch.nn.modules.module.register_module_forward_hook(_scope_post, always_call=True))
+"""
 
 PLACEHOLDER = """\
 def {fn}({signature}):
@@ -251,7 +364,9 @@ def hook_code(hooks: list[HookInfo], model_name: str = "model", *, model: nn.Mod
 
     skipped = len(hooks) - len(own)
     note = f"# Left out: {skipped} hook(s) others attached or no longer live.\n" if skipped else ""
-    parts = [HEADER.format(count=len(own), model=model_name, skipped=note)]
+    op_nodes = [info for info, spec in zip(own, specs, strict=True) if spec in NODE_KINDS and _is_op_node(info)]
+    imports = "import bisect\nimport warnings\n" if op_nodes else ""
+    parts = [HEADER.format(count=len(own), model=model_name, skipped=note, imports=imports)]
     edits = {edit[0] for info in own if not callable(info.action) for edit in info.edit}
     if edits:
         used = [name for name in EDIT_BRANCHES if name in edits]
@@ -266,10 +381,17 @@ def hook_code(hooks: list[HookInfo], model_name: str = "model", *, model: nn.Mod
         parts.append(STATS)
     if "print" in actions:
         parts.append(PRINT)
-    if any(spec in GLOBAL_KINDS for spec in specs):
+    if op_nodes or any(spec in GLOBAL_KINDS for spec in specs):
         parts.append(PATHS.format(model=model_name))
+    if op_nodes:
+        parts.append(OP_NODES.format(model=model_name))
     parts += ["\n\n" + block + "\n" for block in blocks]
     return "".join(parts)
+
+
+def _is_op_node(info: HookInfo) -> bool:
+    """Whether a node hook's target is an op node (made anew by every forward), not an AccumulateGrad one."""
+    return parse_node_id(info.target)[1] != "AccumulateGrad"
 
 
 def _spec(info: HookInfo, model: nn.Module | None) -> str:
@@ -364,16 +486,18 @@ def _grad_hook(info: HookInfo, fn: str, names: set[str]) -> list[str]:
 
 
 def _node_hook(info: HookInfo, spec: str, fn: str, signature: str, model_name: str) -> list[str]:
-    """A hook on a parameter's AccumulateGrad node (stable across forwards); other op nodes get a note."""
+    """A hook on a parameter's AccumulateGrad node (stable across forwards), or on an op node found anew in
+    every forward's graph by its scope and ordinal (the ``OP_NODES`` block)."""
     scope, op, ordinal = parse_node_id(info.target)
     method = "register_prehook" if spec == "node_pre" else "register_hook"
-    if op != "AccumulateGrad":
-        return [OP_NODE_NOTE.format(op=op, method=method)]
-    param = f"{scope}.{ordinal}" if scope else ordinal
     if callable(info.action):
         body = [_placeholder(info, fn, signature)]
     else:
         body = [f"def {fn}({signature}):", *_body(info, spec, _key(info), _where(info))]
+    if op != "AccumulateGrad":
+        entry = f"({_quote(scope)}, {_quote(op)}, {int(ordinal)}, {_quote(method)}, {fn})"
+        return [*body, "", "", f"node_hooks.append({entry})  # placed on every forward of {model_name}"]
+    param = f"{scope}.{ordinal}" if scope else ordinal
     register = NODE_REGISTER.format(model=model_name, param=_quote(param), method=method, fn=fn)
     return [NODE_NOTE, *body, "", "", register]
 

@@ -203,10 +203,65 @@ def test_accumulate_grad_node_hooks_follow_every_forward_like_the_engine(net, x,
     ex.close()
 
 
-def test_op_nodes_get_a_note_instead_of_code(net, generated):
-    source = hook_code([HookInfo("fc/AddmmBackward0#0", "node_pre")])
-    assert "not generated" in source and "'AddmmBackward0'" in source and "register_prehook" in source
-    generated(source, net)
+class Block(nn.Module):
+    """A residual block: its own add, a Linear and an in-place-free ReLU."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.act = nn.ReLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.act(self.lin(x) + x)
+
+
+class Twice(nn.Module):
+    """Calls ``b1`` twice (its nodes get ordinals 0 and 1) and makes ops of its own (root scope)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.b1, self.b2, self.fc = Block(), Block(), nn.Linear(4, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.b1(x) * 2
+        return self.fc(self.b2(self.b1(h))).softmax(-1)
+
+
+def test_op_node_hooks_are_placed_on_every_forward_like_the_engine(generated):
+    torch.manual_seed(0)
+    model, x = Twice(), torch.randn(5, 4)
+    plain = copy.deepcopy(model)
+
+    def attach(ex):
+        ex.attach("b1/AddBackward0#1", "node_pre")  # the residual add of b1's second call
+        ex.attach("/MulBackward0#0", "node", action="stats")  # an op of the model's own forward
+        ex.attach("fc/AddmmBackward0#0", ["node_pre", "node"], edit=("scale", 0.5))  # two hooks on one node
+        ex.attach("b2", "backward")  # its BackwardHookFunction nodes must not shift the ordinals
+
+    ex, ns, twin = twin_run(model, attach, x, generated, steps=2)
+    assert 'node_hooks.append(("b1", "AddBackward0", 1, "register_prehook", hook_1))' in ex.code()
+    for target, kind in [("b1/AddBackward0#1", "node_pre"), ("/MulBackward0#0", "node"), ("b2", "backward")]:
+        assert_same_records(ex, ns["captures"], target, kind)
+    assert_same_records(ex, ns["captures"], "fc/AddmmBackward0#0", "node")
+    assert len(ns["captures"][("b1/AddBackward0#1", "node_pre")]) == 2  # one per backward, on a new graph each
+    forward_backward(plain, x)
+    forward_backward(plain, x)
+    # both edits scale the gradient through fc's addmm by 0.5: upstream gradients are a quarter of plain ones
+    torch.testing.assert_close(twin.b1.lin.weight.grad, 0.25 * plain.b1.lin.weight.grad)
+    torch.testing.assert_close(twin.b1.lin.weight.grad, model.b1.lin.weight.grad)
+    ex.close()
+
+
+def test_op_node_hook_code_warns_when_the_address_is_not_in_the_graph_and_removes_cleanly(generated):
+    model, x = Twice(), torch.randn(5, 4)
+    before = hook_dicts(model)
+    ns = generated(hook_code([HookInfo("b2/AddBackward0#3", "node_pre")]), model)
+    with pytest.warns(UserWarning, match=r"node b2/AddBackward0#3 is not in this forward's graph"):
+        model(x).sum().backward()
+    assert not ns["captures"]
+    for handle in ns["handles"]:
+        handle.remove()
+    assert hook_dicts(model) == before
 
 
 def test_stats_action_gives_the_same_statistics(net, x, generated):
@@ -393,8 +448,8 @@ def test_foreign_and_unknown_hooks_are_left_out(net, generated):
         source = hook_code(ex.hooks)
     foreign.remove()
     assert "# Left out: 1 hook(s)" in source and 'get_submodule("fc")' not in source
-    source = hook_code([HookInfo("layer1/AddBackward0#0", "node")])
-    assert "not generated" in source
+    source = hook_code([HookInfo("conv", "made_up_kind")])
+    assert "no plain-torch code for kind 'made_up_kind'" in source
     generated(source, net)
 
 
