@@ -140,6 +140,37 @@ def test_summary_lists_every_layer_and_a_node_hook_from_the_graph_shows_its_capt
         shape = kernel.evaluate_json(f"list(ex.captures[{node_id!r}]['node_pre'][-1].tensor.shape)")
     assert shape == [2, 10]
     explorer.locator(".hw-inspector").screenshot(path=str(lab.artifacts_dir / "inspector-node-hook.png"))
+    # the inspector's code places the hook on the node of every forward, in plain torch
+    code = explorer.locator(".hw-code-text")
+    assert (
+        'node_hooks.append(("classifier.fc", "AddmmBackward0", 0, "register_prehook", hook_1))' in code.text_content()
+    )
+
+    # two more runs: the step slider goes back through the history, and Python redraws the chosen step
+    for _ in range(2):
+        caption = image.get_attribute("alt")
+        explorer.locator("button.hw-run").click()
+        page.wait_for_function(
+            "([alt]) => document.querySelector('img.hw-plot[data-kind=\"node_pre\"]')?.alt !== alt", arg=[caption]
+        )
+    with lab.kernel(path) as kernel:
+        (item,) = kernel.evaluate_json(
+            "[{'steps': i['steps'], 'step': i['step']} for i in ex.view.plots['items'] if i['kind'] == 'node_pre']"
+        )
+    steps = item["steps"]
+    assert len(steps) == 3 and item["step"] == steps[-1]
+    slider = explorer.locator('input.hw-step[data-kind="node_pre"]')
+    assert slider.get_attribute("max") == "2"
+    slider.evaluate("(el) => { el.value = '0'; el.dispatchEvent(new Event('input', { bubbles: true })); }")
+    caption = explorer.locator('figure[data-kind="node_pre"] .hw-plot-caption')
+    caption.filter(has_text=f"step {steps[0]}").wait_for(timeout=15_000)
+    assert (
+        explorer.locator('figure[data-kind="node_pre"] .hw-step-label').text_content()
+        == f"step {steps[0]} (1 of 3 kept)"
+    )
+    with lab.kernel(path) as kernel:
+        shown = kernel.evaluate_json("[i['step'] for i in ex.view.plots['items'] if i['kind'] == 'node_pre']")
+    assert shown == [steps[0]]
 
 
 def test_one_explorer_shown_in_two_cells_stays_consistent_and_close_closes_it(lab: Lab) -> None:
