@@ -81,7 +81,9 @@ def test_a_10000_module_model_opens_with_its_count_and_scrolls(lab: Lab) -> None
     lab.screenshot("tree-10000-modules")
 
 
-def test_model_strings_reach_the_page_as_text(lab: Lab) -> None:
+@pytest.mark.parametrize("frontend", ["lab", "notebook7"])
+def test_model_strings_reach_the_page_as_text(frontend: str, request: pytest.FixtureRequest) -> None:
+    lab: Lab = request.getfixturevalue(frontend)
     dialogs: list[str] = []
     lab.page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     _open(lab, "hostile.ipynb", HOSTILE_MODEL)
@@ -100,10 +102,15 @@ def test_model_strings_reach_the_page_as_text(lab: Lab) -> None:
         "() => document.querySelectorAll('.hw-explorer img[src=\"x\"], .hw-explorer b, .hw-explorer script').length"
     )
     assert injected == 0 and dialogs == []
-    lab.screenshot("hostile-names")
+    lab.screenshot("hostile-names" if frontend == "lab" else f"{frontend}-hostile-names")
 
 
-def test_summary_lists_every_layer_and_a_node_hook_from_the_graph_shows_its_capture(lab: Lab) -> None:
+@pytest.mark.parametrize("frontend", ["lab", "notebook7"])
+def test_summary_lists_every_layer_and_a_node_hook_from_the_graph_shows_its_capture(
+    frontend: str, request: pytest.FixtureRequest
+) -> None:
+    lab: Lab = request.getfixturevalue(frontend)
+    shots = "" if frontend == "lab" else f"{frontend}-"  # the JupyterLab screenshots are the docs' ones
     path = _open(lab, "summary.ipynb", SUMMARY_MODEL)
     page = lab.page
     explorer = page.locator(".hw-explorer")
@@ -120,7 +127,7 @@ def test_summary_lists_every_layer_and_a_node_hook_from_the_graph_shows_its_capt
     explorer.locator("img.hw-summary-heatmap").wait_for(timeout=10_000)
     explorer.locator('th[data-field="grad_norm"]').click()
     assert explorer.locator('th[data-field="grad_norm"]').get_attribute("aria-sort") == "descending"
-    explorer.locator(".hw-summary-panel").screenshot(path=str(lab.artifacts_dir / "summary-view.png"))
+    explorer.locator(".hw-summary-panel").screenshot(path=str(lab.artifacts_dir / f"{shots}summary-view.png"))
 
     # a node from the recorded graph: select it, attach node_pre, Run, see its capture
     panel = explorer.locator(".hw-graph-panel")
@@ -139,7 +146,7 @@ def test_summary_lists_every_layer_and_a_node_hook_from_the_graph_shows_its_capt
     with lab.kernel(path) as kernel:
         shape = kernel.evaluate_json(f"list(ex.captures[{node_id!r}]['node_pre'][-1].tensor.shape)")
     assert shape == [2, 10]
-    explorer.locator(".hw-inspector").screenshot(path=str(lab.artifacts_dir / "inspector-node-hook.png"))
+    explorer.locator(".hw-inspector").screenshot(path=str(lab.artifacts_dir / f"{shots}inspector-node-hook.png"))
     # the inspector's code places the hook on the node of every forward, in plain torch
     code = explorer.locator(".hw-code-text")
     assert (
