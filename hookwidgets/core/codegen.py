@@ -329,7 +329,8 @@ def _place_node_hooks(output, start, end):
             getattr(node, method)(hook)  # the graph keeps the node, and its hook, until backward frees it
             found.add((*key, ordinal))
     for scope, op, ordinal in wanted.keys() - found:
-            warnings.warn(f"node {{scope}}/{{op}}#{{ordinal}} is not in this forward's graph: its hook did not fire", stacklevel=2)
+        message = f"node {{scope}}/{{op}}#{{ordinal}} is not in this forward's graph: its hook did not fire"
+        warnings.warn(message, stacklevel=2)
 
 
 handles.append(torch.nn.modules.module.register_module_forward_pre_hook(_scope_pre))

@@ -9,11 +9,16 @@ import matplotlib
 import matplotlib.colors
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Rectangle
+from matplotlib.textpath import text_to_path
 
 from ._common import MISSING_COLOR, NONFINITE_COLOR, finite_range, literal
 
 STATS = ("mean", "std", "min", "max")
+MAX_STEP_LABELS = 12
+"""Step numbers written under a heatmap at most: each label costs matplotlib a text layout on every draw,
+and hundreds of them (a long run's history) would also overlap."""
 
 
 def stats_figure(records: Iterable[Any], *, stats: Sequence[str] = STATS, title: str = "", log: bool = False) -> Figure:
@@ -58,6 +63,17 @@ def _tainted(
         if row["target"] in layers and (row.get(f"{prefix}_nan") or row.get(f"{prefix}_inf")):
             tainted[layers[row["target"]], steps[row["step"]]] = True
     return tainted
+
+
+def _labelled_columns(count: int) -> list[int]:
+    """The columns whose step is written: all of up to ``MAX_STEP_LABELS``, else every k-th and the last."""
+    if count <= MAX_STEP_LABELS:
+        return list(range(count))
+    every = -(-count // (MAX_STEP_LABELS - 1))  # ceil: evenly spaced ones, leaving room for the last
+    shown = list(range(0, count - 1, every))
+    if count - 1 - shown[-1] < every / 2:
+        shown.pop()  # too close to the last column, whose label would overlap it
+    return [*shown, count - 1]
 
 
 def summary_heatmap_figure(
@@ -115,10 +131,29 @@ def summary_heatmap_figure(
     broken = broken | tainted
     labels = [literal(t) or "(model)" for t in order] if len(order) <= 80 else [""] * len(order)  # "" is the root
     ax.set_yticks(np.arange(len(order)), labels, fontsize=7)
-    ax.set_xticks(np.arange(len(steps)), [str(s) for s in steps], fontsize=7)
+    shown = _labelled_columns(len(steps))
+    ax.set_xticks(shown, [str(steps[j]) for j in shown], fontsize=7)
     ax.set_xlabel("step", fontsize=8)
     note = f" [{int(broken.sum())} NaN/Inf, magenta]" if broken.any() else ""
     ax.set_title(f"{literal(title or field)}{' (log)' if norm else ''}{note}", fontsize=9)
+    _fit_margins(fig, [t for t in labels if t])
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
-    fig.tight_layout()
     return fig
+
+
+def _fit_margins(fig: Figure, row_labels: Sequence[str]) -> None:
+    """Margins for the heatmap's labels, title and colour bar, from the widths of its longest row labels.
+
+    ``tight_layout`` would find them by drawing the whole figure once more: a third of the heatmap's time
+    with a label per layer, on every live redraw of the summary.
+    """
+    font = FontProperties(size=7)
+    longest = sorted(row_labels, key=len)[-8:]  # by characters: the widest in ink is among them
+    widths = [text_to_path.get_text_width_height_descent(t, font, ismath=False)[0] for t in longest]  # points
+    width_in, height_in = fig.get_size_inches()
+    # Rendered text comes out up to ~5% wider than its outline (hinting at screen resolutions): 10% more,
+    # then the tick, its padding and a little air.
+    left = (1.1 * max(widths, default=0.0) / 72 + 0.2) / width_in
+    fig.subplots_adjust(
+        left=min(left, 0.6), right=1 - 0.75 / width_in, bottom=0.5 / height_in, top=1 - 0.35 / height_in
+    )

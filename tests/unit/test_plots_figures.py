@@ -10,6 +10,7 @@ import matplotlib.text
 import numpy as np
 import pytest
 import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from hookwidgets.core import Explorer
 from hookwidgets.plots import (
@@ -107,6 +108,29 @@ def test_the_summary_is_a_layers_by_steps_heatmap_with_missing_and_nonfinite_cel
     assert _has_magenta(fig)
     with pytest.raises(ValueError, match="no field 'grad_nrm' in the summary; fields are act_inf"):
         summary_heatmap_figure(rows, "grad_nrm")
+
+
+@pytest.mark.parametrize("dpi", [72, 96, 144])
+def test_a_long_history_writes_a_dozen_step_numbers_and_every_label_fits_the_figure(dpi):
+    layers = ["encoder.layers.11.self_attention.out_projection_with_a_long_name", "head", ""]
+    rows = [{"target": t, "step": s, "grad_norm": 1.0 + s % 7} for s in range(1, 401) for t in layers]
+    fig = summary_heatmap_figure(rows, "grad_norm")
+    fig.set_dpi(dpi)
+    ax = fig.axes[0]
+    steps = [int(t.get_text()) for t in ax.get_xticklabels()]
+    assert len(steps) <= 12 and steps[0] == 1 and steps[-1] == 400
+    gaps = np.diff(steps)
+    assert gaps[:-1].min() == gaps[:-1].max() and gaps[-1] >= gaps[0] / 2  # even, and the last not crowded
+    assert [t.get_text() for t in ax.get_yticklabels()] == [*layers[:2], "(model)"]
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()  # as savefig draws it, at the figure's dpi
+    width, height = canvas.get_width_height()
+    renderer = canvas.get_renderer()
+    for text in [*ax.get_yticklabels(), *ax.get_xticklabels(), ax.title, ax.xaxis.label]:
+        box = text.get_window_extent(renderer)
+        assert box.x0 >= 0 and box.x1 <= width and box.y0 >= 0 and box.y1 <= height, text.get_text()
+    colorbar_labels = fig.axes[1].get_yticklabels()
+    assert max(t.get_window_extent(renderer).x1 for t in colorbar_labels) <= width
 
 
 def test_statistics_shading_is_drawn_behind_the_steps_that_held_nonfinite_values():
