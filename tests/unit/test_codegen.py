@@ -2,6 +2,7 @@
 
 import copy
 import math
+import warnings
 
 import pytest
 import torch
@@ -13,6 +14,8 @@ from hookwidgets.core.codegen import hook_code
 from hookwidgets.core.edits import apply_edits
 
 from ..conftest import HOOK_DICTS, TupleOut
+from .test_graph_scoping import CASES as SCOPING_CASES
+from .test_graph_scoping import Outer
 
 # The first conv's input needs no grad, which torch mentions for every full backward hook there.
 pytestmark = pytest.mark.filterwarnings("ignore:Full backward hook is firing:UserWarning")
@@ -495,3 +498,25 @@ def test_explorer_code_reproduces_its_captures(cnn, image):
     twin(image)[:, 0].sum().backward()
     torch.testing.assert_close(namespace["captures"][("features.conv", "forward")][0]["output"], expected)
     torch.testing.assert_close(namespace["captures"][("head.fc.weight", "grad")][0]["grad"], expected_grad)
+
+
+@pytest.mark.parametrize("case", [*SCOPING_CASES, "stashed"])
+def test_generated_code_finds_every_op_node_the_explorer_addresses(case, generated):
+    """Every op node of the issue's scoping models, hooked by id: the code hooks the same node as the explorer."""
+    torch.manual_seed(0)
+    model_type, make_input = SCOPING_CASES.get(case, (Outer, lambda: torch.randn(3, 4)))
+    model, x = model_type(), make_input()
+    twin = copy.deepcopy(model)
+    ex = Explorer(model, example_inputs=x)
+    ids = [n["id"] for n in ex.graph()["nodes"] if n["op"] != "AccumulateGrad"]
+    assert len(ids) >= 5
+    for node_id in ids:
+        ex.attach(node_id, "node_pre")
+    ns = generated(hook_code(ex.hooks, model=model), twin)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an id the code could not find would warn
+        for net in (model, twin):
+            net(x).pow(2).sum().backward()
+    for node_id in ids:
+        assert_same_records(ex, ns["captures"], node_id, "node_pre")
+    ex.close()
