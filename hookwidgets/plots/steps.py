@@ -9,11 +9,9 @@ import matplotlib
 import matplotlib.colors
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.font_manager import FontProperties
 from matplotlib.patches import Rectangle
-from matplotlib.textpath import text_to_path
 
-from ._common import MISSING_COLOR, NONFINITE_COLOR, finite_range, literal
+from ._common import MISSING_COLOR, NONFINITE_COLOR, finite_range, label_width, literal, set_margins
 
 STATS = ("mean", "std", "min", "max")
 MAX_STEP_LABELS = 12
@@ -48,8 +46,20 @@ def stats_figure(records: Iterable[Any], *, stats: Sequence[str] = STATS, title:
     ax.tick_params(labelsize=7)
     ax.legend(fontsize=7, frameon=False, ncols=min(4, len(stats)))
     note = f" [NaN/Inf at step {', '.join(map(str, bad))}, shaded magenta]" if bad else ""
-    ax.set_title(f"{literal(title)}{note}", fontsize=9)
-    fig.tight_layout()
+    # Margins from the tick labels this data gives, without tight_layout's extra draw of the figure.
+    locator, formatter = ax.yaxis.get_major_locator(), ax.yaxis.get_major_formatter()
+    low, high = ax.get_ylim()
+    ticks = [t for t in locator() if low <= t <= high]
+    formatter.set_locs(ticks)
+    left, right = label_width([formatter(t) for t in ticks], 7) + 0.2, 0.15
+    top = 0.5 if formatter.get_offset() else 0.35  # an offset ("1e-5") is written above the axes
+    set_margins(fig, left=left, right=right, bottom=0.5, top=top)
+    # The title is centred over the axes: a long one gets a smaller font rather than leaving the figure.
+    heading = f"{literal(title)}{note}"
+    width = fig.get_size_inches()[0]
+    centre = (left + width - right) / 2
+    room = 2 * min(centre, width - centre) - 0.1
+    ax.set_title(heading, fontsize=max(6.0, min(9.0, 9 * room / max(label_width([heading], 9), 1e-9))))
     return fig
 
 
@@ -136,24 +146,8 @@ def summary_heatmap_figure(
     ax.set_xlabel("step", fontsize=8)
     note = f" [{int(broken.sum())} NaN/Inf, magenta]" if broken.any() else ""
     ax.set_title(f"{literal(title or field)}{' (log)' if norm else ''}{note}", fontsize=9)
-    _fit_margins(fig, [t for t in labels if t])
+    # Margins from the widest row label, not tight_layout: that draws the whole figure once more, a third
+    # of the heatmap's time with a label per layer, on every live redraw of the summary.
+    set_margins(fig, left=label_width(labels, 7) + 0.2, right=0.75, bottom=0.5, top=0.35)
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
     return fig
-
-
-def _fit_margins(fig: Figure, row_labels: Sequence[str]) -> None:
-    """Margins for the heatmap's labels, title and colour bar, from the widths of its longest row labels.
-
-    ``tight_layout`` would find them by drawing the whole figure once more: a third of the heatmap's time
-    with a label per layer, on every live redraw of the summary.
-    """
-    font = FontProperties(size=7)
-    longest = sorted(row_labels, key=len)[-8:]  # by characters: the widest in ink is among them
-    widths = [text_to_path.get_text_width_height_descent(t, font, ismath=False)[0] for t in longest]  # points
-    width_in, height_in = fig.get_size_inches()
-    # Rendered text comes out up to ~5% wider than its outline (hinting at screen resolutions): 10% more,
-    # then the tick, its padding and a little air.
-    left = (1.1 * max(widths, default=0.0) / 72 + 0.2) / width_in
-    fig.subplots_adjust(
-        left=min(left, 0.6), right=1 - 0.75 / width_in, bottom=0.5 / height_in, top=1 - 0.35 / height_in
-    )

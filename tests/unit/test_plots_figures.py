@@ -133,6 +133,35 @@ def test_a_long_history_writes_a_dozen_step_numbers_and_every_label_fits_the_fig
     assert max(t.get_window_extent(renderer).x1 for t in colorbar_labels) <= width
 
 
+@pytest.mark.parametrize(("scale", "log"), [(1e-5, False), (3e7, False), (-2e-3, True), (1.0, False)])
+def test_statistics_over_steps_keep_every_label_inside_the_figure_and_apart(scale, log):
+    from types import SimpleNamespace
+
+    records = [
+        SimpleNamespace(step=s, call=0, stats={"mean": scale * s, "std": abs(scale), "nan": int(s == 7), "inf": 0})
+        for s in range(1, 31)
+    ]
+    title = "encoder.layers.11.self_attention.out_projection · global_grad statistics"
+    fig = stats_figure(records, stats=("mean", "std"), title=title, log=log)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    width, height = canvas.get_width_height()
+    renderer = canvas.get_renderer()
+    ax = fig.axes[0]
+    low, high = ax.get_ylim()
+    drawn = [label for label, y in zip(ax.get_yticklabels(), ax.get_yticks(), strict=True) if low <= y <= high]
+    left, right = ax.get_xlim()
+    drawn += [label for label, x in zip(ax.get_xticklabels(), ax.get_xticks(), strict=True) if left <= x <= right]
+    texts = [ax.title, ax.xaxis.label, ax.yaxis.offsetText, *drawn]
+    boxes = [t.get_window_extent(renderer) for t in texts if t.get_visible() and t.get_text()]
+    for text, box in zip([t for t in texts if t.get_visible() and t.get_text()], boxes, strict=True):
+        assert box.x0 >= 0 and box.x1 <= width and box.y0 >= 0 and box.y1 <= height, text.get_text()
+    assert ax.title.get_text().startswith(title) and "step 7" in ax.title.get_text()
+    offset = ax.yaxis.offsetText
+    if offset.get_text():  # "1e-5" above the axes must not run into the title
+        assert not offset.get_window_extent(renderer).overlaps(ax.title.get_window_extent(renderer))
+
+
 def test_statistics_shading_is_drawn_behind_the_steps_that_held_nonfinite_values():
     ex, _ = _stats_explorer()
     with ex:
