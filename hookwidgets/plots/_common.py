@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import math
+import textwrap
 from collections.abc import Sequence
 
 import matplotlib
@@ -89,6 +91,35 @@ def set_margins(fig: Figure, *, left: float, right: float, bottom: float, top: f
     fig.subplots_adjust(
         left=min(left / width, 0.6), right=1 - right / width, bottom=bottom / height, top=1 - top / height
     )
+
+
+def fit_title(fig: Figure, ax: Axes, text: str, size: float = 9) -> None:
+    """Title ``ax`` with ``text``, in a smaller font (down to 6 pt) and then on more lines (up to 3) where it
+    would leave the figure.
+
+    Call it once the axes are placed: the title is centred over the axes, not over the figure.
+    """
+    width = fig.get_size_inches()[0]
+    box = ax.get_position()
+    centre = (box.x0 + box.x1) / 2 * width
+    room = 2 * min(centre, width - centre) - 0.1
+    for lines in (1, 2, 3):
+        wrapped = textwrap.wrap(text, math.ceil(len(text) / lines), break_long_words=False) or [text]
+        needed = label_width(wrapped, size)
+        fitting = size * room / needed if needed else size
+        if fitting >= 6.0 or lines == 3:
+            break
+    fontsize = max(6.0, min(size, fitting))
+    ax.set_title("\n".join(wrapped), fontsize=fontsize)
+    height = fig.get_size_inches()[1]
+    needed_top = len(wrapped) * fontsize * 1.25 / 72 + 0.12  # the lines, and the title's padding
+    extra = needed_top - (1 - box.y1) * height
+    if extra > 0:  # a taller figure, everything kept where it was from the bottom: the title gets the room
+        fig.set_size_inches(width, height + extra)
+        scale = height / (height + extra)
+        for axes in fig.axes:
+            x0, y0, w, h = axes.get_position().bounds
+            axes.set_position([x0, y0 * scale, w, h * scale])
 
 
 def figure_png(fig: Figure, dpi: int = 96) -> bytes:

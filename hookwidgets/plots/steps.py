@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from ._common import MISSING_COLOR, NONFINITE_COLOR, finite_range, label_width, literal, set_margins
+from ._common import MISSING_COLOR, NONFINITE_COLOR, finite_range, fit_title, label_width, literal, set_margins
 
 STATS = ("mean", "std", "min", "max")
 MAX_STEP_LABELS = 12
@@ -51,15 +51,9 @@ def stats_figure(records: Iterable[Any], *, stats: Sequence[str] = STATS, title:
     low, high = ax.get_ylim()
     ticks = [t for t in locator() if low <= t <= high]
     formatter.set_locs(ticks)
-    left, right = label_width([formatter(t) for t in ticks], 7) + 0.2, 0.15
     top = 0.5 if formatter.get_offset() else 0.35  # an offset ("1e-5") is written above the axes
-    set_margins(fig, left=left, right=right, bottom=0.5, top=top)
-    # The title is centred over the axes: a long one gets a smaller font rather than leaving the figure.
-    heading = f"{literal(title)}{note}"
-    width = fig.get_size_inches()[0]
-    centre = (left + width - right) / 2
-    room = 2 * min(centre, width - centre) - 0.1
-    ax.set_title(heading, fontsize=max(6.0, min(9.0, 9 * room / max(label_width([heading], 9), 1e-9))))
+    set_margins(fig, left=label_width([formatter(t) for t in ticks], 7) + 0.2, right=0.15, bottom=0.5, top=top)
+    fit_title(fig, ax, f"{literal(title)}{note}")
     return fig
 
 
@@ -116,7 +110,12 @@ def summary_heatmap_figure(
     finite = np.isfinite(grid)
     positive = finite.any() and (grid[finite] > 0).all()
     vmin, vmax = finite_range(grid)
-    norm = matplotlib.colors.LogNorm(vmin, vmax) if log and positive and vmax > vmin else None
+    norm = None
+    if log and positive:
+        # The range of the values themselves: finite_range widens a single value by ±0.5, which can
+        # reach zero or below, where a log scale has no place (one layer and one step, or equal norms).
+        low, high = float(grid[finite].min()), float(grid[finite].max())
+        norm = matplotlib.colors.LogNorm(low, high) if high > low else matplotlib.colors.LogNorm(low / 2, high * 2)
     fig = Figure(figsize=(min(10.0, 2.6 + 0.35 * len(steps)), min(10.0, 1.2 + 0.22 * len(order))))
     ax = fig.add_subplot()
     colormap = matplotlib.colormaps["viridis"].with_extremes(bad=MISSING_COLOR)
@@ -145,9 +144,9 @@ def summary_heatmap_figure(
     ax.set_xticks(shown, [str(steps[j]) for j in shown], fontsize=7)
     ax.set_xlabel("step", fontsize=8)
     note = f" [{int(broken.sum())} NaN/Inf, magenta]" if broken.any() else ""
-    ax.set_title(f"{literal(title or field)}{' (log)' if norm else ''}{note}", fontsize=9)
     # Margins from the widest row label, not tight_layout: that draws the whole figure once more, a third
     # of the heatmap's time with a label per layer, on every live redraw of the summary.
     set_margins(fig, left=label_width(labels, 7) + 0.2, right=0.75, bottom=0.5, top=0.35)
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
+    fit_title(fig, ax, f"{literal(title or field)}{' (log)' if norm else ''}{note}")
     return fig

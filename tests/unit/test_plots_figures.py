@@ -133,6 +133,30 @@ def test_a_long_history_writes_a_dozen_step_numbers_and_every_label_fits_the_fig
     assert max(t.get_window_extent(renderer).x1 for t in colorbar_labels) <= width
 
 
+@pytest.mark.parametrize("values", [[0.3], [0.3, 0.3, 0.3], [2.0, 2.0]])
+def test_a_heatmap_of_equal_positive_values_draws_on_a_log_scale_around_them(values):
+    rows = [{"target": f"layer{i}", "step": 1, "grad_norm": v} for i, v in enumerate(values)]
+    fig = summary_heatmap_figure(rows, "grad_norm")  # raised "Invalid vmin or vmax" when the range reached 0
+    image = fig.axes[0].get_images()[0]
+    low, high = image.get_clim()
+    assert isinstance(image.norm, matplotlib.colors.LogNorm) and 0 < low < values[0] < high
+    assert fig.axes[0].get_title() == "grad_norm (log)"
+    assert figure_png(fig)[:8] == PNG
+
+
+def test_a_narrow_heatmap_shrinks_a_long_title_to_fit_the_figure():
+    rows = [{"target": "fc", "step": 1, "grad_norm": float("nan"), "grad_nan": 1.0}]
+    fig = summary_heatmap_figure(rows, "grad_norm", title="gradient norm of every layer at every step")
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    width = canvas.get_width_height()[0]
+    title = fig.axes[0].title
+    box = title.get_window_extent(canvas.get_renderer())
+    assert " ".join(title.get_text().split()) == "gradient norm of every layer at every step [1 NaN/Inf, magenta]"
+    assert box.x0 >= 0 and box.x1 <= width and box.y1 <= canvas.get_width_height()[1]
+    assert 6 <= title.get_fontsize() <= 9 and "\n" in title.get_text()  # wrapped: 6 pt on one line is too wide
+
+
 @pytest.mark.parametrize(("scale", "log"), [(1e-5, False), (3e7, False), (-2e-3, True), (1.0, False)])
 def test_statistics_over_steps_keep_every_label_inside_the_figure_and_apart(scale, log):
     from types import SimpleNamespace
