@@ -244,8 +244,19 @@ node_hooks = []  # (scope, op, ordinal, method, hook) placed on every forward
 _scope_stack, _scope_log, _forward_start = [], [], [0]
 
 
+def _probe_sequence_nr():
+    # For a torch without the private reader below: make one node and read its number.
+    with torch.enable_grad():
+        node = (torch.zeros((), requires_grad=True) * 1).grad_fn
+    return node._sequence_nr() + 1 if node is not None else 0
+
+
+# The number autograd gives the next node made on this thread (a private torch function, free to call).
+_next_sequence_nr = getattr(torch._C._autograd, "_get_sequence_nr", _probe_sequence_nr)
+
+
 def _note_scope():
-    seq = torch._C._autograd._get_sequence_nr()  # the number autograd gives the next node of this thread
+    seq = _next_sequence_nr()
     scope = _scope_stack[-1] if _scope_stack else ""
     if _scope_log and _scope_log[-1][0] == seq:
         _scope_log[-1] = (seq, scope)  # no node was made since the last entry
@@ -260,7 +271,7 @@ def _scope_pre(module, args):
     if module is {model}:  # a new forward of the model
         _scope_stack.clear()
         _scope_log.clear()
-        _forward_start[0] = torch._C._autograd._get_sequence_nr()
+        _forward_start[0] = _next_sequence_nr()
     elif not _scope_stack:
         return  # a submodule called on its own
     _scope_stack.append(path)
@@ -275,7 +286,7 @@ def _scope_post(module, args, output):
         pass
     _note_scope()
     if module is {model} and not _scope_stack and node_hooks:
-        _place_node_hooks(output, _forward_start[0], torch._C._autograd._get_sequence_nr())
+        _place_node_hooks(output, _forward_start[0], _next_sequence_nr())
 
 
 def _output_nodes(output):

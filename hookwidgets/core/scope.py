@@ -49,7 +49,8 @@ _ACTIVE: weakref.WeakSet[ScopeTracker] = weakref.WeakSet()
 def _probe_sequence_nr() -> int:
     """The next sequence number, by making one node (when torch lacks the private reader)."""
     with torch.enable_grad():
-        return (torch.zeros((), requires_grad=True) * 1).grad_fn._sequence_nr() + 1
+        node = (torch.zeros((), requires_grad=True) * 1).grad_fn
+    return node._sequence_nr() + 1 if node is not None else 0  # None under inference mode: no nodes are made
 
 
 next_sequence_nr: Callable[[], int] = getattr(torch._C._autograd, "_get_sequence_nr", _probe_sequence_nr)

@@ -520,3 +520,25 @@ def test_generated_code_finds_every_op_node_the_explorer_addresses(case, generat
     for node_id in ids:
         assert_same_records(ex, ns["captures"], node_id, "node_pre")
     ex.close()
+
+
+def test_op_node_code_works_without_torchs_private_sequence_reader(generated, monkeypatch):
+    """Without ``torch._C._autograd._get_sequence_nr`` the code numbers nodes by making one: same nodes hooked."""
+    torch.manual_seed(0)
+    model, x = Twice(), torch.randn(5, 4)
+    twin = copy.deepcopy(model)
+    ex = Explorer(model, example_inputs=x)
+    ids = [n["id"] for n in ex.graph()["nodes"] if n["op"] != "AccumulateGrad"]
+    for node_id in ids:
+        ex.attach(node_id, "node")
+    source = hook_code(ex.hooks, model=model)
+    monkeypatch.delattr(torch._C._autograd, "_get_sequence_nr")
+    ns = generated(source, twin)
+    assert ns["_next_sequence_nr"] is ns["_probe_sequence_nr"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an id the code could not find would warn
+        for net in (model, twin):
+            net(x).pow(2).sum().backward()
+    for node_id in ids:
+        assert_same_records(ex, ns["captures"], node_id, "node")
+    ex.close()

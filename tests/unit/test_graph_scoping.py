@@ -426,3 +426,20 @@ def test_forwards_overlapping_on_threads_each_get_the_graph_a_forward_alone_gets
     assert len(alone["nodes"]) == 40
     for name, data in graphs.items():
         assert data == alone, f"the graph recorded on {name} differs from the one of a forward alone"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_without_torchs_private_sequence_reader_the_probe_gives_the_same_ids_and_scopes(case, monkeypatch):
+    """The fallback for a torch without ``_get_sequence_nr`` (one probe node per mark) scopes every node alike."""
+    import hookwidgets.core.graph as graph_module
+    import hookwidgets.core.scope as scope_module
+
+    torch.manual_seed(0)
+    make, inputs = CASES[case]
+    model, x = make(), inputs()
+    expected = scopes(record_graph(model, x))
+    monkeypatch.setattr(scope_module, "next_sequence_nr", scope_module._probe_sequence_nr)
+    monkeypatch.setattr(graph_module, "next_sequence_nr", scope_module._probe_sequence_nr)
+    assert scopes(record_graph(model, x)) == expected
+    with torch.inference_mode():
+        assert scope_module._probe_sequence_nr() == 0  # no node can be made there: no number, no error
