@@ -18,6 +18,7 @@ import torch.nn.modules.module as module_globals
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from . import native
 from .actions import Firing, check_action, named_tensors, perform
 from .capture import CaptureStore
 from .diagnostics import explain_collision, inplace_culprit, is_inplace_collision
@@ -171,6 +172,8 @@ class HookRegistry(KindRegistrations):
                 f"{kind!r} hooks cannot change values, so edit= is not allowed there; "
                 "use kind 'grad' (on the parameter or module) to edit gradients"
             )
+        if action in ("stats", "print"):
+            native.load_in_background()  # the kernel is ready before the hook first fires
         self.detach(target, kind)
         # post_accumulate sees p.grad, which later backwards accumulate into in place: keep a copy
         copy = copy or spec.name == "post_accumulate"

@@ -31,6 +31,7 @@ _lock = threading.Lock()
 _functions: dict[torch.dtype, ctypes._CFuncPtr] | None = None
 _status = "not loaded yet"
 _tried = False
+_loader: threading.Thread | None = None  # the thread load_in_background() started
 _out = threading.local()  # each thread's six-double result buffer and its address
 _get_num_threads = torch.get_num_threads
 
@@ -61,6 +62,31 @@ def fused_sums(x: torch.Tensor) -> Sums | None:
     # apiece, a quarter of this function's time).
     total, squares, mn, mx, nonzero, maybe_nonfinite = out
     return total, squares, mn, mx, int(nonzero), maybe_nonfinite != 0
+
+
+def load_in_background() -> threading.Thread | None:
+    """Load the kernel on a thread of its own (compiling it, on a machine's first use, takes ~0.5 s), so that
+    the first statistics of a training loop do not wait for the compiler. The thread, or None when loaded."""
+    global _loader
+    with _lock:
+        if _tried or _loader is not None:
+            return None
+        _loader = threading.Thread(target=_load_once, name="hookwidgets-stats-kernel", daemon=True)
+    _loader.start()
+    return _loader
+
+
+def _after_fork_in_child() -> None:
+    # A fork while the loader thread held the lock would leave the child's copy locked for ever; the
+    # thread itself does not exist in the child.
+    global _lock, _loader
+    _lock = threading.Lock()
+    if not _tried:
+        _loader = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def status() -> str:

@@ -1,7 +1,10 @@
 """The fused C kernel of the stats action: built here, equal to the torch reductions, and safely optional."""
 
 import math
+import os
+import signal
 import subprocess
+import time
 
 import pytest
 import torch
@@ -38,6 +41,7 @@ def fresh_kernel_state(monkeypatch, tmp_path):
     monkeypatch.setattr(native, "_tried", False)
     monkeypatch.setattr(native, "_functions", None)
     monkeypatch.setattr(native, "_status", "not loaded yet")
+    monkeypatch.setattr(native, "_loader", None)
     monkeypatch.setenv("HOOKWIDGETS_CACHE", str(tmp_path))
     monkeypatch.delenv(native.DISABLE_ENV, raising=False)
     return tmp_path
@@ -214,3 +218,39 @@ def test_a_library_of_another_layout_is_refused(fresh_kernel_state, monkeypatch)
     monkeypatch.setattr(native, "ABI", native.ABI + 1)
     assert native.fused_sums(torch.ones(2)) is None
     assert "of another kernel version" in native.status()
+
+
+def test_attaching_a_stats_hook_compiles_the_kernel_on_a_thread_before_the_first_firing(fresh_kernel_state):
+    from hookwidgets.core import Explorer
+
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2))
+    with Explorer(model) as ex:
+        ex.attach("0", "forward", action="capture")
+        assert native._loader is None  # a capture needs no kernel
+        ex.attach("0", "forward", action="stats")
+        loader = native._loader
+        assert loader is not None and loader.name == "hookwidgets-stats-kernel"
+        loader.join(native.COMPILE_TIMEOUT_S * 4)
+        assert native._tried and native._status.startswith(f"loaded from {fresh_kernel_state}")
+        assert native.load_in_background() is None  # loaded: nothing more to start
+        model(torch.ones(1, 3))
+        assert ex.captures["0"]["forward"][-1].stats["max"] == pytest.approx(model(torch.ones(1, 3)).max().item())
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
+def test_a_fork_while_the_loader_holds_the_lock_leaves_the_child_a_free_lock(fresh_kernel_state):
+    native._lock.acquire()  # as if the loader thread were compiling at the moment of the fork
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: loads the kernel itself instead of waiting for a thread it does not have
+            os._exit(0 if native.fused_sums(torch.arange(4.0))[:2] == (6.0, 14.0) else 1)
+        deadline = time.monotonic() + 60
+        while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if done[0] == 0:  # still waiting on the lock: the child would never end
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child blocked on the kernel's lock")
+    finally:
+        native._lock.release()
+    assert os.waitstatus_to_exitcode(done[1]) == 0
