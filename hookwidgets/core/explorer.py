@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
 import traceback
 import warnings
@@ -14,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .attribution import CAM_METHODS, attribute
+from .attribution import CAM_METHODS, attribute, check_method
 from .capture import DEFAULT_MEMORY_BUDGET, CaptureStore
 from .codegen import hook_code
 from .compare import BackwardComparison, compare_backward
@@ -26,7 +27,7 @@ from .graph import GraphRecorder
 from .graph_state import RecordedGraph
 from .hooks import FULL_BACKWARD_KINDS, HookInfo, HookRegistry, TimelineEvent
 from .inputs import Inputs, Target, backward_score, call_model, describe_inputs
-from .kinds import resolve_kind
+from .kinds import KINDS, resolve_kind
 from .modelstate import preserved_state
 from .optim import UpdateRatioMonitor
 from .targets import resolve_target
@@ -118,11 +119,24 @@ class Explorer:
         specs = [resolve_kind(k, target, family) for k in kinds]  # all validated before any is attached
         if family == "node":
             self._check_node_id(target)
-        infos = [
-            self._registry.attach(target, obj, spec, k, action, edit, copy, with_kwargs)
-            for k, spec in zip(kinds, specs, strict=True)
-        ]
-        self._check_collisions([i for i in infos if i.kind in FULL_BACKWARD_KINDS])
+        if (
+            family == "param"
+            and not obj.requires_grad
+            and any(s.name in ("param_grad", "post_accumulate") for s in specs)
+        ):
+            raise ValueError(
+                f"parameter {target!r} does not require grad (frozen), so it gets no gradient to hook; "
+                f"unfreeze it with model.get_parameter({target!r}).requires_grad_() or hook a parameter that trains"
+            )
+        infos: list[HookInfo] = []
+        try:  # all or nothing: a kind refused halfway takes back the kinds of this call attached before it
+            for k, spec in zip(kinds, specs, strict=True):
+                infos.append(self._registry.attach(target, obj, spec, k, action, edit, copy, with_kwargs))
+            self._check_collisions([i for i in infos if i.kind in FULL_BACKWARD_KINDS])
+        except BaseException:
+            for info in infos:
+                self._registry.detach(info.target, info.kind)
+            raise
         note = compiled_note(self.model)
         if note:
             warnings.warn(note, stacklevel=2)
@@ -144,12 +158,10 @@ class Explorer:
         try:
             with self._registry.suspended(), preserved_state(self.model), torch.enable_grad():
                 call_model(self.model, self.example_inputs)
-        except RuntimeError as exc:
-            if not is_inplace_collision(exc):
-                return  # any other failure of the example inputs was reported by the probe
+        except Exception as exc:
+            if not isinstance(exc, RuntimeError) or not is_inplace_collision(exc):
+                return  # any other failure of the example inputs (the model's own errors) was reported by the probe
             culprit = inplace_culprit(exc, self.model)
-            for info in infos:
-                self._registry.detach(info.target, info.kind)
             text = explain_collision(infos[0].kind, infos[0].target, culprit, self.model)
             raise ValueError(text) from None
 
@@ -162,6 +174,12 @@ class Explorer:
         """Remove one hook, all hooks of a target, or (no arguments) every hook."""
         if target is not None:
             resolve_target(self.model, target)
+        if kind is not None and kind not in KINDS:
+            close = difflib.get_close_matches(str(kind), list(KINDS), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(
+                f"unknown hook kind {kind!r}{hint}; kinds are {', '.join(k for k in KINDS if k != 'param_grad')}"
+            )
         return self._registry.detach(target, kind)
 
     def run(self, inputs: Inputs | None = None, target: Target = None, *, record_graph: bool = False) -> Any:
@@ -243,6 +261,7 @@ class Explorer:
         ``method`` is ``gradcam``, ``gradcam++``, ``hirescam``, ``xgradcam`` or ``layercam``; the
         tensor's ``.layer`` names the layer used and ``.classes`` the class explained per item.
         """
+        method = check_method(method)  # an unknown name: a ValueError with the closest one
         if method not in CAM_METHODS:
             raise ValueError(
                 f"gradcam() draws CAMs ({', '.join(CAM_METHODS)}); "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -51,14 +52,54 @@ def backward_score(output: Any, target: Target) -> torch.Tensor:
             "pass target=callable(output) returning a scalar instead"
         )
     batch, classes = logits.shape
+    target = _class_target(target)
     if target == "top":
         index = logits.detach().argmax(dim=1)
     elif isinstance(target, int):
         index = torch.full((batch,), target, dtype=torch.long, device=logits.device)
     else:
-        index = torch.as_tensor(list(target), dtype=torch.long, device=logits.device)
+        index = torch.as_tensor(target, dtype=torch.long, device=logits.device)
         if index.shape != (batch,):
             raise ValueError(f"target has {index.numel()} class indices but the batch has {batch} items")
     if bool(((index < 0) | (index >= classes)).any()):
         raise ValueError(f"target class {index.tolist()} out of range: the output has {classes} classes")
     return logits.gather(1, index[:, None]).sum()
+
+
+TARGET_FORMS = '"top", a class index (3), one index per batch item ([3, 7]) or a callable(output) -> scalar'
+
+
+def _class_target(target: Any) -> str | int | list[int]:
+    """``target`` as "top", an int or a list of ints; a ValueError naming the accepted forms for anything else.
+
+    An integer tensor counts as its value(s) (``pred.argmax(1)`` is a fine target), a numpy integer as
+    an int; a bool, a float or another string is refused rather than read as a class.
+    """
+    if isinstance(target, str):
+        if target == "top":
+            return target
+    elif isinstance(target, torch.Tensor):
+        if (
+            target.dim() <= 1
+            and not target.is_floating_point()
+            and not target.is_complex()
+            and target.dtype != torch.bool
+        ):
+            return target.tolist()
+    elif isinstance(target, Sequence):
+        indices = [_index(item) for item in target]
+        if None not in indices:
+            return indices
+    elif (index := _index(target)) is not None:
+        return index
+    raise ValueError(f"target {target!r} is not a score target; pass {TARGET_FORMS}")
+
+
+def _index(value: Any) -> int | None:
+    """``value`` as an int when it is an integer other than a bool (numpy integers too), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None

@@ -232,6 +232,9 @@ def test_explorer_methods_return_annotated_tensors_and_its_hooks_record_nothing(
         assert all(info.fired == 0 for info in ex.hooks)
         with pytest.raises(ValueError, match=r"for 'saliency' use ex.attribute\(x, method='saliency'\)"):
             ex.gradcam("features", method="saliency")
+        with pytest.raises(ValueError, match=r"unknown attribution method 'gradkam' — did you mean 'gradcam'\?"):
+            ex.gradcam("features", method="gradkam")  # a typo is named as one, not sent to attribute()
+        assert ex.gradcam("features", image, method="GradCAMPlusPlus").shape == (2, 8, 8)  # spellings as attribute()
 
 
 def test_explorer_without_inputs_says_how_to_give_them(model):

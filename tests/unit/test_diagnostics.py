@@ -55,6 +55,44 @@ def test_inplace_collision_is_found_at_attach_time_with_example_inputs():
     assert hook_state(model) == before
 
 
+def test_a_refused_kind_takes_back_the_other_kinds_of_the_same_call():
+    model = inplace_model()
+    before = hook_state(model)
+    ex = Explorer(model, example_inputs=torch.randn(3, 4))
+    with pytest.raises(ValueError, match="collides with the in-place module"):
+        ex.attach("1", ["forward", "backward", "grad"])
+    assert ex.hooks == []
+    assert hook_state(model) == before
+    with pytest.raises(ValueError, match="not valid for module"):
+        ex.attach("1", ["forward", "node"])  # refused before anything is attached
+    assert ex.hooks == []
+    ex.close()
+
+
+class RaisesOnBatches(nn.Module):
+    """Refuses batches of more than one item: the example inputs below make its forward raise."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[0] > 1:
+            raise ValueError("batch must be 1")
+        return self.lin(x)
+
+
+def test_a_backward_hook_attaches_when_the_example_forward_raises_an_error_of_the_models_own():
+    model = RaisesOnBatches()
+    ex = Explorer(model, example_inputs=torch.randn(2, 4))
+    assert "batch must be 1" in ex.probe_error
+    info = ex.attach("lin", "backward")  # the collision check cannot run; the hook is attached, no error
+    assert [(h.target, h.kind) for h in ex.hooks] == [("lin", "backward")]
+    ex.run(torch.randn(1, 4), target=0)
+    assert info.fired == 1 and info.last_error is None
+    ex.close()
+
+
 class DictOut(nn.Module):
     def __init__(self) -> None:
         super().__init__()

@@ -185,6 +185,30 @@ def test_kind_invalid_for_the_target_lists_the_valid_kinds(mlp):
             ex.attach("0.weigth", "grad")
 
 
+def test_detaching_an_unknown_kind_names_the_closest_one(mlp):
+    with Explorer(mlp) as ex:
+        ex.attach("0", "forward")
+        with pytest.raises(ValueError, match=r"unknown hook kind 'forwad' \(did you mean 'forward'\?\); kinds are"):
+            ex.detach("0", "forwad")
+        assert [h.kind for h in ex.hooks] == ["forward"]  # nothing was removed
+        assert ex.detach("0", "backward") == []  # a real kind that is not attached: nothing to remove, no error
+        assert [h.kind for h in ex.detach("0", "forward")] == ["forward"]
+
+
+@pytest.mark.parametrize("kind", ["grad", "post_accumulate"])
+def test_a_gradient_hook_on_a_frozen_parameter_says_how_to_unfreeze_it(mlp, kind):
+    mlp[0].bias.requires_grad_(False)
+    with Explorer(mlp) as ex:
+        with pytest.raises(
+            ValueError, match=r"parameter '0.bias' does not require grad \(frozen\).*requires_grad_\(\)"
+        ):
+            ex.attach("0.bias", kind)
+        assert ex.hooks == []
+    mlp[0].bias.requires_grad_(True)
+    with Explorer(mlp) as ex:
+        assert ex.attach("0.bias", kind).kind == kind  # trainable again: the same call works
+
+
 def test_timeline_orders_forward_then_backward_firings(mlp, x):
     with Explorer(mlp) as ex:
         ex.attach("0", ["forward", "backward"])

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -63,6 +64,20 @@ def test_backward_score_targets():
 def test_backward_score_rejects_bad_targets(output, target, message):
     with pytest.raises(ValueError, match=message):
         backward_score(output, target)
+
+
+def test_integer_tensors_and_numpy_integers_are_class_targets():
+    logits = torch.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]], requires_grad=True)
+    assert backward_score(logits, torch.tensor(2)).item() == 5.0
+    assert backward_score(logits, logits.argmax(1)).item() == 12.0  # a prediction is a fine target
+    assert backward_score(logits, np.int64(0)).item() == 8.0
+    assert backward_score(logits, (np.int32(1), 0)).item() == 12.0
+
+
+@pytest.mark.parametrize("target", ["best", 1.0, True, [True, False], torch.tensor(1.0), torch.tensor([[1]]), None])
+def test_what_is_no_class_target_is_refused_with_the_forms_that_are(target):
+    with pytest.raises(ValueError, match=r"is not a score target; pass \"top\", a class index \(3\), one index per"):
+        backward_score(torch.zeros(2, 3, requires_grad=True), target)
 
 
 def test_constructor_rejects_a_non_module():
