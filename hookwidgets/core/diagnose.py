@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -11,6 +12,7 @@ from .actions import named_tensors
 from .capture import CaptureStore
 from .inputs import Inputs, call_model
 from .modelstate import preserved_state
+from .tree import forward_hooks
 
 SUMMARY_FIELDS = ("norm", "mean", "std", "zero_fraction", "nan", "inf")
 SUMMARY_KINDS = {
@@ -24,33 +26,53 @@ SUMMARY_KINDS = {
 """Kinds whose ``stats`` records fill the summary: activation or gradient columns."""
 
 
+def _nonfinite(tensor: torch.Tensor) -> bool:
+    """Whether a floating or complex tensor holds NaN or Inf; a nested tensor is checked through its components."""
+    if not (tensor.is_floating_point() or tensor.is_complex()):
+        return False
+    parts = tensor.unbind() if tensor.is_nested else (tensor,)  # isfinite has no nested-tensor kernel
+    return any(not bool(torch.isfinite(part).all()) for part in parts)
+
+
+def _holds_nonfinite(value: Any) -> bool:
+    return any(_nonfinite(tensor) for tensor in named_tensors("output", value).values())
+
+
+def _warn_unwatched(unwatched: list[str], path: str) -> None:
+    names = ", ".join(repr(outer) for outer in unwatched)
+    warnings.warn(
+        f"first_nonfinite could not watch the ScriptModule(s) {names} (they take no hooks) and {path!r} received "
+        f"NaN/Inf already, so it may have started inside one of them; pass the unscripted module to check them",
+        stacklevel=3,
+    )
+
+
 def first_nonfinite(model: nn.Module, inputs: Inputs) -> str | None:
     """Path of the first module, in the order forwards finish, whose output held NaN or Inf; else None.
 
-    One forward without grad and without anomaly mode; the model is left as found.
+    One forward without grad and without anomaly mode; the model is left as found. ScriptModules take no
+    hooks and are not watched: a warning names them when the module found had received NaN/Inf already.
     """
-    found: list[str] = []
+    found: list[tuple[str, bool]] = []  # (path, whether its inputs held NaN/Inf already)
 
     def check(path: str):
-        def hook(module: nn.Module, args: Any, output: Any) -> None:
-            if found:
-                return
-            for tensor in named_tensors("output", output).values():
-                floating = tensor.is_floating_point() or tensor.is_complex()
-                if floating and not bool(torch.isfinite(tensor).all()):
-                    found.append(path)
-                    return
+        def hook(module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
+            if not found and _holds_nonfinite(output):
+                found.append((path, _holds_nonfinite((args, kwargs))))
 
         return hook
 
-    handles = [m.register_forward_hook(check(p), always_call=True) for p, m in model.named_modules()]
-    try:
-        with preserved_state(model), torch.no_grad():
-            call_model(model, inputs)
-    finally:
-        for handle in handles:
-            handle.remove()
-    return found[0] if found else None
+    options = {"always_call": True, "with_kwargs": True}
+    with forward_hooks(model, check, **options) as unwatched, preserved_state(model), torch.no_grad():
+        output = call_model(model, inputs)
+    if not found and "" in unwatched and _holds_nonfinite(output):  # a scripted root: only its output is seen
+        found.append(("", True))
+    if not found:
+        return None
+    path, inherited = found[0]
+    if inherited and unwatched:
+        _warn_unwatched(unwatched, path)
+    return path
 
 
 def summary_rows(store: CaptureStore) -> list[dict[str, Any]]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -14,10 +17,46 @@ from .modelstate import preserved_state
 
 @dataclass
 class ProbeResult:
-    """Output shape and dtype of each module's first output tensor, by path."""
+    """Output shape and dtype of each module's first output tensor, by path; ``unwatched``: the
+    outermost ScriptModules, which take no hooks, so they and their submodules have no shape."""
 
-    shapes: dict[str, list[int]]
+    shapes: dict[str, list[int | str]]
     dtypes: dict[str, str]
+    unwatched: list[str] = field(default_factory=list)
+
+
+def _within(path: str, prefix: str) -> bool:
+    return prefix == "" or path == prefix or path.startswith(prefix + ".")
+
+
+def hookable_modules(model: nn.Module) -> tuple[list[tuple[str, nn.Module]], list[str]]:
+    """``(path, module)`` for each module that takes forward hooks, and the paths of the outermost ScriptModules."""
+    hookable: list[tuple[str, nn.Module]] = []
+    unwatched: list[str] = []
+    for path, module in model.named_modules():
+        if isinstance(module, torch.jit.ScriptModule):  # its submodules are ScriptModules too: name the outermost
+            if not any(_within(path, outer) for outer in unwatched):
+                unwatched.append(path)
+        else:
+            hookable.append((path, module))
+    return hookable, unwatched
+
+
+@contextlib.contextmanager
+def forward_hooks(model: nn.Module, make_hook: Callable[[str], Callable], **options: Any) -> Iterator[list[str]]:
+    """``make_hook(path)`` as a forward hook on every hookable module for the body; yields the unwatched paths.
+
+    Registering happens inside the ``try``, so hooks added before a failing registration are removed too.
+    """
+    modules, unwatched = hookable_modules(model)
+    handles = []
+    try:
+        for path, module in modules:
+            handles.append(module.register_forward_hook(make_hook(path), **options))
+        yield unwatched
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def _first_tensor(value: Any) -> torch.Tensor | None:
@@ -27,6 +66,8 @@ def _first_tensor(value: Any) -> torch.Tensor | None:
         items = value
     elif isinstance(value, dict):
         items = value.values()
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = [getattr(value, f.name) for f in dataclasses.fields(value)]
     else:
         return None
     for item in items:
@@ -36,31 +77,43 @@ def _first_tensor(value: Any) -> torch.Tensor | None:
     return None
 
 
+def describe_shape(tensor: torch.Tensor) -> list[int | str]:
+    """The shape as a list; in a nested tensor a dim whose size differs between components reads ``"min..max"``."""
+    if not tensor.is_nested:
+        return list(tensor.shape)
+    sizes = [part.shape for part in tensor.unbind()]  # works for strided and jagged layouts alike
+    shape: list[int | str] = [len(sizes)]
+    for dim in zip(*sizes, strict=True):  # components all have the same number of dims
+        low, high = min(dim), max(dim)
+        shape.append(low if low == high else f"{low}..{high}")
+    return shape
+
+
 def probe(model: nn.Module, inputs: Inputs) -> ProbeResult:
     """Run ``inputs`` once (eval mode, no grad) and note each module's first output's shape.
 
+    ScriptModules take no hooks: they are listed in ``unwatched`` and the rest of the tree is probed.
     The model is left as found (state restored, temporary hooks removed), also when it raises.
     """
     result = ProbeResult({}, {})
-    handles = []
 
     def note_output(path: str):
         def hook(module: nn.Module, args: Any, output: Any) -> None:
             tensor = _first_tensor(output)
-            if tensor is not None and path not in result.shapes:  # first call wins for shared modules
-                result.shapes[path] = list(tensor.shape)
-                result.dtypes[path] = str(tensor.dtype).removeprefix("torch.")
+            if tensor is None or path in result.shapes:  # first call wins for shared modules
+                return
+            try:
+                shape = describe_shape(tensor)
+            except Exception:  # an exotic tensor leaves this one module without a shape, not the whole tree
+                return
+            result.shapes[path] = shape
+            result.dtypes[path] = str(tensor.dtype).removeprefix("torch.")
 
         return hook
 
-    try:
-        for path, module in model.named_modules():
-            handles.append(module.register_forward_hook(note_output(path)))
-        with preserved_state(model), torch.no_grad():
-            call_model(model, inputs)
-    finally:
-        for handle in handles:
-            handle.remove()
+    with forward_hooks(model, note_output) as unwatched, preserved_state(model), torch.no_grad():
+        result.unwatched = unwatched
+        call_model(model, inputs)
     return result
 
 

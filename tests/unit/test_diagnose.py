@@ -1,9 +1,11 @@
+import warnings
+
 import pytest
 import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.diagnose import first_nonfinite_row
+from hookwidgets.core.diagnose import first_nonfinite, first_nonfinite_row
 
 from ..conftest import hook_state
 
@@ -81,3 +83,61 @@ def test_summary_orders_say_where_nan_appeared_first_in_forward_and_in_backward(
         {"target": "b", "act_nan": 0, "act_inf": 0, "act_order": 1, "grad_nan": 0, "grad_inf": 1, "grad_order": 0},
     ]
     assert first_nonfinite_row(grad_only) == "b"
+
+
+def scripted(module: nn.Module) -> torch.jit.ScriptModule:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch.jit is deprecated, yet models still ship it
+        return torch.jit.script(module)
+
+
+def test_first_nonfinite_skips_script_modules_and_leaves_no_hooks():
+    model = nn.Sequential(scripted(nn.Linear(4, 4)), nn.ReLU(), nn.Linear(4, 3))
+    before = hook_state(model)
+    ex = Explorer(model, torch.randn(2, 4))
+    assert ex.first_nonfinite() is None
+    with torch.no_grad():
+        model[2].bias.fill_(float("nan"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "2" received finite inputs: the unwatched "0" is not to blame
+        assert ex.first_nonfinite() == "2"
+    ex.close()
+    assert hook_state(model) == before
+    assert dict(model._forward_hooks) == {} and dict(model._forward_hooks_always_called) == {}
+
+
+def test_first_nonfinite_warns_when_the_nan_may_start_in_an_unwatched_script_module():
+    model = nn.Sequential(scripted(Log()), nn.Linear(3, 1))
+    with pytest.warns(UserWarning, match=r"could not watch the ScriptModule\(s\) '0'.*'1' received"):
+        assert first_nonfinite(model, torch.full((2, 3), -1.0)) == "1"
+    root = scripted(Log())  # nothing can be hooked: the output itself is checked
+    with pytest.warns(UserWarning, match="ScriptModule\\(s\\) ''"):
+        assert first_nonfinite(root, torch.full((2, 3), -1.0)) == ""
+    assert first_nonfinite(root, torch.ones(2, 3)) is None
+
+
+def test_first_nonfinite_removes_the_hooks_registered_before_a_failing_registration():
+    class RefusesHooks(nn.Identity):
+        def register_forward_hook(self, *args, **kwargs):
+            raise RuntimeError("no hooks here")
+
+    model = nn.Sequential(nn.Linear(4, 4), RefusesHooks(), nn.Linear(4, 2))
+    before = hook_state(model)
+    with pytest.raises(RuntimeError, match="no hooks here"):
+        first_nonfinite(model, torch.randn(2, 4))
+    assert hook_state(model) == before
+
+
+def test_first_nonfinite_checks_nested_tensors_through_their_components():
+    torch.manual_seed(0)
+    enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 4, 32, batch_first=True), 2).eval()
+    mask = torch.zeros(2, 5, dtype=torch.bool)
+    mask[0, 3:] = True
+    inputs = {"src": torch.randn(2, 5, 16), "src_key_padding_mask": mask}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's "nested tensors are a prototype" warning
+        ex = Explorer(enc, inputs)
+        assert ex.first_nonfinite() is None
+        with torch.no_grad():
+            enc.layers[1].linear1.bias[0] = float("inf")
+        assert ex.first_nonfinite() == "layers.1.linear1"

@@ -1,8 +1,12 @@
+import warnings
+from dataclasses import dataclass
+
 import pytest
 import torch
 from torch import nn
 
 from hookwidgets.core import Explorer, build_tree, probe
+from hookwidgets.core.tree import describe_shape
 
 from ..conftest import hook_state
 
@@ -102,3 +106,105 @@ def test_probe_accepts_positional_tuple_and_keyword_inputs():
     x, y = torch.randn(5, 2), torch.randn(5, 4)
     assert Explorer(model, example_inputs=(x, y)).tree["shape"] == [5, 3]
     assert _node(Explorer(model, example_inputs={"x": x, "y": y}).tree, "b")["shape"] == [5, 3]
+
+
+class RefusesHooks(nn.Identity):
+    """A module whose forward-hook registration fails, as a ScriptModule's does."""
+
+    def register_forward_hook(self, *args, **kwargs):
+        raise RuntimeError("no hooks here")
+
+
+def script_model() -> nn.Sequential:
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch.jit is deprecated, yet models still ship it
+        scripted = torch.jit.script(nn.Sequential(nn.Linear(4, 4), nn.Tanh()))
+    return nn.Sequential(scripted, nn.ReLU(), nn.Sequential(nn.Linear(4, 3)))
+
+
+def padded_encoder() -> tuple[nn.Module, dict[str, torch.Tensor]]:
+    """An eval-mode TransformerEncoder whose padding mask makes torch pass nested tensors between layers."""
+    torch.manual_seed(0)
+    enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 4, 32, batch_first=True), 2).eval()
+    mask = torch.zeros(2, 5, dtype=torch.bool)
+    mask[0, 3:] = True
+    return enc, {"src": torch.randn(2, 5, 16), "src_key_padding_mask": mask}
+
+
+def test_probe_skips_script_modules_names_them_and_shapes_the_rest():
+    model = script_model()
+    before = hook_state(model)
+    result = probe(model, torch.randn(2, 4))
+    assert result.unwatched == ["0"]  # the outermost ScriptModule only, not its submodules
+    assert result.shapes == {"": [2, 3], "1": [2, 4], "2": [2, 3], "2.0": [2, 3]}
+    assert hook_state(model) == before
+    ex = Explorer(model, example_inputs=torch.randn(2, 4))
+    assert ex.probe_error is None
+    assert _node(ex.tree, "1")["shape"] == [2, 4] and _node(ex.tree, "0")["shape"] is None
+
+
+def test_probe_removes_the_hooks_registered_before_a_failing_registration():
+    model = nn.Sequential(nn.Linear(4, 4), RefusesHooks(), nn.Linear(4, 2))
+    before = hook_state(model)
+    with pytest.raises(RuntimeError, match="no hooks here"):
+        probe(model, torch.randn(2, 4))
+    assert hook_state(model) == before
+
+
+def test_probe_shows_nested_outputs_with_their_ragged_dim_as_a_range():
+    enc, inputs = padded_encoder()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's "nested tensors are a prototype" warning
+        ex = Explorer(enc, example_inputs=inputs)
+    assert ex.probe_error is None
+    assert ex.tree["shape"] == [2, 5, 16]  # padded back for the caller
+    assert _node(ex.tree, "layers.0")["shape"] == [2, "3..5", 16]
+    assert _node(ex.tree, "layers.1.linear1")["shape"] == [2, "3..5", 32]
+    assert _node(ex.tree, "layers.1.linear1")["dtype"] == "float32"
+
+
+def test_describe_shape_of_plain_strided_nested_and_jagged_tensors():
+    parts = [torch.randn(3, 4), torch.randn(5, 4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        strided = torch.nested.nested_tensor(parts)
+        even = torch.nested.nested_tensor([torch.randn(3, 4), torch.randn(3, 4)])
+    jagged = torch.nested.nested_tensor(parts, layout=torch.jagged)
+    assert describe_shape(torch.zeros(2, 3)) == [2, 3]
+    assert describe_shape(strided) == [2, "3..5", 4]
+    assert describe_shape(jagged) == [2, "3..5", 4]
+    assert describe_shape(even) == [2, 3, 4]
+
+
+def test_a_module_whose_shape_cannot_be_read_leaves_the_rest_of_the_tree_shaped():
+    class NoShape(torch.Tensor):
+        @property
+        def shape(self):
+            raise RuntimeError("shape unavailable")
+
+    class Wrap(nn.Module):
+        def forward(self, x):
+            return x.as_subclass(NoShape)
+
+    model = nn.Sequential(nn.Linear(4, 3), Wrap())
+    result = probe(model, torch.randn(2, 4))
+    assert result.shapes == {"0": [2, 3]}  # "1" and the root output the subclass: no shape, no failure
+
+
+def test_probe_finds_tensors_in_dataclass_outputs():
+    @dataclass
+    class Out:
+        note: str
+        logits: torch.Tensor
+
+    class Head(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x):
+            return Out("scores", self.fc(x).double())
+
+    tree = Explorer(Head(), example_inputs=torch.randn(2, 4)).tree
+    assert tree["shape"] == [2, 3] and tree["dtype"] == "float64"
