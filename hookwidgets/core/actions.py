@@ -10,26 +10,11 @@ import torch
 
 from .capture import CaptureStore, Record, make_record
 from .edits import apply_edits
+from .nested import named_tensors as named_tensors  # re-exported: hooks and registration import it here
 from .scope import hidden_ops
 from .stats import StatsMemo, tensor_stats
 
 BUILTIN_ACTIONS = ("capture", "stats", "print")
-
-
-def named_tensors(prefix: str, value: Any) -> dict[str, torch.Tensor]:
-    """Tensors inside a (nested) tuple, list or dict, named ``prefix``, ``prefix.0``, ``prefix.key``…"""
-    if isinstance(value, torch.Tensor):
-        return {prefix: value}
-    found: dict[str, torch.Tensor] = {}
-    if isinstance(value, (tuple, list)):
-        items = enumerate(value)
-    elif isinstance(value, dict):
-        items = value.items()
-    else:
-        return found
-    for key, item in items:
-        found.update(named_tensors(f"{prefix}.{key}", item))
-    return found
 
 
 @dataclass
@@ -76,7 +61,7 @@ def perform(
     if action == "capture":
         store.add(make_record(firing.target, firing.kind, firing.step, firing.call, tensors, copy, store.offload))
     elif action == "stats":
-        primary = next(iter(tensors.values()), None)
+        primary = next((t for t in tensors.values() if t is not None), None)
         reduce = memo.stats if memo is not None else tensor_stats
         stats = reduce(primary) if primary is not None else None
         store.add(Record(firing.target, firing.kind, firing.step, firing.call, {}, stats=stats))
@@ -85,10 +70,13 @@ def perform(
     return edited if edits else None
 
 
-def describe_firing(firing: Firing, tensors: dict[str, torch.Tensor]) -> str:
-    """One line for the print action: where it fired and each tensor's shape, dtype and range."""
+def describe_firing(firing: Firing, tensors: dict[str, torch.Tensor | None]) -> str:
+    """One line for the print action: where it fired and each tensor's shape, dtype and range (or None)."""
     parts = []
     for name, t in tensors.items():
+        if t is None:
+            parts.append(f"{name} is None")
+            continue
         stats = tensor_stats(t)
         parts.append(
             f"{name} {tuple(t.shape)} {str(t.dtype).removeprefix('torch.')} "

@@ -50,7 +50,8 @@ class Record:
     @property
     def stale(self) -> bool:
         """True once a later in-place op changed a captured tensor (its version counter moved)."""
-        return any(t._version != self._versions.get(name, t._version) for name, t in self.tensors.items())
+        versions = self._versions  # inference tensors are not in it: they have no version counter
+        return any(name in versions and t._version != versions[name] for name, t in self.tensors.items())
 
 
 def make_record(
@@ -58,11 +59,12 @@ def make_record(
     kind: str,
     step: int,
     call: int,
-    tensors: dict[str, torch.Tensor],
+    tensors: dict[str, torch.Tensor | None],
     copy: bool,
     offload: str | None = None,
 ) -> Record:
-    """A Record of detached tensors (cloned when ``copy``), remembering their version counters.
+    """A Record of detached tensors (cloned when ``copy``; None entries left out), remembering their
+    version counters.
 
     With ``offload="cpu"``, accelerator tensors are copied into pinned host memory without blocking;
     the store waits for the copy before handing the record out.
@@ -70,6 +72,10 @@ def make_record(
     kept = {}
     pending = False
     for name, t in tensors.items():
+        if t is None:
+            # A tensor hook gets None for an output that did not reach the loss but shares an autograd
+            # node with one that did (a multi-output op, a module with a full backward hook).
+            continue
         t = t.detach()
         if offload == "cpu" and t.device.type != "cpu":
             host = torch.empty(t.shape, dtype=t.dtype, pin_memory=torch.cuda.is_available())
@@ -77,7 +83,10 @@ def make_record(
             pending = True
         else:
             kept[name] = t.clone() if copy else t
-    versions = {name: t._version for name, t in kept.items()}
+    # Inference tensors (made under torch.inference_mode()) have no version counter: torch raises on
+    # ._version. They stay out of the staleness check, so they are never reported stale, even if an
+    # in-place op inside inference mode changes them later; copy=True keeps their values.
+    versions = {name: t._version for name, t in kept.items() if not t.is_inference()}
     record = Record(target, kind, step, call, kept, _versions=versions)
     if pending and torch.cuda.is_available():
         record._copy_done = torch.cuda.Event()

@@ -17,6 +17,7 @@ from .targets import resolve_target
 # Names the generated code defines itself; the model variable and hook functions must not shadow them.
 RESERVED = {
     "torch",
+    "dataclasses",
     "defaultdict",
     "captures",
     "handles",
@@ -113,13 +114,15 @@ kept = []  # autograd nodes that carry hooks and that torch alone would let go
 
 
 def _named(prefix, value):
-    \"\"\"The tensors inside a (nested) tuple, list or dict, named prefix, prefix.0, prefix.key, ...\"\"\"
+    \"\"\"The tensors inside a (nested) tuple, list, dict or dataclass, named prefix, prefix.0, prefix.key, ...\"\"\"
     if isinstance(value, torch.Tensor):
         return {{prefix: value}}
     if isinstance(value, (tuple, list)):
         items = enumerate(value)
-    elif isinstance(value, dict):
+    elif isinstance(value, dict):  # before dataclasses: HF's ModelOutput is both, and a dict first
         items = value.items()
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = [(f.name, getattr(value, f.name, None)) for f in dataclasses.fields(value)]
     else:
         return {{}}
     found = {{}}
@@ -141,6 +144,10 @@ def _edit(value, edits):
         return type(value)(_edit(v, edits) for v in value)
     if isinstance(value, dict):
         return type(value)({{k: _edit(v, edits) for k, v in value.items()}})
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # replace() takes init fields only; __post_init__ recomputes the others
+        fields = [f.name for f in dataclasses.fields(value) if f.init]
+        return dataclasses.replace(value, **{{name: _edit(getattr(value, name), edits) for name in fields}})
     return value  # None and non-tensors pass through
 
 
@@ -192,9 +199,12 @@ def _stats(t):
 PRINT = '''
 
 def _print(where, tensors):
-    """One line: where the hook fired and each tensor's shape, dtype and range."""
+    """One line: where the hook fired and each tensor's shape, dtype and range (or None)."""
     parts = []
     for name, t in tensors.items():
+        if t is None:
+            parts.append(f"{name} is None")
+            continue
         s = _stats(t)
         parts.append(
             f"{name} {tuple(t.shape)} {str(t.dtype).removeprefix('torch.')} "
@@ -300,6 +310,8 @@ def _output_nodes(output):
             todo.extend(reversed(item))
         elif isinstance(item, dict):
             todo.extend(reversed(list(item.values())))
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            todo.extend(reversed([getattr(item, f.name, None) for f in dataclasses.fields(item)]))
     return nodes
 
 
@@ -377,7 +389,8 @@ def hook_code(hooks: list[HookInfo], model_name: str = "model", *, model: nn.Mod
     skipped = len(hooks) - len(own)
     note = f"# Left out: {skipped} hook(s) others attached or no longer live.\n" if skipped else ""
     op_nodes = [info for info, spec in zip(own, specs, strict=True) if spec in NODE_KINDS and _is_op_node(info)]
-    imports = "import bisect\nimport warnings\n" if op_nodes else ""
+    modules = ["bisect", "dataclasses", "warnings"] if op_nodes else ["dataclasses"]
+    imports = "".join(f"import {name}\n" for name in modules)
     parts = [HEADER.format(count=len(own), model=model_name, skipped=note, imports=imports)]
     edits = {edit[0] for info in own if not callable(info.action) for edit in info.edit}
     if edits:
@@ -571,7 +584,9 @@ def _body(info: HookInfo, spec: str, key: str, where: str, with_kwargs: bool = F
     )
     if info.action == "capture":
         detach = "t.detach().clone()" if info.copy else "t.detach()"
-        lines.append(f"captures[{key}].append({{name: {detach} for name, t in tensors.items()}})")
+        # torch passes a tensor hook None for an output that did not reach the loss: nothing to keep
+        keep = " if t is not None" if local == "grad" else ""
+        lines.append(f"captures[{key}].append({{name: {detach} for name, t in tensors.items(){keep}}})")
     elif info.action == "stats":
         lines += [
             "primary = next(iter(tensors.values()), None)  # the first output, argument or gradient",

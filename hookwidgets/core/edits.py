@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Mapping
 from numbers import Real
 from typing import Any
 
 import torch
+
+from .nested import map_tensors
 
 Edit = tuple
 EDIT_NAMES = ("scale", "clip", "clip_norm", "zero", "ablate")
@@ -34,25 +35,20 @@ def normalize_edits(edit: Any) -> tuple[Edit, ...]:
 def apply_edits(value: Any, edits: tuple[Edit, ...]) -> Any:
     """``value`` with every floating-point tensor inside edited in order; never changes a tensor in place.
 
-    Tensors may sit in nested tuples, lists and dicts, whose types are kept; None, non-tensors and
-    integer or bool tensors (indices, masks) pass through unchanged.
+    Tensors may sit in nested tuples, lists, dicts and dataclasses, whose types are kept; None, non-tensors
+    and integer or bool tensors (indices, masks) pass through unchanged.
     """
     if not edits:
         return value
-    if isinstance(value, torch.Tensor):
-        if not value.is_floating_point():
-            return value
-        for edit in edits:
-            value = _apply_one(value, edit)
-        return value
-    if isinstance(value, tuple):
-        items = [apply_edits(v, edits) for v in value]
-        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)  # namedtuples too
-    if isinstance(value, list):
-        return type(value)(apply_edits(v, edits) for v in value)
-    if isinstance(value, Mapping):
-        return type(value)({k: apply_edits(v, edits) for k, v in value.items()})
-    return value
+    return map_tensors(value, lambda t: _apply_all(t, edits))
+
+
+def _apply_all(t: torch.Tensor, edits: tuple[Edit, ...]) -> torch.Tensor:
+    if not t.is_floating_point():
+        return t
+    for edit in edits:
+        t = _apply_one(t, edit)
+    return t
 
 
 def _normalize_one(edit: Any) -> Edit:

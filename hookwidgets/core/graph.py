@@ -23,6 +23,7 @@ from .graph_names import ParamNames
 from .graph_walk import Table, no_gc, walk_graph
 from .inputs import Inputs, call_model
 from .modelstate import preserved_state
+from .nested import tensors_in
 from .scope import HIDDEN_OPS, Call, ScopeTracker, hidden_ops, next_sequence_nr, node_id, op_name, parse_node_id
 
 __all__ = [
@@ -252,12 +253,18 @@ def traceback_roots(tb: types.TracebackType | None) -> list[Node]:
     return list(roots)
 
 
+def _output_tensors(output: Any) -> list[torch.Tensor]:
+    """The tensors in an output structure, in order: pytree's containers, and dataclasses inside them."""
+    # pytree knows registered types (deque, custom nodes) but not dataclasses, which it leaves whole.
+    return [t for leaf in tree_leaves(output) for t in tensors_in(leaf)]
+
+
 def output_roots(output: Any) -> list[Node]:
     """grad_fns of the tensors in an output structure, in order."""
     roots: dict[Node, None] = {}
-    for leaf in tree_leaves(output):
-        if isinstance(leaf, torch.Tensor) and leaf.grad_fn is not None:
-            roots.setdefault(leaf.grad_fn)
+    for tensor in _output_tensors(output):
+        if tensor.grad_fn is not None:
+            roots.setdefault(tensor.grad_fn)
     return list(roots)
 
 
@@ -272,7 +279,7 @@ def _no_graph_reason(model: nn.Module, output: Any, grad_mode: tuple[bool, bool]
             f"no graph: {name} ran with grad disabled (torch.no_grad()), so autograd recorded nothing; "
             "run it under torch.enable_grad()"
         )
-    tensors = [t for t in tree_leaves(output) if isinstance(t, torch.Tensor)]
+    tensors = _output_tensors(output)
     if not tensors:
         return f"no graph: the output of {name} holds no tensor (got {type(output).__name__}); return tensors"
     if any(t.requires_grad for t in tensors):  # requires grad without a grad_fn: a leaf returned as is

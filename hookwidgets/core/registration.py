@@ -14,6 +14,7 @@ from torch.utils.hooks import RemovableHandle
 from .actions import Firing, named_tensors
 from .diagnostics import NO_INPUT_GRAD, backward_output_note, no_input_grad_note
 from .kinds import Kind
+from .nested import is_dataclass_value
 
 if TYPE_CHECKING:
     from .hooks import HookInfo
@@ -53,8 +54,9 @@ class KindRegistrations:
             if self._suspended:
                 return
             info.note = backward_output_note(kind, output)
-            if kind == "backward_pre" and isinstance(output, dict):
-                # Fall back to tensor hooks so the output gradients are still recorded.
+            if kind == "backward_pre" and (isinstance(output, dict) or is_dataclass_value(output)):
+                # torch's full backward hooks see only a Tensor or a tuple of them: fall back to tensor
+                # hooks so the output gradients are still recorded.
                 firing_call = self._next_call(target, kind)
                 for name, tensor in named_tensors("grad_output", output).items():
                     if tensor.requires_grad:

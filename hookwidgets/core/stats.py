@@ -65,6 +65,8 @@ class StatsMemo:
 
     def stats(self, t: torch.Tensor) -> dict[str, float]:
         """``tensor_stats(t)``, computed once per tensor object until it is changed in place."""
+        if t.is_inference():  # no version counter to tell an in-place change: not remembered
+            return tensor_stats(t)
         key = id(t)
         hit = self._memo.get(key)
         version = t._version

@@ -124,3 +124,28 @@ def test_records_without_tensor_bytes_are_bounded_by_count():
 def test_max_records_must_be_positive():
     with pytest.raises(ValueError, match="max_records must be a positive number of records, got 0"):
         CaptureStore(max_records=0)
+
+
+def test_none_entries_are_left_out_of_a_record():
+    grad = torch.ones(2, 3)
+    rec = make_record("gru", "grad", 1, 0, {"grad_output.0": None, "grad_output.1": grad}, copy=True)
+    assert list(rec.tensors) == ["grad_output.1"] and torch.equal(rec.tensor, grad)
+    assert rec.nbytes == 2 * 3 * 4 and not rec.stale
+    empty = make_record("gru", "grad", 1, 0, {"grad_output.0": None}, copy=False)
+    assert (empty.tensors, empty.tensor, empty.nbytes, empty.stale) == ({}, None, 0, False)
+
+
+def test_inference_tensors_are_kept_and_never_stale_while_the_others_still_can_be():
+    plain = torch.zeros(3)
+    with torch.inference_mode():
+        frozen = torch.zeros(2)
+    rec = make_record("m", "forward", 1, 0, {"output.0": frozen, "output.1": plain}, copy=False)
+    assert torch.equal(rec.tensors["output.0"], frozen) and not rec.stale
+    with torch.inference_mode():
+        frozen.add_(1)  # no version counter: this change cannot be seen
+    assert not rec.stale and torch.equal(rec.tensors["output.0"], torch.ones(2))
+    plain.add_(1)
+    assert rec.stale
+    with torch.inference_mode():
+        copied = make_record("m", "forward", 1, 0, {"output": torch.ones(2)}, copy=True)
+    assert copied.tensor.is_inference() and not copied.stale and torch.equal(copied.tensor, torch.ones(2))

@@ -16,6 +16,7 @@ from hookwidgets.core.edits import apply_edits
 from ..conftest import HOOK_DICTS, TupleOut
 from .test_graph_scoping import CASES as SCOPING_CASES
 from .test_graph_scoping import Outer
+from .test_hooks import Scores, ScoresHead, UnusedOutput
 
 # The first conv's input needs no grad, which torch mentions for every full backward hook there.
 pytestmark = pytest.mark.filterwarnings("ignore:Full backward hook is firing:UserWarning")
@@ -409,7 +410,7 @@ def test_odd_names_are_emitted_safely(generated):
     ns = generated(source, twin)
     assert ns["model"] is twin
     imports = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
-    assert imports == ["from collections import defaultdict", "import torch"]  # no hookwidgets
+    assert imports == ["import dataclasses", "from collections import defaultdict", "import torch"]  # no hookwidgets
     x = torch.randn(4, 3)
     model(x).sum().backward()
     twin(x).sum().backward()
@@ -541,4 +542,54 @@ def test_op_node_code_works_without_torchs_private_sequence_reader(generated, mo
             net(x).pow(2).sum().backward()
     for node_id in ids:
         assert_same_records(ex, ns["captures"], node_id, "node")
+    ex.close()
+
+
+@pytest.mark.parametrize("action", ["capture", "stats", "print"])
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing:UserWarning")
+def test_generated_grad_hooks_skip_a_none_gradient_like_the_engine(action, generated, capsys):
+    torch.manual_seed(0)
+    model, x = UnusedOutput(), torch.randn(3, 7, 8)
+    twin = copy.deepcopy(model)
+    ex = Explorer(model)
+    ex.attach("gru", ["backward", "grad"], action=action)
+    ns = generated(hook_code(ex.hooks), twin)
+    for net in (model, twin):
+        net(x)[:, 0].sum().backward()
+    assert [h.last_error for h in ex.hooks] == [None, None]
+    records, mine = ex.captures["gru"]["grad"] if action != "print" else [], ns["captures"][("gru", "grad")]
+    if action == "capture":  # one firing per output: the unused one's gradient is None, so nothing is kept
+        assert [list(entry) for entry in mine] == [list(r.tensors) for r in records] == [[], ["grad_output.1"]]
+        assert_same_records(ex, ns["captures"], "gru", "grad")
+    elif action == "stats":
+        assert [r.stats is None for r in records] == [entry is None for entry in mine] == [True, False]
+        assert mine[1]["norm"] == pytest.approx(records[1].stats["norm"], rel=1e-5)
+    else:
+        assert capsys.readouterr().out.count("grad call 0: grad_output.0 is None") == 1  # the engine's line
+    ex.close()
+
+
+def test_generated_code_walks_dataclass_outputs_like_the_engine(generated):
+    torch.manual_seed(0)
+    model, x = ScoresHead(), torch.randn(2, 4)
+    twin = copy.deepcopy(model)
+    ex = Explorer(model, example_inputs=x)
+    ex.attach("", "forward", edit=("scale", 2.0))
+    ex.attach("", "grad")
+    ex.attach("fc/AddmmBackward0#0", "node_pre")
+    ns = generated(hook_code(ex.hooks, model=model), twin)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a node the code could not find would warn
+        outs = [net(x) for net in (model, twin)]
+        for out in outs:
+            out.logits[:, 1].sum().backward()
+    assert all(type(out) is Scores for out in outs)
+    torch.testing.assert_close(outs[1].logits, outs[0].logits)
+    torch.testing.assert_close(outs[0].logits, 2 * model.fc(x))  # the edit rebuilt the dataclass
+    assert [h.note for h in ex.hooks if not h.foreign] == [None, None, None]  # every node found
+    for kind in ("forward", "grad"):
+        assert_same_records(ex, ns["captures"], "", kind)
+    assert list(ns["captures"][("", "grad")][0]) == ["grad_output.logits"]
+    assert_same_records(ex, ns["captures"], "fc/AddmmBackward0#0", "node_pre")
+    torch.testing.assert_close(twin.fc.weight.grad, model.fc.weight.grad)
     ex.close()

@@ -1,5 +1,6 @@
 import math
 from collections import namedtuple
+from dataclasses import dataclass, field
 
 import pytest
 import torch
@@ -125,6 +126,35 @@ def test_namedtuples_and_dicts_keep_their_type():
     out = edited({"logits": torch.ones(2), "n": 1}, ("zero",))
     assert torch.equal(out["logits"], torch.zeros(2))
     assert out["n"] == 1
+
+
+@dataclass(frozen=True)
+class Scores:
+    logits: torch.Tensor
+    extras: tuple = ()
+    label: str = "scores"
+
+
+@dataclass
+class WithProbs:
+    logits: torch.Tensor
+    probs: torch.Tensor = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.probs = self.logits.softmax(-1)
+
+
+def test_dataclasses_are_rebuilt_with_their_fields_edited():
+    value = Scores(torch.ones(2), (torch.full((2,), 4.0), None))
+    out = edited(value, ("scale", 0.5))
+    assert type(out) is Scores and out is not value and out.label == "scores"
+    assert torch.equal(out.logits, torch.full((2,), 0.5))
+    assert torch.equal(out.extras[0], torch.full((2,), 2.0)) and out.extras[1] is None
+    assert torch.equal(value.logits, torch.ones(2))  # the original is left as it was
+    # a field outside __init__ is recomputed from the edited ones, as the dataclass itself would
+    out = edited(WithProbs(torch.tensor([0.0, 2.0])), ("scale", 0.5))
+    assert torch.equal(out.logits, torch.tensor([0.0, 1.0]))
+    torch.testing.assert_close(out.probs, torch.tensor([0.0, 1.0]).softmax(-1))
 
 
 def test_integer_and_bool_tensors_pass_through():

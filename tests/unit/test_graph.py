@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -366,3 +367,28 @@ def test_a_dropped_recorder_frees_its_graph_at_once_and_stops_following_forwards
     finally:
         gc.enable()
         handle.remove()
+
+
+@dataclass
+class Scores:
+    logits: torch.Tensor
+    label: str = "scores"
+
+
+class ScoresNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> Scores:
+        return Scores(self.fc(x).relu())
+
+
+def test_a_dataclass_output_has_the_graph_of_its_tensors():
+    recording = record_graph(ScoresNet(), torch.randn(2, 4))
+    data = recording.data()
+    ops = [n["op"] for n in data["nodes"] if n["op"] != "AccumulateGrad"]
+    assert ops == ["TBackward0", "AddmmBackward0", "ReluBackward0"]
+    assert data["outputs"] == [n["id"] for n in data["nodes"] if n["op"] == "ReluBackward0"]
+    with pytest.raises(ValueError, match="nothing in ScoresNet's forward requires grad"):
+        record_graph(ScoresNet().requires_grad_(False), torch.randn(2, 4))

@@ -1,6 +1,8 @@
+import copy
 import gc
 import threading
 import weakref
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -290,3 +292,220 @@ def test_the_model_is_freed_after_close_and_del():
     del model
     gc.collect()
     assert ref() is None
+
+
+class UnusedOutput(nn.Module):
+    """A GRU whose sequence output is unused: with a full backward hook on the GRU, both outputs come
+    from one autograd node, so the unused one's tensor hook gets a None gradient."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gru = nn.GRU(8, 16, batch_first=True)
+        self.fc = nn.Linear(16, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _, h = self.gru(x)
+        return self.fc(h[-1])
+
+
+def hidden_grad(model: UnusedOutput, x: torch.Tensor) -> torch.Tensor:
+    """d(logits[:, 0].sum())/dh by autograd.grad: the gradient a grad hook on the GRU sees for h."""
+    kept = {}
+
+    def keep(module: nn.Module, args: tuple, output: tuple) -> None:
+        kept["h"] = output[1]
+
+    handle = model.gru.register_forward_hook(keep)
+    logits = model(x)
+    handle.remove()
+    return torch.autograd.grad(logits[:, 0].sum(), kept["h"])[0]
+
+
+def first_class(logits: torch.Tensor) -> torch.Tensor:
+    return logits[:, 0].sum()
+
+
+@pytest.mark.parametrize("action", ["capture", "stats", "print"])
+def test_grad_hooks_skip_the_none_gradient_of_an_unused_output(action, capsys):
+    torch.manual_seed(0)
+    model, x = UnusedOutput(), torch.randn(3, 7, 8)
+    expected = hidden_grad(model, x)
+    with Explorer(model) as ex:
+        ex.attach("gru", ["backward", "grad"], action=action)
+        ex.run(x, target=first_class)
+        assert [(h.kind, h.fired, h.last_error) for h in ex.hooks] == [("backward", 1, None), ("grad", 2, None)]
+        records = ex.captures["gru"]["grad"] if action != "print" else []
+    if action == "capture":  # the None firing is a record without tensors, as a firing with none
+        assert sorted(list(r.tensors) for r in records) == [[], ["grad_output.1"]]
+        (real,) = [r for r in records if r.tensors]
+        torch.testing.assert_close(real.tensor, expected)
+        assert [r.tensor for r in records if not r.tensors] == [None]
+    elif action == "stats":
+        norms = sorted((r.stats["norm"] for r in records if r.stats is not None), key=float)
+        assert norms == [pytest.approx(expected.norm().item(), rel=1e-5)]
+        assert [r.stats for r in records].count(None) == 1
+    else:
+        lines = [line for line in capsys.readouterr().out.splitlines() if " gru grad " in line]
+        assert sorted(line.split(": ", 1)[1].split(" (")[0] for line in lines) == [
+            "grad_output.0 is None",
+            "grad_output.1",
+        ]
+
+
+class Halves(nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return x.split(2, dim=1)
+
+
+class UsesFirstHalf(nn.Module):
+    """Splits a Linear's output in two (one autograd node, two outputs) and uses the first half only."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.halves = Halves()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.halves(self.lin(x))[0].sum(dim=1)
+
+
+def test_global_grad_skips_the_none_gradient_of_a_split_output_left_unused():
+    model, x = UsesFirstHalf(), torch.randn(3, 4)
+    with Explorer(model) as ex:
+        ex.attach("", "global_grad")
+        ex.run(x, target=lambda out: out.sum())
+        assert ex.hooks[0].last_error is None
+        halves = sorted(ex.captures["halves"]["global_grad"], key=lambda r: len(r.tensors))
+        (lin,) = ex.captures["lin"]["global_grad"]
+    assert [list(r.tensors) for r in halves] == [[], ["grad_output.0"]]
+    torch.testing.assert_close(halves[1].tensor, torch.ones(3, 2))
+    torch.testing.assert_close(lin.tensor, torch.tensor([[1.0, 1.0, 0.0, 0.0]] * 3))
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing:UserWarning")
+def test_an_edit_on_a_grad_hook_passes_a_none_gradient_through():
+    torch.manual_seed(0)
+    model, x = UnusedOutput(), torch.randn(3, 7, 8)
+    plain = copy.deepcopy(model)
+    first_class(plain(x)).backward()
+    expected = hidden_grad(plain, x)
+    with Explorer(model) as ex:
+        ex.attach("gru", "backward_pre")
+        ex.attach("gru", "grad", edit=("scale", 0.5))
+        first_class(model(x)).backward()
+        assert [h.last_error for h in ex.hooks] == [None, None]
+        grads = sorted(ex.captures["gru"]["grad"], key=lambda r: len(r.tensors))
+        (pre,) = ex.captures["gru"]["backward_pre"]
+    assert [list(r.tensors) for r in grads] == [[], ["grad_output.1"]]
+    torch.testing.assert_close(grads[1].tensor, 0.5 * expected)  # the edit is recorded
+    assert list(pre.tensors) == ["grad_output.1"]  # grad_output.0 is None: left out
+    # backward_pre fires first: torch wraps the output for it after the forward hook armed the grad hooks
+    torch.testing.assert_close(pre.tensor, expected)
+    # the scaled gradient of h is the only one reaching the GRU: its gradients halve, the head's stay
+    torch.testing.assert_close(model.gru.weight_hh_l0.grad, 0.5 * plain.gru.weight_hh_l0.grad)
+    torch.testing.assert_close(model.fc.weight.grad, plain.fc.weight.grad)
+
+
+@pytest.mark.parametrize("action", ["capture", "print"])
+def test_backward_hooks_with_a_none_grad_output_record_and_edit_the_others(action, capsys):
+    torch.manual_seed(0)
+    model, x = UnusedOutput(), torch.randn(3, 7, 8)
+    xp, xe = x.clone().requires_grad_(), x.clone().requires_grad_()
+    first_class(copy.deepcopy(model)(xp)).backward()
+    with Explorer(model) as ex:
+        ex.attach("gru", "backward_pre", action=action, edit=("scale", 0.5))
+        ex.attach("gru", "backward", action=action)
+        first_class(model(xe)).backward()
+        assert [h.last_error for h in ex.hooks] == [None, None]
+        captures = ex.captures["gru"] if action == "capture" else {}
+    torch.testing.assert_close(xe.grad, 0.5 * xp.grad)  # the edit passed the None through and scaled h's
+    if action == "capture":
+        (pre,), (post,) = captures["backward_pre"], captures["backward"]
+        assert list(pre.tensors) == ["grad_output.1"]
+        assert list(post.tensors) == ["grad_output.1", "grad_input.0"]
+        torch.testing.assert_close(post.tensors["grad_input.0"], xe.grad)
+    else:
+        out = capsys.readouterr().out
+        assert "gru backward_pre call 0: grad_output.1 (1, 3, 16)" in out
+        assert "grad_output.0" not in out
+
+
+def test_captures_and_stats_under_inference_mode_are_kept_and_never_stale():
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    x = torch.randn(2, 4)
+    expected = model[0](x).detach()
+    with Explorer(model) as ex:
+        ex.attach("0", "forward")
+        ex.attach("1", "forward", action="stats")
+        with torch.inference_mode():
+            ex.run(x)
+        assert [h.last_error for h in ex.hooks] == [None, None]
+        (rec,) = ex.captures["0"]["forward"]
+        (stats,) = ex.captures["1"]["forward"]
+    assert rec.tensor.is_inference() and not rec.stale
+    torch.testing.assert_close(rec.tensor, expected)
+    assert stats.stats["max"] == pytest.approx(expected.relu().max().item())
+    assert stats.stats["zero_fraction"] == (expected <= 0).float().mean().item()
+
+
+@dataclass
+class Scores:
+    """A dataclass output, as many libraries return."""
+
+    logits: torch.Tensor
+    label: str = "scores"
+
+
+class ScoresHead(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> Scores:
+        return Scores(self.fc(x))
+
+
+class UsesScores(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = ScoresHead()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(x).logits * 2
+
+
+def test_tensors_in_dataclass_outputs_are_captured_named_and_get_grad_hooks():
+    torch.manual_seed(0)
+    model, x = ScoresHead(), torch.randn(2, 4)
+    with Explorer(model) as ex:
+        ex.attach("", ["forward", "grad"])
+        ex.run(x, target=lambda out: out.logits[:, 1].sum())
+        (fwd,), (grad,) = ex.captures[""]["forward"], ex.captures[""]["grad"]
+        assert [(h.fired, h.note, h.last_error) for h in ex.hooks] == [(1, None, None), (1, None, None)]
+    assert list(fwd.tensors) == ["output.logits"]
+    torch.testing.assert_close(fwd.tensor, model.fc(x).detach())
+    assert list(grad.tensors) == ["grad_output.logits"]
+    torch.testing.assert_close(grad.tensor, torch.tensor([[0.0, 1.0, 0.0]] * 2))
+
+
+def test_backward_pre_on_a_dataclass_output_falls_back_to_tensor_hooks():
+    model, x = UsesScores(), torch.randn(2, 4)
+    with Explorer(model) as ex:
+        ex.attach("head", "backward_pre")
+        with pytest.warns(UserWarning, match="module output should be a Tensor or a tuple"):
+            ex.run(x, target=lambda out: out.sum())
+        (pre,) = ex.captures["head"]["backward_pre"]
+    assert list(pre.tensors) == ["grad_output.logits"]
+    torch.testing.assert_close(pre.tensor, torch.full((2, 3), 2.0))  # d(2 * logits).sum() / d logits
+
+
+def test_an_edit_on_a_dataclass_output_rebuilds_it():
+    torch.manual_seed(0)
+    model, x = UsesScores(), torch.randn(2, 4)
+    expected = model(x).detach()
+    with Explorer(model) as ex:
+        ex.attach("head", "forward", edit=("scale", 0.5))
+        out = model(x)
+        (fwd,) = ex.captures["head"]["forward"]
+    torch.testing.assert_close(out, 0.5 * expected)
+    torch.testing.assert_close(fwd.tensors["output.logits"], 0.25 * expected)

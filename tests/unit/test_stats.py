@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import hookwidgets.core.stats as stats_path
-from hookwidgets.core.stats import STAT_KEYS, stats_of, tensor_stats
+from hookwidgets.core.stats import STAT_KEYS, StatsMemo, stats_of, tensor_stats
 
 
 @pytest.fixture(autouse=True, params=["fused kernel", "torch reductions"])
@@ -238,3 +238,14 @@ def test_zero_fraction_is_an_exact_count_below_and_above_float32_integers(numel)
     x[1::7] = -0.0  # negative zero is a zero too
     zeros = int((x == 0).sum())
     assert tensor_stats(x)["zero_fraction"] == zeros / numel
+
+
+def test_the_memo_recomputes_inference_tensors_which_have_no_version_counter():
+    memo = StatsMemo()
+    with torch.inference_mode():
+        t = torch.ones(4)
+        assert memo.stats(t)["mean"] == 1.0
+        t.add_(1)  # an in-place change the memo could not see: it must not return the old statistics
+        assert memo.stats(t)["mean"] == 2.0
+    plain = torch.ones(4)
+    assert memo.stats(plain) is memo.stats(plain)  # ordinary tensors are still remembered

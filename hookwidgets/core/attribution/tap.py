@@ -8,6 +8,8 @@ import torch
 from torch import nn
 from torch.autograd.graph import GradientEdge, get_gradient_edge
 
+from ..nested import first_tensor as first_tensor  # re-exported: layers.py imports it here
+
 
 class LayerTap:
     """A context manager: while open, the layer's forward hook keeps a copy of its output and its gradient edge.
@@ -53,15 +55,3 @@ class LayerTap:
         (grad,) = torch.autograd.grad(score, [self.edge], retain_graph=retain_graph, allow_unused=True)
         # A layer the score does not depend on has a zero gradient, not an error.
         return torch.zeros_like(self.activations) if grad is None else grad
-
-
-def first_tensor(value: Any) -> torch.Tensor | None:
-    """The first tensor in a (nested) output: the tensor itself, or the first one in a tuple, list or dict."""
-    if isinstance(value, torch.Tensor):
-        return value
-    items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
-    for item in items:
-        found = first_tensor(item)
-        if found is not None:
-            return found
-    return None
