@@ -112,7 +112,7 @@ class HookRegistry(KindRegistrations):
         self._calls: dict[int, dict[tuple[str, str], int]] = {}  # call counters of the newest steps, by step
         self._step_handles: list[RemovableHandle] = []
         self._paths: dict[int, str] = {}
-        self._full_flags: dict[nn.Module, bool | None] = {}
+        self._full_flags: dict[nn.Module, tuple[bool | None, set[nn.Module]]] = {}  # see KindRegistrations
         self._global_full_flag = module_globals._global_is_full_backward_hook
         self._suspended = False
         self.explanations: deque[str] = deque(maxlen=100)
@@ -225,8 +225,8 @@ class HookRegistry(KindRegistrations):
     def _ensure_step_tracker(self) -> None:
         if not self._step_handles:
             self._step_handles = [
-                self._root.register_forward_pre_hook(lambda m, args: self._begin_step(args), prepend=True),
-                self._root.register_forward_hook(self._end_step, prepend=True, always_call=True),
+                self._root.register_forward_pre_hook(self._eager(lambda m, args: self._begin_step(args)), prepend=True),
+                self._root.register_forward_hook(self._eager(self._end_step), prepend=True, always_call=True),
             ]
 
     def _begin_step(self, args: Any) -> None:
@@ -316,9 +316,9 @@ class HookRegistry(KindRegistrations):
 
     def _restore_backward_flags(self) -> None:
         """Put back the private full/legacy backward flags once no backward hook of ours needs them."""
-        for module, flag in list(self._full_flags.items()):
-            if not module._backward_hooks and not module._backward_pre_hooks:
-                module._is_full_backward_hook = flag
-                del self._full_flags[module]
+        for owner, (flag, holders) in list(self._full_flags.items()):
+            if all(not m._backward_hooks and not m._backward_pre_hooks for m in (owner, *holders)):
+                owner._is_full_backward_hook = flag
+                del self._full_flags[owner]
         if not module_globals._global_backward_hooks and not module_globals._global_backward_pre_hooks:
             module_globals._global_is_full_backward_hook = self._global_full_flag

@@ -28,7 +28,7 @@ class KindRegistrations:
     _root: nn.Module
     _paths: dict[int, str]
     _suspended: bool
-    _full_flags: dict[nn.Module, bool | None]
+    _full_flags: dict[nn.Module, tuple[bool | None, set[nn.Module]]]  # flag owner -> (flag found, hook holders)
     _node_hooks: NodeHooks
 
     # HookRegistry provides _next_call(target, kind), _begin_step(args) and _fire(info, phase, firing, ...).
@@ -43,8 +43,16 @@ class KindRegistrations:
             return []
         handles = [self._register_module(spec, obj, info, info.target, with_kwargs)]
         if spec.name in ("backward", "backward_pre"):
-            handles.append(obj.register_forward_hook(self._check_backward_output(info)))
+            handles.append(obj.register_forward_hook(self._eager(self._check_backward_output(info))))
         return handles
+
+    def _eager(self, hook: Callable) -> Callable:
+        """``hook``, run by Python as written even inside a compiled model.
+
+        Dynamo would otherwise trace the forward hooks into the compiled graph, bookkeeping included,
+        and fail on it (the explorer's weak reference to the model, its counters and records).
+        """
+        return torch.compiler.disable(hook, recursive=True) if is_compiled(self._root) else hook
 
     def _check_backward_output(self, info: HookInfo) -> Callable:
         """A forward hook telling why a full backward hook cannot fire (dict output, no grad)."""
@@ -70,7 +78,8 @@ class KindRegistrations:
     ) -> RemovableHandle:
         kind, user = info.kind, info.action
         if spec.name in ("backward_pre", "backward", "legacy_backward"):
-            self._full_flags.setdefault(module, module._is_full_backward_hook)
+            owner = flag_owner(module)  # where torch's write of the flag lands
+            self._full_flags.setdefault(owner, (owner._is_full_backward_hook, set()))[1].add(module)
         if spec.name == "forward_pre":
 
             def forward_pre(mod, args, kwargs=None):
@@ -83,7 +92,7 @@ class KindRegistrations:
                     return (result, kwargs)  # an edit replaced args; torch wants (args, kwargs) here
                 return result
 
-            return module.register_forward_pre_hook(forward_pre, with_kwargs=with_kwargs)
+            return module.register_forward_pre_hook(self._eager(forward_pre), with_kwargs=with_kwargs)
         if spec.name == "forward":
 
             def forward(mod, args, *rest):
@@ -97,7 +106,7 @@ class KindRegistrations:
                 return self._fire(info, "forward", firing, output, lambda o: named_tensors("output", o), call_user)
 
             # always_call: a forward that raises still reports (with output None) instead of vanishing.
-            return module.register_forward_hook(forward, with_kwargs=with_kwargs, always_call=True)
+            return module.register_forward_hook(self._eager(forward), with_kwargs=with_kwargs, always_call=True)
         if spec.name == "backward_pre":
 
             def backward_pre(mod, grad_output):
@@ -126,7 +135,7 @@ class KindRegistrations:
                     return module.register_backward_hook(backward)
             return module.register_full_backward_hook(backward)
         if spec.name == "grad":
-            return module.register_forward_hook(self._arm_tensor_hooks(info, target))
+            return module.register_forward_hook(self._eager(self._arm_tensor_hooks(info, target)))
         raise AssertionError(f"unhandled module kind {spec.name}")
 
     def _arm_tensor_hooks(self, info: HookInfo, target: str) -> Callable:
@@ -197,7 +206,7 @@ class KindRegistrations:
                 if path is not None and info.active and not self._suspended:
                     self._arm_outputs(info, path, output)
 
-            return module_globals.register_module_forward_hook(arm)
+            return module_globals.register_module_forward_hook(self._eager(arm))
 
         def dispatch(module: nn.Module, *values: Any) -> Any:
             path = paths.get(id(module))
@@ -227,7 +236,7 @@ class KindRegistrations:
             "global_backward_pre": module_globals.register_module_full_backward_pre_hook,
             "global_backward": module_globals.register_module_full_backward_hook,
         }[spec.name]
-        return register(dispatch)
+        return register(self._eager(dispatch) if spec.phase == "forward" else dispatch)
 
 
 def _first(result: Any) -> Any:
@@ -249,3 +258,21 @@ def _grad_outputs(grad_output: Any) -> dict[str, torch.Tensor]:
 def _grads_both(grad_input: Any, grad_output: Any) -> dict[str, torch.Tensor]:
     """Output-side gradients first, so a backward record's primary tensor is grad_output.0."""
     return {**named_tensors("grad_output", grad_output), **named_tensors("grad_input", grad_input)}
+
+
+def flag_owner(module: nn.Module) -> nn.Module:
+    """The module whose ``_is_full_backward_hook`` torch sets when ``module`` gets a backward hook.
+
+    A ``torch.compile`` wrapper (OptimizedModule) reads its own attribute but forwards every write to
+    the module it wraps, so the flag to save and put back is the wrapped one's.
+    """
+    while type(module).__name__ == "OptimizedModule" and isinstance(module._modules.get("_orig_mod"), nn.Module):
+        module = module._modules["_orig_mod"]
+    return module
+
+
+def is_compiled(model: nn.Module) -> bool:
+    """Whether ``model`` is a ``torch.compile`` wrapper or holds a module compiled in place (``module.compile()``)."""
+    return type(model).__name__ == "OptimizedModule" or any(
+        getattr(m, "_compiled_call_impl", None) is not None for m in model.modules()
+    )
