@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import sys
 import threading
@@ -27,9 +28,11 @@ from .foreign import foreign_hooks
 from .kinds import MODULE_KINDS, Kind, check_callable
 from .nodehooks import NodeHooks
 from .registration import KindRegistrations
+from .scope import next_sequence_nr
 from .stats import StatsMemo
 
 ON_ERROR = ("record", "raise")
+_current_autograd_node = getattr(torch._C, "_current_autograd_node", lambda: None)  # private; None outside backward
 FULL_BACKWARD_KINDS = ("backward", "backward_pre", "global_backward", "global_backward_pre")
 TIMELINE_CAP = 10_000
 CALL_STEPS_KEPT = 16  # steps whose call counters are kept: a backward may come a few forwards later
@@ -110,6 +113,8 @@ class HookRegistry(KindRegistrations):
         self._root_ref = weakref.ref(root)  # hooks live on the model and hold the registry: no cycle back
         self._hooks: dict[tuple[str, str], HookInfo] = {}
         self._calls: dict[int, dict[tuple[str, str], int]] = {}  # call counters of the newest steps, by step
+        # step -> module path -> the sequence number autograd had when each forward call of it began
+        self._call_starts: dict[int, dict[str, list[int]]] = {}
         self._step_handles: list[RemovableHandle] = []
         self._paths: dict[int, str] = {}
         self._full_flags: dict[nn.Module, tuple[bool | None, set[nn.Module]]] = {}  # see KindRegistrations
@@ -241,8 +246,10 @@ class HookRegistry(KindRegistrations):
             self.steps_seen += 1
             local.step = self.steps_seen
             self._calls[local.step] = {}
+            self._call_starts[local.step] = {}
             for old in [s for s in self._calls if s <= local.step - CALL_STEPS_KEPT]:
                 del self._calls[old]
+                self._call_starts.pop(old, None)
             self._stats_memo.clear()
 
     def _end_step(self, module: nn.Module, args: Any, output: Any) -> None:
@@ -294,6 +301,31 @@ class HookRegistry(KindRegistrations):
             call = counts.get(key, 0)  # a plain dict: Counter's missing-key path runs Python code
             counts[key] = call + 1
             return call
+
+    def _note_call_start(self, target: str) -> None:
+        """Remember where in autograd's numbering this forward call of ``target`` begins (see ``_backward_call``)."""
+        if self._suspended:
+            return
+        starts = self._call_starts.setdefault(self.step, {}).setdefault(target, [])
+        seq = next_sequence_nr()
+        if not starts or starts[-1] != seq:  # two of our pre-hooks on one call (backward and backward_pre)
+            starts.append(seq)
+
+    def _backward_call(self, target: str, kind: str) -> int:
+        """The forward call (0, 1, …) a backward firing of ``target`` belongs to, as ``grad`` hooks number them.
+
+        Backward hooks fire in the backward's order, the last forward call first; the node autograd is
+        running (the module's backward-hook node, or its last op for legacy hooks) was made during that
+        call, so its number falls between the call's start and the next call's. Counting firings is the
+        fallback when that cannot be read.
+        """
+        starts = self._call_starts.get(self.step, {}).get(target)
+        node = _current_autograd_node() if starts else None
+        if node is not None:
+            call = bisect.bisect_right(starts, node._sequence_nr()) - 1
+            if call >= 0:
+                return call
+        return self._next_call(target, kind)
 
     def _fire(self, info: HookInfo, phase: str, firing: Firing, editable: Any, tensors_of, call_user=None) -> Any:
         """Count, log and perform one firing; a failing action follows the ``on_error`` policy."""

@@ -31,7 +31,8 @@ class KindRegistrations:
     _full_flags: dict[nn.Module, tuple[bool | None, set[nn.Module]]]  # flag owner -> (flag found, hook holders)
     _node_hooks: NodeHooks
 
-    # HookRegistry provides _next_call(target, kind), _begin_step(args) and _fire(info, phase, firing, ...).
+    # HookRegistry provides _next_call(target, kind), _backward_call(target, kind), _note_call_start(target),
+    # _begin_step(args) and _fire(info, phase, firing, ...).
 
     def _register(self, spec: Kind, obj: Any, info: HookInfo, with_kwargs: bool) -> list[RemovableHandle]:
         if spec.family == "global":
@@ -44,6 +45,9 @@ class KindRegistrations:
         handles = [self._register_module(spec, obj, info, info.target, with_kwargs)]
         if spec.name in ("backward", "backward_pre"):
             handles.append(obj.register_forward_hook(self._eager(self._check_backward_output(info))))
+        if spec.name in ("backward", "backward_pre", "legacy_backward"):  # their firings name the forward call
+            target = info.target
+            handles.append(obj.register_forward_pre_hook(self._eager(lambda m, args: self._note_call_start(target))))
         return handles
 
     def _eager(self, hook: Callable) -> Callable:
@@ -110,7 +114,7 @@ class KindRegistrations:
         if spec.name == "backward_pre":
 
             def backward_pre(mod, grad_output):
-                firing = Firing(target, kind, self.step, self._next_call(target, kind))
+                firing = Firing(target, kind, self.step, self._backward_call(target, kind))
                 call_user = (lambda g: user(mod, g)) if callable(user) else None
                 return self._fire(info, "backward", firing, grad_output, _grad_outputs, call_user)
 
@@ -118,7 +122,7 @@ class KindRegistrations:
         if spec.name in ("backward", "legacy_backward"):
 
             def backward(mod, grad_input, grad_output):
-                firing = Firing(target, kind, self.step, self._next_call(target, kind))
+                firing = Firing(target, kind, self.step, self._backward_call(target, kind))
                 call_user = (lambda g: user(mod, g, grad_output)) if callable(user) else None
                 result = self._fire(
                     info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user
@@ -214,7 +218,8 @@ class KindRegistrations:
                 return None  # a module of another model: global hooks are process-wide in torch
             if module is self._root and spec.phase == "forward" and spec.name.endswith("_pre"):
                 self._begin_step(values[0])
-            firing = Firing(path, kind, self.step, self._next_call(path, kind))
+            call = self._next_call(path, kind) if spec.phase == "forward" else self._backward_call(path, kind)
+            firing = Firing(path, kind, self.step, call)
             call_user = (lambda v: user(module, *values[:-1], v)) if callable(user) else None
             if spec.name == "global_forward_pre":
                 return self._fire(info, "forward", firing, values[0], lambda a: named_tensors("args", a), call_user)
@@ -230,6 +235,15 @@ class KindRegistrations:
                 return None
             return result
 
+        if spec.phase == "backward":
+            # Backward firings name their forward call (_backward_call): note where each call of the
+            # model's modules begins; the handle goes with the hook's own.
+            def note_start(module: nn.Module, args: Any) -> None:
+                path = paths.get(id(module))
+                if path is not None and info.active:
+                    self._note_call_start(path)
+
+            info._handles.append(module_globals.register_module_forward_pre_hook(self._eager(note_start)))
         register = {
             "global_forward_pre": module_globals.register_module_forward_pre_hook,
             "global_forward": lambda h: module_globals.register_module_forward_hook(h, always_call=True),
