@@ -20,6 +20,7 @@ from torch.nn.utils.spectral_norm import SpectralNorm
 from torch.nn.utils.weight_norm import WeightNorm
 
 from .inputs import Inputs, Target, backward_score, call_model
+from .nested import first_tensor
 from .targets import describe_path, resolve_module
 
 Grads = tuple[torch.Tensor | None, ...]
@@ -306,23 +307,17 @@ def _param_name(tensor: torch.Tensor | None, module: nn.Module, model: nn.Module
 
 
 def _score(output: Any, score: Any) -> torch.Tensor:
-    """The scalar to backpropagate: ``score`` as in ``Explorer.run``, by default the sum of the first tensor."""
+    """The scalar to backpropagate: ``score`` as in ``Explorer.run``, by default the sum of the first tensor
+    (at any depth of tuples, lists, mappings and dataclasses)."""
     if score is not None:
         return backward_score(output, score)
-    first = _first_tensor(output)
+    first = first_tensor(output)
     if first is None:
         raise ValueError(
             f"the model returned a {type(output).__name__} with no tensor to sum; "
             "pass score=lambda out: ... returning a scalar tensor"
         )
     return first.sum()
-
-
-def _first_tensor(value: Any) -> torch.Tensor | None:
-    if isinstance(value, torch.Tensor):
-        return value
-    items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
-    return next((t for t in items if isinstance(t, torch.Tensor)), None)
 
 
 def _hookable(output: Any) -> bool:

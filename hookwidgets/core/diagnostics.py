@@ -7,6 +7,8 @@ import types
 import torch
 from torch import nn
 
+from .nested import is_dataclass_value
+
 _INPLACE_VIEW_ERROR = "BackwardHookFunction is a view and is being modified inplace"
 
 NOT_ARMED = (
@@ -66,16 +68,43 @@ def explain_collision(kind: str, target: str, culprit: str | None, model: nn.Mod
 
 def backward_output_note(kind: str, output: object) -> str | None:
     """Why a full backward hook cannot fire for this output, or None when it can."""
-    if isinstance(output, dict):
+    what = _unhookable_output(output)
+    if what is not None:
         used = (
-            "'grad' tensor hooks on the dict's tensors record grad_output instead"
+            "'grad' tensor hooks on its tensors record grad_output instead"
             if kind.endswith("_pre")
-            else ("attach 'grad' to record the output gradients")
+            else "attach 'grad' to record the output gradients"
         )
-        return f"output is a dict: full backward hooks cannot fire on it (torch needs a Tensor or a tuple); {used}"
+        return f"output is {what}: full backward hooks cannot fire on it (torch needs a Tensor or a tuple); {used}"
     if not torch.is_grad_enabled():
         return NOT_ARMED
     return None
+
+
+def _unhookable_output(output: object) -> str | None:
+    """``"a dict"`` or ``"a dataclass (Name)"`` for an output torch's full backward hooks skip, else None."""
+    if isinstance(output, dict):  # before dataclasses: HF's ModelOutput is both, and reads as a dict
+        return "a dict"
+    if is_dataclass_value(output):
+        return f"a dataclass ({type(output).__name__})"
+    return None
+
+
+SCRIPTED_ROOT = (
+    "the model is a torch.jit.script module: ScriptModules take no hooks, so no module shows a shape or "
+    "fires a hook; explore the model before scripting it"
+)
+
+
+def unwatched_note(unwatched: list[str]) -> str | None:
+    """Which torch.jit.script modules the explorer cannot watch (they take no hooks); None when there are none."""
+    if not unwatched:
+        return None
+    if "" in unwatched:
+        return SCRIPTED_ROOT
+    names = ", ".join(repr(path) for path in unwatched)
+    theirs = "its" if len(unwatched) == 1 else "their"
+    return f"torch.jit.script modules take no hooks: {names} (and {theirs} submodules) show no shape and fire no hooks"
 
 
 def compiled_note(model: nn.Module) -> str | None:

@@ -21,24 +21,26 @@ from .codegen import hook_code
 from .compare import BackwardComparison, compare_backward
 from .dataflow import dataflow_graph
 from .diagnose import first_nonfinite, summary_rows
-from .diagnostics import compiled_note, explain_collision, inplace_culprit, is_inplace_collision
+from .diagnostics import SCRIPTED_ROOT, compiled_note, explain_collision, inplace_culprit, is_inplace_collision
 from .export import export_captures
-from .graph import GraphRecorder
+from .graph import GraphRecorder, no_graph_reason
 from .graph_state import RecordedGraph
 from .hooks import FULL_BACKWARD_KINDS, HookInfo, HookRegistry, TimelineEvent
 from .inputs import Inputs, Target, backward_score, call_model, describe_inputs
 from .kinds import KINDS, resolve_kind
 from .modelstate import preserved_state
+from .nested import tensors_in
 from .optim import UpdateRatioMonitor
 from .targets import resolve_target
-from .tree import ProbeResult, build_tree, probe
+from .tree import ProbeResult, build_tree, hookable_modules, probe
 
 
 class Explorer:
     """Hooks on a model, what they captured, and runs that leave the model as found.
 
     Use as a context manager or call ``close()``; a finalizer removes the hooks if the explorer is
-    dropped unclosed.
+    dropped unclosed. ``unwatched`` lists the outermost torch.jit.script modules (``""``: the model itself),
+    which take no hooks, so they and their submodules show no shape and fire no hooks.
     """
 
     def __init__(
@@ -62,10 +64,13 @@ class Explorer:
         self._monitors: list[tuple[torch.optim.Optimizer | None, UpdateRatioMonitor]] = []
         self._finalizer = weakref.finalize(self, _close_all, self._registry.close, self._monitors)
         self.probe_error: str | None = None
+        self.unwatched: list[str] = []
         self._graph = RecordedGraph()
         self.tree = build_tree(model, self._probe())
 
     def _probe(self) -> ProbeResult | None:
+        # Named without a run, so they are known also without example inputs or when the probe fails.
+        self.unwatched = hookable_modules(self.model)[1]
         if self.example_inputs is None:
             return None
         try:
@@ -114,9 +119,16 @@ class Explorer:
         ``action`` is ``capture``, ``stats``, ``print`` or a callable with torch's signature for the
         kind; ``edit`` (e.g. ``("scale", 2.0)``) changes the value before the action sees it.
         """
+        if isinstance(self.model, torch.jit.ScriptModule):  # torch refuses even get_submodule on one
+            raise ValueError(SCRIPTED_ROOT)
         family, obj = resolve_target(self.model, target)
         kinds = [kind] if isinstance(kind, str) else list(kind)
         specs = [resolve_kind(k, target, family) for k in kinds]  # all validated before any is attached
+        if isinstance(obj, torch.jit.ScriptModule) and any(s.family == "module" for s in specs):
+            raise ValueError(
+                f"module {target!r} is a torch.jit.script module ({type(obj).__name__}): ScriptModules take no "
+                "hooks; hook a module around it, or its parameters (kind 'grad'), or explore it before scripting"
+            )
         if family == "node":
             self._check_node_id(target)
         if (
@@ -200,8 +212,18 @@ class Explorer:
                 if record_graph:
                     self._graph.keep(recorder)  # before the backward frees what the nodes saved
             if target is not None:
-                backward_score(output, target).backward()
+                score = backward_score(output, target)
+                if not score.requires_grad:  # torch would only say "element 0 of tensors does not require grad"
+                    raise ValueError(self._why_no_backward(output, inputs))
+                score.backward()
         return _detached(output)
+
+    def _why_no_backward(self, output: Any, inputs: Inputs) -> str:
+        """Why a run's score has no gradient to propagate, and what to do about it."""
+        grad_mode = (torch.is_grad_enabled(), torch.is_inference_mode_enabled())
+        inputs_grad = any(t.requires_grad for t in tensors_in(inputs))
+        reason = no_graph_reason(self.model, output, grad_mode, inputs_grad).removeprefix("no graph: ")
+        return f"run(target=...) has nothing to backpropagate: {reason}"
 
     def graph(self, inputs: Inputs | None = None, *, saved_tensors: bool = True) -> dict[str, Any]:
         """The autograd graph of the last recorded run as plain data (DESIGN.md, Data shapes).

@@ -268,7 +268,7 @@ def output_roots(output: Any) -> list[Node]:
     return list(roots)
 
 
-def _no_graph_reason(model: nn.Module, output: Any, grad_mode: tuple[bool, bool], inputs_grad: bool) -> str:
+def no_graph_reason(model: nn.Module, output: Any, grad_mode: tuple[bool, bool], inputs_grad: bool) -> str:
     """Why a forward left no autograd graph, and what to do about it."""
     name = type(model).__name__
     grad_enabled, inference = grad_mode
@@ -390,7 +390,7 @@ class GraphRecorder:
         roots = output_roots(output)
         if not roots:
             model = self._tracker._model()
-            reason = _no_graph_reason(model, output, call.grad_mode, call.inputs_grad) if model is not None else None
+            reason = no_graph_reason(model, output, call.grad_mode, call.inputs_grad) if model is not None else None
             if self.on_graph is None:
                 self._result = reason
             return

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from ..core.capture import DEFAULT_MEMORY_BUDGET
+from ..core.diagnostics import SCRIPTED_ROOT, unwatched_note
 from ..core.explorer import Explorer, explain_run_error
 from ..core.hooks import HookInfo
 from ..core.inputs import Inputs, Target
@@ -60,8 +61,8 @@ class HookExplorer(Explorer):
 
     def _probe(self) -> ProbeResult | None:
         """The base class's probe run, also noting the top classes of its output for the run bar's target picker."""
-        if self.example_inputs is None:
-            return None
+        if self.example_inputs is None or isinstance(self.model, torch.jit.ScriptModule):
+            return super()._probe()  # a scripted model takes no hooks, so no top classes: the view names it
         top: list[list[float]] = []
 
         def note_top(module: nn.Module, args: Any, output: Any) -> None:
@@ -79,7 +80,8 @@ class HookExplorer(Explorer):
     def view(self) -> ExplorerView:
         """The widget showing this explorer (created on first use)."""
         if self._view is None:
-            view = ExplorerView(tree=self.tree, hook_kinds=ALL_KINDS, error=self.probe_error or "")
+            notes = [self.probe_error, unwatched_note(self.unwatched)]
+            view = ExplorerView(tree=self.tree, hook_kinds=ALL_KINDS, error="\n\n".join(n for n in notes if n))
             view.status = {"state": "idle", "message": "", "top": self._probe_top}  # Run can pick a class at once
             # The view is kept alive by the widget registry; it must not keep the explorer alive.
             on_msg = weakref.WeakMethod(self._on_message)
@@ -303,12 +305,25 @@ class HookExplorer(Explorer):
         if view is None or self._model is None:
             return
         view.hooks = hooks_payload(self.hooks)  # first: the badge a click waits for leaves before the rest
-        view.selection = selection_payload(self, view.selected)
+        view.selection = self._selection(view.selected)
         view.memory = memory_payload(self)
         view.diagnostics = self.diagnostics
         sync_graph(view, self._graph.data)  # a run with record_graph=True recorded a new one
         if plots:
             self._sync_plots()
+
+    def _selection(self, target: str) -> dict[str, Any]:
+        """The ``selection`` payload; on a scripted model no kinds, since torch refuses even get_submodule there."""
+        if isinstance(self.model, torch.jit.ScriptModule):
+            return {
+                "target": target,
+                "family": "none",
+                "kinds": [],
+                "details": [],
+                "params": [],
+                "problem": SCRIPTED_ROOT,
+            }
+        return selection_payload(self, target)
 
     def _sync_plots(self) -> None:
         view = self._view

@@ -1,5 +1,6 @@
 import threading
 import warnings
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -222,3 +223,36 @@ def test_explorer_compare_backward_shows_the_linear_discrepancy():
     rows = {row["slot"]: row for row in result.table()}
     assert rows["grad_input[0]"]["legacy_shape"] == (2,) and rows["grad_input[0]"]["full_shape"] == (4, 3)
     assert rows["grad_output[0]"]["max_abs_diff"] == 0.0
+
+
+@dataclass
+class Prediction:
+    loss: torch.Tensor | None
+    logits: torch.Tensor
+
+
+class TanhHead(nn.Module):
+    """Linear then Tanh, returning the logits as they are or in a dataclass behind a None field."""
+
+    def __init__(self, wrap: bool) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+        self.act = nn.Tanh()
+        self.wrap = wrap
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor | Prediction:
+        y = self.act(self.fc(x))
+        return Prediction(None, y) if self.wrap else y
+
+
+def test_a_dataclass_output_is_scored_by_its_first_tensor_like_a_plain_output():
+    x = torch.randn(4, 3, requires_grad=True)
+    results = []
+    for wrap in (False, True):
+        torch.manual_seed(0)
+        results.append(compare_backward(TanhHead(wrap), "act", x))
+    plain, wrapped = results
+    assert plain.matches and wrapped.matches
+    for name in ("legacy_grad_input", "full_grad_input", "legacy_grad_output", "full_grad_output"):
+        torch.testing.assert_close(getattr(wrapped, name), getattr(plain, name), rtol=0, atol=0)
+    torch.testing.assert_close(wrapped.full_grad_output[0], torch.ones(4, 2))  # the default score sums the logits

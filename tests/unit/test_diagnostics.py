@@ -1,6 +1,7 @@
 """The pitfalls the engine recognises: in-place collisions, dict outputs, no_grad, compiled models."""
 
 import warnings
+from dataclasses import dataclass
 
 import pytest
 import torch
@@ -128,6 +129,53 @@ def test_dict_output_says_why_and_records_output_gradients_with_tensor_hooks():
         assert "backward" not in ex.captures["block"]
     torch.testing.assert_close(grads["grad_output.a"], torch.ones(2, 3))
     torch.testing.assert_close(grads["grad_output.b"], torch.full((2,), 3.0))
+
+
+@dataclass
+class Hidden:
+    state: torch.Tensor
+    pooled: torch.Tensor
+
+
+class DataclassOut(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.lin(x)
+        return Hidden(y * 2, y.sum(dim=1))
+
+
+class UsesDataclass(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.block = DataclassOut()
+        self.head = nn.Linear(3, 2)
+
+    def forward(self, x):
+        out = self.block(x)
+        return self.head(out.state) + out.pooled[:, None]
+
+
+def test_dataclass_output_says_why_full_backward_hooks_see_nothing():
+    model = UsesDataclass()
+    with Explorer(model) as ex:
+        full = ex.attach("block", "backward")
+        pre = ex.attach("block", "backward_pre")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torch's own warning about the dataclass
+            ex.run(torch.randn(2, 3), target=0)
+        assert full.note == (
+            "output is a dataclass (Hidden): full backward hooks cannot fire on it (torch needs a Tensor or a "
+            "tuple); attach 'grad' to record the output gradients"
+        )
+        assert pre.note.startswith("output is a dataclass (Hidden)") and "'grad' tensor hooks" in pre.note
+        assert "backward" not in ex.captures["block"]
+        grads = {name: t for rec in ex.captures["block"]["backward_pre"] for name, t in rec.tensors.items()}
+    torch.testing.assert_close(grads["grad_output.pooled"], torch.ones(2))  # class 0's score adds each pooled once
+    torch.testing.assert_close(grads["grad_output.state"], model.head.weight[0].detach().expand(2, 3))
 
 
 def test_backward_hooks_under_no_grad_say_they_are_not_armed():

@@ -83,3 +83,21 @@ def test_what_is_no_class_target_is_refused_with_the_forms_that_are(target):
 def test_constructor_rejects_a_non_module():
     with pytest.raises(TypeError, match="needs a torch.nn.Module, got function"):
         Explorer(lambda x: x)
+
+
+class NoParams(torch.nn.Module):
+    """Softmax scores with nothing to train: with an input that needs no grad there is no graph."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.softmax(-1)
+
+
+def test_a_target_with_nothing_to_backpropagate_says_why_and_how_to_fix():
+    x = torch.randn(2, 3)
+    with Explorer(NoParams()) as ex:
+        with pytest.raises(ValueError, match=r"nothing to backpropagate: nothing in NoParams's forward requires grad"):
+            ex.run(x, target=0)
+        assert ex.run(x.requires_grad_(), target=0).shape == (2, 3)  # the advice works
+    inference = pytest.raises(ValueError, match=r"ran under torch.inference_mode\(\), so autograd recorded nothing")
+    with Explorer(torch.nn.Linear(3, 2)) as ex, torch.inference_mode(), inference:
+        ex.run(torch.randn(2, 3), target=0)

@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer, build_tree, probe
+from hookwidgets.core.diagnostics import SCRIPTED_ROOT, unwatched_note
 from hookwidgets.core.tree import describe_shape
 
 from ..conftest import hook_state
@@ -142,6 +143,41 @@ def test_probe_skips_script_modules_names_them_and_shapes_the_rest():
     ex = Explorer(model, example_inputs=torch.randn(2, 4))
     assert ex.probe_error is None
     assert _node(ex.tree, "1")["shape"] == [2, 4] and _node(ex.tree, "0")["shape"] is None
+
+
+def test_explorer_names_its_script_modules_and_refuses_module_hooks_on_them():
+    model = script_model()
+    before = hook_state(model)
+    x = torch.randn(2, 4)
+    ex = Explorer(model, example_inputs=x)
+    assert ex.unwatched == ["0"] and Explorer(model).unwatched == ["0"]  # also known without example inputs
+    assert unwatched_note(ex.unwatched) == (
+        "torch.jit.script modules take no hooks: '0' (and its submodules) show no shape and fire no hooks"
+    )
+    with pytest.raises(ValueError, match=r"module '0' is a torch.jit.script module \(RecursiveScriptModule\): Scr"):
+        ex.attach("0", "forward")
+    with pytest.raises(ValueError, match="module '0.0' is a torch.jit.script module"):
+        ex.attach("0.0", ["forward", "backward"])
+    assert ex.hooks == [] and hook_state(model) == before
+    grad = ex.attach("0.0.weight", "grad")  # its parameters still take tensor hooks
+    ex.run(x, target=lambda out: out.sum())
+    (rec,) = ex.captures["0.0.weight"][grad.kind]
+    model(x).sum().backward()
+    torch.testing.assert_close(rec.tensor, model.get_parameter("0.0.weight").grad)
+    ex.close()
+    assert hook_state(model) == before
+
+
+def test_a_scripted_model_is_unwatched_as_a_whole_and_attach_says_why():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        model = torch.jit.script(nn.Sequential(nn.Linear(4, 3)))
+    ex = Explorer(model, example_inputs=torch.randn(2, 4))
+    assert ex.probe_error is None and ex.unwatched == [""] and ex.tree["shape"] is None
+    assert unwatched_note(ex.unwatched) == SCRIPTED_ROOT
+    with pytest.raises(ValueError, match="the model is a torch.jit.script module: ScriptModules take no hooks"):
+        ex.attach("0", "forward")
+    assert ex.hooks == []
 
 
 def test_probe_removes_the_hooks_registered_before_a_failing_registration():

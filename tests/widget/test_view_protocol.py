@@ -1,12 +1,15 @@
 """Drive the explorer's view through the same comm messages the browser sends."""
 
 import json
+import warnings
 
 import pytest
 import torch
 from ipywidgets.widgets.widget import _remove_buffers
+from torch import nn
 
 from hookwidgets import HookExplorer
+from hookwidgets.core.diagnostics import SCRIPTED_ROOT
 
 from ..conftest import hook_state
 from ._messages import browser_sends, browser_sets
@@ -152,3 +155,36 @@ def test_backward_kinds_from_the_inspector_draw_gradient_maps(explorer):
     assert "grad_output.0" in item["title"]
     record = explorer.captures["features.act"]["backward_pre"][0]
     assert record.tensor.abs().sum() > 0
+
+
+def scripted(module: nn.Module) -> torch.jit.ScriptModule:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch.jit is deprecated, yet models still ship it
+        return torch.jit.script(module)
+
+
+def test_script_modules_are_named_in_the_widget_and_attaching_to_one_says_why():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Sequential(scripted(nn.Linear(4, 4)), nn.ReLU()), nn.Linear(4, 3))
+    ex = HookExplorer(model, example_inputs=torch.randn(2, 4))
+    view = ex.view
+    note = "torch.jit.script modules take no hooks: '0.0' (and its submodules) show no shape and fire no hooks"
+    assert view.error == note
+    assert sorted(c for c, _ in view.status["top"]) == [0, 1, 2]  # the root still takes the probe's hook
+    browser_sends(view, kind="attach", target="0.0", hook="forward")
+    assert "module '0.0' is a torch.jit.script module" in view.error and view.status["state"] == "error"
+    assert view.hooks == []
+    ex.close()
+    without_inputs = HookExplorer(model)
+    assert without_inputs.view.error == note  # named without a run
+    without_inputs.close()
+
+
+def test_a_scripted_model_opens_in_the_widget_and_says_it_takes_no_hooks():
+    model = scripted(nn.Sequential(nn.Linear(4, 3)))
+    ex = HookExplorer(model, example_inputs=torch.randn(2, 4))
+    view = ex.view
+    assert view.error == SCRIPTED_ROOT and view.status["top"] == []
+    assert [c["path"] for c in view.tree["children"]] == ["0"] and view.tree["shape"] is None
+    assert view.selection["kinds"] == [] and view.selection["problem"] == SCRIPTED_ROOT
+    ex.close()
