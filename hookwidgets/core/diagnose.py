@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -81,23 +82,59 @@ def summary_rows(store: CaptureStore) -> list[dict[str, Any]]:
     Forward kinds fill ``act_*`` columns, backward kinds ``grad_*`` (from grad_output), so
     ``ex.attach("", ["global_forward", "global_grad"], action="stats")`` gives the full table.
     ``act_order`` and ``grad_order`` say when, within its step, the module's forward finished and its
-    gradient arrived (0 first): where a NaN appeared first.
+    gradient arrived (0 first): where a NaN appeared first. A module called several times in a step
+    gets statistics over all its calls, as if their tensors were one (``act_calls``/``grad_calls`` say
+    how many): a NaN in any call shows, not only in the last.
     """
     rows: dict[tuple[int, str], dict[str, Any]] = {}
     arrivals: dict[tuple[int, str], int] = {}
+    # (step, target, kind) -> calls so far and their statistics combined. By kind, not by column: two kinds
+    # filling one column (forward and global_forward stats on one module) see the same tensors, once each.
+    seen: dict[tuple[int, str, str], tuple[int, dict[str, float]]] = {}
     records, _ = store.snapshot()  # arrival order: the order the hooks fired
     for record in records:
         prefix = SUMMARY_KINDS.get(record.kind)
         if prefix is None or record.stats is None:
             continue
         row = rows.setdefault((record.step, record.target), {"step": record.step, "target": record.target})
+        key = (record.step, record.target, record.kind)
+        calls, stats = seen.get(key, (0, None))
+        stats = record.stats if stats is None else combine_stats(stats, record.stats)
+        seen[key] = (calls + 1, stats)
         for field in SUMMARY_FIELDS:
-            row[f"{prefix}_{field}"] = record.stats[field]
+            row[f"{prefix}_{field}"] = stats[field]
+        row[f"{prefix}_calls"] = calls + 1
         if f"{prefix}_order" not in row:
-            seen = arrivals.get((record.step, prefix), 0)
-            row[f"{prefix}_order"] = seen
-            arrivals[(record.step, prefix)] = seen + 1
+            order = arrivals.get((record.step, prefix), 0)
+            row[f"{prefix}_order"] = order
+            arrivals[(record.step, prefix)] = order + 1
     return [rows[key] for key in sorted(rows)]
+
+
+def combine_stats(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    """The statistics of two tensors taken as one (``tensor_stats`` of both concatenated, within rounding)."""
+    fa, fb = a["numel"] - a["nan"] - a["inf"], b["numel"] - b["nan"] - b["inf"]  # finite values of each
+    numel, finite = a["numel"] + b["numel"], fa + fb
+    mean = std = norm = mn = mx = math.nan
+    if finite:
+        parts = [(f, s) for f, s in ((fa, a), (fb, b)) if f]
+        mean = sum(f * s["mean"] for f, s in parts) / finite
+        squares = sum(f * (s["std"] ** 2 + s["mean"] ** 2) for f, s in parts) / finite
+        std = math.sqrt(max(squares - mean * mean, 0.0))
+        norm = math.sqrt(sum(s["norm"] ** 2 for _, s in parts))
+        mn, mx = min(s["min"] for _, s in parts), max(s["max"] for _, s in parts)
+    zeros = a["zero_fraction"] * a["numel"] + b["zero_fraction"] * b["numel"]
+    return {
+        "mean": mean,
+        "std": std,
+        "min": mn,
+        "max": mx,
+        "norm": norm,
+        "zero_fraction": zeros / numel if numel else 0.0,
+        "nan": a["nan"] + b["nan"],
+        "inf": a["inf"] + b["inf"],
+        "numel": numel,
+    }
 
 
 def first_nonfinite_row(rows: list[dict[str, Any]]) -> str | None:

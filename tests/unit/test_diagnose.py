@@ -1,3 +1,4 @@
+import math
 import warnings
 
 import pytest
@@ -141,3 +142,46 @@ def test_first_nonfinite_checks_nested_tensors_through_their_components():
         with torch.no_grad():
             enc.layers[1].linear1.bias[0] = float("inf")
         assert ex.first_nonfinite() == "layers.1.linear1"
+
+
+class SharedLog(nn.Module):
+    """Calls one Log module twice: the first call gets negative inputs (NaN), the second positive ones."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.log = Log()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.log(x - 2.0).nan_to_num() + self.log(x + 2.0)
+
+
+def test_summary_rows_of_a_module_called_twice_cover_both_calls():
+    x = torch.tensor([[0.5, 1.0, -1.0, 1.5]])
+    with Explorer(SharedLog()) as ex:
+        ex.attach("", ["global_forward"], action="stats")
+        ex.attach("log", "forward", action="stats")  # a second kind on the same column counts the calls once
+        ex.run(x)
+        (row,) = [r for r in ex.summary() if r["target"] == "log"]
+    both = torch.cat([torch.log(x - 2.0), torch.log(x + 2.0)], dim=1)
+    finite = both[both.isfinite()]
+    assert row["act_calls"] == 2
+    assert row["act_nan"] == int(both.isnan().sum()) == 4  # the NaN of the first call is not hidden by the second
+    assert row["act_mean"] == pytest.approx(finite.mean().item())
+    assert row["act_std"] == pytest.approx(finite.std(unbiased=False).item())
+    assert row["act_norm"] == pytest.approx(torch.linalg.vector_norm(finite).item())
+    assert row["act_zero_fraction"] == pytest.approx((both == 0).float().mean().item())
+    assert first_nonfinite_row(ex.summary()) == "log"
+
+
+def test_combined_statistics_equal_those_of_the_tensors_concatenated():
+    from hookwidgets.core.diagnose import combine_stats
+    from hookwidgets.core.stats import tensor_stats
+
+    torch.manual_seed(0)
+    a, b = torch.randn(50) * 3 + 1, torch.cat([torch.zeros(5), torch.tensor([math.inf, math.nan]), torch.randn(20)])
+    combined, whole = combine_stats(tensor_stats(a), tensor_stats(b)), tensor_stats(torch.cat([a, b]))
+    assert combined.keys() == whole.keys()
+    for key, value in whole.items():
+        assert combined[key] == pytest.approx(value, rel=1e-5), key
+    empty = combine_stats(tensor_stats(torch.tensor([math.nan])), tensor_stats(torch.tensor([math.inf])))
+    assert math.isnan(empty["mean"]) and empty["nan"] == 1 and empty["inf"] == 1 and empty["numel"] == 2

@@ -106,7 +106,7 @@ def test_the_summary_is_a_layers_by_steps_heatmap_with_missing_and_nonfinite_cel
     framed = [(p.get_x() + 0.45, p.get_y() + 0.45) for p in ax.patches]
     assert sorted(framed) == [(3.0, 0.0), (3.0, 1.0), (3.0, 2.0), (3.0, 3.0)]
     assert _has_magenta(fig)
-    with pytest.raises(ValueError, match="no field 'grad_nrm' in the summary; fields are act_inf"):
+    with pytest.raises(ValueError, match="no field 'grad_nrm' in the summary; fields are act_calls, act_inf"):
         summary_heatmap_figure(rows, "grad_nrm")
 
 
