@@ -41,16 +41,16 @@ def tensor_stats(t: torch.Tensor) -> dict[str, float]:
     if fused is not None:
         total, squares, mn, mx, nonzero, maybe_nonfinite = fused
         if not maybe_nonfinite:
-            mean, std = _mean_std(x, total, squares, mn, mx)
-            return _result(mean, std, mn, mx, math.sqrt(squares), (numel - nonzero) / numel, 0, 0, numel)
+            mean, std, norm = _moments(x, total, squares, mn, mx)
+            return _result(mean, std, mn, mx, norm, (numel - nonzero) / numel, 0, 0, numel)
         return _nonfinite_stats(x.detach().reshape(-1), (numel - nonzero) / numel)
     x = x.reshape(-1)
     # min/max propagate NaN and Inf, so they double as the finiteness check: the common all-finite
     # case needs no isfinite pass, no masking copy and a single transfer to the host.
     total, squares, mn, mx, nonzero = _reduce(x)
     if math.isfinite(mn) and math.isfinite(mx):
-        mean, std = _mean_std(x, total, squares, mn, mx)
-        return _result(mean, std, mn, mx, math.sqrt(squares), (numel - nonzero) / numel, 0, 0, numel)
+        mean, std, norm = _moments(x, total, squares, mn, mx)
+        return _result(mean, std, mn, mx, norm, (numel - nonzero) / numel, 0, 0, numel)
     zeros = _to_host((x == 0).sum())[0]  # the fast nonzero count is NaN once a NaN is in it
     return _nonfinite_stats(x, zeros / numel)
 
@@ -120,6 +120,24 @@ def _sum_of_squares(x: torch.Tensor) -> torch.Tensor:
     return total + torch.dot(x[split:], x[split:]) if split < x.numel() else total
 
 
+def _moments(x: torch.Tensor, total: float, squares: float, mn: float, mx: float) -> tuple[float, float, float]:
+    """Mean, population std and L2 norm of finite values from their sums; rescaled when the sums overflowed.
+
+    Large finite float32 values (1e20) overflow a float32 sum of squares: the norm and std would read
+    inf beside an inf count of 0. Those rare tensors are summed again in float64, divided by their
+    largest magnitude, so that even float64 values near its limit stay finite.
+    """
+    if math.isfinite(total) and math.isfinite(squares):
+        mean, std = _mean_std(x, total, squares, mn, mx)
+        return mean, std, math.sqrt(squares)
+    scale = max(abs(mn), abs(mx))
+    y = x.detach().reshape(-1).to(torch.float64) / scale
+    std, mean = torch.std_mean(y, correction=0)
+    norm = torch.linalg.vector_norm(y)
+    mean, std, norm = _to_host(mean, std, norm)
+    return mean * scale, std * scale, norm * scale
+
+
 def _mean_std(x: torch.Tensor, total: float, squares: float, mn: float, mx: float) -> tuple[float, float]:
     """Mean and population std from the sum and sum of squares; a second pass when that would cancel."""
     # Welford (torch.std_mean) is ~30x slower than a sum on the CPU, so the variance comes from the
@@ -147,8 +165,8 @@ def _nonfinite_stats(x: torch.Tensor, zero_fraction: float) -> dict[str, float]:
     values = x[finite]
     fused = fused_sums(values)
     total, squares, mn, mx, _ = fused[:5] if fused is not None else _reduce(values)
-    mean, std = _mean_std(values, total, squares, mn, mx)
-    return _result(mean, std, mn, mx, math.sqrt(squares), zero_fraction, nan, inf, x.numel())
+    mean, std, norm = _moments(values, total, squares, mn, mx)
+    return _result(mean, std, mn, mx, norm, zero_fraction, nan, inf, x.numel())
 
 
 def _to_host(*scalars: torch.Tensor) -> list[float]:

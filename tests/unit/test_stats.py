@@ -249,3 +249,23 @@ def test_the_memo_recomputes_inference_tensors_which_have_no_version_counter():
         assert memo.stats(t)["mean"] == 2.0
     plain = torch.ones(4)
     assert memo.stats(plain) is memo.stats(plain)  # ordinary tensors are still remembered
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        torch.randn(1000) * 1e20,  # finite float32 whose squares overflow float32
+        torch.cat([torch.randn(1000) * 1e20, torch.tensor([math.nan, -math.inf])]),  # and with non-finite ones
+        torch.randn(300, dtype=torch.float64) * 1e200,  # finite float64 whose squares overflow float64
+    ],
+)
+def test_large_finite_values_keep_a_finite_norm_and_std(values):
+    got = tensor_stats(values)
+    finite = values[values.isfinite()].to(torch.float64)
+    scale = finite.abs().max()
+    assert got["inf"] == int(values.isinf().sum()) and got["nan"] == int(values.isnan().sum())
+    assert got["norm"] == pytest.approx((torch.linalg.vector_norm(finite / scale) * scale).item(), rel=1e-5)
+    assert got["std"] == pytest.approx((finite / scale).std(unbiased=False).item() * scale.item(), rel=1e-5)
+    assert got["mean"] == pytest.approx(
+        (finite / scale).mean().item() * scale.item(), rel=1e-4, abs=1e-6 * scale.item()
+    )
