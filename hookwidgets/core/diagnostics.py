@@ -11,6 +11,19 @@ from .nested import is_dataclass_value
 
 _INPLACE_VIEW_ERROR = "BackwardHookFunction is a view and is being modified inplace"
 
+NOT_RUN = "did not run in the example forward"
+"""How ``not_run_note`` begins: the note goes once the hook fires."""
+
+
+def not_run_note(target: str, module: nn.Module) -> str:
+    """Why module hooks on a module the model never calls will not fire, and what to hook instead."""
+    return (
+        f"{target!r} ({type(module).__name__}) {NOT_RUN}: its parent never calls it (it may use its parameters "
+        "directly, as MultiheadAttention does with out_proj, or hold modules it runs itself, as a ModuleDict "
+        "does), so its module hooks will not fire there; hook the module that calls it, or its parameters (kind 'grad')"
+    )
+
+
 NOT_ARMED = (
     "not armed: the forward ran without grad (torch.no_grad / inference_mode, or nothing upstream "
     "requires grad), so backward hooks cannot fire for this call"

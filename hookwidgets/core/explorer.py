@@ -21,7 +21,14 @@ from .codegen import hook_code
 from .compare import BackwardComparison, compare_backward
 from .dataflow import dataflow_graph
 from .diagnose import first_nonfinite, summary_rows
-from .diagnostics import SCRIPTED_ROOT, compiled_note, explain_collision, inplace_culprit, is_inplace_collision
+from .diagnostics import (
+    SCRIPTED_ROOT,
+    compiled_note,
+    explain_collision,
+    inplace_culprit,
+    is_inplace_collision,
+    not_run_note,
+)
 from .export import export_captures
 from .graph import GraphRecorder, no_graph_reason
 from .graph_state import RecordedGraph
@@ -66,7 +73,9 @@ class Explorer:
         self.probe_error: str | None = None
         self.unwatched: list[str] = []
         self._graph = RecordedGraph()
-        self.tree = build_tree(model, self._probe())
+        probed = self._probe()
+        self._ran: set[int] | None = probed.called if probed is not None else None  # modules the probe saw run
+        self.tree = build_tree(model, probed)
 
     def _probe(self) -> ProbeResult | None:
         # Named without a run, so they are known also without example inputs or when the probe fails.
@@ -149,6 +158,9 @@ class Explorer:
             for info in infos:
                 self._registry.detach(info.target, info.kind)
             raise
+        if family == "module" and self._ran is not None and id(obj) not in self._ran:
+            for info in infos:
+                info.note = not_run_note(target, obj)
         note = compiled_note(self.model)
         if note:
             warnings.warn(note, stacklevel=2)
@@ -205,6 +217,8 @@ class Explorer:
         with preserved_state(self.model), torch.enable_grad(), warnings.catch_warnings():
             # torch warns on every backward when a first layer's inputs need no grad; the hook's note says it once
             warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed")
+            # torch repeats this at every forward of a module with a dict output; the hook's note says it once
+            warnings.filterwarnings("ignore", message="For backward hooks to be called, module output should be")
             try:
                 with recorder:
                     output = call_model(self.model, inputs)

@@ -22,7 +22,7 @@ from torch.utils.hooks import RemovableHandle
 from . import native
 from .actions import Firing, check_action, named_tensors, perform
 from .capture import CaptureStore
-from .diagnostics import explain_collision, inplace_culprit, is_inplace_collision
+from .diagnostics import NOT_RUN, explain_collision, inplace_culprit, is_inplace_collision
 from .edits import normalize_edits
 from .foreign import foreign_hooks
 from .kinds import MODULE_KINDS, Kind, check_callable
@@ -332,6 +332,8 @@ class HookRegistry(KindRegistrations):
         if self._suspended:
             return None
         info.fired += 1
+        if info.fired == 1 and info.note is not None and NOT_RUN in info.note:
+            info.note = None  # it runs after all (another input took another path)
         self.timeline.append(TimelineEvent(firing.step, phase, firing.target, firing.kind, firing.call))
         try:
             return perform(

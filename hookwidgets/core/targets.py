@@ -53,6 +53,9 @@ def resolve_target(model: nn.Module, target: str) -> tuple[str, nn.Module | nn.P
         return "param", params[target]
     if _is_node_id(target):
         return "node", target
+    parametrized = _parametrized_hint(model, target, params)
+    if parametrized:
+        raise KeyError(parametrized)
     candidates = [p for p in module_paths(model) if p] + list(params)
     close = difflib.get_close_matches(target, candidates, n=3, cutoff=0.5)
     hint = (
@@ -74,3 +77,22 @@ def _is_node_id(target: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _parametrized_hint(model: nn.Module, target: str, params: dict[str, nn.Parameter]) -> str | None:
+    """For a tensor a parametrization computes (``weight_norm``'s weight): what can be hooked instead."""
+    owner_path, _, name = target.rpartition(".")
+    try:
+        owner = model.get_submodule(owner_path)
+    except AttributeError:
+        return None
+    parametrizations = getattr(owner, "parametrizations", None)
+    if not isinstance(parametrizations, nn.ModuleDict) or name not in parametrizations:
+        return None
+    base = f"{owner_path}.parametrizations.{name}" if owner_path else f"parametrizations.{name}"
+    originals = [p for p in params if p.startswith(base + ".original")]
+    kinds = ", ".join(type(m).__name__ for m in parametrizations[name])
+    return (
+        f"{target!r} is no parameter: a parametrization ({kinds}) computes it from {', '.join(map(repr, originals))}; "
+        f"hook those parameters (kind 'grad'), or the module {base!r}, whose forward output is the computed {name}"
+    )

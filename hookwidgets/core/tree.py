@@ -23,6 +23,7 @@ class ProbeResult:
     shapes: dict[str, list[int | str]]
     dtypes: dict[str, str]
     unwatched: list[str] = field(default_factory=list)
+    called: set[int] = field(default_factory=set)  # ids of the modules whose forward ran
 
 
 def _within(path: str, prefix: str) -> bool:
@@ -99,6 +100,7 @@ def probe(model: nn.Module, inputs: Inputs) -> ProbeResult:
 
     def note_output(path: str):
         def hook(module: nn.Module, args: Any, output: Any) -> None:
+            result.called.add(id(module))
             tensor = _first_tensor(output)
             if tensor is None or path in result.shapes:  # first call wins for shared modules
                 return

@@ -131,6 +131,17 @@ def test_dict_output_says_why_and_records_output_gradients_with_tensor_hooks():
     torch.testing.assert_close(grads["grad_output.b"], torch.full((2,), 3.0))
 
 
+def test_run_does_not_repeat_torchs_warning_about_a_dict_output_that_the_note_explains():
+    model = UsesDict()
+    with Explorer(model, example_inputs=torch.randn(2, 3)) as ex:
+        info = ex.attach("block", "backward")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ex.run(target=lambda out: out.sum())
+        assert not [w for w in caught if "module output should be a Tensor" in str(w.message)]
+        assert "output is a dict" in info.note
+
+
 @dataclass
 class Hidden:
     state: torch.Tensor

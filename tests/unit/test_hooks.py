@@ -491,9 +491,9 @@ def test_tensors_in_dataclass_outputs_are_captured_named_and_get_grad_hooks():
 def test_backward_pre_on_a_dataclass_output_falls_back_to_tensor_hooks():
     model, x = UsesScores(), torch.randn(2, 4)
     with Explorer(model) as ex:
-        ex.attach("head", "backward_pre")
-        with pytest.warns(UserWarning, match="module output should be a Tensor or a tuple"):
-            ex.run(x, target=lambda out: out.sum())
+        info = ex.attach("head", "backward_pre")
+        ex.run(x, target=lambda out: out.sum())  # torch's warning about the output is left to the note
+        assert "output is a dataclass (Scores)" in info.note
         (pre,) = ex.captures["head"]["backward_pre"]
     assert list(pre.tensors) == ["grad_output.logits"]
     torch.testing.assert_close(pre.tensor, torch.full((2, 3), 2.0))  # d(2 * logits).sum() / d logits
@@ -509,3 +509,32 @@ def test_an_edit_on_a_dataclass_output_rebuilds_it():
         (fwd,) = ex.captures["head"]["forward"]
     torch.testing.assert_close(out, 0.5 * expected)
     torch.testing.assert_close(fwd.tensors["output.logits"], 0.25 * expected)
+
+
+class TwoHeads(nn.Module):
+    """Attention whose out_proj never runs as a module, and two heads of which the input picks one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+        self.heads = nn.ModuleDict({"a": nn.Linear(8, 3), "b": nn.Linear(8, 3)})
+
+    def forward(self, x: torch.Tensor, head: str = "a") -> torch.Tensor:
+        return self.heads[head](self.attn(x, x, x, need_weights=False)[0])
+
+
+def test_module_hooks_on_a_module_the_example_forward_never_runs_say_why_until_it_runs():
+    torch.manual_seed(0)
+    model, x = TwoHeads(), torch.randn(2, 5, 8)
+    with Explorer(model, example_inputs=(x,)) as ex:
+        out_proj = ex.attach("attn.out_proj", "forward")
+        head_b, head_a = ex.attach("heads.b", "forward"), ex.attach("heads.a", "forward")
+        assert "'attn.out_proj' (NonDynamicallyQuantizableLinear) did not run in the example forward" in out_proj.note
+        assert "as MultiheadAttention does with out_proj" in out_proj.note and "kind 'grad'" in out_proj.note
+        assert "did not run in the example forward" in head_b.note and head_a.note is None
+        assert ex.attach("attn.out_proj.weight", "grad").note is None  # the advice: its parameters do get gradients
+        ex.run((x, "b"))
+        assert head_b.fired == 1 and head_b.note is None  # it ran after all: the note goes
+        assert out_proj.fired == 0 and "did not run" in out_proj.note
+    with Explorer(model) as ex:  # without example inputs nothing is known, so nothing is said
+        assert ex.attach("attn.out_proj", "forward").note is None

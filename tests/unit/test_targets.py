@@ -1,6 +1,8 @@
 import pytest
+import torch
 from torch import nn
 
+from hookwidgets.core import Explorer
 from hookwidgets.core.targets import resolve_module
 
 
@@ -32,3 +34,22 @@ def test_model_without_children_accepts_only_the_root():
 def test_non_string_path_is_a_type_error(cnn):
     with pytest.raises(TypeError, match="must be a string"):
         resolve_module(cnn, 3)
+
+
+def test_a_parametrized_weight_points_to_the_tensors_it_is_computed_from():
+    torch.manual_seed(0)
+    model = nn.Sequential(torch.nn.utils.parametrizations.weight_norm(nn.Linear(4, 3)))
+    x = torch.randn(2, 4)
+    with Explorer(model) as ex:
+        with pytest.raises(KeyError) as error:
+            ex.attach("0.weight", "grad")
+        message = str(error.value)
+        assert "'0.weight' is no parameter: a parametrization (_WeightNorm) computes it from" in message
+        assert "'0.parametrizations.weight.original0', '0.parametrizations.weight.original1'" in message
+        # both suggestions work: the computed weight is the forward output of the parametrization module
+        computed = ex.attach("0.parametrizations.weight", "forward")
+        ex.attach("0.parametrizations.weight.original1", "grad")
+        ex.run(x, target=0)
+        assert computed.fired >= 1
+        torch.testing.assert_close(ex.captures["0.parametrizations.weight"]["forward"][-1].tensor, model[0].weight)
+        assert ex.captures["0.parametrizations.weight.original1"]["grad"][-1].tensor.shape == (3, 4)
