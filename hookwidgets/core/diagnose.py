@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 from typing import Any
 
@@ -13,6 +12,7 @@ from .actions import named_tensors
 from .capture import CaptureStore
 from .inputs import Inputs, call_model
 from .modelstate import preserved_state
+from .stats import combine_stats
 from .tree import forward_hooks
 
 SUMMARY_FIELDS = ("norm", "mean", "std", "zero_fraction", "nan", "inf")
@@ -109,32 +109,6 @@ def summary_rows(store: CaptureStore) -> list[dict[str, Any]]:
             row[f"{prefix}_order"] = order
             arrivals[(record.step, prefix)] = order + 1
     return [rows[key] for key in sorted(rows)]
-
-
-def combine_stats(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
-    """The statistics of two tensors taken as one (``tensor_stats`` of both concatenated, within rounding)."""
-    fa, fb = a["numel"] - a["nan"] - a["inf"], b["numel"] - b["nan"] - b["inf"]  # finite values of each
-    numel, finite = a["numel"] + b["numel"], fa + fb
-    mean = std = norm = mn = mx = math.nan
-    if finite:
-        parts = [(f, s) for f, s in ((fa, a), (fb, b)) if f]
-        mean = sum(f * s["mean"] for f, s in parts) / finite
-        squares = sum(f * (s["std"] ** 2 + s["mean"] ** 2) for f, s in parts) / finite
-        std = math.sqrt(max(squares - mean * mean, 0.0))
-        norm = math.sqrt(sum(s["norm"] ** 2 for _, s in parts))
-        mn, mx = min(s["min"] for _, s in parts), max(s["max"] for _, s in parts)
-    zeros = a["zero_fraction"] * a["numel"] + b["zero_fraction"] * b["numel"]
-    return {
-        "mean": mean,
-        "std": std,
-        "min": mn,
-        "max": mx,
-        "norm": norm,
-        "zero_fraction": zeros / numel if numel else 0.0,
-        "nan": a["nan"] + b["nan"],
-        "inf": a["inf"] + b["inf"],
-        "numel": numel,
-    }
 
 
 def first_nonfinite_row(rows: list[dict[str, Any]]) -> str | None:

@@ -177,6 +177,23 @@ def _to_host(*scalars: torch.Tensor) -> list[float]:
     return torch.stack([v.to(torch.float64) for v in scalars]).tolist()
 
 
+def combine_stats(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
+    """The statistics of two tensors taken as one (``tensor_stats`` of both concatenated, within rounding)."""
+    fa, fb = a["numel"] - a["nan"] - a["inf"], b["numel"] - b["nan"] - b["inf"]  # finite values of each
+    numel, finite = a["numel"] + b["numel"], fa + fb
+    mean = std = norm = mn = mx = math.nan
+    if finite:
+        parts = [(f, s) for f, s in ((fa, a), (fb, b)) if f]
+        mean = sum(f * s["mean"] for f, s in parts) / finite
+        squares = sum(f * (s["std"] ** 2 + s["mean"] ** 2) for f, s in parts) / finite
+        std = math.sqrt(max(squares - mean * mean, 0.0))
+        norm = math.sqrt(sum(s["norm"] ** 2 for _, s in parts))
+        mn, mx = min(s["min"] for _, s in parts), max(s["max"] for _, s in parts)
+    zeros = a["zero_fraction"] * a["numel"] + b["zero_fraction"] * b["numel"]
+    zero_fraction = zeros / numel if numel else 0.0
+    return _result(mean, std, mn, mx, norm, zero_fraction, a["nan"] + b["nan"], a["inf"] + b["inf"], numel)
+
+
 def _result(
     mean: float, std: float, mn: float, mx: float, norm: float, zero_fraction: float, nan: int, inf: int, numel: int
 ) -> dict[str, float]:
