@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 
 import matplotlib.colors
 import matplotlib.image
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PatchCollection
 
 from hookwidgets.core import Explorer
 from hookwidgets.plots import (
@@ -29,6 +31,12 @@ from tests.conftest import SmallCNN
 
 PNG = b"\x89PNG\r\n\x1a\n"
 MAGENTA = np.array(matplotlib.colors.to_rgb(NONFINITE_COLOR))
+
+
+def _frames(ax) -> list[tuple[float, float]]:
+    """(step column, layer row) of each magenta frame the heatmap drew (one collection of rectangles)."""
+    paths = [path for c in ax.collections if isinstance(c, PatchCollection) for path in c.get_paths()]
+    return [(round(p.vertices[:, 0].min() + 0.45, 6), round(p.vertices[:, 1].min() + 0.45, 6)) for p in paths]
 
 
 def _has_magenta(fig) -> bool:
@@ -103,7 +111,7 @@ def test_the_summary_is_a_layers_by_steps_heatmap_with_missing_and_nonfinite_cel
     assert data.mask[3, 1]  # the missing cell is grey
     # The NaN input at step 4 reached every layer downstream of the input: their cells are framed.
     assert ax.get_title() == "act_norm (log) [4 NaN/Inf, magenta]"
-    framed = [(p.get_x() + 0.45, p.get_y() + 0.45) for p in ax.patches]
+    framed = _frames(ax)
     assert sorted(framed) == [(3.0, 0.0), (3.0, 1.0), (3.0, 2.0), (3.0, 3.0)]
     assert _has_magenta(fig)
     with pytest.raises(ValueError, match="no field 'grad_nrm' in the summary; fields are act_calls, act_inf"):
@@ -131,6 +139,25 @@ def test_a_long_history_writes_a_dozen_step_numbers_and_every_label_fits_the_fig
         assert box.x0 >= 0 and box.x1 <= width and box.y0 >= 0 and box.y1 <= height, text.get_text()
     colorbar_labels = fig.axes[1].get_yticklabels()
     assert max(t.get_window_extent(renderer).x1 for t in colorbar_labels) <= width
+
+
+def test_a_heatmap_of_thousands_of_layers_names_evenly_spaced_rows_and_frames_every_nonfinite_cell():
+    rows = [
+        {"step": step, "target": f"blocks.{i}", "grad_norm": 1.0 + i, "grad_nan": int(i % 500 == 7)}
+        for step in (1, 2)
+        for i in range(3000)
+    ]
+    fig = summary_heatmap_figure(rows, "grad_norm")
+    ax = fig.axes[0]
+    ticks = [int(t) for t in ax.get_yticks()]
+    assert len(ticks) <= 80 and ticks[0] == 0 and ticks[-1] == 2999
+    assert len({b - a for a, b in itertools.pairwise(ticks[:-1])}) == 1  # evenly spaced, then the last
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels[0] == "blocks.0" and labels[-1] == "blocks.2999" and labels[1] == f"blocks.{ticks[1]}"
+    assert ax.get_ylabel() == f"3,000 layers in model order (one named every {ticks[1]})"
+    assert sorted(_frames(ax)) == sorted((float(j), float(i)) for j in (0, 1) for i in range(7, 3000, 500))
+    (frames,) = [c for c in ax.collections if isinstance(c, PatchCollection)]
+    assert np.allclose(frames.get_edgecolor()[0][:3], MAGENTA) and ax.get_title().endswith("[12 NaN/Inf, magenta]")
 
 
 @pytest.mark.parametrize("values", [[0.3], [0.3, 0.3, 0.3], [2.0, 2.0]])
