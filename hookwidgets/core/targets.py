@@ -23,10 +23,9 @@ def resolve_module(model: nn.Module, path: str) -> nn.Module:
     """The submodule at ``path``; a KeyError naming the closest paths when there is none."""
     if not isinstance(path, str):
         raise TypeError(f"a module path must be a string such as 'layer1.0.conv1', not {type(path).__name__}")
-    try:
-        return model.get_submodule(path)
-    except AttributeError:
-        pass
+    module = submodule_or_none(model, path)
+    if module is not None:
+        return module
     candidates = [p for p in module_paths(model) if p]
     close = difflib.get_close_matches(path, candidates, n=3, cutoff=0.5)
     if close:
@@ -40,14 +39,30 @@ def resolve_module(model: nn.Module, path: str) -> nn.Module:
     raise KeyError(f"no module {path!r} in {type(model).__name__}{hint}")
 
 
+def submodule_or_none(model: nn.Module, path: str) -> nn.Module | None:
+    """The submodule at ``path``, found through the ``_modules`` dicts only, or None.
+
+    ``get_submodule`` reads each name with ``getattr``: a name a parametrization owns (``weight`` under
+    ``weight_norm``) would compute it, running the parametrization and firing hooks on it.
+    """
+    module = model
+    for name in path.split(".") if path else ():
+        children = module._modules  # a ScriptModule's is a mapping without .get()
+        if name not in children:
+            return None
+        module = children[name]
+        if not isinstance(module, nn.Module):  # None: a child slot left empty
+            return None
+    return module
+
+
 def resolve_target(model: nn.Module, target: str) -> tuple[str, nn.Module | nn.Parameter]:
     """``("module", module)`` or ``("param", parameter)`` for a path; a KeyError with close matches."""
     if not isinstance(target, str):
         raise TypeError(f"a target must be a string such as 'layer1.0.conv1', not {type(target).__name__}")
-    try:
-        return "module", model.get_submodule(target)
-    except AttributeError:
-        pass
+    module = submodule_or_none(model, target)
+    if module is not None:
+        return "module", module
     params = dict(model.named_parameters(remove_duplicate=False))
     if target in params:
         return "param", params[target]
@@ -82,10 +97,7 @@ def _is_node_id(target: str) -> bool:
 def _parametrized_hint(model: nn.Module, target: str, params: dict[str, nn.Parameter]) -> str | None:
     """For a tensor a parametrization computes (``weight_norm``'s weight): what can be hooked instead."""
     owner_path, _, name = target.rpartition(".")
-    try:
-        owner = model.get_submodule(owner_path)
-    except AttributeError:
-        return None
+    owner = submodule_or_none(model, owner_path)
     parametrizations = getattr(owner, "parametrizations", None)
     if not isinstance(parametrizations, nn.ModuleDict) or name not in parametrizations:
         return None

@@ -3,7 +3,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.targets import resolve_module
+from hookwidgets.core.targets import resolve_module, resolve_target
 
 
 def test_resolves_nested_paths_and_the_root(cnn):
@@ -53,3 +53,16 @@ def test_a_parametrized_weight_points_to_the_tensors_it_is_computed_from():
         assert computed.fired >= 1
         torch.testing.assert_close(ex.captures["0.parametrizations.weight"]["forward"][-1].tensor, model[0].weight)
         assert ex.captures["0.parametrizations.weight.original1"]["grad"][-1].tensor.shape == (3, 4)
+
+
+def test_resolving_a_parametrized_name_does_not_compute_it():
+    """get_submodule would read ``0.weight`` with getattr, running the parametrization and its hooks."""
+    model = nn.Sequential(torch.nn.utils.parametrizations.weight_norm(nn.Linear(4, 3)))
+    computed = []
+    model[0].parametrizations.weight.register_forward_hook(lambda *args: computed.append(1))
+    with pytest.raises(KeyError, match="is no parameter: a parametrization"):
+        resolve_target(model, "0.weight")
+    with pytest.raises(KeyError, match="no module '0.weight'"):
+        resolve_module(model, "0.weight")
+    assert computed == []
+    assert resolve_target(model, "0.parametrizations.weight") == ("module", model[0].parametrizations.weight)
