@@ -36,7 +36,7 @@ from .hooks import FULL_BACKWARD_KINDS, HookInfo, HookRegistry, TimelineEvent
 from .inputs import Inputs, Target, backward_score, call_model, describe_inputs
 from .kinds import KINDS, resolve_kind
 from .modelstate import preserved_state
-from .nested import tensors_in
+from .nested import map_tensors, tensors_in
 from .optim import UpdateRatioMonitor
 from .targets import resolve_target
 from .tree import ProbeResult, build_tree, hookable_modules, probe
@@ -137,6 +137,12 @@ class Explorer:
             raise ValueError(
                 f"module {target!r} is a torch.jit.script module ({type(obj).__name__}): ScriptModules take no "
                 "hooks; hook a module around it, or its parameters (kind 'grad'), or explore it before scripting"
+            )
+        if type(obj).__name__ == "OptimizedModule" and any(s.name in LEGACY_AND_FULL_BACKWARD for s in specs):
+            inner = f"{target}._orig_mod" if target else "_orig_mod"
+            raise ValueError(
+                f"module {target!r} is torch.compile's wrapper (OptimizedModule): torch never fires backward "
+                f"hooks registered on the wrapper itself; attach them to {inner!r}, the module it compiles"
             )
         if family == "node":
             self._check_node_id(target)
@@ -393,6 +399,9 @@ class Explorer:
         self.close()
 
 
+LEGACY_AND_FULL_BACKWARD = ("backward", "backward_pre", "legacy_backward")
+
+
 def _close_all(close_hooks: Callable[[], None], monitors: list[tuple[Any, UpdateRatioMonitor]]) -> None:
     """The explorer's finalizer: close its optimizer monitors, then remove its hooks (it holds no explorer)."""
     for _, monitor in monitors:
@@ -409,17 +418,8 @@ def _param_ids(optimizer: torch.optim.Optimizer | None) -> set[int] | None:
 
 
 def _detached(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.detach()
-    if isinstance(value, (tuple, list)):
-        return (
-            type(value)(_detached(v) for v in value)
-            if not hasattr(value, "_fields")
-            else type(value)(*map(_detached, value))
-        )
-    if isinstance(value, dict):
-        return {k: _detached(v) for k, v in value.items()}
-    return value
+    """``value`` with every tensor inside detached; containers (dataclasses too) rebuilt with their types."""
+    return map_tensors(value, torch.Tensor.detach)
 
 
 def explain_run_error(exc: BaseException, inputs: Inputs) -> str:

@@ -71,7 +71,11 @@ def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
     if isinstance(value, list):
         return type(value)(map_tensors(v, fn) for v in value)
     if isinstance(value, Mapping):
-        return type(value)({k: map_tensors(v, fn) for k, v in value.items()})
+        mapped = {k: map_tensors(v, fn) for k, v in value.items()}
+        try:
+            return type(value)(mapped)
+        except TypeError:  # a mapping type not built from a dict (defaultdict, MappingProxyType): a plain dict
+            return mapped
     if is_dataclass_value(value):
         # replace() passes init fields only (it refuses the others); __post_init__ recomputes those.
         changes = {f.name: map_tensors(getattr(value, f.name), fn) for f in dataclasses.fields(value) if f.init}

@@ -7,7 +7,9 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.kinds import GLOBAL_KINDS
+from hookwidgets.core.capture import CaptureStore
+from hookwidgets.core.hooks import HookRegistry
+from hookwidgets.core.kinds import GLOBAL_KINDS, KINDS
 
 from ..conftest import hook_state
 
@@ -48,14 +50,28 @@ def test_every_global_kind_attaches_to_a_compiled_model_and_fires():
 
 
 def test_close_puts_back_the_backward_flag_of_the_module_a_compile_wrapper_writes_to():
-    net, compiled, x = compiled_mlp()
+    net, compiled, _ = compiled_mlp()
     before = hook_state(compiled)
-    ex = Explorer(compiled, x)
-    ex.attach("", "backward")  # the wrapper forwards torch's write of the flag to the module it wraps
-    ex.attach("_orig_mod", "backward")
+    # Explorer.attach refuses backward hooks on the wrapper (they never fire); the engine room takes them
+    registry = HookRegistry(compiled, CaptureStore())
+    registry.attach("", compiled, KINDS["backward"], "backward")  # the wrapper forwards the flag's write
+    registry.attach("_orig_mod", net, KINDS["backward"], "backward")
     assert net._is_full_backward_hook is True
-    ex.close()
+    registry.close()
     assert hook_state(compiled) == before and net._is_full_backward_hook is None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         net.register_backward_hook(lambda *args: None)  # torch refuses this while the flag says "full"
+
+
+@pytest.mark.parametrize("kind", ["backward", "backward_pre", "legacy_backward"])
+def test_backward_hooks_on_the_compile_wrapper_itself_are_refused_with_the_module_to_use(kind):
+    _, compiled, x = compiled_mlp()
+    before = hook_state(compiled)
+    with Explorer(compiled, x) as ex:
+        with pytest.raises(ValueError, match=r"torch never fires backward hooks registered on the wrapper itself; "):
+            ex.attach("", kind)
+        assert ex.hooks == [] and hook_state(compiled) == before
+        info = ex.attach("_orig_mod", "backward")  # the advice works
+        ex.run(x, target=0)
+        assert info.fired == 1

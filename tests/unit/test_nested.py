@@ -95,3 +95,11 @@ def test_a_layer_tap_finds_the_tensor_of_a_dataclass_output():
     torch.testing.assert_close(tap.activations, out.logits.detach())
     score = out.logits[:, 2].sum()
     torch.testing.assert_close(tap.gradient(score), torch.tensor([[0.0, 0.0, 1.0]] * 2))
+
+
+def test_mappings_not_built_from_a_dict_come_back_as_plain_dicts():
+    from collections import defaultdict
+
+    value = defaultdict(list, {"a": torch.ones(2)})
+    mapped = map_tensors(value, lambda t: t * 2)
+    assert type(mapped) is dict and torch.equal(mapped["a"], torch.full((2,), 2.0))

@@ -101,3 +101,25 @@ def test_a_target_with_nothing_to_backpropagate_says_why_and_how_to_fix():
     inference = pytest.raises(ValueError, match=r"ran under torch.inference_mode\(\), so autograd recorded nothing")
     with Explorer(torch.nn.Linear(3, 2)) as ex, torch.inference_mode(), inference:
         ex.run(torch.randn(2, 3), target=0)
+
+
+def test_run_returns_a_dataclass_output_detached_and_rebuilt():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Out:
+        logits: torch.Tensor
+        label: str
+
+    class Model(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(3, 2)
+
+        def forward(self, x: torch.Tensor) -> Out:
+            return Out(self.fc(x), "scores")
+
+    with Explorer(Model()) as ex:
+        out = ex.run(torch.randn(4, 3), target=lambda o: o.logits.sum())
+    assert isinstance(out, Out) and out.label == "scores"
+    assert out.logits.shape == (4, 2) and not out.logits.requires_grad and out.logits.grad_fn is None
