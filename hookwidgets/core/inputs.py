@@ -9,6 +9,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from .nested import children
+
 Inputs = torch.Tensor | tuple | list | dict
 Target = int | Sequence[int] | Callable[[Any], torch.Tensor] | str | None
 
@@ -44,13 +46,7 @@ def backward_score(output: Any, target: Target) -> torch.Tensor:
         if not isinstance(score, torch.Tensor) or score.numel() != 1:
             raise ValueError("a callable target must return a scalar tensor, e.g. lambda out: out[:, 3].sum()")
         return score.reshape(())
-    logits = output[0] if isinstance(output, (tuple, list)) else output
-    if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
-        shape = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
-        raise ValueError(
-            f"a class target needs an output of shape (batch, classes), got {shape}; "
-            "pass target=callable(output) returning a scalar instead"
-        )
+    logits = class_scores(output)
     batch, classes = logits.shape
     target = _class_target(target)
     if target == "top":
@@ -64,6 +60,56 @@ def backward_score(output: Any, target: Target) -> torch.Tensor:
     if bool(((index < 0) | (index >= classes)).any()):
         raise ValueError(f"target class {index.tolist()} out of range: the output has {classes} classes")
     return logits.gather(1, index[:, None]).sum()
+
+
+SCALAR_FIX = "pass target=callable(output) returning a scalar instead"
+
+
+def class_scores(output: Any, fix: str = SCALAR_FIX) -> torch.Tensor:
+    """The ``(batch, classes)`` scores in a model output (see ``_scores_in``); else a ValueError naming what
+    the output holds, ending with ``fix``."""
+    scores = _scores_in(output)
+    if scores is None or scores.dim() != 2:
+        got = describe_output(output)
+        raise ValueError(f"a class target needs an output of shape (batch, classes), got {got}; {fix}")
+    return scores
+
+
+def _scores_in(output: Any) -> torch.Tensor | None:
+    """The tensor meant as class scores: the output itself, a tuple's first item, a ``logits`` key or field
+    (dicts, HF ModelOutputs, dataclasses, namedtuples), else their first 2-D floating-point tensor."""
+    if isinstance(output, torch.Tensor):
+        return output
+    if isinstance(output, tuple) and hasattr(output, "_fields"):  # a namedtuple names its items as a dataclass does
+        output = output._asdict()
+    elif isinstance(output, (tuple, list)):
+        first = output[0] if output else None
+        return first if isinstance(first, torch.Tensor) else None
+    items = children(output)
+    if items is None:
+        return None
+    values = dict(items)
+    if isinstance(values.get("logits"), torch.Tensor):
+        return values["logits"]
+    # Floating point only: a 2-D integer tensor beside the scores (token ids, labels) is no class score.
+    return next(
+        (v for v in values.values() if isinstance(v, torch.Tensor) and v.dim() == 2 and v.is_floating_point()), None
+    )
+
+
+def describe_output(output: Any, limit: int = 6) -> str:
+    """A model output for error messages: a tensor's shape ``(2, 3, 4)``, else its type and first ``limit`` items."""
+    if isinstance(output, torch.Tensor):
+        return str(tuple(output.shape))
+    items = children(output)
+    if items is None:
+        return type(output).__name__
+    items = list(items)
+    keyed = not isinstance(output, (tuple, list))  # a plain sequence's keys are its indexes: not worth showing
+    shown = [f"{key}: {describe_inputs(v)}" if keyed else describe_inputs(v) for key, v in items[:limit]]
+    more = ", …" if len(items) > limit else ""
+    brackets = "{}" if keyed else "()"
+    return f"{type(output).__name__} {brackets[0]}{', '.join(shown)}{more}{brackets[1]}"
 
 
 TARGET_FORMS = '"top", a class index (3), one index per batch item ([3, 7]) or a callable(output) -> scalar'

@@ -217,11 +217,9 @@ class HookExplorer(Explorer):
         """Run the example inputs once and name the first module whose output holds NaN or Inf."""
         found = self.first_nonfinite()
         self._summary_choice["first_nonfinite"] = found
-        self.view.status = {
-            **self.view.status,
-            "state": "idle",
-            "message": f"first NaN/Inf output: {found}" if found is not None else "no module output held NaN or Inf",
-        }
+        name = found or "(model)"  # the root's path is "", named as the tree and the plots name it
+        message = f"first NaN/Inf output: {name}" if found is not None else "no module output held NaN or Inf"
+        self.view.status = {**self.view.status, "state": "idle", "message": message}
         self._sync_summary()
 
     def _msg_attribute(self, content: dict[str, Any]) -> None:
@@ -242,8 +240,7 @@ class HookExplorer(Explorer):
         if self.example_inputs is None:
             raise ValueError("Run needs example inputs: create the explorer with HookExplorer(model, example_inputs=x)")
         backward = content.get("mode", "backward") != "forward"
-        target = content.get("target", "top") if backward else None
-        target = int(target) if isinstance(target, (int, float)) and not isinstance(target, bool) else target
+        target = _run_target(content.get("target")) if backward else None
         what = "forward and backward" if backward else "forward"
         view.status = {**view.status, "state": "busy", "message": f"running {what}…"}
         explained = len(self.diagnostics)
@@ -342,6 +339,18 @@ class HookExplorer(Explorer):
 def _message(exc: BaseException) -> str:
     """An exception's message without the quotes KeyError adds."""
     return exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+
+
+def _run_target(value: Any) -> str | int:
+    """The class a Run message backpropagates from: "top" for "top" or null (the page's ``Number()`` of an
+    empty choice is NaN, which JSON sends as null), else an integer class index; a ValueError for the rest."""
+    if value is None or value == "top":
+        return "top"
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ValueError(f'the widget sent the run target {value!r}; expected "top" or a class index such as 3')
 
 
 _HANDLERS: dict[str | None, Callable[[HookExplorer, dict[str, Any]], None]] = {

@@ -13,8 +13,9 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from ..core.hooks import HookRegistry
+from ..core.inputs import class_scores
 from .captures import plot_items
-from .state import memory_payload
+from .state import hooks_payload, memory_payload, plain_number
 
 if TYPE_CHECKING:
     from .explorer import HookExplorer
@@ -28,13 +29,20 @@ MAX_SHARE = 0.03
 and images are redrawn only while their total cost since the loop started stays within it."""
 
 
-def top_classes(output: Any, k: int = 5) -> list[list[float]]:
-    """``[[class, probability], …]`` of the first item's top ``k`` classes, for the run bar's target picker."""
-    if not isinstance(output, torch.Tensor) or output.dim() != 2 or not output.is_floating_point():
+def top_classes(output: Any, k: int = 5) -> list[list[Any]]:
+    """``[[class, probability], …]`` of the first item's top ``k`` classes, for the run bar's target picker.
+
+    The scores are found as a class target finds them (dicts, dataclasses…); a NaN probability comes as "nan".
+    """
+    try:
+        scores = class_scores(output)
+    except ValueError:
+        return []  # no (batch, classes) scores: the picker offers "top" only
+    if not scores.is_floating_point() or scores.shape[0] == 0:
         return []
-    probs = output[0].detach().float().softmax(-1)
+    probs = scores[0].detach().float().softmax(-1)
     values, indices = probs.topk(min(k, probs.numel()))
-    return [[int(i), round(float(v), 4)] for v, i in zip(values, indices, strict=True)]
+    return [[int(i), plain_number(round(float(v), 4))] for v, i in zip(values, indices, strict=True)]
 
 
 class LiveUpdates:
@@ -135,7 +143,7 @@ class LiveUpdates:
             self._since, self._plot_spent, self._next_plot = now, 0.0, now + PLOT_INTERVAL_S
         self._pending = False
         with view.hold_sync():  # one message for the lot
-            view.hooks = [info.as_dict() for info in self._registry._hooks.values()] + self._foreign
+            view.hooks = hooks_payload(self._registry._hooks.values()) + self._foreign
             view.memory = memory_payload(explorer)
             view.diagnostics = explorer.diagnostics  # e.g. a hook detached after an in-place collision
             view.status = {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -18,9 +20,21 @@ ACTIONS = ["capture", "stats", "print"]
 EDITS = ["scale", "clip", "clip_norm", "zero", "ablate"]
 
 
-def hooks_payload(hooks: list[HookInfo]) -> list[dict[str, Any]]:
+def plain_number(value: Any) -> Any:
+    """A JSON-safe number: NaN and Inf, which JSON lacks, become the strings ``"nan"``, ``"inf"``, ``"-inf"``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if value != value else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def hooks_payload(hooks: Iterable[HookInfo]) -> list[dict[str, Any]]:
     """The ``hooks`` traitlet: the explorer's hooks, then hooks others attached (``foreign``)."""
-    return [info.as_dict() for info in hooks]
+    return [_plain_hook(info.as_dict()) for info in hooks]
+
+
+def _plain_hook(hook: dict[str, Any]) -> dict[str, Any]:
+    # ("clip", inf) is a valid edit: a bound of inf must not reach the page as a bare Infinity.
+    return {**hook, "edit": [[plain_number(arg) for arg in edit] for edit in hook["edit"]]}
 
 
 def memory_payload(explorer: Explorer) -> dict[str, Any]:
@@ -41,6 +55,9 @@ def selection_payload(explorer: Explorer, target: str) -> dict[str, Any]:
     except (KeyError, TypeError) as exc:
         return {"target": target, "family": "none", "kinds": [], "details": [], "params": [], "problem": _text(exc)}
     kinds = list(valid_kinds(family, is_root=target == ""))
+    problem = _scripted_problem(explorer, target, obj) if family == "module" else ""
+    if problem:
+        kinds = []  # every module kind would fail on it; its parameters' chips still lead to theirs
     details: list[list[str]] = []
     params: list[dict[str, Any]] = []
     if family == "module":
@@ -66,8 +83,24 @@ def selection_payload(explorer: Explorer, target: str) -> dict[str, Any]:
         "details": details,
         "params": params,
         "code": code,
-        "problem": "",
+        "problem": problem,
     }
+
+
+def _scripted_problem(explorer: Explorer, target: str, module: Any) -> str:
+    """Why the module at ``target`` takes no hooks when it is, or is inside, a torch.jit.script module; else ""."""
+    outer = next((p for p in explorer.unwatched if p == "" or target == p or target.startswith(p + ".")), None)
+    if outer is None and not isinstance(module, torch.jit.ScriptModule):
+        return ""
+    where = (
+        "is a torch.jit.script module"
+        if outer in (None, target)
+        else f"is inside the torch.jit.script module {outer!r}"
+    )
+    return (
+        f"module {target!r} {where}: ScriptModules take no hooks; hook a module around it, or its parameters "
+        "(kind 'grad'), or explore it before scripting"
+    )
 
 
 def _node_details(explorer: Explorer, node_id: str) -> list[list[str]]:

@@ -7,6 +7,7 @@ from typing import Any
 from ..core.diagnose import SUMMARY_FIELDS, first_nonfinite_row
 from ..core.explorer import Explorer
 from ..plots import figure_png, summary_heatmap_figure
+from .state import plain_number
 
 FIELDS = [f"{side}_{field}" for side in ("act", "grad") for field in SUMMARY_FIELDS]
 HEATMAP_STEPS = 200
@@ -69,12 +70,4 @@ def _nonfinite(row: dict[str, Any]) -> bool:
 
 def _plain(row: dict[str, Any]) -> dict[str, Any]:
     """A row with JSON-safe numbers: NaN and Inf become strings the table shows as they are."""
-    out: dict[str, Any] = {}
-    for key, value in row.items():
-        if isinstance(value, float) and value != value:
-            out[key] = "nan"
-        elif isinstance(value, float) and value in (float("inf"), float("-inf")):
-            out[key] = "inf" if value > 0 else "-inf"
-        else:
-            out[key] = value
-    return out
+    return {key: plain_number(value) for key, value in row.items()}

@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 
 from ..core.optim import UpdateRatioMonitor
 from ..plots import figure_png, update_ratio_figure
+from .state import plain_number
 
 RATIO_LOW = 1e-5
 RATIO_HIGH = 1e-1
@@ -170,10 +171,10 @@ def _ratio_row(record: dict[str, Any], optimizer: str) -> dict[str, Any]:
         "param": record["param"],
         "optimizer": optimizer,
         "step": record["step"],
-        "ratio": _plain(ratio),
-        "update_norm": _plain(record["update_norm"]),
-        "weight_norm": _plain(record["weight_norm"]),
-        "lr": _plain(record["lr"]),
+        "ratio": plain_number(ratio),
+        "update_norm": plain_number(record["update_norm"]),
+        "weight_norm": plain_number(record["weight_norm"]),
+        "lr": plain_number(record["lr"]),
         "flag": flag,
     }
 
@@ -254,7 +255,7 @@ def ready_payload(ready: list[dict[str, Any]]) -> dict[str, Any]:
         note = f"the same order on rank{'s' * (len(others) != 1)} {_join(sorted(others))}"
     elif differ:
         note = f"rank{'s' * (len(differ) != 1)} {_join(differ)} ordered differently"
-    rows = [{"order": r["order"], "param": r["param"], "ms": _plain(r["seconds"] * 1e3)} for r in shown]
+    rows = [{"order": r["order"], "param": r["param"], "ms": plain_number(r["seconds"] * 1e3)} for r in shown]
     return {"step": step, "rank": rank, "rows": rows, "note": note}
 
 
@@ -264,13 +265,6 @@ def _png(draw: Callable[[], Figure], what: str) -> tuple[bytes | None, str]:
         return figure_png(draw()), ""
     except Exception as exc:
         return None, f"could not draw {what}: {type(exc).__name__}: {exc}"
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-safe number: NaN and Inf become the strings the table shows."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if value != value else ("inf" if value > 0 else "-inf")
-    return value
 
 
 def _join(numbers: list[int]) -> str:

@@ -1,9 +1,13 @@
+import collections
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.inputs import backward_score
+from hookwidgets.core.attribution.targets import target_score
+from hookwidgets.core.inputs import backward_score, class_scores
 
 
 def test_run_with_a_target_leaves_grads_buffers_rng_and_mode_as_found(cnn, image):
@@ -123,3 +127,55 @@ def test_run_returns_a_dataclass_output_detached_and_rebuilt():
         out = ex.run(torch.randn(4, 3), target=lambda o: o.logits.sum())
     assert isinstance(out, Out) and out.label == "scores"
     assert out.logits.shape == (4, 2) and not out.logits.requires_grad and out.logits.grad_fn is None
+
+
+@dataclasses.dataclass
+class Out:
+    features: torch.Tensor
+    logits: torch.Tensor
+
+
+@dataclasses.dataclass
+class Unnamed:
+    features: torch.Tensor
+    scores: torch.Tensor
+
+
+Pair = collections.namedtuple("Pair", "features logits")
+
+
+def test_class_scores_are_found_in_dicts_dataclasses_and_namedtuples():
+    scores = torch.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]], requires_grad=True)
+    feats = torch.ones(2, 4, 3, 3)
+    ids = torch.zeros(2, 6, dtype=torch.long)  # 2-D but integer: token ids are no class scores
+    outputs = [
+        scores,
+        (scores, feats),
+        {"hidden": torch.ones(2, 9), "logits": scores},  # the logits key wins over an earlier 2-D tensor
+        {"ids": ids, "feat": feats, "scores": scores},  # no logits key: the first 2-D floating-point tensor
+        Out(feats, scores),
+        Unnamed(feats, scores),
+        Pair(feats, scores),
+    ]
+    for output in outputs:
+        assert class_scores(output) is scores
+        assert backward_score(output, "top").item() == 12.0
+        assert target_score(output, [2, 0])[0].item() == 9.0  # attribution finds the same scores
+
+
+@pytest.mark.parametrize(
+    ("output", "got"),
+    [
+        ({"feat": torch.ones(2, 4, 3, 3), "n": 3}, r"got dict \{feat: Tensor\(2, 4, 3, 3\), n: int\}"),
+        (
+            Out(torch.ones(2, 4, 3, 3), torch.ones(2, 7, 5)),
+            r"got Out \{features: Tensor\(2, 4, 3, 3\), logits: Tensor\(2, 7, 5\)\}",
+        ),
+        ((torch.ones(2, 4, 3), torch.ones(2, 3)), r"got tuple \(Tensor\(2, 4, 3\), Tensor\(2, 3\)\)"),
+    ],
+)
+def test_an_output_without_class_scores_is_named_with_the_callable_fix(output, got):
+    with pytest.raises(ValueError, match=got + r"; pass target=callable\(output\) returning a scalar instead"):
+        backward_score(output, 0)
+    with pytest.raises(ValueError, match=got + r"; pass target=callable\(output\) returning one score per item"):
+        target_score(output, 0)

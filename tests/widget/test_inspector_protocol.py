@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import collections
+import dataclasses
+from typing import Any
+
 import pytest
 import torch
 
@@ -207,3 +211,82 @@ def test_what_the_engine_did_on_its_own_reaches_the_view():
         model(torch.randn(3, 4))
         assert len(view.diagnostics) == 1 and "Attach 'grad' instead" in view.diagnostics[0]
         assert [h["kind"] for h in view.hooks] == ["forward"]
+
+
+def test_a_null_run_target_backpropagates_from_each_items_top_class(explorer):
+    view = explorer.view
+    browser_sends(view, kind="attach", target="head.fc", hook="grad")
+    browser_sends(view, kind="run", mode="backward", target=None)  # the page's Number() gave NaN: JSON sends null
+    assert view.error == "" and view.status["message"] == "step 1: forward, then backward from each item's top class"
+    grad = explorer.captures["head.fc"]["grad"][-1].tensors["grad_output"]
+    top = explorer.run().argmax(1)  # the top class of each item gets the gradient 1, the others 0
+    assert torch.equal(grad, torch.nn.functional.one_hot(top, 5).float())
+
+
+@pytest.mark.parametrize("target", ["3x", 1.5, True, [1, 2]])
+def test_a_run_target_that_is_no_class_is_reported_and_nothing_runs(explorer, target):
+    view = explorer.view
+    browser_sends(view, kind="attach", target="head.fc", hook="forward")
+    browser_sends(view, kind="run", mode="backward", target=target)
+    assert (
+        view.error
+        == f'ValueError: the widget sent the run target {target!r}; expected "top" or a class index such as 3'
+    )
+    assert view.status["state"] == "error" and explorer.step == 0 and view.hooks[0]["fired"] == 0
+
+
+@dataclasses.dataclass
+class Out:
+    features: torch.Tensor
+    logits: torch.Tensor
+
+
+Pair = collections.namedtuple("Pair", "features logits")
+
+
+class Wrapped(torch.nn.Module):
+    """Conv then a linear head whose scores come back wrapped: in a dict, a dataclass or a namedtuple."""
+
+    def __init__(self, wrap: str) -> None:
+        super().__init__()
+        self.wrap = wrap
+        self.conv = torch.nn.Conv2d(3, 4, 3)
+        self.fc = torch.nn.Linear(4, 5)
+
+    def forward(self, x: torch.Tensor) -> Any:
+        features = self.conv(x)
+        logits = self.fc(features.mean((2, 3)))
+        if self.wrap == "dict":
+            return {"logits": logits}
+        if self.wrap == "features only":
+            return {"features": features, "n": 3}
+        return (Out if self.wrap == "dataclass" else Pair)(features, logits)
+
+
+@pytest.mark.parametrize("wrap", ["dict", "dataclass", "namedtuple"])
+def test_run_and_the_class_picker_find_the_scores_of_a_wrapped_output(image, wrap):
+    torch.manual_seed(0)
+    model = Wrapped(wrap)
+    with torch.no_grad():
+        expected = model.fc(model.conv(image).mean((2, 3)))[0].softmax(-1).topk(5)
+    with HookExplorer(model, example_inputs=image) as ex:
+        view = ex.view
+        assert [c for c, _ in view.status["top"]] == expected.indices.tolist()  # from the probe
+        assert [p for _, p in view.status["top"]] == pytest.approx(expected.values.tolist(), abs=1e-4)
+        browser_sends(view, kind="attach", target="fc", hook="grad")
+        browser_sends(view, kind="run", mode="backward", target=3)
+        assert view.error == "" and view.status["message"] == "step 1: forward, then backward from class 3"
+        grad = ex.captures["fc"]["grad"][-1].tensors["grad_output"]
+        assert torch.equal(grad, torch.tensor([[0.0, 0, 0, 1, 0]] * 2))
+        assert [c for c, _ in view.status["top"]] == expected.indices.tolist()  # and from the Run
+
+
+def test_a_wrapped_output_without_class_scores_names_what_it_holds(image):
+    with HookExplorer(Wrapped("features only"), example_inputs=image) as ex:
+        view = ex.view
+        assert view.status["top"] == []
+        browser_sends(view, kind="run")
+        assert view.error.splitlines()[0] == (
+            "ValueError: a class target needs an output of shape (batch, classes), got dict "
+            "{features: Tensor(2, 4, 6, 6), n: int}; pass target=callable(output) returning a scalar instead"
+        )

@@ -137,3 +137,23 @@ def test_an_unknown_attribution_method_is_an_error_in_the_panel(cnn, image, meth
     with HookExplorer(cnn, example_inputs=image) as ex:
         browser_sends(ex.view, kind="attribute", layer="features.conv", method=method, target="top")
         assert "unknown attribution method 'nonsense'" in ex.view.attribution["error"]
+
+
+class LogOfFc(nn.Module):
+    """The model's own forward takes the log: the first non-finite output is the model's, not a submodule's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(self.fc(x))
+
+
+def test_find_nonfinite_names_the_model_itself_as_model():
+    torch.manual_seed(0)
+    with HookExplorer(LogOfFc(), example_inputs=torch.randn(2, 4)) as ex:
+        view = ex.view
+        browser_sends(view, kind="find_nonfinite")
+        assert view.summary["first_nonfinite"] == ""
+        assert view.status["message"] == "first NaN/Inf output: (model)"

@@ -188,3 +188,51 @@ def test_a_scripted_model_opens_in_the_widget_and_says_it_takes_no_hooks():
     assert [c["path"] for c in view.tree["children"]] == ["0"] and view.tree["shape"] is None
     assert view.selection["kinds"] == [] and view.selection["problem"] == SCRIPTED_ROOT
     ex.close()
+
+
+class Log(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.log(x)
+
+
+def test_nan_and_inf_reach_the_page_as_the_strings_json_allows():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), Log(), nn.Linear(4, 3))  # log of negatives: every class score is NaN
+    with HookExplorer(model, example_inputs=torch.randn(2, 4)) as ex:
+        view = ex.view
+        assert sorted(view.status["top"]) == [[0, "nan"], [1, "nan"], [2, "nan"]]
+        ex.attach("", ["global_forward"], action="stats")
+        ex.attach("0", "forward", edit=("clip", float("inf")))  # valid: clamps nothing (the page cannot send inf)
+        assert view.hooks[-1]["edit"] == [["clip", "inf"]]
+        browser_sends(view, kind="run", mode="forward")
+        assert sorted(view.status["top"]) == [[0, "nan"], [1, "nan"], [2, "nan"]]
+        assert view.summary["rows"][-1]["act_mean"] == "nan"
+        state, _, _ = _remove_buffers(view.get_state())
+        json.dumps(state, allow_nan=False)  # what jupyter_client warns about: a bare NaN is no JSON
+        ex._live._follow("step 1")  # a live push lists the hooks too
+        assert view.status["state"] == "live" and view.hooks[-1]["edit"] == [["clip", "inf"]]
+
+
+def test_a_module_inside_a_script_module_offers_no_kinds_and_says_why():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), scripted(nn.Sequential(nn.Linear(8, 8))), nn.Linear(8, 3))
+    with HookExplorer(model, example_inputs=torch.randn(2, 4)) as ex:
+        view = ex.view
+        assert ex.unwatched == ["1"]
+        browser_sets(view, selected="1.0")
+        assert view.selection["family"] == "module" and view.selection["kinds"] == []
+        assert view.selection["problem"].startswith(
+            "module '1.0' is inside the torch.jit.script module '1': ScriptModules take no hooks"
+        )
+        assert [p["path"] for p in view.selection["params"]] == ["1.0.weight", "1.0.bias"]  # chips still offered
+        browser_sets(view, selected="1")
+        assert view.selection["kinds"] == []
+        assert view.selection["problem"].startswith("module '1' is a torch.jit.script module: ScriptModules take")
+        browser_sets(view, selected="1.0.weight")
+        assert view.selection["kinds"] == ["grad", "post_accumulate"] and view.selection["problem"] == ""
+        browser_sends(view, kind="attach", target="1.0.weight", hook="grad")
+        browser_sends(view, kind="run", target=0)
+        assert view.error == "" and view.hooks[0]["fired"] == 1
+        assert ex.captures["1.0.weight"]["grad"][-1].tensors["grad"].shape == (8, 8)
+        browser_sets(view, selected="2")
+        assert "forward" in view.selection["kinds"] and view.selection["problem"] == ""

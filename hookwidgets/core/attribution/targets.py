@@ -7,23 +7,12 @@ from typing import Any
 
 import torch
 
+from ..inputs import class_scores
+
 AttributionTarget = int | Sequence[int] | Callable[[Any], torch.Tensor] | None
 
 
-def logits_of(output: Any) -> torch.Tensor:
-    """The ``(N, classes)`` tensor of a model output: the tensor, a tuple's first item or a dict's ``logits``."""
-    logits = output
-    if isinstance(output, (tuple, list)) and output:
-        logits = output[0]
-    elif isinstance(output, dict) and "logits" in output:
-        logits = output["logits"]
-    if not isinstance(logits, torch.Tensor) or logits.dim() != 2:
-        shape = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
-        raise ValueError(
-            f"a class target needs an output of shape (batch, classes), got {shape}; "
-            "pass target=callable(output) returning one score per item, e.g. lambda out: out[:, 3]"
-        )
-    return logits
+PER_ITEM_FIX = "pass target=callable(output) returning one score per item, e.g. lambda out: out[:, 3]"
 
 
 def class_indices(logits: torch.Tensor, target: int | Sequence[int] | None) -> torch.Tensor:
@@ -70,6 +59,6 @@ def target_score(output: Any, target: AttributionTarget) -> tuple[torch.Tensor, 
                 "e.g. lambda out: out[:, 3]"
             )
         return score.sum(), None
-    logits = logits_of(output)
+    logits = class_scores(output, PER_ITEM_FIX)
     index = class_indices(logits, target)
     return logits.gather(1, index[:, None]).sum(), index.tolist()
