@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from ..core.capture import CaptureStore, Record
@@ -29,6 +33,28 @@ TENSOR_VIEWS = ("maps", "histogram")
 """How a captured tensor can be drawn: its maps (feature or gradient) or the histogram of its values."""
 
 
+PNG_CACHE_SIZE = 64
+"""Images kept for records still held: selecting a module again, or going back to it, redraws nothing."""
+_png_cache: OrderedDict[tuple, tuple[weakref.ref, bytes]] = OrderedDict()
+_png_lock = threading.Lock()
+
+
+def _cached_png(record: Record, key: tuple, draw: Callable[[], Any]) -> bytes:
+    """``figure_png(draw())``, remembered for ``record`` (by identity, while it lives) and ``key``."""
+    full_key = (id(record), *key)
+    with _png_lock:
+        hit = _png_cache.get(full_key)
+        if hit is not None and hit[0]() is record:  # the same record, not a new one at a reused address
+            _png_cache.move_to_end(full_key)
+            return hit[1]
+    png = figure_png(draw())
+    with _png_lock:
+        _png_cache[full_key] = (weakref.ref(record), png)
+        while len(_png_cache) > PNG_CACHE_SIZE:
+            _png_cache.popitem(last=False)
+    return png
+
+
 def _title(record: Record) -> str:
     name = next(iter(record.tensors), "stats")  # output, output.0, args.0, grad_output…: says what is drawn
     title = f"{record.target or '(model)'} · {name}"
@@ -44,11 +70,13 @@ def plot_item(record: Record, steps: list[int] | None = None, view: str = "maps"
         return None
     title = _title(record)
     if view == "histogram":
-        figure = histogram_figure({next(iter(record.tensors)): tensor}, title=title)
+        png = _cached_png(
+            record, (view, title), lambda: histogram_figure({next(iter(record.tensors)): tensor}, title=title)
+        )
     else:
         view = "maps"
         draw = gradient_map_figure if record.kind in GRADIENT_KINDS else feature_map_figure
-        figure = draw(tensor, title=title)
+        png = _cached_png(record, (view, title), lambda: draw(tensor, title=title))
     return {
         "kind": record.kind,
         "title": title,
@@ -60,7 +88,7 @@ def plot_item(record: Record, steps: list[int] | None = None, view: str = "maps"
         "stale": record.stale,
         "view": view,
         "views": list(TENSOR_VIEWS),
-        "png": figure_png(figure),
+        "png": png,
     }
 
 
@@ -79,7 +107,8 @@ def stats_item(kind: str, target: str, records: list[Record]) -> dict[str, Any]:
         "stale": False,
         "view": "stats",
         "views": ["stats"],
-        "png": figure_png(stats_figure(records, title=title)),
+        # the last record stands for the history: a new step brings a new last record, hence a new image
+        "png": _cached_png(last, ("stats", title, len(records)), lambda: stats_figure(records, title=title)),
     }
 
 

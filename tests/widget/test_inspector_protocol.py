@@ -290,3 +290,36 @@ def test_a_wrapped_output_without_class_scores_names_what_it_holds(image):
             "ValueError: a class target needs an output of shape (batch, classes), got dict "
             "{features: Tensor(2, 4, 6, 6), n: int}; pass target=callable(output) returning a scalar instead"
         )
+
+
+def test_selecting_a_module_again_redraws_only_what_changed(explorer, cnn, image, monkeypatch):
+    from hookwidgets.widget import captures
+
+    drawn: list[str] = []
+
+    def counted(name: str):
+        real = getattr(captures, name)
+        return lambda *args, **kwargs: drawn.append(name) or real(*args, **kwargs)
+
+    for name in ("feature_map_figure", "gradient_map_figure", "stats_figure"):
+        monkeypatch.setattr(captures, name, counted(name))
+    view = explorer.view
+    explorer.attach("features.conv", ["forward", "grad"])
+    explorer.attach("features.act", "forward", action="stats")
+    explorer.run(image, target=0)
+    browser_sets(view, selected="features.conv")
+    first = [item["png"] for item in view.plots["items"]]
+    assert sorted(drawn) == ["feature_map_figure", "gradient_map_figure"]
+    browser_sets(view, selected="features.act")
+    browser_sets(view, selected="features.conv")  # back again: the same records, the same images
+    assert sorted(drawn) == ["feature_map_figure", "gradient_map_figure", "stats_figure"]
+    assert [item["png"] for item in view.plots["items"]] == first
+    explorer.run(image, target=0)  # a new step: new records, new images
+    browser_sets(view, selected="features.act")
+    browser_sets(view, selected="features.conv")
+    assert drawn.count("feature_map_figure") == 2 and drawn.count("stats_figure") == 2
+    with torch.no_grad():  # a capture changed in place after the fact is redrawn with its STALE title
+        explorer.captures["features.conv"]["forward"][-1].tensor.mul_(2)
+    browser_sets(view, selected="features.act")
+    browser_sets(view, selected="features.conv")
+    assert drawn.count("feature_map_figure") == 3 and "STALE" in view.plots["items"][0]["title"]
