@@ -11,6 +11,7 @@ from ..core.attribution import CAM_METHODS, METHODS
 from ..core.explorer import Explorer
 from ..plots import cam_overlay_figure, figure_png, gradient_map_figure
 from ..plots.overlay import _display_image
+from .state import class_choice
 
 EMPTY: dict[str, Any] = {
     "layer": None,
@@ -46,7 +47,7 @@ def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any
     inputs = explorer.example_inputs
     if not isinstance(inputs, torch.Tensor):
         raise ValueError("attribution here needs example inputs that are one image tensor (N, C, H, W)")
-    chosen = None if target in (None, "top") else int(target)
+    chosen = class_choice(target, "attribution class")
     result = explorer.attribute(inputs, chosen, method=method, layer=layer if method in CAM_METHODS else None)
     classes = [int(c) for c in getattr(result, "classes", []) or []]
     used = getattr(result, "layer", None) or layer

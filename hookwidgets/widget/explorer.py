@@ -24,7 +24,7 @@ from .attribution_panel import attribution_payload
 from .captures import plot_items
 from .graph_panel import record_from_view, sync_graph
 from .live import LiveUpdates, top_classes
-from .state import ALL_KINDS, hooks_payload, memory_payload, parse_edit, selection_payload
+from .state import ALL_KINDS, class_choice, hooks_payload, memory_payload, parse_edit, selection_payload
 from .summary_panel import summary_payload
 from .training_panel import DDPSource, ddp_source, training_payload, training_version
 from .view import ExplorerView
@@ -168,6 +168,10 @@ class HookExplorer(Explorer):
     def _on_message(self, content: dict[str, Any]) -> None:
         kind = content.get("kind") if isinstance(content, dict) else None
         handler = _HANDLERS.get(kind)
+        view = self.view
+        if view.status.get("state") == "error" and kind != "dismiss_error":
+            # The status says how the latest action went; the errors panel keeps the text until dismissed.
+            view.status = {**view.status, "state": "idle", "message": ""}
         try:
             if handler is None:
                 raise ValueError(f"the widget sent an unknown message kind {kind!r}")
@@ -342,15 +346,9 @@ def _message(exc: BaseException) -> str:
 
 
 def _run_target(value: Any) -> str | int:
-    """The class a Run message backpropagates from: "top" for "top" or null (the page's ``Number()`` of an
-    empty choice is NaN, which JSON sends as null), else an integer class index; a ValueError for the rest."""
-    if value is None or value == "top":
-        return "top"
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise ValueError(f'the widget sent the run target {value!r}; expected "top" or a class index such as 3')
+    """The class a Run message backpropagates from: "top" or an integer class index (see ``class_choice``)."""
+    chosen = class_choice(value, "run target")
+    return "top" if chosen is None else chosen
 
 
 _HANDLERS: dict[str | None, Callable[[HookExplorer, dict[str, Any]], None]] = {

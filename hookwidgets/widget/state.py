@@ -132,3 +132,15 @@ def parse_edit(edit: Any) -> Any:
     if isinstance(edit, list) and edit and isinstance(edit[0], str):
         return tuple(edit)
     raise ValueError(f"the widget sent an edit {edit!r}; expected a list such as ['scale', 2.0]")
+
+
+def class_choice(value: Any, what: str = "class") -> int | None:
+    """A class the page picked: None for "top" or null (the page's ``Number()`` of an empty choice is NaN,
+    which JSON sends as null), else an integer class index; a ValueError for anything else (1.5, "3x")."""
+    if value is None or value == "top":
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ValueError(f'the widget sent the {what} {value!r}; expected "top" or a class index such as 3')

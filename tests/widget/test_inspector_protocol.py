@@ -323,3 +323,14 @@ def test_selecting_a_module_again_redraws_only_what_changed(explorer, cnn, image
     browser_sets(view, selected="features.act")
     browser_sets(view, selected="features.conv")
     assert drawn.count("feature_map_figure") == 3 and "STALE" in view.plots["items"][0]["title"]
+
+
+def test_an_error_stays_in_the_errors_panel_while_the_status_follows_the_next_action(explorer):
+    view = explorer.view
+    browser_sends(view, kind="attach", target="head.fc", hook="grad", edit=["scale", "big"])
+    assert view.status["state"] == "error" and "scale" in view.error
+    browser_sends(view, kind="attach", target="head.fc", hook="forward")  # the next action succeeds
+    assert view.status["state"] == "idle" and view.status["message"] == ""
+    assert "scale" in view.error  # still there to read until dismissed
+    browser_sends(view, kind="dismiss_error")
+    assert view.error == ""

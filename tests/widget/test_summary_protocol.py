@@ -132,6 +132,15 @@ def test_attribution_here_draws_the_cam_of_the_selected_layer():
         assert all(p.grad is None for p in model.parameters())
 
 
+@pytest.mark.parametrize("target", [1.5, "3x", True])
+def test_an_attribution_class_that_is_no_class_index_is_an_error_in_the_panel(cnn, image, target):
+    with HookExplorer(cnn, example_inputs=image) as ex:
+        browser_sends(ex.view, kind="attribute", layer="features.conv", method="gradcam", target=target)
+        assert f"the widget sent the attribution class {target!r}; expected" in ex.view.attribution["error"]
+        browser_sends(ex.view, kind="attribute", layer="features.conv", method="gradcam", target=2.0)
+        assert ex.view.attribution["error"] == "" and "of class 2 at features.conv" in ex.view.attribution["caption"]
+
+
 @pytest.mark.parametrize("method", ["nonsense"])
 def test_an_unknown_attribution_method_is_an_error_in_the_panel(cnn, image, method):
     with HookExplorer(cnn, example_inputs=image) as ex:
