@@ -159,7 +159,9 @@ def _optimizer_labels(monitors: Sequence[UpdateRatioMonitor]) -> list[list[str]]
 
 def _ratio_row(record: dict[str, Any], optimizer: str) -> dict[str, Any]:
     ratio = record["ratio"]
-    if not math.isfinite(ratio):
+    if not (math.isfinite(record["update_norm"]) and math.isfinite(record["weight_norm"])):
+        flag = "nonfinite"  # the training diverged here: NaN/Inf in the update or the weight
+    elif not math.isfinite(ratio):
         flag = "undefined"  # an all-zero weight has no ratio
     elif ratio < RATIO_LOW:
         flag = "low"

@@ -11,7 +11,7 @@ export const RATIO_COLUMNS = [
   ["flag", "check"],
 ];
 
-const FLAG_RANK = { high: 3, low: 2, undefined: 1, "": 0 };
+const FLAG_RANK = { nonfinite: 4, high: 3, low: 2, undefined: 1, "": 0 };
 
 /** A number to sort a cell by: "nan" above everything (it is what people look for), missing below. */
 function numberKey(value) {
@@ -24,7 +24,7 @@ function numberKey(value) {
 
 /**
  * Rows sorted by `field`, `descending` or not; a new array. `param` keeps the given (model) order,
- * `optimizer` sorts by name, `flag` puts "high", then "low", then "undefined" first when descending.
+ * `optimizer` sorts by name, `flag` puts "nonfinite", "high", "low", then "undefined" first when descending.
  */
 export function sortRatioRows(rows, field, descending = false) {
   const indexed = rows.map((row, i) => [row, i]);
@@ -61,6 +61,7 @@ export function formatRatio(value) {
 export function flagText(flag, low = 1e-5, high = 1e-1) {
   if (flag === "high") return `▲ above ${high.toExponential(0)}`;
   if (flag === "low") return `▼ below ${low.toExponential(0)}`;
+  if (flag === "nonfinite") return "✖ NaN/Inf in the update or the weight";
   if (flag === "undefined") return "no ratio: ‖w‖ = 0";
   return "ok";
 }

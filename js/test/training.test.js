@@ -35,4 +35,11 @@ test("formatRatio and flagText read well", () => {
   assert.equal(flagText("high"), "▲ above 1e-1");
   assert.equal(flagText("low"), "▼ below 1e-5");
   assert.equal(flagText(""), "ok");
+  assert.equal(flagText("nonfinite"), "✖ NaN/Inf in the update or the weight");
+  assert.equal(flagText("undefined"), "no ratio: ‖w‖ = 0");
+});
+
+test("sortRatioRows puts a non-finite update or weight above every other flag", () => {
+  const diverged = [...rows, { param: "head.weight", optimizer: "SGD", ratio: "nan", flag: "nonfinite" }];
+  assert.deepEqual(names(sortRatioRows(diverged, "flag", true)).slice(0, 2), ["head.weight", "conv.bias"]);
 });

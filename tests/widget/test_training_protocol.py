@@ -81,6 +81,27 @@ def test_update_ratios_reach_the_panel_as_png_and_the_monitors_own_values():
         assert bytes(buffers[paths.index(["training", "ratios", "png"])]) == ratios["png"]
 
 
+def test_a_diverged_parameter_is_flagged_nonfinite_and_an_all_zero_weight_undefined():
+    model = _model()
+    with torch.no_grad():
+        model[0].bias.zero_()  # all zero before the first step: an update, but no ratio to it
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with HookExplorer(model) as ex:
+        view = ex.view
+        ex.watch_optimizer(opt)
+        _loop(model, opt, 1)
+        ex._live._on_cell_done()
+        flags = {row["param"]: row["flag"] for row in view.training["ratios"]["rows"]}
+        assert flags["0.bias"] == "undefined" and "nonfinite" not in flags.values()
+        with torch.no_grad():
+            model[2].weight[0, 0] = float("nan")  # the training diverged in the last layer
+        _loop(model, opt, 1)
+        ex._live._on_cell_done()
+        rows = view.training["ratios"]["rows"]
+        assert {row["param"]: row["flag"] for row in rows}["2.weight"] == "nonfinite"
+        json.dumps(rows, allow_nan=False)  # NaN norms travel as strings
+
+
 def test_close_removes_the_monitors_and_the_live_hooks_exactly():
     model = _model()
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
