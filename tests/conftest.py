@@ -103,3 +103,10 @@ def cnn() -> SmallCNN:
 @pytest.fixture
 def image() -> torch.Tensor:
     return torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(1))
+
+
+class RefusesHooks(nn.Identity):
+    """A module whose forward-hook registration fails, as a ScriptModule's does."""
+
+    def register_forward_hook(self, *args, **kwargs):
+        raise RuntimeError("no hooks here")

@@ -1,6 +1,7 @@
 """hook_code: the generated plain-torch code records what the explorer records, on a copy of the model."""
 
 import copy
+import functools
 import math
 import warnings
 
@@ -501,48 +502,45 @@ def test_explorer_code_reproduces_its_captures(cnn, image):
     torch.testing.assert_close(namespace["captures"][("head.fc.weight", "grad")][0]["grad"], expected_grad)
 
 
+def hook_every_op_node(model: nn.Module, x: torch.Tensor, kind: str, generated, before_exec=None) -> tuple[list, dict]:
+    """Hook every op node of ``model`` by id in the explorer and in its generated code on a twin; both record alike.
+
+    ``before_exec`` runs after the code is generated and before it runs. Returns the ids and the code's namespace.
+    """
+    twin = copy.deepcopy(model)
+    ex = Explorer(model, example_inputs=x)
+    ids = [n["id"] for n in ex.graph()["nodes"] if n["op"] != "AccumulateGrad"]
+    for node_id in ids:
+        ex.attach(node_id, kind)
+    source = hook_code(ex.hooks, model=model)
+    if before_exec is not None:
+        before_exec()
+    ns = generated(source, twin)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an id the code could not find would warn
+        for net in (model, twin):
+            net(x).pow(2).sum().backward()
+    for node_id in ids:
+        assert_same_records(ex, ns["captures"], node_id, kind)
+    ex.close()
+    return ids, ns
+
+
 @pytest.mark.parametrize("case", [*SCOPING_CASES, "stashed"])
 def test_generated_code_finds_every_op_node_the_explorer_addresses(case, generated):
     """Every op node of the issue's scoping models, hooked by id: the code hooks the same node as the explorer."""
     torch.manual_seed(0)
     model_type, make_input = SCOPING_CASES.get(case, (Outer, lambda: torch.randn(3, 4)))
-    model, x = model_type(), make_input()
-    twin = copy.deepcopy(model)
-    ex = Explorer(model, example_inputs=x)
-    ids = [n["id"] for n in ex.graph()["nodes"] if n["op"] != "AccumulateGrad"]
+    ids, _ = hook_every_op_node(model_type(), make_input(), "node_pre", generated)
     assert len(ids) >= 5
-    for node_id in ids:
-        ex.attach(node_id, "node_pre")
-    ns = generated(hook_code(ex.hooks, model=model), twin)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # an id the code could not find would warn
-        for net in (model, twin):
-            net(x).pow(2).sum().backward()
-    for node_id in ids:
-        assert_same_records(ex, ns["captures"], node_id, "node_pre")
-    ex.close()
 
 
 def test_op_node_code_works_without_torchs_private_sequence_reader(generated, monkeypatch):
     """Without ``torch._C._autograd._get_sequence_nr`` the code numbers nodes by making one: same nodes hooked."""
     torch.manual_seed(0)
-    model, x = Twice(), torch.randn(5, 4)
-    twin = copy.deepcopy(model)
-    ex = Explorer(model, example_inputs=x)
-    ids = [n["id"] for n in ex.graph()["nodes"] if n["op"] != "AccumulateGrad"]
-    for node_id in ids:
-        ex.attach(node_id, "node")
-    source = hook_code(ex.hooks, model=model)
-    monkeypatch.delattr(torch._C._autograd, "_get_sequence_nr")
-    ns = generated(source, twin)
+    hide_reader = functools.partial(monkeypatch.delattr, torch._C._autograd, "_get_sequence_nr")
+    _, ns = hook_every_op_node(Twice(), torch.randn(5, 4), "node", generated, before_exec=hide_reader)
     assert ns["_next_sequence_nr"] is ns["_probe_sequence_nr"]
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # an id the code could not find would warn
-        for net in (model, twin):
-            net(x).pow(2).sum().backward()
-    for node_id in ids:
-        assert_same_records(ex, ns["captures"], node_id, "node")
-    ex.close()
 
 
 @pytest.mark.parametrize("action", ["capture", "stats", "print"])

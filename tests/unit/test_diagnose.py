@@ -8,7 +8,7 @@ from torch import nn
 from hookwidgets.core import Explorer
 from hookwidgets.core.diagnose import first_nonfinite, first_nonfinite_row
 
-from ..conftest import hook_state
+from ..conftest import RefusesHooks, hook_state
 
 
 class Log(nn.Module):
@@ -118,10 +118,6 @@ def test_first_nonfinite_warns_when_the_nan_may_start_in_an_unwatched_script_mod
 
 
 def test_first_nonfinite_removes_the_hooks_registered_before_a_failing_registration():
-    class RefusesHooks(nn.Identity):
-        def register_forward_hook(self, *args, **kwargs):
-            raise RuntimeError("no hooks here")
-
     model = nn.Sequential(nn.Linear(4, 4), RefusesHooks(), nn.Linear(4, 2))
     before = hook_state(model)
     with pytest.raises(RuntimeError, match="no hooks here"):

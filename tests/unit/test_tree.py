@@ -9,7 +9,7 @@ from hookwidgets.core import Explorer, build_tree, probe
 from hookwidgets.core.diagnostics import SCRIPTED_ROOT, unwatched_note
 from hookwidgets.core.tree import describe_shape
 
-from ..conftest import hook_state
+from ..conftest import RefusesHooks, hook_state
 
 
 def _node(tree, path):
@@ -107,13 +107,6 @@ def test_probe_accepts_positional_tuple_and_keyword_inputs():
     x, y = torch.randn(5, 2), torch.randn(5, 4)
     assert Explorer(model, example_inputs=(x, y)).tree["shape"] == [5, 3]
     assert _node(Explorer(model, example_inputs={"x": x, "y": y}).tree, "b")["shape"] == [5, 3]
-
-
-class RefusesHooks(nn.Identity):
-    """A module whose forward-hook registration fails, as a ScriptModule's does."""
-
-    def register_forward_hook(self, *args, **kwargs):
-        raise RuntimeError("no hooks here")
 
 
 def script_model() -> nn.Sequential:
