@@ -63,8 +63,12 @@ def _title(record: Record) -> str:
     return title
 
 
-def plot_item(record: Record, steps: list[int] | None = None, view: str = "maps") -> dict[str, Any] | None:
-    """One view item for a record: title, shape, step, the steps to choose from and PNG bytes."""
+Position = tuple[int, int]
+"""Where a record sits in a hook's history: (step, call), the call counting the target's calls within the step."""
+
+
+def plot_item(record: Record, positions: list[Position] | None = None, view: str = "maps") -> dict[str, Any] | None:
+    """One view item for a record: title, shape, step and call, the positions to choose from, and PNG bytes."""
     tensor = record.tensor
     if tensor is None:
         return None
@@ -84,7 +88,7 @@ def plot_item(record: Record, steps: list[int] | None = None, view: str = "maps"
         "dtype": str(tensor.dtype).removeprefix("torch."),
         "step": record.step,
         "call": record.call,
-        "steps": steps if steps is not None else [record.step],
+        "positions": [list(p) for p in positions] if positions is not None else [[record.step, record.call]],
         "stale": record.stale,
         "view": view,
         "views": list(TENSOR_VIEWS),
@@ -103,7 +107,7 @@ def stats_item(kind: str, target: str, records: list[Record]) -> dict[str, Any]:
         "dtype": None,
         "step": last.step,
         "call": last.call,
-        "steps": [],
+        "positions": [],
         "stale": False,
         "view": "stats",
         "views": ["stats"],
@@ -112,11 +116,13 @@ def stats_item(kind: str, target: str, records: list[Record]) -> dict[str, Any]:
     }
 
 
-def _pick(history: list[Record], step: int | None) -> Record:
-    """The newest record of ``step`` (the newest overall when None or no longer held)."""
-    if step is not None:
+def _pick(history: list[Record], chosen: tuple[int, int | None] | None) -> Record:
+    """The record at ``chosen`` = (step, call), the newest of the step when call is None; the newest overall
+    when nothing is chosen or the choice is no longer held."""
+    if chosen is not None:
+        step, call = chosen
         for record in reversed(history):
-            if record.step == step:
+            if record.step == step and (call is None or record.call == call):
                 return record
     return history[-1]
 
@@ -124,22 +130,23 @@ def _pick(history: list[Record], step: int | None) -> Record:
 def plot_items(
     store: CaptureStore,
     target: str,
-    steps: dict[str, int] | None = None,
+    chosen: dict[str, tuple[int, int | None]] | None = None,
     views: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Items for each plotted kind on ``target``: the chosen step and view, else the newest maps."""
+    """Items for each plotted kind on ``target``: the chosen (step, call) and view, else the newest maps."""
     try:
         by_kind = store[target]
     except KeyError:
         return []
-    steps, views = steps or {}, views or {}
+    chosen, views = chosen or {}, views or {}
     items = []
     for kind in PLOTTED_KINDS:
         history = by_kind.get(kind, [])
         tensors = [r for r in history if r.tensor is not None]
         if tensors:
-            record = _pick(tensors, steps.get(kind))
-            item = plot_item(record, sorted({r.step for r in tensors}), views.get(kind, "maps"))
+            record = _pick(tensors, chosen.get(kind))
+            positions = sorted({(r.step, r.call) for r in tensors})  # every call of every step kept
+            item = plot_item(record, positions, views.get(kind, "maps"))
             if item is not None:
                 items.append(item)
             continue

@@ -51,7 +51,7 @@ class HookExplorer(Explorer):
         self._probe_top: list[list[float]] = []  # filled by _probe, which the base class calls
         super().__init__(model, example_inputs, memory_budget=memory_budget, offload=offload, on_error=on_error)
         self._view: ExplorerView | None = None
-        self._plot_steps: dict[str, int] = {}  # kind -> the step the inspector's slider shows
+        self._plot_steps: dict[str, tuple[int, int | None]] = {}  # kind -> (step, call) the inspector's slider shows
         self._plot_views: dict[str, str] = {}  # kind -> maps or histogram
         self._plot_cost = 0.1  # seconds the last drawing of the selection's images took (live updates budget it)
         self._summary_choice: dict[str, Any] = {"field": "grad_norm", "step": None, "first_nonfinite": None}
@@ -199,11 +199,11 @@ class HookExplorer(Explorer):
             view.status = {**view.status, "state": "idle", "message": ""}
 
     def _msg_plot_step(self, content: dict[str, Any]) -> None:
-        step = content.get("step")
+        step, call = content.get("step"), content.get("call")
         if step is None:
             self._plot_steps.pop(content["hook"], None)
         else:
-            self._plot_steps[content["hook"]] = int(step)
+            self._plot_steps[content["hook"]] = (int(step), None if call is None else int(call))
         self._sync_plots()
 
     def _msg_plot_view(self, content: dict[str, Any]) -> None:

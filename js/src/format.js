@@ -54,3 +54,16 @@ export function formatFired(n) {
 export function displayPath(path) {
   return path === "" ? "(model)" : path;
 }
+
+/** Where a capture sits in its history: "step 3", or "step 3 · call 1" when the target ran more than once a step. */
+export function formatPosition(step, call, showCall) {
+  const at = `step ${step}`;
+  return showCall && Number.isFinite(call) ? `${at} · call ${call}` : at;
+}
+
+/** The (step, call) positions of a plot item, and whether any step holds several calls (then calls are named). */
+export function plotPositions(item) {
+  const raw = Array.isArray(item?.positions) ? item.positions : [];
+  const positions = raw.filter((p) => Array.isArray(p) && Number.isFinite(p[0])).map(([step, call]) => [step, Number.isFinite(call) ? call : 0]);
+  return { positions, showCall: positions.some(([, call]) => call > 0) };
+}

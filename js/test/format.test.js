@@ -6,7 +6,9 @@ import {
   formatCount,
   formatFired,
   formatParams,
+  formatPosition,
   formatShape,
+  plotPositions,
 } from "../src/format.js";
 
 test("formatCount keeps small counts exact", () => {
@@ -72,4 +74,20 @@ test("formatFired and displayPath", () => {
   assert.equal(formatFired(undefined), "fired 0 times");
   assert.equal(displayPath(""), "(model)");
   assert.equal(displayPath("layer1.0"), "layer1.0");
+});
+
+test("formatPosition names the call only when a step holds several", () => {
+  assert.equal(formatPosition(3, 0, false), "step 3");
+  assert.equal(formatPosition(3, 1, true), "step 3 · call 1");
+  assert.equal(formatPosition(3, undefined, true), "step 3");
+});
+
+test("plotPositions reads the item's (step, call) pairs and says whether calls matter", () => {
+  assert.deepEqual(plotPositions({ positions: [[1, 0], [2, 0]] }), { positions: [[1, 0], [2, 0]], showCall: false });
+  assert.deepEqual(plotPositions({ positions: [[1, 0], [1, 1], [2, 0]] }), {
+    positions: [[1, 0], [1, 1], [2, 0]],
+    showCall: true,
+  });
+  assert.deepEqual(plotPositions({ positions: [[4, null], "x", [null, 1]] }), { positions: [[4, 0]], showCall: false });
+  assert.deepEqual(plotPositions({}), { positions: [], showCall: false });
 });

@@ -162,7 +162,8 @@ def test_summary_lists_every_layer_and_a_node_hook_from_the_graph_shows_its_capt
         )
     with lab.kernel(path) as kernel:
         (item,) = kernel.evaluate_json(
-            "[{'steps': i['steps'], 'step': i['step']} for i in ex.view.plots['items'] if i['kind'] == 'node_pre']"
+            "[{'steps': [s for s, _ in i['positions']], 'step': i['step']}"
+            " for i in ex.view.plots['items'] if i['kind'] == 'node_pre']"
         )
     steps = item["steps"]
     assert len(steps) == 3 and item["step"] == steps[-1]

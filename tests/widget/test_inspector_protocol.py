@@ -12,6 +12,7 @@ import torch
 from hookwidgets import HookExplorer
 from hookwidgets.widget import live
 
+from ..conftest import SharedBlock
 from ._messages import browser_sends, browser_sets
 
 
@@ -94,12 +95,33 @@ def test_the_step_slider_shows_an_older_capture(explorer, image):
     for scale in (1.0, 2.0, 3.0):
         explorer.run(image * scale)
     (item,) = view.plots["items"]
-    assert item["steps"] == [1, 2, 3] and item["step"] == 3
+    assert item["positions"] == [[1, 0], [2, 0], [3, 0]] and (item["step"], item["call"]) == (3, 0)
     browser_sends(view, kind="plot_step", hook="forward", step=2)
     (older,) = view.plots["items"]
     assert older["step"] == 2 and older["png"] != item["png"]
     browser_sends(view, kind="plot_step", hook="forward", step=None)
     assert view.plots["items"][0]["step"] == 3
+
+
+def test_the_slider_reaches_every_call_of_a_module_run_twice_a_step():
+    model = SharedBlock()
+    with HookExplorer(model, example_inputs=torch.randn(2, 4)) as ex:
+        view = ex.view
+        ex.attach("lin", "forward")
+        browser_sets(view, selected="lin")
+        ex.run()
+        ex.run()
+        (item,) = view.plots["items"]
+        assert item["positions"] == [[1, 0], [1, 1], [2, 0], [2, 1]]
+        assert (item["step"], item["call"]) == (2, 1)  # the newest: the second call of step 2
+        first_call = ex.captures["lin"]["forward"][-2]
+        assert (first_call.step, first_call.call) == (2, 0)
+
+        browser_sends(view, kind="plot_step", hook="forward", step=2, call=0)
+        (shown,) = view.plots["items"]
+        assert (shown["step"], shown["call"]) == (2, 0) and shown["png"] != item["png"]
+        browser_sends(view, kind="plot_step", hook="forward", step=1)  # no call: the newest of that step
+        assert (view.plots["items"][0]["step"], view.plots["items"][0]["call"]) == (1, 1)
 
 
 def test_memory_meter_follows_the_store_and_counts_evictions(cnn, image):

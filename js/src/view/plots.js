@@ -1,16 +1,16 @@
 /** Plots area: the PNG captures of the selection as Blob-URL images, each with a step slider over its history. */
 
-import { formatShape } from "../format.js";
+import { formatPosition, formatShape, plotPositions } from "../format.js";
 import { h, pngUrls, subscribe } from "./dom.js";
 
 const HINT = "Attach a hook and press Run (or run your own code) to see captures.";
 const SLIDE_DELAY_MS = 150;
 
-/** Caption text of one plot item: "title · 1×16×32×32 · step 3". */
+/** Caption text of one plot item: "title · 1×16×32×32 · step 3" (with " · call 1" for a target run twice a step). */
 function caption(item) {
   const parts = [item.title || item.kind || "capture"];
   if (Array.isArray(item.shape)) parts.push(formatShape(item.shape));
-  if (Number.isFinite(item.step)) parts.push(`step ${item.step}`);
+  if (Number.isFinite(item.step)) parts.push(formatPosition(item.step, item.call, plotPositions(item).showCall));
   return parts.join(" · ");
 }
 
@@ -22,32 +22,34 @@ export function createPlots(model) {
   let slideTimer = null;
 
   function slider(item) {
-    const steps = Array.isArray(item.steps) ? item.steps : [];
-    if (steps.length < 2) return null;
-    const at = Math.max(0, steps.indexOf(item.step));
+    const { positions, showCall } = plotPositions(item);
+    if (positions.length < 2) return null;
+    const call = Number.isFinite(item.call) ? item.call : 0;
+    const at = Math.max(0, positions.findIndex(([s, c]) => s === item.step && c === call));
+    const label = (i) => `${formatPosition(positions[i][0], positions[i][1], showCall)} (${i + 1} of ${positions.length} kept)`;
     const input = h("input", {
       cls: "hw-step",
       attrs: {
         type: "range",
         min: 0,
-        max: steps.length - 1,
+        max: positions.length - 1,
         value: at,
         "data-kind": item.kind ?? "",
         "aria-label": `step of the ${item.kind} capture`,
       },
     });
-    const label = h("span", { cls: "hw-step-label", text: `step ${item.step} (${at + 1} of ${steps.length} kept)` });
+    const text = h("span", { cls: "hw-step-label", text: label(at) });
     input.addEventListener("input", () => {
-      const step = steps[Number(input.value)];
-      label.textContent = `step ${step} (${Number(input.value) + 1} of ${steps.length} kept)`;
+      const [step, call] = positions[Number(input.value)];
+      text.textContent = label(Number(input.value));
       if (slideTimer !== null) clearTimeout(slideTimer);
       // Python redraws on each message: send only where the slider comes to rest.
       slideTimer = setTimeout(() => {
         slideTimer = null;
-        model.send({ kind: "plot_step", hook: item.kind, step });
+        model.send({ kind: "plot_step", hook: item.kind, step, call });
       }, SLIDE_DELAY_MS);
     });
-    return h("div", { cls: "hw-step-row" }, [input, label]);
+    return h("div", { cls: "hw-step-row" }, [input, text]);
   }
 
   function viewButtons(item) {
