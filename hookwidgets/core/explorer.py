@@ -249,11 +249,20 @@ class Explorer:
         """The autograd graph of the last recorded run as plain data (DESIGN.md, Data shapes).
 
         With ``inputs``, or when no run was recorded yet, records a forward of ``inputs`` (default: the
-        example inputs) first; the model is left as found. A ValueError says why a run left no graph.
+        example inputs) first; the model is left as found. A ValueError says why a run left no graph; a
+        forward that raises gives the graph made before the failure, its ``"error"``, and a RuntimeWarning.
         """
         if inputs is not None or self._graph.data is None:
             with self._registry.suspended():  # a diagnostic run: the user's hooks record nothing
                 self._graph.record(self.model, self._inputs(inputs), saved_tensors)
+            error = self._graph.data.get("error")
+            if error:  # a partial graph must not pass for the whole one
+                made = f"the {len(self._graph.data['nodes'])} nodes made before it"
+                warnings.warn(
+                    f"the forward of {self._model_name} raised {error}; the graph holds only {made}",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
         return self._graph.data
 
     def saved_memory(self) -> dict[str, int]:

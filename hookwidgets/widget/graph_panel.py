@@ -8,6 +8,7 @@ with their list only for graphs up to ``SAVED_DETAIL_LIMIT`` nodes. docs/widget-
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from ..core.dataflow import dataflow_graph
@@ -92,7 +93,9 @@ def record_from_view(explorer: HookExplorer, content: dict[str, Any] | None = No
         return
     view.status = {**view.status, "state": "busy", "message": "recording the autograd graph…"}
     try:
-        data = explorer.graph(explorer.example_inputs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a partial graph's error is shown in the panel instead
+            data = explorer.graph(explorer.example_inputs)
     except Exception as exc:  # "no graph: …" and failures of the recorder: shown in the panel, kernel alive
         text = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
         view.graph = {**EMPTY, "error": text}  # the previous graph stays in ex.graph(), not on screen
