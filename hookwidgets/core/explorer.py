@@ -38,7 +38,7 @@ from .kinds import KINDS, resolve_kind
 from .modelstate import preserved_state
 from .nested import map_tensors, tensors_in
 from .optim import UpdateRatioMonitor
-from .targets import resolve_target
+from .targets import alias_note, first_name, resolve_target
 from .tree import ProbeResult, build_tree, hookable_modules, probe
 
 
@@ -131,6 +131,7 @@ class Explorer:
         if isinstance(self.model, torch.jit.ScriptModule):  # torch refuses even get_submodule on one
             raise ValueError(SCRIPTED_ROOT)
         family, obj = resolve_target(self.model, target)
+        given, target = target, first_name(self.model, family, obj) or target  # one name per module or parameter
         kinds = [kind] if isinstance(kind, str) else list(kind)
         specs = [resolve_kind(k, target, family) for k in kinds]  # all validated before any is attached
         if isinstance(obj, torch.jit.ScriptModule) and any(s.family == "module" for s in specs):
@@ -172,6 +173,11 @@ class Explorer:
             warnings.warn(note, stacklevel=2)
             for info in infos:
                 info.note = note
+        if target != given:
+            note = alias_note(given, target)
+            warnings.warn(note, stacklevel=2)
+            for info in infos:
+                info.note = info.note or note  # a note of a hook that cannot fire (or runs compiled) says more
         return infos[0] if isinstance(kind, str) else infos
 
     def _check_node_id(self, node_id: str) -> None:
@@ -203,7 +209,8 @@ class Explorer:
     def detach(self, target: str | None = None, kind: str | None = None) -> list[HookInfo]:
         """Remove one hook, all hooks of a target, or (no arguments) every hook."""
         if target is not None:
-            resolve_target(self.model, target)
+            family, obj = resolve_target(self.model, target)
+            target = first_name(self.model, family, obj) or target  # where attach put a hook asked for by an alias
         if kind is not None and kind not in KINDS:
             close = difflib.get_close_matches(str(kind), list(KINDS), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""

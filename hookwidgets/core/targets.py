@@ -85,6 +85,21 @@ def resolve_target(model: nn.Module, target: str) -> tuple[str, nn.Module | nn.P
     raise KeyError(f"no module or parameter {target!r} in {type(model).__name__}{hint}")
 
 
+def first_name(model: nn.Module, family: str, obj: object) -> str | None:
+    """The name the tree, graph and captures use for a module or parameter reachable by several paths: its
+    first, as ``named_modules()``/``named_parameters()`` give it; None for a node id or an object not found."""
+    named = model.named_modules() if family == "module" else model.named_parameters() if family == "param" else ()
+    return next((name for name, found in named if found is obj), None)
+
+
+def alias_note(given: str, first: str) -> str:
+    """Why a hook asked for at ``given`` sits at ``first``, the same module or parameter under its first name."""
+    return (
+        f"{given!r} is another path to {first!r} (the same object, registered twice): the hook is attached and "
+        f"records under {first!r}, the name the tree, the graph and ex.captures use"
+    )
+
+
 def _is_node_id(target: str) -> bool:
     """Whether ``target`` has the form of an autograd node id, ``"<scope>/<op>#<ordinal>"``."""
     try:
