@@ -48,11 +48,12 @@ def _warn_unwatched(unwatched: list[str], path: str) -> None:
     )
 
 
-def first_nonfinite(model: nn.Module, inputs: Inputs) -> str | None:
+def first_nonfinite(model: nn.Module, inputs: Inputs, *, train: bool = False) -> str | None:
     """Path of the first module, in the order forwards finish, whose output held NaN or Inf; else None.
 
-    One forward without grad and without anomaly mode; the model is left as found. ScriptModules take no
-    hooks and are not watched: a warning names them when the module found had received NaN/Inf already.
+    One forward without grad and without anomaly mode, in eval mode unless ``train``; the model is left as
+    found. ScriptModules take no hooks and are not watched: a warning names them when the module found had
+    received NaN/Inf already.
     """
     found: list[tuple[str, bool]] = []  # (path, whether its inputs held NaN/Inf already)
 
@@ -64,7 +65,11 @@ def first_nonfinite(model: nn.Module, inputs: Inputs) -> str | None:
         return hook
 
     options = {"always_call": True, "with_kwargs": True}
-    with forward_hooks(model, check, **options) as unwatched, preserved_state(model), torch.no_grad():
+    with (
+        forward_hooks(model, check, **options) as unwatched,
+        preserved_state(model, mode="train" if train else "eval"),
+        torch.no_grad(),
+    ):
         output = call_model(model, inputs)
     if not found and "" in unwatched and _holds_nonfinite(output):  # a scripted root: only its output is seen
         found.append(("", True))

@@ -219,15 +219,22 @@ class Explorer:
             )
         return self._registry.detach(target, kind)
 
-    def run(self, inputs: Inputs | None = None, target: Target = None, *, record_graph: bool = False) -> Any:
-        """Forward ``inputs`` (default: the example inputs); with ``target``, backward from that score.
+    def run(
+        self, inputs: Inputs | None = None, target: Target = None, *, record_graph: bool = False, train: bool = False
+    ) -> Any:
+        """Forward ``inputs`` (default: the example inputs) in eval mode; with ``target``, backward from that score.
 
-        The run leaves parameters' ``.grad``, buffers, RNG state and train/eval mode as found. With
-        ``record_graph``, its autograd graph becomes the one ``graph()`` returns.
+        ``train=True`` runs in training mode (Dropout active, BatchNorm on batch statistics), as a training
+        step does. The run leaves parameters' ``.grad``, buffers, RNG state and train/eval mode as found.
+        With ``record_graph``, its autograd graph becomes the one ``graph()`` returns.
         """
         inputs = self._inputs(inputs)
         recorder = GraphRecorder(self.model) if record_graph else contextlib.nullcontext()
-        with preserved_state(self.model), torch.enable_grad(), warnings.catch_warnings():
+        with (
+            preserved_state(self.model, mode="train" if train else "eval"),
+            torch.enable_grad(),
+            warnings.catch_warnings(),
+        ):
             # torch warns on every backward when a first layer's inputs need no grad; the hook's note says it once
             warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed")
             # torch repeats this at every forward of a module with a dict output; the hook's note says it once
@@ -282,10 +289,14 @@ class Explorer:
         """Modules as nodes and the tensors passed between them, from the recorded graph (``depth`` merges)."""
         return dataflow_graph(self.graph(), depth=depth)
 
-    def first_nonfinite(self, inputs: Inputs | None = None) -> str | None:
-        """The first module, in the order forwards finish, whose output held NaN or Inf (None if none)."""
+    def first_nonfinite(self, inputs: Inputs | None = None, *, train: bool = False) -> str | None:
+        """The first module, in the order forwards finish, whose output held NaN or Inf (None if none).
+
+        One forward in eval mode; ``train=True`` runs it in training mode, where BatchNorm's batch statistics
+        and Dropout make NaNs of their own. The model is left as found either way.
+        """
         with self._registry.suspended():  # a diagnostic run: the user's hooks record nothing
-            return first_nonfinite(self.model, self._inputs(inputs))
+            return first_nonfinite(self.model, self._inputs(inputs), train=train)
 
     def summary(self) -> list[dict[str, Any]]:
         """Per-layer, per-step rows of activation and gradient statistics from ``stats`` hooks.

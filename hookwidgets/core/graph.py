@@ -427,11 +427,11 @@ def record_graph(
 
     A forward that raises gives the graph built before the failure, with ``error`` set. A ValueError
     says why there is no graph when no output has a grad_fn (no_grad, inference_mode, nothing
-    requires grad). ``eval_mode`` as in ``preserved_state``.
+    requires grad). In eval mode unless ``eval_mode`` is False (then in the modes as found).
     """
     recorder = GraphRecorder(model, saved_tensors=saved_tensors)
     output, error = None, None
-    with preserved_state(model, eval_mode=eval_mode), recorder:
+    with preserved_state(model, mode="eval" if eval_mode else None), recorder:
         try:
             output = call_model(model, inputs)
         except Exception as exc:  # the partial graph and the error text are the result

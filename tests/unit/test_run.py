@@ -179,3 +179,59 @@ def test_an_output_without_class_scores_is_named_with_the_callable_fix(output, g
         backward_score(output, 0)
     with pytest.raises(ValueError, match=got + r"; pass target=callable\(output\) returning one score per item"):
         target_score(output, 0)
+
+
+class StepCounter(torch.nn.Module):
+    """Counts its calls in a buffer it replaces (``self.calls = self.calls + 1``), as step counters and caches do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("calls", torch.zeros((), dtype=torch.long))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls = self.calls + 1
+        return x
+
+
+def test_a_buffer_the_forward_replaces_is_put_back_after_every_explorer_run():
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 4, 3, padding=1), StepCounter(), torch.nn.Flatten(), torch.nn.LazyLinear(2)
+    )
+    x = torch.randn(2, 3, 6, 6)
+    model(x)  # materializes the lazy layer; the counter reads 1 from here on
+    counter = model[1].calls
+    ex = Explorer(model, example_inputs=x)
+    ex.run(target=0)
+    ex.gradcam("0", target=0)
+    ex.first_nonfinite()
+    ex.graph(x)
+    assert model[1].calls is counter and counter.item() == 1  # the same object, with its value
+    assert list(model[1]._buffers) == ["calls"]
+
+
+def test_train_mode_runs_see_dropout_and_batch_statistics_and_leave_the_mode_as_found():
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Dropout(0.5), torch.nn.BatchNorm1d(64)).eval()
+    x = torch.randn(8, 64)
+    ex = Explorer(model, example_inputs=x)
+    ex.attach("1", "forward")
+    ex.run()
+    assert ex.captures["1"]["forward"][-1].tensor.eq(0).float().mean() < 0.1  # eval: Dropout passes all through
+    ex.run(train=True)
+    assert 0.3 < ex.captures["1"]["forward"][-1].tensor.eq(0).float().mean() < 0.7
+    assert not any(m.training for m in model.modules())
+    assert torch.equal(model[2].running_mean, torch.zeros(64))  # batch statistics used, running ones kept
+
+
+def test_first_nonfinite_in_train_mode_finds_what_batch_statistics_make():
+    class Standardize(torch.nn.Module):
+        """Divides by the batch's standard deviation in training, by a fixed scale otherwise."""
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return (x - x.mean(0)) / x.std(0) if self.training else x / 2
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), Standardize())
+    constant = torch.ones(3, 4)  # the same row three times: batch deviation 0, and 0/0 in training
+    ex = Explorer(model, example_inputs=constant)
+    assert ex.first_nonfinite() is None  # eval
+    assert ex.first_nonfinite(train=True) == "1"
+    assert all(m.training for m in model.modules())  # a fresh model trains; left so
