@@ -121,9 +121,11 @@ class HookExplorer(Explorer):
         self._sync(plots=False)
         return removed
 
-    def run(self, inputs: Inputs | None = None, target: Target = None, *, record_graph: bool = False) -> Any:
+    def run(
+        self, inputs: Inputs | None = None, target: Target = None, *, record_graph: bool = False, train: bool = False
+    ) -> Any:
         try:
-            return super().run(inputs, target, record_graph=record_graph)
+            return super().run(inputs, target, record_graph=record_graph, train=train)
         finally:
             self._sync()
             self._sync_summary()  # only runs add statistics: the heatmap is redrawn after them, not on clicks
