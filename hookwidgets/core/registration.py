@@ -114,6 +114,8 @@ class KindRegistrations:
         if spec.name == "backward_pre":
 
             def backward_pre(mod, grad_output):
+                if not info.active:  # detached after the forward: torch still runs what that forward armed
+                    return None
                 firing = Firing(target, kind, self.step, self._backward_call(target, kind))
                 call_user = (lambda g: user(mod, g)) if callable(user) else None
                 return self._fire(info, "backward", firing, grad_output, _grad_outputs, call_user)
@@ -122,6 +124,8 @@ class KindRegistrations:
         if spec.name in ("backward", "legacy_backward"):
 
             def backward(mod, grad_input, grad_output):
+                if not info.active:  # detached after the forward: torch still runs what that forward armed
+                    return None
                 firing = Firing(target, kind, self.step, self._backward_call(target, kind))
                 call_user = (lambda g: user(mod, g, grad_output)) if callable(user) else None
                 result = self._fire(
@@ -201,7 +205,7 @@ class KindRegistrations:
         return param.register_post_accumulate_grad_hook(post_accumulate)
 
     def _register_global(self, spec: Kind, info: HookInfo) -> RemovableHandle:
-        self._paths = {id(m): p for p, m in self._root.named_modules(remove_duplicate=False)}
+        self._paths = {id(m): p for p, m in self._root.named_modules()}  # a shared module goes by its first path
         paths, kind, user = self._paths, info.kind, info.action
         if spec.name == "global_grad":
 

@@ -70,3 +70,10 @@ def test_a_name_used_once_is_kept_as_given(explorer, recwarn):
     info = explorer.attach("layers.1", "forward")
     assert info.target == "layers.1" and info.note is None
     assert not [w for w in recwarn if "another path" in str(w.message)]
+
+
+def test_global_kinds_record_a_shared_module_under_its_first_name(explorer):
+    explorer.attach("", "global_forward")
+    explorer.run()
+    assert set(explorer.captures) == {"", "layers", "layers.0", "layers.1"}
+    assert [e.target for e in explorer.timeline] == ["layers.0", "layers.1", "layers", ""]

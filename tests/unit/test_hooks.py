@@ -1,6 +1,7 @@
 import copy
 import gc
 import threading
+import warnings
 import weakref
 from dataclasses import dataclass
 
@@ -538,3 +539,24 @@ def test_module_hooks_on_a_module_the_example_forward_never_runs_say_why_until_i
         assert out_proj.fired == 0 and "did not run" in out_proj.note
     with Explorer(model) as ex:  # without example inputs nothing is known, so nothing is said
         assert ex.attach("attn.out_proj", "forward").note is None
+
+
+@pytest.mark.parametrize("kind", ["backward_pre", "backward", "legacy_backward"])
+@pytest.mark.parametrize("how", ["detach", "close"])
+def test_a_backward_hook_removed_between_forward_and_backward_neither_records_nor_edits(kind, how):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 2))
+    x = torch.randn(3, 4)
+    model(x).sum().backward()
+    reference = model[0].weight.grad.clone()
+    model.zero_grad(set_to_none=True)
+    ex = Explorer(model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the legacy hook's deprecation
+        info = ex.attach("1", kind, edit=None if kind == "legacy_backward" else ("scale", 100.0))
+        loss = model(x).sum()  # torch hands this forward's backward hooks to its graph
+        ex.detach() if how == "detach" else ex.close()
+        loss.backward()
+    assert torch.allclose(model[0].weight.grad, reference)  # no edit
+    assert info.fired == 0 and not ex.captures.snapshot()[0]  # no firing, no record
+    ex.close()
