@@ -48,7 +48,7 @@ def backward_score(output: Any, target: Target) -> torch.Tensor:
         return score.reshape(())
     logits = class_scores(output)
     batch, classes = logits.shape
-    target = _class_target(target)
+    target = class_target(target)
     if target == "top":
         index = logits.detach().argmax(dim=1)
     elif isinstance(target, int):
@@ -115,7 +115,7 @@ def describe_output(output: Any, limit: int = 6) -> str:
 TARGET_FORMS = '"top", a class index (3), one index per batch item ([3, 7]) or a callable(output) -> scalar'
 
 
-def _class_target(target: Any) -> str | int | list[int]:
+def class_target(target: Any) -> str | int | list[int]:
     """``target`` as "top", an int or a list of ints; a ValueError naming the accepted forms for anything else.
 
     An integer tensor counts as its value(s) (``pred.argmax(1)`` is a fine target), a numpy integer as

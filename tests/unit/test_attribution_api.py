@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -98,8 +99,20 @@ def test_a_target_out_of_range_names_the_number_of_classes(model, image):
         attribute(model, image, [0, 1, 2])
     with pytest.raises(ValueError, match=r"a callable target must return one score per item \(N,\) or a scalar"):
         attribute(model, image, lambda out: out)
-    with pytest.raises(TypeError, match=r"target must be a class index, .* not str"):
+    with pytest.raises(ValueError, match=r"target 'cat' is not a score target; pass \"top\", a class index"):
         attribute(model, image, "cat")
+
+
+def test_attribution_targets_take_the_forms_run_takes(model, image):
+    expected = attribute(model, image, [1, 2])
+    for same in ([np.int64(1), np.int64(2)], torch.tensor([1, 2])):
+        found = attribute(model, image, same)
+        assert found.classes == [1, 2] and torch.equal(found.map, expected.map)
+    assert attribute(model, image, torch.tensor(2)).classes == [2, 2]
+    top = attribute(model, image, None)
+    assert attribute(model, image, "top").classes == top.classes and torch.equal(
+        attribute(model, image, "top").map, top.map
+    )
 
 
 def test_a_layer_without_spatial_output_names_suitable_layers(model, image):

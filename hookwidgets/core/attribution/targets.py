@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from ..inputs import class_scores
+from ..inputs import class_scores, class_target
 
 AttributionTarget = int | Sequence[int] | Callable[[Any], torch.Tensor] | None
 
@@ -16,15 +16,12 @@ PER_ITEM_FIX = "pass target=callable(output) returning one score per item, e.g. 
 
 
 def class_indices(logits: torch.Tensor, target: int | Sequence[int] | None) -> torch.Tensor:
-    """One class index per item: ``None`` picks each item's top class; a range error names the class count."""
+    """One class index per item: ``None`` or ``"top"`` picks each item's top class; the forms ``ex.run`` takes
+    (integer tensors, numpy integers) are read the same way; a range error names the class count."""
     batch, classes = logits.shape
-    if target is None:
+    target = "top" if target is None else class_target(target)  # a ValueError naming the forms for anything else
+    if target == "top":
         return logits.detach().argmax(dim=1)
-    if isinstance(target, bool) or not (isinstance(target, int) or _is_int_sequence(target)):
-        raise TypeError(
-            f"target must be a class index, one index per item, a callable on the output or None, "
-            f"not {type(target).__name__}"
-        )
     if isinstance(target, int):
         index = torch.full((batch,), target, dtype=torch.long, device=logits.device)
     else:
@@ -37,12 +34,6 @@ def class_indices(logits: torch.Tensor, target: int | Sequence[int] | None) -> t
             f"target class {bad[0].item()} is out of range: the output has {classes} classes (0 to {classes - 1})"
         )
     return index
-
-
-def _is_int_sequence(value: Any) -> bool:
-    if isinstance(value, torch.Tensor):
-        return not value.is_floating_point() and value.dim() == 1
-    return isinstance(value, Sequence) and not isinstance(value, str) and all(isinstance(v, int) for v in value)
 
 
 def target_score(output: Any, target: AttributionTarget) -> tuple[torch.Tensor, list[int] | None]:
