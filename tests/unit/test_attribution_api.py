@@ -289,3 +289,32 @@ def test_a_users_full_backward_hook_on_the_first_layer_does_not_make_torch_warn(
         ex.attach("used", "backward")
         warnings.simplefilter("error")
         assert ex.gradcam("used", image, 1).shape == (2, 8, 8)
+
+
+class NormalizesInPlace(nn.Module):
+    """Subtracts the mean from its input in place before a conv, as some preprocessing layers do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.head = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x.sub_(0.5)
+        return self.head(torch.relu(self.conv(x)).mean((2, 3)))
+
+
+@pytest.mark.parametrize("method", ["gradcam", "saliency"])
+def test_a_model_that_changes_its_input_in_place_is_attributed_and_the_input_left_alone(method):
+    torch.manual_seed(0)
+    model, x = NormalizesInPlace().eval(), torch.rand(2, 3, 8, 8)
+    before = x.clone()
+    result = attribute(model, x, 1, method=method, layer="conv" if method == "gradcam" else None)
+    assert torch.equal(x, before)
+    assert result.map.shape[0] == 2 and result.map.abs().sum() > 0
+    if method == "saliency":  # the gradient of the same score taken by hand
+        leaf = x.clone().requires_grad_(True)
+        model(leaf.clone())[:, 1].sum().backward()
+        assert torch.allclose(result.map, leaf.grad.abs(), atol=1e-6) or torch.allclose(
+            result.map, leaf.grad, atol=1e-6
+        )

@@ -10,12 +10,14 @@ from ..inputs import Inputs, describe_inputs
 
 
 def with_grad(inputs: Inputs) -> tuple[Inputs, list[torch.Tensor]]:
-    """A copy of the input structure whose floating tensors are detached aliases that require grad.
+    """A copy of the input structure whose floating tensors come from detached aliases that require grad.
 
     Users pass images that do not require grad; without this, a frozen backbone gives a layer
-    output with no gradient at all. The aliases share memory with the user's tensors, so nothing
-    is copied, and the user's tensors keep their ``requires_grad`` and ``.grad``.
-    Returns the new inputs and the aliases in the order found.
+    output with no gradient at all. The aliases share memory with the user's tensors, which keep their
+    ``requires_grad`` and ``.grad``; the model gets a clone of each alias, so a forward that changes its
+    input in place (``x.sub_(mean)``, a first ``ReLU(inplace=True)``) works on the clone, as it does on
+    a tensor that needs no grad, and leaves the user's tensor alone.
+    Returns the new inputs and the aliases (whose ``.grad`` is the input gradient) in the order found.
     """
     found: list[torch.Tensor] = []
 
@@ -23,7 +25,7 @@ def with_grad(inputs: Inputs) -> tuple[Inputs, list[torch.Tensor]]:
         if isinstance(value, torch.Tensor) and (value.is_floating_point() or value.is_complex()):
             alias = value.detach().requires_grad_(True)
             found.append(alias)
-            return alias
+            return alias.clone()
         if isinstance(value, dict):
             return {k: convert(v) for k, v in value.items()}
         if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
