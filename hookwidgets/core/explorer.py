@@ -83,7 +83,7 @@ class Explorer:
         if self.example_inputs is None:
             return None
         try:
-            return probe(self.model, self.example_inputs)
+            return probe(self.model, self._inputs(None))
         except Exception as exc:
             self.probe_error = explain_run_error(exc, self.example_inputs)
             warnings.warn(
@@ -193,7 +193,7 @@ class Explorer:
             return
         try:
             with self._registry.suspended(), preserved_state(self.model), torch.enable_grad():
-                call_model(self.model, self.example_inputs)
+                call_model(self.model, self._inputs(None))
         except Exception as exc:
             if not isinstance(exc, RuntimeError) or not is_inplace_collision(exc):
                 return  # any other failure of the example inputs (the model's own errors) was reported by the probe
@@ -408,11 +408,13 @@ class Explorer:
         return f"<{type(self).__name__} of {self._model_name}: {self._module_count} modules, {state}>"
 
     def _inputs(self, inputs: Inputs | None) -> Inputs:
+        """``inputs``, else a copy of the example inputs: a forward that changes its input in place (``x.sub_(m)``)
+        must not change them for the next run, nor give the user's tensor a ``.grad``."""
         if inputs is not None:
             return inputs
         if self.example_inputs is None:
             raise ValueError("this needs inputs: pass them, or give HookExplorer example_inputs=")
-        return self.example_inputs
+        return map_tensors(self.example_inputs, _fresh_copy)
 
     def close(self) -> None:
         """Remove every hook the explorer added (the model's hook dicts are as before) and let go of the model."""
@@ -453,3 +455,8 @@ def explain_run_error(exc: BaseException, inputs: Inputs) -> str:
     """The error of a failed run as text, with the inputs' shapes so a wrong shape is obvious."""
     trace = "".join(traceback.format_exception(exc)).rstrip()
     return f"{type(exc).__name__}: {exc}\n(inputs were {describe_inputs(inputs)})\n\n{trace}"
+
+
+def _fresh_copy(tensor: torch.Tensor) -> torch.Tensor:
+    """A copy with the same values and ``requires_grad``, connected to nothing."""
+    return tensor.detach().clone().requires_grad_(tensor.requires_grad)

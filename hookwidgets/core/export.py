@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -60,7 +61,7 @@ def export_captures(store: CaptureStore, path: str | os.PathLike) -> Path:
         save_file(tensors, tmp_data, metadata=metadata)
         tmp_sidecar = _temp_beside(sidecar)
         with open(tmp_sidecar, "w", encoding="utf-8") as f:
-            json.dump(document, f, indent=1)
+            json.dump(_json_safe(document), f, indent=1, allow_nan=False)
         os.replace(tmp_data, path)
         os.replace(tmp_sidecar, sidecar)
     finally:
@@ -102,6 +103,8 @@ def load_captures(path: str | os.PathLike) -> list[dict[str, Any]]:
                 "export again to write both files together"
             )
         for record in records:
+            if record.get("stats"):  # the floats the sidecar spells as "nan", "inf", "-inf"
+                record["stats"] = {k: _float_back(v) for k, v in record["stats"].items()}
             for entry in record["tensors"]:
                 entry["tensor"] = f.get_tensor(entry["key"])
     return records
@@ -145,3 +148,19 @@ def _temp_beside(path: Path) -> str:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     return tmp
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` with NaN and ±Inf, which JSON lacks (strict parsers reject the whole file), as the strings
+    ``"nan"``, ``"inf"``, ``"-inf"``: the statistics of a NaN activation are what a sidecar is read for."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if value != value else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _float_back(value: Any) -> Any:
+    return float(value) if value in ("nan", "inf", "-inf") else value

@@ -44,10 +44,10 @@ def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any
     """
     if method not in METHODS:
         raise ValueError(f"unknown attribution method {method!r}; choose one of {', '.join(METHODS)}")
-    inputs = explorer.example_inputs
-    if not isinstance(inputs, torch.Tensor):
+    if not isinstance(explorer.example_inputs, torch.Tensor):
         raise ValueError("attribution here needs example inputs that are one image tensor (N, C, H, W)")
     chosen = class_choice(target, "attribution class")
+    inputs = explorer._inputs(None)  # a copy: the model may change its input in place
     result = explorer.attribute(inputs, chosen, method=method, layer=layer if method in CAM_METHODS else None)
     classes = [int(c) for c in getattr(result, "classes", []) or []]
     used = getattr(result, "layer", None) or layer

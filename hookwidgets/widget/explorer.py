@@ -252,7 +252,7 @@ class HookExplorer(Explorer):
         explained = len(self.diagnostics)
         try:
             with self._live.paused() if self._live is not None else contextlib.nullcontext():
-                output = Explorer.run(self, self.example_inputs, target=target)
+                output = Explorer.run(self, None, target=target)  # a copy of the example inputs
         except Exception as exc:
             new = self.diagnostics[explained:]  # what the engine understood about this failure comes first
             view.error = "\n\n".join([*new, explain_run_error(exc, self.example_inputs)])

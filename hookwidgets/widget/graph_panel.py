@@ -95,7 +95,7 @@ def record_from_view(explorer: HookExplorer, content: dict[str, Any] | None = No
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # a partial graph's error is shown in the panel instead
-            data = explorer.graph(explorer.example_inputs)
+            data = explorer.graph(explorer._inputs(None))  # a copy of the example inputs, recorded again
     except Exception as exc:  # "no graph: …" and failures of the recorder: shown in the panel, kernel alive
         text = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
         view.graph = {**EMPTY, "error": text}  # the previous graph stays in ex.graph(), not on screen

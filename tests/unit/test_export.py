@@ -4,7 +4,9 @@ import math
 import pytest
 import torch
 from safetensors import safe_open
+from torch import nn
 
+from hookwidgets.core import Explorer
 from hookwidgets.core.capture import CaptureStore, Record, make_record
 from hookwidgets.core.export import export_captures, load_captures, sidecar_path
 
@@ -190,3 +192,21 @@ def test_explorer_export_round_trips_its_captures(tmp_path, cnn, image):
         ("features.conv", "grad", 1),
     ]
     assert torch.equal(loaded[0]["tensors"][0]["tensor"], forward)
+
+
+def test_the_sidecar_is_strict_json_when_statistics_hold_nan_and_inf(tmp_path):
+    model = nn.Sequential(nn.Identity())
+    ex = Explorer(model)
+    ex.attach("0", "forward", action="stats")
+    model(torch.full((1, 3), float("nan")))  # no finite value: mean, std, min and max are NaN
+
+    def refuse(token: str) -> None:
+        raise ValueError(f"not JSON: {token}")
+
+    path = ex.export(tmp_path / "caps.safetensors")
+    text = (tmp_path / "caps.safetensors.json").read_text()
+    stats = json.loads(text, parse_constant=refuse)["records"][0]["stats"]
+    assert stats["mean"] == "nan" and stats["max"] == "nan" and stats["nan"] == 3
+    loaded = load_captures(path)[0]["stats"]
+    assert math.isnan(loaded["mean"]) and math.isnan(loaded["max"]) and loaded["nan"] == 3  # floats again
+    ex.close()

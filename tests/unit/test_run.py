@@ -235,3 +235,35 @@ def test_first_nonfinite_in_train_mode_finds_what_batch_statistics_make():
     assert ex.first_nonfinite() is None  # eval
     assert ex.first_nonfinite(train=True) == "1"
     assert all(m.training for m in model.modules())  # a fresh model trains; left so
+
+
+class ShiftsItsInput(torch.nn.Module):
+    """Changes its input in place, as some preprocessing modules do."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.head = torch.nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x.mul_(2.0)
+        return self.head(self.conv(x).mean((2, 3)))
+
+
+def test_the_explorers_own_runs_leave_the_example_inputs_as_given(cnn, image):
+    x = torch.randn(2, 3, 6, 6)
+    before = x.clone()
+    ex = Explorer(ShiftsItsInput(), example_inputs=x)  # its probe runs the model once
+    ex.attach("conv", "forward_pre")
+    first = ex.run(target=0)
+    again = ex.run(target=0)
+    ex.first_nonfinite()
+    ex.graph(None)
+    ex.gradcam("conv", target=0)
+    assert torch.equal(x, before)
+    assert torch.equal(first, again)  # each run starts from the same values
+    assert torch.equal(ex.captures["conv"]["forward_pre"][-1].tensor, before * 2)
+
+    wants_grad = image.clone().requires_grad_(True)  # an input that requires grad gets no .grad from these runs
+    Explorer(cnn, example_inputs=wants_grad).run(target=0)
+    assert wants_grad.grad is None
