@@ -522,6 +522,14 @@ def _node_hook(info: HookInfo, spec: str, fn: str, signature: str, model_name: s
     if op != "AccumulateGrad":
         entry = f"({_quote(scope)}, {_quote(op)}, {int(ordinal)}, {_quote(method)}, {fn})"
         return [*body, "", "", f"node_hooks.append({entry})  # placed on every forward of {model_name}"]
+    if ordinal.startswith("leaf"):  # the gradient sink of an input that requires grad, not of a parameter
+        return [
+            *body,
+            "",
+            "",
+            f"# {info.target!r} is the AccumulateGrad node of an input that requires grad: register {fn} on that",
+            f"# input's node yourself: x.view_as(x).grad_fn.next_functions[0][0].{method}({fn})",
+        ]
     param = f"{scope}.{ordinal}" if scope else ordinal
     register = NODE_REGISTER.format(model=model_name, param=_quote(param), method=method, fn=fn)
     return [NODE_NOTE, *body, "", "", register]

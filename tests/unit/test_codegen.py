@@ -591,3 +591,16 @@ def test_generated_code_walks_dataclass_outputs_like_the_engine(generated):
     assert_same_records(ex, ns["captures"], "fc/AddmmBackward0#0", "node_pre")
     torch.testing.assert_close(twin.fc.weight.grad, model.fc.weight.grad)
     ex.close()
+
+
+def test_a_node_hook_on_an_input_leaf_is_described_not_generated_as_a_parameter():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+    x = torch.randn(2, 4, requires_grad=True)
+    ex = Explorer(model, example_inputs=x)
+    leaf = next(n["id"] for n in ex.graph()["nodes"] if n["id"].endswith("#leaf0"))
+    ex.attach(leaf, "node_pre")
+    code = ex.code()
+    assert 'get_parameter("leaf0")' not in code
+    assert f"# {leaf!r} is the AccumulateGrad node of an input that requires grad" in code
+    exec(code, {"model": nn.Sequential(nn.Linear(4, 4), nn.Tanh())})  # runs: the rest of the code is unaffected
+    ex.close()
