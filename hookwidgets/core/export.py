@@ -150,16 +150,21 @@ def _temp_beside(path: Path) -> str:
     return tmp
 
 
-def _json_safe(value: Any) -> Any:
-    """``value`` with NaN and ±Inf, which JSON lacks (strict parsers reject the whole file), as the strings
-    ``"nan"``, ``"inf"``, ``"-inf"``: the statistics of a NaN activation are what a sidecar is read for."""
+def plain_number(value: Any) -> Any:
+    """A JSON-safe number: NaN and Inf, which JSON lacks, become the strings ``"nan"``, ``"inf"``, ``"-inf"``."""
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if value != value else ("inf" if value > 0 else "-inf")
+    return value
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` with every number made JSON-safe (strict parsers reject a whole file for one NaN): the
+    statistics of a NaN activation are what a sidecar is read for."""
     if isinstance(value, dict):
         return {k: _json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_json_safe(v) for v in value]
-    return value
+    return plain_number(value)
 
 
 def _float_back(value: Any) -> Any:

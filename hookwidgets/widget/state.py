@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -10,6 +9,7 @@ import torch
 
 from ..core.codegen import hook_code
 from ..core.explorer import Explorer
+from ..core.export import plain_number
 from ..core.hooks import HookInfo
 from ..core.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS, valid_kinds
 from ..core.targets import resolve_target
@@ -18,13 +18,6 @@ from ..core.targets import resolve_target
 ALL_KINDS = [*MODULE_KINDS, *GLOBAL_KINDS, *(k for k in PARAM_KINDS if k not in MODULE_KINDS), *NODE_KINDS]
 ACTIONS = ["capture", "stats", "print"]
 EDITS = ["scale", "clip", "clip_norm", "zero", "ablate"]
-
-
-def plain_number(value: Any) -> Any:
-    """A JSON-safe number: NaN and Inf, which JSON lacks, become the strings ``"nan"``, ``"inf"``, ``"-inf"``."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if value != value else ("inf" if value > 0 else "-inf")
-    return value
 
 
 def hooks_payload(hooks: Iterable[HookInfo]) -> list[dict[str, Any]]:
