@@ -247,12 +247,13 @@ class HookExplorer(Explorer):
             raise ValueError("Run needs example inputs: create the explorer with HookExplorer(model, example_inputs=x)")
         backward = content.get("mode", "backward") != "forward"
         target = _run_target(content.get("target")) if backward else None
-        what = "forward and backward" if backward else "forward"
+        train = _run_train(content.get("train"))
+        what = ("forward and backward" if backward else "forward") + (" in training mode" if train else "")
         view.status = {**view.status, "state": "busy", "message": f"running {what}…"}
         explained = len(self.diagnostics)
         try:
             with self._live.paused() if self._live is not None else contextlib.nullcontext():
-                output = Explorer.run(self, None, target=target)  # a copy of the example inputs
+                output = Explorer.run(self, None, target=target, train=train)  # a copy of the example inputs
         except Exception as exc:
             new = self.diagnostics[explained:]  # what the engine understood about this failure comes first
             view.error = "\n\n".join([*new, explain_run_error(exc, self.example_inputs)])
@@ -260,12 +261,13 @@ class HookExplorer(Explorer):
             self._sync()
             return
         top = top_classes(output)
+        mode = " in training mode" if train else ""
         if not backward:
-            message = f"step {self.step}: forward"
+            message = f"step {self.step}: forward{mode}"
         elif target == "top":
-            message = f"step {self.step}: forward, then backward from each item's top class"
+            message = f"step {self.step}: forward{mode}, then backward from each item's top class"
         else:
-            message = f"step {self.step}: forward, then backward from class {target}"
+            message = f"step {self.step}: forward{mode}, then backward from class {target}"
         view.error = ""
         view.status = {"state": "idle", "message": message, "top": top}
         self._sync()
@@ -345,6 +347,13 @@ class HookExplorer(Explorer):
 def _message(exc: BaseException) -> str:
     """An exception's message without the quotes KeyError adds."""
     return exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+
+
+def _run_train(value: Any) -> bool:
+    """Whether a Run message asks for training mode: true, false or missing (eval, the default)."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    raise ValueError(f"Run's train must be true or false, got {value!r}")
 
 
 def _run_target(value: Any) -> str | int:

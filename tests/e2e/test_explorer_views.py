@@ -180,6 +180,11 @@ def test_summary_lists_every_layer_and_a_node_hook_from_the_graph_shows_its_capt
         shown = kernel.evaluate_json("[i['step'] for i in ex.view.plots['items'] if i['kind'] == 'node_pre']")
     assert shown == [steps[0]]
 
+    # the run bar's train mode box: the Run message carries it, and Python runs in training mode
+    explorer.locator("input.hw-run-train").check()
+    explorer.locator("button.hw-run").click()
+    explorer.locator('.hw-status[data-state="idle"]', has_text="in training mode").wait_for(timeout=60_000)
+
 
 def test_one_explorer_shown_in_two_cells_stays_consistent_and_close_closes_it(lab: Lab) -> None:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SUMMARY_MODEL), nbformat.v4.new_code_cell("ex")])

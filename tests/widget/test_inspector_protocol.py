@@ -73,6 +73,29 @@ def test_run_bar_modes_and_targets(explorer):
     assert view.status["state"] == "error" and "99" in view.error
 
 
+def test_run_bar_train_mode_runs_in_training_mode_and_restores_eval(explorer, cnn):
+    view = explorer.view
+    explorer.attach("features.act", "forward")
+    explorer.attach("features.drop", "forward")
+
+    def outputs() -> tuple[torch.Tensor, torch.Tensor]:
+        return tuple(explorer.captures[f"features.{name}"]["forward"][-1].tensors["output"] for name in ("act", "drop"))
+
+    browser_sends(view, kind="run", mode="forward", train=True)
+    assert "training mode" in view.status["message"] and view.status["state"] == "idle"
+    act, drop = outputs()
+    kept = drop != 0
+    assert torch.equal(drop[kept], 2 * act[kept]) and (act[~kept] != 0).any()  # Dropout(0.5) was active
+    assert not cnn.training and not cnn.features.drop.training  # left in the mode it was found in
+
+    browser_sends(view, kind="run", mode="forward")
+    act, drop = outputs()
+    assert "training mode" not in view.status["message"] and torch.equal(drop, act)  # eval: Dropout passes through
+
+    browser_sends(view, kind="run", mode="forward", train="yes")
+    assert view.status["state"] == "error" and "train must be true or false" in view.error
+
+
 def test_the_target_picker_offers_the_top_classes_before_the_first_run(cnn, image):
     cnn.eval()
     with torch.no_grad():

@@ -15,6 +15,11 @@ export function createHeader(model) {
   const target = h("select", { cls: "hw-run-target", attrs: { "aria-label": "Backward from" } }, [
     h("option", { attrs: { value: "top" }, text: "each item's top class" }),
   ]);
+  const train = h("input", {
+    cls: "hw-run-train",
+    attrs: { type: "checkbox", title: "Run in training mode: Dropout active, BatchNorm on batch statistics" },
+  });
+  const trainLabel = h("label", { cls: "hw-run-train-label" }, [train, h("span", { text: "train mode" })]);
   const run = h("button", {
     cls: "hw-run",
     attrs: { type: "button", title: "Run the example input through the model with the hooks attached" },
@@ -28,7 +33,7 @@ export function createHeader(model) {
   const errors = h("span", { cls: "hw-error-count", attrs: { hidden: true } });
   const el = h("div", { cls: "hw-header" }, [
     h("div", { cls: "hw-header-line" }, [title, count, errors, h("span", { cls: "hw-spacer" }), meter, meterText]),
-    h("div", { cls: "hw-run-bar" }, [mode, target, run, progress, status]),
+    h("div", { cls: "hw-run-bar" }, [mode, target, trainLabel, run, progress, status]),
   ]);
 
   function updateTree() {
@@ -92,7 +97,7 @@ export function createHeader(model) {
 
   function onRun() {
     const chosen = target.value === "top" ? "top" : Number(target.value);
-    model.send({ kind: "run", mode: mode.value, target: chosen });
+    model.send({ kind: "run", mode: mode.value, target: chosen, train: train.checked });
   }
 
   function onMode() {
