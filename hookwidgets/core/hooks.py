@@ -115,6 +115,8 @@ class HookRegistry(KindRegistrations):
         self._calls: dict[int, dict[tuple[str, str], int]] = {}  # call counters of the newest steps, by step
         # step -> module path -> the sequence number autograd had when each forward call of it began
         self._call_starts: dict[int, dict[str, list[int]]] = {}
+        # step -> (its thread, the sequence number autograd had when it began): the step a node was made in
+        self._step_begins: dict[int, tuple[int, int]] = {}
         self._step_handles: list[RemovableHandle] = []
         self._paths: dict[int, str] = {}
         self._full_flags: dict[nn.Module, tuple[bool | None, set[nn.Module]]] = {}  # see KindRegistrations
@@ -247,9 +249,11 @@ class HookRegistry(KindRegistrations):
             local.step = self.steps_seen
             self._calls[local.step] = {}
             self._call_starts[local.step] = {}
+            self._step_begins[local.step] = (threading.get_ident(), next_sequence_nr())
             for old in [s for s in self._calls if s <= local.step - CALL_STEPS_KEPT]:
                 del self._calls[old]
                 self._call_starts.pop(old, None)
+                self._step_begins.pop(old, None)
             self._stats_memo.clear()
 
     def _end_step(self, module: nn.Module, args: Any, output: Any) -> None:
@@ -290,9 +294,9 @@ class HookRegistry(KindRegistrations):
         while self._pending_removal:
             self._pending_removal.pop().remove()
 
-    def _next_call(self, target: str, kind: str) -> int:
-        """0, 1, … for the firings of ``(target, kind)`` in this thread's step (a module called several times)."""
-        step = self.step
+    def _next_call(self, target: str, kind: str, step: int | None = None) -> int:
+        """0, 1, … for the firings of ``(target, kind)`` in ``step`` (default: this thread's step)."""
+        step = self.step if step is None else step
         key = (target, kind)
         with self._lock:
             counts = self._calls.get(step)
@@ -303,7 +307,7 @@ class HookRegistry(KindRegistrations):
             return call
 
     def _note_call_start(self, target: str) -> None:
-        """Remember where in autograd's numbering this forward call of ``target`` begins (see ``_backward_call``)."""
+        """Remember where in autograd's numbering this forward call of ``target`` begins (see ``_backward_firing``)."""
         if self._suspended:
             return
         starts = self._call_starts.setdefault(self.step, {}).setdefault(target, [])
@@ -311,21 +315,35 @@ class HookRegistry(KindRegistrations):
         if not starts or starts[-1] != seq:  # two of our pre-hooks on one call (backward and backward_pre)
             starts.append(seq)
 
-    def _backward_call(self, target: str, kind: str) -> int:
-        """The forward call (0, 1, …) a backward firing of ``target`` belongs to, as ``grad`` hooks number them.
+    def _backward_firing(self, target: str, kind: str) -> tuple[int, int]:
+        """The (step, call) of the forward call a backward firing of ``target`` belongs to, as ``grad`` names them.
 
-        Backward hooks fire in the backward's order, the last forward call first; the node autograd is
-        running (the module's backward-hook node, or its last op for legacy hooks) was made during that
-        call, so its number falls between the call's start and the next call's. Counting firings is the
-        fallback when that cannot be read.
+        One backward may run through the graphs of several forwards, each last call first; the node autograd
+        is running (the module's backward-hook node, or its last op for legacy hooks) was made during that
+        call, so its number tells the step, and between the starts of the step's calls, the call. Counting
+        firings is the fallback when that cannot be read.
         """
-        starts = self._call_starts.get(self.step, {}).get(target)
-        node = _current_autograd_node() if starts else None
-        if node is not None:
-            call = bisect.bisect_right(starts, node._sequence_nr()) - 1
-            if call >= 0:
-                return call
-        return self._next_call(target, kind)
+        node = _current_autograd_node()
+        seq = node._sequence_nr() if node is not None else None
+        step = self._step_made(seq) if seq is not None else None
+        if step is None:
+            return self.step, self._next_call(target, kind)
+        starts = self._call_starts.get(step, {}).get(target)
+        call = bisect.bisect_right(starts, seq) - 1 if starts else -1
+        return step, call if call >= 0 else self._next_call(target, kind, step)
+
+    def _step_made(self, seq: int) -> int | None:
+        """The step whose forward made the node numbered ``seq``: the latest to begin at or before it.
+
+        Numbers are per thread, so only steps of this thread count; a thread that ran none (an autograd
+        device thread) goes by every thread's steps.
+        """
+        thread = threading.get_ident()
+        with self._lock:
+            begins = list(self._step_begins.items())
+        own = [(step, start) for step, (owner, start) in begins if owner == thread]
+        candidates = own or [(step, start) for step, (_, start) in begins]
+        return max((step for step, start in candidates if start <= seq), default=None)
 
     def _fire(self, info: HookInfo, phase: str, firing: Firing, editable: Any, tensors_of, call_user=None) -> Any:
         """Count, log and perform one firing; a failing action follows the ``on_error`` policy."""

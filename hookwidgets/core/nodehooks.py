@@ -96,7 +96,7 @@ class NodeHooks:
         def node_pre(grad_outputs: tuple) -> Any:
             if not info.active:
                 return None
-            firing = Firing(info.target, info.kind, step[0], registry._next_call(info.target, info.kind))
+            firing = Firing(info.target, info.kind, step[0], registry._next_call(info.target, info.kind, step[0]))
             call_user = user if callable(user) else None
             return registry._fire(info, "backward", firing, grad_outputs, _grad_outputs, call_user)
 
@@ -108,7 +108,7 @@ class NodeHooks:
         def node(grad_inputs: tuple, grad_outputs: tuple) -> Any:
             if not info.active:
                 return None
-            firing = Firing(info.target, info.kind, step[0], registry._next_call(info.target, info.kind))
+            firing = Firing(info.target, info.kind, step[0], registry._next_call(info.target, info.kind, step[0]))
             call_user = (lambda g: user(g, grad_outputs)) if callable(user) else None
             tensors_of = lambda g: {**_grad_outputs(grad_outputs), **named_tensors("grad_input", g)}  # noqa: E731
             return registry._fire(info, "backward", firing, grad_inputs, tensors_of, call_user)

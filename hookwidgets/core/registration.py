@@ -31,7 +31,7 @@ class KindRegistrations:
     _full_flags: dict[nn.Module, tuple[bool | None, set[nn.Module]]]  # flag owner -> (flag found, hook holders)
     _node_hooks: NodeHooks
 
-    # HookRegistry provides _next_call(target, kind), _backward_call(target, kind), _note_call_start(target),
+    # HookRegistry provides _next_call(target, kind), _backward_firing(target, kind), _note_call_start(target),
     # _begin_step(args) and _fire(info, phase, firing, ...).
 
     def _register(self, spec: Kind, obj: Any, info: HookInfo, with_kwargs: bool) -> list[RemovableHandle]:
@@ -116,7 +116,7 @@ class KindRegistrations:
             def backward_pre(mod, grad_output):
                 if not info.active:  # detached after the forward: torch still runs what that forward armed
                     return None
-                firing = Firing(target, kind, self.step, self._backward_call(target, kind))
+                firing = Firing(target, kind, *self._backward_firing(target, kind))
                 call_user = (lambda g: user(mod, g)) if callable(user) else None
                 return self._fire(info, "backward", firing, grad_output, _grad_outputs, call_user)
 
@@ -126,7 +126,7 @@ class KindRegistrations:
             def backward(mod, grad_input, grad_output):
                 if not info.active:  # detached after the forward: torch still runs what that forward armed
                     return None
-                firing = Firing(target, kind, self.step, self._backward_call(target, kind))
+                firing = Firing(target, kind, *self._backward_firing(target, kind))
                 call_user = (lambda g: user(mod, g, grad_output)) if callable(user) else None
                 result = self._fire(
                     info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user
@@ -222,8 +222,10 @@ class KindRegistrations:
                 return None  # a module of another model: global hooks are process-wide in torch
             if module is self._root and spec.phase == "forward" and spec.name.endswith("_pre"):
                 self._begin_step(values[0])
-            call = self._next_call(path, kind) if spec.phase == "forward" else self._backward_call(path, kind)
-            firing = Firing(path, kind, self.step, call)
+            if spec.phase == "forward":
+                firing = Firing(path, kind, self.step, self._next_call(path, kind))
+            else:
+                firing = Firing(path, kind, *self._backward_firing(path, kind))
             call_user = (lambda v: user(module, *values[:-1], v)) if callable(user) else None
             if spec.name == "global_forward_pre":
                 return self._fire(info, "forward", firing, values[0], lambda a: named_tensors("args", a), call_user)
@@ -240,11 +242,13 @@ class KindRegistrations:
             return result
 
         if spec.phase == "backward":
-            # Backward firings name their forward call (_backward_call): note where each call of the
+            # Backward firings name their step and forward call (_backward_firing): note where each call of the
             # model's modules begins; the handle goes with the hook's own.
             def note_start(module: nn.Module, args: Any) -> None:
                 path = paths.get(id(module))
                 if path is not None and info.active:
+                    if module is self._root:  # global pre-hooks run before the step tracker: the root's call starts it
+                        self._begin_step(args)
                     self._note_call_start(path)
 
             info._handles.append(module_globals.register_module_forward_pre_hook(self._eager(note_start)))

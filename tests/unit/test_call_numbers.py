@@ -1,5 +1,6 @@
 """Firings of a module called several times in one step name the forward call they belong to, for every kind."""
 
+import threading
 import warnings
 
 import pytest
@@ -88,3 +89,87 @@ def test_calls_are_numbered_per_step_over_several_steps():
                 (3, 1),
                 (3, 0),
             ]
+
+
+def two_forwards_one_backward(model: Twice, x1: torch.Tensor, x2: torch.Tensor) -> None:
+    """Two forwards of the model (steps 1 and 2), then one backward through both graphs (a summed loss)."""
+    (model(x1)[:, 0].pow(2).sum() + model(x2)[:, 1].sum()).backward()
+
+
+def expected_by_step(model: Twice, x1: torch.Tensor, x2: torch.Tensor) -> dict[tuple[int, int], torch.Tensor]:
+    """The gradient at the output of each call of ``l`` in each step, by (step, call), by hand."""
+    grads = {}
+    for step, (x, score) in enumerate([(x1, lambda out: out[:, 0].pow(2).sum()), (x2, lambda out: out[:, 1].sum())]):
+        outputs = [model.l(x)]
+        outputs.append(model.l(outputs[0]))
+        for out in outputs:
+            out.retain_grad()
+        score(model.fc(outputs[1])).backward()
+        grads.update({(step + 1, call): out.grad for call, out in enumerate(outputs)})
+    model.zero_grad(set_to_none=True)
+    return grads
+
+
+@pytest.mark.parametrize(
+    ("target", "kinds"),
+    [
+        ("l", ["backward_pre", "backward", "grad"]),
+        ("l", ["legacy_backward", "grad"]),  # torch refuses legacy and full backward hooks on one module
+        ("", ["global_backward_pre", "global_backward", "global_grad"]),
+    ],
+)
+def test_a_backward_through_two_forwards_names_each_gradient_by_the_step_that_made_it(target, kinds):
+    torch.manual_seed(0)
+    model, x1, x2 = Twice(), torch.randn(2, 4, requires_grad=True), torch.randn(2, 4, requires_grad=True)
+    expected = expected_by_step(model, x1, x2)
+    with Explorer(model, x1) as ex, warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # legacy_backward is kept for comparison only
+        ex.attach(target, kinds)
+        two_forwards_one_backward(model, x1, x2)
+        for kind in kinds:
+            records = ex.captures["l"][kind]
+            assert sorted((r.step, r.call) for r in records) == sorted(expected), kind
+            for record in records:
+                got = record.tensors.get("grad_output.0", record.tensor)
+                torch.testing.assert_close(got, expected[(record.step, record.call)], msg=f"{kind} {record}")
+            events = [(e.step, e.call) for e in ex.timeline if e.target == "l" and e.kind == kind]
+            assert events == [(r.step, r.call) for r in records], kind  # the timeline says the same
+
+
+def test_a_backward_on_one_thread_takes_no_step_of_another_thread():
+    # sequence numbers are per thread: a fresh thread's forward (step 2) begins at a lower number than a
+    # node step 1 made on another thread, and must not claim it
+    torch.manual_seed(0)
+    model, x1, x2 = Twice(), torch.randn(2, 4, requires_grad=True), torch.randn(2, 4, requires_grad=True)
+    expected = expected_by_step(model, x1, x2)
+    losses = {}
+
+    def in_thread(work) -> None:
+        worker = threading.Thread(target=work)
+        worker.start()
+        worker.join()
+
+    with Explorer(model, x1) as ex:
+        ex.attach("l", ["backward_pre", "backward"])
+        losses["step 1"] = model(x1)[:, 0].pow(2).sum()  # this thread: step 1, its backward comes last
+        in_thread(lambda: model(x2)[:, 1].sum().backward())  # a fresh thread: step 2, forward and backward
+        losses["step 1"].backward()
+        for kind in ("backward_pre", "backward"):
+            records = ex.captures["l"][kind]
+            assert [(r.step, r.call) for r in records] == [(2, 1), (2, 0), (1, 1), (1, 0)], kind
+            for record in records:
+                torch.testing.assert_close(record.tensors["grad_output.0"], expected[(record.step, record.call)])
+
+
+def test_a_second_backward_through_a_kept_graph_names_the_same_calls_the_model_itself_included():
+    # global pre-hooks run before the step tracker: the model's own call must still be noted in its step
+    torch.manual_seed(0)
+    model, x = Twice(), torch.randn(2, 4, requires_grad=True)
+    with Explorer(model, x) as ex:
+        ex.attach("", ["global_backward_pre", "global_backward", "global_grad"])
+        score = model(x).sum()
+        score.backward(retain_graph=True)
+        score.backward()
+        for kind in ("global_backward_pre", "global_backward", "global_grad"):
+            assert [(r.step, r.call) for r in ex.captures[""][kind]] == [(1, 0), (1, 0)], kind
+            assert [(r.step, r.call) for r in ex.captures["l"][kind]] == [(1, 1), (1, 0), (1, 1), (1, 0)], kind

@@ -43,6 +43,23 @@ def test_a_node_pre_hook_from_the_graph_fires_in_each_later_backward_with_its_va
     reference.remove()
 
 
+@pytest.mark.parametrize("kind", ["node_pre", "node"])
+def test_a_backward_through_two_forwards_names_each_node_firing_by_its_own_step_and_call(kind):
+    model = mlp()
+    x1, x2 = torch.randn(5, 4), torch.randn(5, 4)
+    node = "2/AddmmBackward0#0"
+    with Explorer(model, example_inputs=x1) as ex:
+        ex.attach(node, kind)
+        out1, out2 = model(x1), model(x2)  # steps 1 and 2
+        (out1.pow(2).sum() + out2.sum()).backward()  # one backward through both graphs
+        records = ex.captures[node][kind]
+        assert sorted((r.step, r.call) for r in records) == [(1, 0), (2, 0)]
+        grads = {1: 2 * out1.detach(), 2: torch.ones_like(out2)}  # the loss's gradient at each output
+        for record in records:
+            torch.testing.assert_close(record.tensors["grad_output.0"], grads[record.step])
+        assert [(e.step, e.call) for e in ex.timeline] == [(r.step, r.call) for r in records]
+
+
 def test_a_node_hook_sees_grad_inputs_as_a_hand_written_node_hook_does():
     model = mlp()
     x = torch.randn(5, 4)
