@@ -28,6 +28,7 @@ RESERVED = {
     "_edit_tensor",
     "_stats",
     "_print",
+    "_on_dict_output",
     # the op-node block (OP_NODES)
     "bisect",
     "warnings",
@@ -40,6 +41,8 @@ RESERVED = {
     "_scope_post",
     "_output_nodes",
     "_place_node_hooks",
+    "_hiding",
+    "_edit_hidden",
     "_path",
     "_module",
 }
@@ -185,12 +188,17 @@ def _stats(t):
     n, nan = x.numel(), int(torch.isnan(x).sum())
     stats = dict.fromkeys(("mean", "std", "min", "max"), float("nan")) | {"norm": 0.0}
     if finite.numel():
+        norm, y, scale = torch.linalg.vector_norm(finite), finite, 1.0
+        if not torch.isfinite(norm):  # squares of finite values above ~1e19 overflow float32: rescale in float64
+            scale = finite.abs().max().item()
+            y = finite.to(torch.float64) / scale
+            norm = torch.linalg.vector_norm(y)
         stats = {
-            "mean": finite.mean().item(),
-            "std": finite.std(correction=0).item(),
+            "mean": y.mean().item() * scale,
+            "std": y.std(correction=0).item() * scale,
             "min": finite.min().item(),
             "max": finite.max().item(),
-            "norm": torch.linalg.vector_norm(finite).item(),
+            "norm": norm.item() * scale,
         }
     zero_fraction = int((x == 0).sum()) / n if n else 0.0
     return stats | {"zero_fraction": zero_fraction, "nan": nan, "inf": n - nan - finite.numel(), "numel": n}
@@ -214,6 +222,31 @@ def _print(where, tensors):
         )
     print(f"{where}: " + ("; ".join(parts) if parts else "no tensors"))
 '''
+
+DICT_OUTPUT = '''
+
+def _on_dict_output(hook, as_tuple=False):
+    """A forward hook standing in for the full backward pre-hook `hook`, which torch never fires on a dict or
+    dataclass output: a tensor hook on each output tensor calls hook(module, grad_output) with its gradient
+    alone, as {key: grad} (recorded as grad_output.<key>) or, for a hook of yours, as torch's (grad,)."""
+
+    def one_grad(module, key, grad):
+        result = hook(module, (grad,) if as_tuple else {key: grad})
+        if isinstance(result, dict):
+            return next(iter(result.values()))
+        return result[0] if isinstance(result, (tuple, list)) else result  # None leaves the gradient as is
+
+    def arm(module, args, output):
+        if isinstance(output, dict) or (dataclasses.is_dataclass(output) and not isinstance(output, type)):
+            for name, tensor in _named("grad_output", output).items():
+                if tensor.requires_grad:
+                    key = name.removeprefix("grad_output.")
+                    tensor.register_hook(lambda grad, key=key: one_grad(module, key, grad))
+
+    return arm
+'''
+
+DICT_OUTPUT_NOTE = "# torch never fires the pre-hook above on a dict or dataclass output: then tensor hooks call it"
 
 PATHS = """
 
@@ -252,6 +285,7 @@ OP_NODES = """
 # is walked from the outputs and each addressed node gets its hook. One thread at a time.
 node_hooks = []  # (scope, op, ordinal, method, hook) placed on every forward
 _scope_stack, _scope_log, _forward_start = [], [], [0]
+_hiding = [0]  # above 0 while a hook's edit runs (_edit_hidden): its nodes get scope None and no address
 
 
 def _probe_sequence_nr():
@@ -267,7 +301,7 @@ _next_sequence_nr = getattr(torch._C._autograd, "_get_sequence_nr", _probe_seque
 
 def _note_scope():
     seq = _next_sequence_nr()
-    scope = _scope_stack[-1] if _scope_stack else ""
+    scope = None if _hiding[0] else _scope_stack[-1] if _scope_stack else ""
     if _scope_log and _scope_log[-1][0] == seq:
         _scope_log[-1] = (seq, scope)  # no node was made since the last entry
     elif not _scope_log or _scope_log[-1][1] != scope:
@@ -344,8 +378,8 @@ def _place_node_hooks(output, start, end):
     for node in sorted(order, key=lambda n: n._sequence_nr()):
         op = node.name().removeprefix("torch::autograd::")
         key = (scope_of.get(node, ""), op)
-        if op == "BackwardHookFunctionBackward":
-            continue  # added by full backward hooks: not one of the model's ops
+        if op == "BackwardHookFunctionBackward" or key[0] is None:
+            continue  # added by full backward hooks or by a hook's edit: not one of the model's ops
         ordinal = counts.get(key, 0)
         counts[key] = ordinal + 1
         for method, hook in wanted.get((*key, ordinal), ()):
@@ -358,6 +392,21 @@ def _place_node_hooks(output, start, end):
 
 handles.append(torch.nn.modules.module.register_module_forward_pre_hook(_scope_pre))
 handles.append(torch.nn.modules.module.register_module_forward_hook(_scope_post, always_call=True))
+"""
+
+HIDDEN_EDIT = """
+
+def _edit_hidden(value, edits):
+    \"\"\"_edit in a forward hook: the edit's own nodes take no address, so the model's nodes keep theirs.\"\"\"
+    if not _scope_stack:
+        return _edit(value, edits)  # outside a forward of the model: nothing to number
+    _hiding[0] += 1
+    _note_scope()
+    try:
+        return _edit(value, edits)
+    finally:
+        _hiding[0] -= 1
+        _note_scope()
 """
 
 PLACEHOLDER = """\
@@ -381,14 +430,15 @@ def hook_code(hooks: list[HookInfo], model_name: str = "model", *, model: nn.Mod
         )
     own = [info for info in hooks if not info.foreign and info.active]
     specs = [_spec(info, model) for info in own]
+    op_nodes = [info for info, spec in zip(own, specs, strict=True) if spec in NODE_KINDS and _is_op_node(info)]
     names = {*RESERVED, model_name}
     blocks = [
-        _block(i, info, spec, model_name, names) for i, (info, spec) in enumerate(zip(own, specs, strict=True), 1)
+        _block(i, info, spec, model_name, names, hide_edits=bool(op_nodes))
+        for i, (info, spec) in enumerate(zip(own, specs, strict=True), 1)
     ]
 
     skipped = len(hooks) - len(own)
     note = f"# Left out: {skipped} hook(s) others attached or no longer live.\n" if skipped else ""
-    op_nodes = [info for info, spec in zip(own, specs, strict=True) if spec in NODE_KINDS and _is_op_node(info)]
     modules = ["bisect", "dataclasses", "warnings"] if op_nodes else ["dataclasses"]
     imports = "".join(f"import {name}\n" for name in modules)
     parts = [HEADER.format(count=len(own), model=model_name, skipped=note, imports=imports)]
@@ -406,10 +456,14 @@ def hook_code(hooks: list[HookInfo], model_name: str = "model", *, model: nn.Mod
         parts.append(STATS)
     if "print" in actions:
         parts.append(PRINT)
+    if "backward_pre" in specs:
+        parts.append(DICT_OUTPUT)
     if op_nodes or any(spec in GLOBAL_KINDS for spec in specs):
         parts.append(PATHS.format(model=model_name))
     if op_nodes:
         parts.append(OP_NODES.format(model=model_name))
+        if any(_hides_edit(info, spec) for info, spec in zip(own, specs, strict=True)):
+            parts.append(HIDDEN_EDIT)
     parts += ["\n\n" + block + "\n" for block in blocks]
     return "".join(parts)
 
@@ -434,13 +488,19 @@ def _spec(info: HookInfo, model: nn.Module | None) -> str:
     )
 
 
+def _hides_edit(info: HookInfo, spec: str) -> bool:
+    """Whether a hook edits in the forward, where the edit's nodes must not take op-node addresses."""
+    return bool(info.edit) and not callable(info.action) and spec.removeprefix("global_") in ("forward_pre", "forward")
+
+
 def _with_kwargs(info: HookInfo) -> bool:
     """Whether a forward or forward-pre hook takes kwargs."""
     return info.with_kwargs and info.kind in ("forward_pre", "forward")
 
 
-def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[str]) -> str:
-    """One commented block: the hook function(s), then the line registering it."""
+def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[str], hide_edits: bool = False) -> str:
+    """One commented block: the hook function(s), then the line registering it; ``hide_edits``: a forward
+    edit goes through ``_edit_hidden`` (op-node hooks are placed)."""
     if callable(info.action):
         what = f"your callable {info.action_name!r}"
     else:
@@ -469,7 +529,7 @@ def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[st
         lines += _global_grad_hook(info, fn, names)
         registration = f"torch.nn.modules.module.{GLOBAL_REGISTER[spec].format(fn=fn)}"
     elif spec in GLOBAL_KINDS:
-        lines += _global_hook(info, spec, fn, signature, names)
+        lines += _global_hook(info, spec, fn, signature, names, hide_edits)
         registration = f"torch.nn.modules.module.{GLOBAL_REGISTER[spec].format(fn=fn)}"
     else:
         if spec == "grad":
@@ -477,13 +537,19 @@ def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[st
         elif callable(info.action):
             lines.append(_placeholder(info, fn, signature))
         else:
-            lines += [f"def {fn}({signature}):", *_body(info, spec, _key(info), _where(info), with_kwargs)]
+            lines += [f"def {fn}({signature}):", *_body(info, spec, _key(info), _where(info), with_kwargs, hide_edits)]
         if spec in ("param_grad", "post_accumulate"):
             owner = f"{model_name}.get_parameter({_quote(info.target)})"
         else:
             owner = f"{model_name}.get_submodule({_quote(info.target)})" if info.target else model_name
         kwargs = ", with_kwargs=True" if with_kwargs else ""
         registration = f"{owner}.{MODULE_REGISTER[spec].format(fn=fn, kwargs=kwargs)}"
+        if spec == "backward_pre":
+            as_tuple = ", as_tuple=True" if callable(info.action) else ""
+            fallback = f"{owner}.register_forward_hook(_on_dict_output({fn}{as_tuple}))"
+            return "\n".join(
+                [*lines, "", "", f"handles.append({registration})", DICT_OUTPUT_NOTE, f"handles.append({fallback})"]
+            )
     return "\n".join([*lines, "", "", f"handles.append({registration})"])
 
 
@@ -560,7 +626,7 @@ def _global_grad_hook(info: HookInfo, fn: str, names: set[str]) -> list[str]:
     ]
 
 
-def _global_hook(info: HookInfo, spec: str, fn: str, signature: str, names: set[str]) -> list[str]:
+def _global_hook(info: HookInfo, spec: str, fn: str, signature: str, names: set[str], hide_edits: bool) -> list[str]:
     """A process-wide module hook that acts for the model's own modules only, keyed by their paths."""
     lines = []
     if callable(info.action):
@@ -568,7 +634,8 @@ def _global_hook(info: HookInfo, spec: str, fn: str, signature: str, names: set[
         lines += [_placeholder(info, user, signature), "", ""]
         body = [f"    return {user}({signature})"]
     else:
-        body = _body(info, spec, f"(path, {_quote(info.kind)})", f"f\"{{path or '(model)'}} {info.kind}\"")
+        where = f"f\"{{path or '(model)'}} {info.kind}\""
+        body = _body(info, spec, f"(path, {_quote(info.kind)})", where, hide_edits=hide_edits)
     return [
         *lines,
         f"def {fn}({signature}):",
@@ -579,14 +646,17 @@ def _global_hook(info: HookInfo, spec: str, fn: str, signature: str, names: set[
     ]
 
 
-def _body(info: HookInfo, spec: str, key: str, where: str, with_kwargs: bool = False) -> list[str]:
+def _body(
+    info: HookInfo, spec: str, key: str, where: str, with_kwargs: bool = False, hide_edits: bool = False
+) -> list[str]:
     """Body lines: edit the value (when asked), record its tensors, return what torch expects for ``spec``."""
     local = spec.removeprefix("global_")
     editable = EDITABLE.get(local, "grad")
     pre_kwargs = with_kwargs and local == "forward_pre"
     lines = []
     if info.edit:
-        lines.append(f"{editable} = _edit({editable}, {_literal(info.edit)})")
+        edit = "_edit_hidden" if hide_edits and _hides_edit(info, spec) else "_edit"
+        lines.append(f"{editable} = {edit}({editable}, {_literal(info.edit)})")
     lines.append(
         "tensors = " + ('{**_named("args", args), **_named("kwargs", kwargs)}' if pre_kwargs else TENSORS[local])
     )

@@ -15,6 +15,7 @@ from hookwidgets.core.codegen import hook_code
 from hookwidgets.core.edits import apply_edits
 
 from ..conftest import HOOK_DICTS, TupleOut
+from .test_diagnostics import UsesDataclass, UsesDict
 from .test_graph_scoping import CASES as SCOPING_CASES
 from .test_graph_scoping import Outer
 from .test_hooks import Scores, ScoresHead, UnusedOutput
@@ -295,11 +296,30 @@ def test_stats_helper_counts_nan_and_inf_like_the_engine(generated):
         torch.zeros(0),
         torch.full((5,), 2.0, dtype=torch.float64),
         torch.tensor([1 + 1j, 3 - 4j]),
+        torch.tensor([3e20, -1e20, float("inf"), 0.0]),  # finite squares overflow float32
+        torch.tensor([3e38, 3e38]),  # so does their sum
+        torch.tensor([1e300, -2e300], dtype=torch.float64),
     ]:
         mine, engine = ns["_stats"](t), tensor_stats(t)
         assert mine.keys() == engine.keys()
         for key in engine:
             assert mine[key] == pytest.approx(engine[key], rel=1e-6, nan_ok=True), (t, key)
+
+
+def test_stats_of_huge_finite_activations_stay_finite_like_the_engine(generated):
+    torch.manual_seed(0)
+    model, x = nn.Sequential(nn.Linear(4, 4)), torch.randn(2, 4)
+    with torch.no_grad():
+        model[0].weight.mul_(1e20)  # outputs ~1e20: a diverging run, when statistics are read
+    twin = copy.deepcopy(model)
+    ex = Explorer(model)
+    ex.attach("0", "forward", action="stats")
+    ns = generated(hook_code(ex.hooks), twin)
+    model(x), twin(x)
+    assert_same_records(ex, ns["captures"], "0", "forward")
+    mine = ns["captures"][("0", "forward")][0]
+    assert math.isfinite(mine["norm"]) and math.isfinite(mine["std"]) and mine["inf"] == 0
+    ex.close()
 
 
 def test_scale_edit_on_a_module_grad_changes_upstream_grads_like_the_explorer(net, x, generated):
@@ -333,6 +353,55 @@ def test_edits_of_every_kind_and_value_match_the_engine(net, x, generated):
     mine, engine = ns["_edit"](value, edits), apply_edits(value, edits)
     assert type(mine[1][1]) is dict and mine[2] is None and torch.equal(mine[1][1]["k"], torch.arange(3))
     assert torch.equal(mine[0], engine[0]) and torch.equal(mine[1][0], engine[1][0])
+
+
+@pytest.mark.parametrize(
+    ("model_type", "names"),
+    [(UsesDict, {"grad_output.a", "grad_output.b"}), (UsesDataclass, {"grad_output.state", "grad_output.pooled"})],
+)
+@pytest.mark.filterwarnings("ignore:For backward hooks to be called:UserWarning")  # torch's, about the dict
+def test_backward_pre_on_a_dict_or_dataclass_output_falls_back_to_tensor_hooks_like_the_engine(
+    model_type, names, generated
+):
+    torch.manual_seed(0)
+    model, x = model_type(), torch.randn(2, 3)
+    twin, plain = copy.deepcopy(model), copy.deepcopy(model)
+    ex = Explorer(model)
+    ex.attach("block", "backward_pre", edit=("scale", 10.0))
+    ex.attach("block.lin", "backward_pre", action="stats")  # a Tensor output: torch's pre-hook fires, not both
+    ns = generated(hook_code(ex.hooks), twin)
+    for net in (model, twin, plain):
+        for _ in range(2):
+            net(x).sum().backward()
+    assert_same_records(ex, ns["captures"], "block", "backward_pre")
+    assert {name for entry in ns["captures"][("block", "backward_pre")] for name in entry} == names
+    assert_same_records(ex, ns["captures"], "block.lin", "backward_pre")
+    assert len(ns["captures"][("block.lin", "backward_pre")]) == 2  # one per backward
+    assert torch.equal(twin.block.lin.weight.grad, model.block.lin.weight.grad)
+    torch.testing.assert_close(twin.block.lin.weight.grad, 10 * plain.block.lin.weight.grad)
+    ex.close()
+
+
+@pytest.mark.filterwarnings("ignore:For backward hooks to be called:UserWarning")
+def test_a_backward_pre_callable_on_a_dict_output_gets_torchs_tuple_like_the_engine(generated):
+    def double(module, grad_output):
+        return (grad_output[0] * 2,)
+
+    torch.manual_seed(0)
+    model, x = UsesDict(), torch.randn(2, 3)
+    twin, plain = copy.deepcopy(model), copy.deepcopy(model)
+    ex = Explorer(model)
+    ex.attach("block", "backward_pre", action=double)
+    source = hook_code(ex.hooks)
+    placeholder = "    # so this placeholder with torch's signature does nothing.\n    return None"
+    source = source.replace(placeholder, "    return (grad_output[0] * 2,)")  # filled in, as its user would
+    generated(source, twin)
+    for net in (model, twin, plain):
+        net(x).backward()
+    assert torch.equal(twin.block.lin.weight.grad, model.block.lin.weight.grad)
+    torch.testing.assert_close(twin.block.lin.weight.grad, 2 * plain.block.lin.weight.grad)
+    assert "_on_dict_output(double, as_tuple=True)" in source
+    ex.close()
 
 
 def test_print_action_prints_one_line_per_firing(net, x, generated, capsys):
@@ -396,7 +465,7 @@ def test_removing_the_handles_restores_the_hook_dicts(net, x, generated):
     for handle in ns["handles"]:
         handle.remove()
     assert hook_dicts(twin) == before
-    assert len(ns["handles"]) == 9
+    assert len(ns["handles"]) == 10  # backward_pre adds a forward hook for a dict output
 
 
 def test_odd_names_are_emitted_safely(generated):
@@ -502,13 +571,18 @@ def test_explorer_code_reproduces_its_captures(cnn, image):
     torch.testing.assert_close(namespace["captures"][("head.fc.weight", "grad")][0]["grad"], expected_grad)
 
 
-def hook_every_op_node(model: nn.Module, x: torch.Tensor, kind: str, generated, before_exec=None) -> tuple[list, dict]:
+def hook_every_op_node(
+    model: nn.Module, x: torch.Tensor, kind: str, generated, before_exec=None, attach=None
+) -> tuple[list, dict]:
     """Hook every op node of ``model`` by id in the explorer and in its generated code on a twin; both record alike.
 
-    ``before_exec`` runs after the code is generated and before it runs. Returns the ids and the code's namespace.
+    ``attach(ex)`` attaches other hooks first; ``before_exec`` runs after the code is generated and before it
+    runs. Returns the ids and the code's namespace.
     """
     twin = copy.deepcopy(model)
     ex = Explorer(model, example_inputs=x)
+    if attach is not None:
+        attach(ex)
     ids = [n["id"] for n in ex.graph()["nodes"] if n["op"] != "AccumulateGrad"]
     for node_id in ids:
         ex.attach(node_id, kind)
@@ -541,6 +615,21 @@ def test_op_node_code_works_without_torchs_private_sequence_reader(generated, mo
     hide_reader = functools.partial(monkeypatch.delattr, torch._C._autograd, "_get_sequence_nr")
     _, ns = hook_every_op_node(Twice(), torch.randn(5, 4), "node", generated, before_exec=hide_reader)
     assert ns["_next_sequence_nr"] is ns["_probe_sequence_nr"]
+
+
+def test_forward_edits_take_no_op_node_address_in_the_code_either(generated):
+    """An edit's nodes are hidden from the explorer's ordinals (hidden_ops): the code hooks the same nodes."""
+
+    def attach(ex):
+        ex.attach("b1", "forward", edit=("scale", 2.0))  # made after b1 returns: in the root's scope
+        ex.attach("fc", "forward_pre", edit=("scale", 0.5))  # inside fc's scope
+        ex.attach("", "global_forward_pre", edit=("scale", 1.5))  # a MulBackward0 in every scope, the root's first
+
+    torch.manual_seed(0)
+    ids, ns = hook_every_op_node(Twice(), torch.randn(5, 4), "node_pre", generated, attach=attach)
+    assert "/MulBackward0#0" in ids and "fc/AddmmBackward0#0" in ids  # recorded alike by the helper
+    assert not any("/MulBackward0#" in i and not i.startswith("/") for i in ids)  # no edit's node has an id
+    assert "_edit_hidden" in ns
 
 
 @pytest.mark.parametrize("action", ["capture", "stats", "print"])
