@@ -351,6 +351,13 @@ class Explorer:
         class). The model is left as found and the explorer's hooks record nothing during the run.
         """
         with self._registry.suspended():
+            try:
+                return attribute(self.model, self._inputs(inputs), target, method, layer).annotated()
+            except RuntimeError as exc:
+                # A full backward hook of ours broke the forward on an in-place op: explained and detached as
+                # run() does; its hooks record nothing here, so running again without it changes no record.
+                if not is_inplace_collision(exc) or not self._registry.explain_collision(exc):
+                    raise
             return attribute(self.model, self._inputs(inputs), target, method, layer).annotated()
 
     def watch_ddp(self, hook: Callable | None = None, log_dir: str | os.PathLike | None = None, **options: Any) -> Any:

@@ -263,23 +263,27 @@ class HookRegistry(KindRegistrations):
         if output is None:  # always_call: the forward raised; sys.exc_info says why
             exc = sys.exc_info()[1]
             if is_inplace_collision(exc):
-                self._explain_collision(exc)
+                self.explain_collision(exc, in_forward=True)
         for listener in list(self.step_listeners):
             try:
                 listener(self.step)
             except Exception as exc:  # a display update must never break the user's forward
                 warnings.warn(f"updating the explorer's view failed: {exc!r}", stacklevel=2)
 
-    def _explain_collision(self, exc: BaseException) -> None:
-        """Detach the full backward hooks an in-place op collided with, and say why on each."""
+    def explain_collision(self, exc: BaseException, in_forward: bool = False) -> list[HookInfo]:
+        """Detach the full backward hooks an in-place op collided with, say why on each; returns them.
+
+        ``in_forward``: called from the root's forward hook, whose dict torch is iterating over.
+        """
         culprit = inplace_culprit(exc, self._root)
-        for info in list(self._hooks.values()):
-            if info.kind in FULL_BACKWARD_KINDS:
-                text = explain_collision(info.kind, info.target, culprit, self._root)
-                self._remove(info, defer_root_forward=True)
-                info.last_error = text
-                self.explanations.append(text)
-                warnings.warn(text, stacklevel=2)
+        colliding = [info for info in self._hooks.values() if info.kind in FULL_BACKWARD_KINDS]
+        for info in colliding:
+            text = explain_collision(info.kind, info.target, culprit, self._root)
+            self._remove(info, defer_root_forward=in_forward)
+            info.last_error = text
+            self.explanations.append(text)
+            warnings.warn(text, stacklevel=2)
+        return colliding
 
     @contextlib.contextmanager
     def suspended(self) -> Iterator[None]:

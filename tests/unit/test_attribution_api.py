@@ -291,6 +291,49 @@ def test_a_users_full_backward_hook_on_the_first_layer_does_not_make_torch_warn(
         assert ex.gradcam("used", image, 1).shape == (2, 8, 8)
 
 
+def inplace_cnn() -> nn.Sequential:
+    torch.manual_seed(0)
+    return nn.Sequential(
+        nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 3)
+    )
+
+
+@pytest.mark.parametrize(("kind", "on", "method"), [("backward", "0", "gradcam"), ("global_backward", "", "saliency")])
+def test_a_full_backward_hook_an_in_place_op_breaks_is_explained_and_detached_as_run_does(image, kind, on, method):
+    model = inplace_cnn()
+    expected = attribute(model, image, 1, method=method).map  # the same model with no backward hook
+    before, global_before = hook_state(model), _global_state()
+    with Explorer(model) as ex:  # no example inputs: attach cannot find the collision
+        ex.attach("4", "forward")
+        with_forward = hook_state(model)
+        info = ex.attach(on, kind)
+        collision = rf"full backward hook '{kind}' on '{on}' collides with the in-place module '1' \(ReLU\)"
+        with pytest.warns(UserWarning, match=collision):
+            result = ex.attribute(image, 1, method=method)
+        torch.testing.assert_close(result, expected, rtol=0, atol=0)
+        assert "Attach 'grad' instead" in info.last_error
+        assert "set model.get_submodule('1').inplace = False" in info.last_error
+        assert ex.diagnostics == [info.last_error]
+        assert [(h.target, h.kind, h.fired) for h in ex.hooks] == [("4", "forward", 0)] and ex.step == 0
+        assert hook_state(model) == with_forward and _global_state() == global_before
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # detached: the next attribution runs without a word
+            torch.testing.assert_close(ex.gradcam("0", image, 1), attribute(model, image, 1, layer="0").map)
+        assert len(ex.diagnostics) == 1
+    assert hook_state(model) == before
+
+
+def test_a_foreign_full_backward_hook_an_in_place_op_breaks_keeps_torchs_error(image):
+    model = inplace_cnn()
+    handle = model[0].register_full_backward_hook(lambda m, gi, go: None)
+    try:
+        with Explorer(model) as ex, pytest.raises(RuntimeError, match="is a view and is being modified inplace"):
+            ex.gradcam("0", image, 1)  # not the explorer's hook: left alone, as run() leaves it
+        assert len(model[0]._backward_hooks) == 1
+    finally:
+        handle.remove()
+
+
 class NormalizesInPlace(nn.Module):
     """Subtracts the mean from its input in place before a conv, as some preprocessing layers do."""
 
