@@ -277,9 +277,22 @@ class SideBranch(nn.Module):
         return self.fc(torch.relu(self.used(x)).mean(dim=(2, 3)))
 
 
-def test_a_layer_the_score_does_not_depend_on_gives_a_zero_map(image):
+def test_a_layer_the_score_does_not_depend_on_gives_a_zero_map_and_a_warning_naming_it(image):
     torch.manual_seed(0)
-    assert not attribute(SideBranch(), image, 0, layer="side").map.any()
+    blank = r"layer 'side' gets a zero gradient at every position, so its gradcam map is blank \(all zeros\)"
+    with pytest.warns(UserWarning, match=rf"{blank}: .*; pass a layer whose grid gets one, such as 'used'$"):
+        assert not attribute(SideBranch(), image, 0, layer="side").map.any()
+
+
+def test_an_item_the_score_ignores_is_named_in_the_blank_map_warning(model, image):
+    with pytest.warns(
+        UserWarning, match=r"layer 'features' gets a zero gradient at every position for items \[1\] of 2"
+    ):
+        result = attribute(model, image, lambda out: out[0, 3])  # a scalar score of item 0 only
+    assert result.layer == "features" and result.map[0].any() and not result.map[1].any()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a map with a gradient says nothing
+        attribute(model, image, 3)
 
 
 def test_a_users_full_backward_hook_on_the_first_layer_does_not_make_torch_warn(image):

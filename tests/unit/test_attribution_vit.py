@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -96,7 +98,28 @@ def test_non_square_images_get_a_non_square_grid_and_the_default_layer_is_a_toke
     x = torch.randn(1, 3, 8, 16)  # 2×4 patches
     result = attribute(model, x, 0, method="layercam", layer="blocks.0")
     assert result.map.shape == (1, 8, 16)
-    assert attribute(model, x, 0).layer == "norm"  # the last module with a token-grid output
+    assert attribute(model, x, 0, layer="blocks.1.norm1").map.shape == (1, 8, 16)
+
+
+def test_the_final_norm_gets_no_gradient_on_patch_tokens_so_its_map_is_blank_with_a_warning_naming_it():
+    torch.manual_seed(0)
+    model, x = TinyViT().eval(), torch.randn(2, 3, 16, 16)
+    blank = r"layer 'norm' gets a zero gradient at every patch token, so its gradcam map is blank \(all zeros\)"
+    with pytest.warns(UserWarning, match=rf"{blank}: .*final norm.*such as .*'blocks.1.norm1'$"):
+        result = attribute(model, x, 1, layer="norm")
+    assert result.layer == "norm" and not result.map.any()
+
+
+@pytest.mark.parametrize("method", ["gradcam", "layercam", "guided_gradcam"])
+def test_no_layer_steps_back_from_the_final_norm_to_the_last_block_input_of_its_shape(method):
+    torch.manual_seed(0)
+    model, x = TinyViT().eval(), torch.randn(2, 3, 16, 16)
+    model.blocks[1].mlp[1] = nn.ReLU()  # guided Grad-CAM needs a ReLU
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the map is not blank: nothing to warn about
+        result = attribute(model, x, [1, 2], method=method)
+    assert result.layer == "blocks.1.norm1" and result.map.flatten(1).amax(dim=1).min() > 0
+    torch.testing.assert_close(result.map, attribute(model, x, [1, 2], method=method, layer="blocks.1.norm1").map)
 
 
 def test_the_digits_vit_example_gives_token_cams_and_attention_weights_to_plot():
@@ -108,7 +131,8 @@ def test_the_digits_vit_example_gives_token_cams_and_attention_weights_to_plot()
     model = DigitsViT().eval()
     x = load_digits()[0][:2]
     result = attribute(model, x, 3, method="layercam")
-    assert result.layer == "norm" and result.map.shape == (2, 32, 32)  # 65 tokens: class token + 8×8 patches
+    assert result.layer == "blocks.1.norm1" and result.map.shape == (2, 32, 32)  # 65 tokens: class token + 8×8 patches
+    assert result.map.flatten(1).amax(dim=1).min() == 1.0
     weights = []
     handle = model.blocks[0].attn.softmax.register_forward_hook(lambda m, a, out: weights.append(out.detach()))
     try:

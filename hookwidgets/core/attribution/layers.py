@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
+from torch.autograd.graph import GradientEdge, get_gradient_edge
 
 from ..inputs import Inputs, call_model
 from ..targets import resolve_module
-from .grid import is_spatial
+from .grid import as_grid, is_spatial
 from .tap import first_tensor
 
 # Their map is a coarser copy of the layer before, so the default looks past them (a user may still pick one).
@@ -53,7 +55,7 @@ def default_layer(model: nn.Module, inputs: Inputs, image_size: tuple[int, int])
     """The last layer to finish with a spatial output, pooling layers aside (e.g. ``layer4`` of a ResNet).
 
     A container that returns its last child's output finishes after it, so the container's
-    shorter name is chosen for the same tensor.
+    shorter name is chosen for the same tensor. ``attribute`` steps back from it when its grid gets no gradient.
     """
     candidates = spatial_layers(model, inputs, image_size)
     preferred = [p for p in candidates if not isinstance(model.get_submodule(p), POOLING)]
@@ -88,4 +90,55 @@ def not_spatial_error(
     return ValueError(
         f"layer {path!r} has {what}, not a spatial map: CAM methods need an output (N, C, H, W) "
         f"or ViT tokens (N, 1+H·W, C); {hint}"
+    )
+
+
+def layers_reached(
+    model: nn.Module,
+    inputs: Inputs,
+    score_of: Callable[[Any], torch.Tensor],
+    image_size: tuple[int, int],
+    items: list[int],
+) -> list[tuple[str, tuple[int, ...]]]:
+    """``(path, output shape)`` of the spatial layers, pooling aside, whose grid gets a non-zero gradient of
+    ``score_of(output)`` for each of ``items``, in the order their forwards finish (one forward and backward)."""
+    edges: dict[str, tuple[GradientEdge, tuple[int, ...]]] = {}
+
+    def note(path: str):
+        def hook(module: nn.Module, args: Any, output: Any) -> None:
+            tensor = first_tensor(output)
+            if tensor is not None and tensor.requires_grad and is_spatial(tuple(tensor.shape), image_size):
+                edges.pop(path, None)  # a module called again moves to its last call, as the CAM's tap keeps it
+                edges[path] = (get_gradient_edge(tensor), tuple(tensor.shape))
+
+        return hook
+
+    handles = [m.register_forward_hook(note(p)) for p, m in model.named_modules() if p and not isinstance(m, POOLING)]
+    try:
+        output = call_model(model, inputs)
+    finally:
+        for handle in handles:
+            handle.remove()
+    if not edges:
+        return []
+    grads = torch.autograd.grad(score_of(output), [edge for edge, _ in edges.values()], allow_unused=True)
+    return [
+        (path, shape)
+        for (path, (_, shape)), grad in zip(edges.items(), grads, strict=True)
+        if grad is not None and as_grid(grad, image_size)[items].flatten(1).any(dim=1).all()
+    ]
+
+
+def blank_map_warning(path: str, method: str, items: list[int], batch: int, tokens: bool, others: list[str]) -> str:
+    """Why ``method``'s map at ``path`` is blank for ``items`` (a zero gradient there), and which layers get one."""
+    where = "patch token" if tokens else "position"
+    which = "" if len(items) == batch else f" for items {items} of {batch}"
+    why = (
+        "at a vision transformer's final norm: the head reads only the class token" if tokens else "on an unused branch"
+    )
+    shown = ", ".join(repr(p) for p in others[-3:])
+    hint = f"pass a layer whose grid gets one, such as {shown}" if others else "no spatial layer gets one here"
+    return (
+        f"layer {path!r} gets a zero gradient at every {where}{which}, so its {method} map is blank (all zeros): "
+        f"the score does not depend on them (as {why}); {hint}"
     )

@@ -6,6 +6,7 @@ import contextlib
 import difflib
 import warnings
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -16,7 +17,7 @@ from .cams import CAM_FUNCTIONS, gradcam
 from .grid import as_grid, is_spatial
 from .guided import GuidedReLUs
 from .inputs import image_of, with_grad
-from .layers import default_layer, not_spatial_error, resolve_layer
+from .layers import blank_map_warning, default_layer, layers_reached, not_spatial_error, resolve_layer
 from .maps import normalize, upsample
 from .tap import LayerTap
 from .targets import AttributionTarget, target_score
@@ -89,6 +90,37 @@ def attribute(
     method = check_method(method)
     if layer is not None and method not in _LAYER_METHODS:
         raise ValueError(f"{method} attributes input pixels and takes no layer; leave layer=None")
+    result, blank = _attribute(model, inputs, target, method, layer)
+    if blank is None:
+        return result
+
+    def score_of(output: Any) -> torch.Tensor:
+        return target_score(output, target)[0]
+
+    # The layer's grid got no gradient, so the map is blank: find the layers whose grid does (one more pass).
+    with preserved_state(model), torch.enable_grad():
+        reached = layers_reached(model, with_grad(inputs)[0], score_of, blank.size, blank.items)
+    alike = [path for path, shape in reached if shape == blank.shape]  # e.g. the last block's norm1 for a ViT's norm
+    if layer is None and len(blank.items) == len(result.map) and alike:
+        return _attribute(model, inputs, target, method, alike[-1])[0]
+    others = alike or [path for path, _ in reached]
+    tokens = len(blank.shape) == 3
+    warnings.warn(blank_map_warning(result.layer, method, blank.items, len(result.map), tokens, others), stacklevel=2)
+    return result
+
+
+class _Blank(NamedTuple):
+    """Items whose CAM is blank because the layer's grid got a zero gradient, with what finding others needs."""
+
+    items: list[int]
+    size: tuple[int, int]
+    shape: tuple[int, ...]
+
+
+def _attribute(
+    model: nn.Module, inputs: Inputs, target: AttributionTarget, method: str, layer: str | nn.Module | None
+) -> tuple[Attribution, _Blank | None]:
+    """One attribution run, and the items whose CAM came out blank for lack of a gradient at the layer."""
     with preserved_state(model), torch.enable_grad(), warnings.catch_warnings():
         # A user's full backward hook on a first layer makes torch warn on every backward; Explorer.run hides it too.
         warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed")
@@ -105,17 +137,18 @@ def attribute(
         with tap, guided:
             output = call_model(model, prepared)
         score, classes = target_score(output, target)
-        cam = None
+        cam, blank = None, None
         if isinstance(tap, LayerTap):
-            cam = _cam(model, prepared, tap, score, method, size, retain=method == "guided_gradcam")
+            cam, items = _cam(model, prepared, tap, score, method, size, retain=method == "guided_gradcam")
+            blank = _Blank(items, size, tuple(tap.activations.shape)) if items else None
             if method in CAM_METHODS:
-                return Attribution(cam, method, path, classes)
+                return Attribution(cam, method, path, classes), blank
         if isinstance(guided, GuidedReLUs):
             _check_relus(model, guided)
             guided.enabled = True
         (grad,) = torch.autograd.grad(score, [image], allow_unused=True)
         grad = torch.zeros_like(image) if grad is None else grad
-        return Attribution(_pixel_map(method, image.detach(), grad, cam), method, path, classes)
+        return Attribution(_pixel_map(method, image.detach(), grad, cam), method, path, classes), blank
 
 
 def _default(model: nn.Module, inputs: Inputs, size: tuple[int, int]) -> tuple[str, nn.Module]:
@@ -131,8 +164,9 @@ def _cam(
     method: str,
     size: tuple[int, int],
     retain: bool,
-) -> torch.Tensor:
-    """The CAM of ``method`` (Grad-CAM for guided Grad-CAM) at the tapped layer, at input size, in [0, 1]."""
+) -> tuple[torch.Tensor, list[int]]:
+    """The CAM of ``method`` (Grad-CAM for guided Grad-CAM) at the tapped layer, at input size, in [0, 1],
+    and the items whose gradient is zero all over the layer's grid (their map is blank whatever the method)."""
     acts = tap.activations
     if acts is None or not is_spatial(tuple(acts.shape), size):
         shape = None if acts is None else tuple(acts.shape)
@@ -141,7 +175,8 @@ def _cam(
     # float32 arithmetic: sums over hundreds of channels lose too much in float16/bfloat16.
     acts, grads = as_grid(acts.float(), size), as_grid(grads.float(), size)
     cam = CAM_FUNCTIONS.get(method, gradcam)(acts, grads)
-    return normalize(upsample(cam, size)).detach()
+    blank = (~grads.flatten(1).any(dim=1)).nonzero().flatten().tolist()
+    return normalize(upsample(cam, size)).detach(), blank
 
 
 def _check_relus(model: nn.Module, guided: GuidedReLUs) -> None:
