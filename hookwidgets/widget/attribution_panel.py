@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -21,6 +22,7 @@ EMPTY: dict[str, Any] = {
     "input_png": None,
     "error": "",
     "caption": "",
+    "note": "",
 }
 
 
@@ -40,7 +42,8 @@ def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any
     """The ``attribution`` traitlet: ``method``'s map of ``target`` at ``layer`` and the input to draw beside it.
 
     CAMs are drawn over the input image; pixel methods (saliency, guided backprop, …) as gradient maps.
-    Errors (a layer without spatial output, a class out of range) come back as text.
+    Errors (a layer without spatial output, a class out of range) come back as text; warnings of the run (a
+    blank map, a hook detached after an in-place collision) as ``note``, shown beside the map.
     """
     if method not in METHODS:
         raise ValueError(f"unknown attribution method {method!r}; choose one of {', '.join(METHODS)}")
@@ -48,7 +51,10 @@ def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any
         raise ValueError("attribution here needs example inputs that are one image tensor (N, C, H, W)")
     chosen = class_choice(target, "attribution class")
     inputs = explorer._inputs(None)  # a copy: the model may change its input in place
-    result = explorer.attribute(inputs, chosen, method=method, layer=layer if method in CAM_METHODS else None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = explorer.attribute(inputs, chosen, method=method, layer=layer if method in CAM_METHODS else None)
+    note = "\n\n".join(dict.fromkeys(str(w.message) for w in caught))  # each once, in order
     classes = [int(c) for c in getattr(result, "classes", []) or []]
     used = getattr(result, "layer", None) or layer
     what = f"class {classes[0]}" if classes else "the top class"
@@ -65,4 +71,5 @@ def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any
         "input_png": figure_png(input_figure(inputs)),
         "error": "",
         "caption": caption,
+        "note": note,
     }

@@ -233,12 +233,15 @@ class HookExplorer(Explorer):
         view = self.view
         layer, method, target = content.get("layer"), content.get("method", "gradcam"), content.get("target", "top")
         view.status = {**view.status, "state": "busy", "message": f"computing {method}…"}
+        explained = len(self.diagnostics)
         try:
             view.attribution = attribution_payload(self, layer, method, target)
         except Exception as exc:
             view.attribution = {**EMPTY_ATTRIBUTION, "layer": layer, "method": method, "error": _message(exc)}
         caption = view.attribution.get("caption") or f"{method} failed: see the attribution panel"
         view.status = {**view.status, "state": "idle", "message": caption}
+        if len(self.diagnostics) != explained:  # a hook of ours was detached (in-place collision): badges follow
+            self._sync(plots=False)
 
     def _msg_run(self, content: dict[str, Any]) -> None:
         """Forward the example inputs; with mode "backward" (the default), backward from the chosen class."""

@@ -132,6 +132,58 @@ def test_attribution_here_draws_the_cam_of_the_selected_layer():
         assert all(p.grad is None for p in model.parameters())
 
 
+class SideBranch(nn.Module):
+    """A conv whose output the score never uses, beside the one it does: its CAM is blank."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used, self.side = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(3, 4, 3, padding=1)
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.side(x)
+        return self.fc(torch.relu(self.used(x)).mean(dim=(2, 3)))
+
+
+def test_a_blank_map_says_why_in_the_panel_not_only_in_a_log(image):
+    torch.manual_seed(0)
+    with HookExplorer(SideBranch(), example_inputs=image) as ex:
+        browser_sets(ex.view, selected="side")
+        browser_sends(ex.view, kind="attribute", layer="side", method="gradcam", target="top")
+        result = ex.view.attribution
+        assert result["error"] == "" and result["png"][:8] == PNG
+        assert "layer 'side' gets a zero gradient at every position" in result["note"]
+        assert "such as 'used'" in result["note"]
+        browser_sends(ex.view, kind="attribute", layer="used", method="gradcam", target="top")
+        assert ex.view.attribution["note"] == ""
+
+
+class LateInPlace(nn.Module):
+    """Changes the conv's output in place once ``inplace`` is set: after a backward hook was attached on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.fc = nn.Conv2d(3, 4, 3, padding=1), nn.Linear(4, 3)
+        self.inplace = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x)
+        return self.fc((y.relu_() if self.inplace else y.relu()).mean(dim=(2, 3)))
+
+
+def test_a_hook_an_attribution_detaches_leaves_the_hook_list_and_the_panel_says_why(image):
+    model = LateInPlace()
+    with HookExplorer(model, example_inputs=image) as ex:
+        browser_sends(ex.view, kind="attach", target="conv", hook="backward", action="capture", edit=None)
+        assert [h["kind"] for h in ex.view.hooks] == ["backward"]
+        model.inplace = True
+        browser_sends(ex.view, kind="attribute", layer="conv", method="gradcam", target="top")
+        result = ex.view.attribution
+        assert result["error"] == "" and result["png"][:8] == PNG
+        assert "full backward hook 'backward' on 'conv'" in result["note"]
+        assert ex.view.hooks == [] and ex.view.diagnostics == ex.diagnostics != []
+
+
 @pytest.mark.parametrize("target", [1.5, "3x", True])
 def test_an_attribution_class_that_is_no_class_index_is_an_error_in_the_panel(cnn, image, target):
     with HookExplorer(cnn, example_inputs=image) as ex:

@@ -25,6 +25,7 @@ export function createAttributionView(model) {
   const run = h("button", { cls: "hw-attr-run", attrs: { type: "button" }, text: "Attribution here" });
   const caption = h("div", { cls: "hw-plot-caption" });
   const error = h("div", { cls: "hw-attr-error", attrs: { role: "alert" } });
+  const note = h("div", { cls: "hw-attr-note", attrs: { role: "status" } });
   const input = h("img", { cls: "hw-attr-input hw-plot", attrs: { alt: "the input image", hidden: true } });
   const image = h("img", { cls: "hw-attr-image hw-plot", attrs: { alt: "attribution over the input", hidden: true } });
   const el = h("div", { cls: "hw-attribution" }, [
@@ -32,6 +33,7 @@ export function createAttributionView(model) {
     h("div", { cls: "hw-picker" }, [method, target, run]),
     error,
     caption,
+    note,
     h("div", { cls: "hw-attr-images" }, [input, image]), // the input beside its map
   ]);
   const images = pngUrls();
@@ -52,6 +54,7 @@ export function createAttributionView(model) {
     const mine = result.layer === model.get("selected") || (result.error && result.method);
     error.textContent = mine ? (result.error ?? "") : "";
     caption.textContent = mine && !result.error ? (result.caption ?? "") : "";
+    note.textContent = mine && !result.error ? (result.note ?? "") : ""; // e.g. why the map is blank
     images.revoke();
     const ok = mine && !result.error;
     images.show(image, ok ? result.png : null);
