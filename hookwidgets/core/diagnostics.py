@@ -49,6 +49,11 @@ def is_inplace_collision(exc: BaseException | None) -> bool:
     return isinstance(exc, RuntimeError) and _INPLACE_VIEW_ERROR in str(exc)
 
 
+def is_inplace_collision_text(error: str | None) -> bool:
+    """``is_inplace_collision`` for an error kept as text (a recorded graph's ``"error"``)."""
+    return error is not None and _INPLACE_VIEW_ERROR in error
+
+
 def inplace_culprit(exc: BaseException, model: nn.Module) -> str | None:
     """Path of the innermost module of ``model`` running when ``exc`` was raised (the in-place one)."""
     paths = {id(m): p for p, m in model.named_modules()}

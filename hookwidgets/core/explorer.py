@@ -27,6 +27,7 @@ from .diagnostics import (
     explain_collision,
     inplace_culprit,
     is_inplace_collision,
+    is_inplace_collision_text,
     not_run_note,
 )
 from .export import export_captures
@@ -269,6 +270,8 @@ class Explorer:
         if inputs is not None or self._graph.data is None:
             with self._registry.suspended():  # a diagnostic run: the user's hooks record nothing
                 self._graph.record(self.model, self._inputs(inputs), saved_tensors)
+                if is_inplace_collision_text(self._graph.data.get("error")) and self._detach_colliding(inputs):
+                    self._graph.record(self.model, self._inputs(inputs), saved_tensors)  # the whole graph, without them
             error = self._graph.data.get("error")
             if error:  # a partial graph must not pass for the whole one
                 made = f"the {len(self._graph.data['nodes'])} nodes made before it"
@@ -278,6 +281,16 @@ class Explorer:
                     stacklevel=2,
                 )
         return self._graph.data
+
+    def _detach_colliding(self, inputs: Inputs | None) -> bool:
+        """Run ``inputs`` once more to catch the in-place collision it raised; our full backward hooks that it
+        broke are explained and detached as run() does. False when the error was not ours to fix."""
+        try:
+            with preserved_state(self.model), torch.enable_grad():
+                call_model(self.model, self._inputs(inputs))
+        except RuntimeError as exc:
+            return is_inplace_collision(exc) and bool(self._registry.explain_collision(exc))
+        return False
 
     def saved_memory(self) -> dict[str, int]:
         """Bytes each module saved for backward in the recorded run (activation memory), largest first."""

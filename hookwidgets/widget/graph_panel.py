@@ -92,9 +92,12 @@ def record_from_view(explorer: HookExplorer, content: dict[str, Any] | None = No
         view.status = {**view.status, "state": "error", "message": text}
         return
     view.status = {**view.status, "state": "busy", "message": "recording the autograd graph…"}
+    explained = len(explorer.diagnostics)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # a partial graph's error is shown in the panel instead
+            # a partial graph's error, and a hook detached after an in-place collision, are shown in the page instead
+            warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.filterwarnings("ignore", message="the full backward hook")
             data = explorer.graph(explorer._inputs(None))  # a copy of the example inputs, recorded again
     except Exception as exc:  # "no graph: …" and failures of the recorder: shown in the panel, kernel alive
         text = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
@@ -102,6 +105,10 @@ def record_from_view(explorer: HookExplorer, content: dict[str, Any] | None = No
         summary = text.splitlines()[0] if text else "recording the graph failed"
         view.status = {**view.status, "state": "error", "message": summary}
         return
+    detached = explorer.diagnostics[explained:]  # full backward hooks an in-place op broke: explained, detached
+    if detached:
+        view.error = "\n\n".join(detached)
+        explorer._sync(plots=False)  # their badges leave with them
     sync_graph(view, data)
     nodes = len(data["nodes"])
     if data.get("error"):

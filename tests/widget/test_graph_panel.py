@@ -193,3 +193,31 @@ def test_a_20000_node_graph_travels_compact_with_saved_totals_only():
 def test_small_graphs_keep_the_saved_tensor_lists():
     compact = compact_autograd(_synthetic_graph(10))
     assert compact["saved"][0] == [3, 64, 1, [["mat1", [2, 8], "float32", 64, None]]]
+
+
+class LateInPlace(nn.Module):
+    """Changes the Linear's output in place once ``inplace`` is set: after a backward hook was attached on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.inplace = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.fc(x)
+        return y.relu_() if self.inplace else y.relu()
+
+
+def test_record_graph_detaches_a_backward_hook_an_in_place_op_broke_and_says_so_in_the_page():
+    model = LateInPlace()
+    with HookExplorer(model, example_inputs=torch.randn(2, 4)) as ex:
+        browser_sends(ex.view, kind="attach", target="fc", hook="backward", action="capture", edit=None)
+        assert [h["kind"] for h in ex.view.hooks] == ["backward"]
+        model.inplace = True
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # nothing is left for the kernel's log
+            browser_sends(ex.view, kind="graph")
+        assert ex.view.status["state"] == "idle" and ex.view.graph["error"] == ""
+        assert "/ReluBackward0#0" in ex.view.graph["autograd"]["ids"]
+        assert ex.view.error.startswith("the full backward hook 'backward' on 'fc' collides with")
+        assert ex.view.hooks == []
