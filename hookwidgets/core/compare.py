@@ -19,25 +19,13 @@ from torch.nn.utils.prune import BasePruningMethod
 from torch.nn.utils.spectral_norm import SpectralNorm
 from torch.nn.utils.weight_norm import WeightNorm
 
+from .foreign import HOOK_DICTS
 from .inputs import Inputs, Target, backward_score, call_model
 from .nested import first_tensor
 from .targets import describe_path, resolve_module
 
 Grads = tuple[torch.Tensor | None, ...]
 
-_HOOK_DICTS = (
-    "_forward_pre_hooks",
-    "_forward_pre_hooks_with_kwargs",
-    "_forward_hooks",
-    "_forward_hooks_with_kwargs",
-    "_forward_hooks_always_called",
-    "_backward_pre_hooks",
-    "_backward_hooks",
-    "_state_dict_hooks",
-    "_state_dict_pre_hooks",
-    "_load_state_dict_pre_hooks",
-    "_load_state_dict_post_hooks",
-)
 # torch's own pre-hooks that compute a weight before each forward; without them the copy would run a stale weight
 _WEIGHT_PRE_HOOKS = (BasePruningMethod, SpectralNorm, WeightNorm)
 _RTOL, _ATOL = 1e-5, 1e-6
@@ -184,7 +172,7 @@ def _hookless_copy(model: nn.Module) -> nn.Module:
     """
     memo: dict[int, Any] = {}
     for module in model.modules():
-        for name in _HOOK_DICTS:
+        for name in HOOK_DICTS:
             hooks = module.__dict__.get(name)
             if hooks is not None:
                 kept = (

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from .attribution import CAM_METHODS, attribute, check_method
 from .capture import DEFAULT_MEMORY_BUDGET, CaptureStore
@@ -36,6 +37,7 @@ from .graph_state import RecordedGraph
 from .hooks import FULL_BACKWARD_KINDS, HookInfo, HookRegistry, TimelineEvent
 from .inputs import Inputs, Target, backward_score, call_model, describe_inputs
 from .kinds import KINDS, resolve_kind
+from .lazy import has_lazy, materialize, unmaterialized_param
 from .modelstate import preserved_state
 from .nested import map_tensors, tensors_in
 from .optim import UpdateRatioMonitor
@@ -76,7 +78,9 @@ class Explorer:
         self._graph = RecordedGraph()
         probed = self._probe()
         self._ran: set[int] | None = probed.called if probed is not None else None  # modules the probe saw run
-        self.tree = build_tree(model, probed)
+        self._probed = probed
+        self._tree = build_tree(model, probed)
+        self._tree_lazy = has_lazy(model)  # its counts wait for a forward that materializes the lazy modules
 
     def _probe(self) -> ProbeResult | None:
         # Named without a run, so they are known also without example inputs or when the probe fails.
@@ -91,6 +95,32 @@ class Explorer:
                 f"the probe run with example_inputs failed, so no output shapes are shown: {exc}", stacklevel=3
             )
             return None
+
+    @property
+    def tree(self) -> dict[str, Any]:
+        """The module tree as plain data; rebuilt once a forward (``run()``, or the user's own) materialized
+        the lazy modules it showed with unknown parameter counts."""
+        if self._tree_lazy and self._model is not None:
+            self._tree_lazy = has_lazy(self._model)
+            self._tree = build_tree(self._model, self._probed)
+        return self._tree
+
+    def _materialize(self, inputs: Inputs, caller: str) -> None:
+        """Before a run the user asked for: the forward that materializes lazy modules, said in a warning.
+
+        It cannot be undone as the rest of a run's changes are, so the explorer's own checks never run it.
+        """
+        if not has_lazy(self.model):
+            return
+        with self._registry.suspended():  # the user's hooks see the run itself, not this forward
+            done = materialize(self.model, inputs)
+        if done:
+            warnings.warn(
+                f"{caller} materialized the lazy modules {', '.join(done)} of {self._model_name} with inputs "
+                f"{describe_inputs(inputs)}: a lazy module takes its parameters' shapes from its first forward, "
+                "and the run needs them (the shape probe and attach() leave lazy modules as they are)",
+                stacklevel=3,
+            )
 
     @property
     def hooks(self) -> list[HookInfo]:
@@ -148,6 +178,8 @@ class Explorer:
             )
         if family == "node":
             self._check_node_id(target)
+        if family == "param" and is_lazy(obj):
+            raise ValueError(unmaterialized_param(target))
         if (
             family == "param"
             and not obj.requires_grad
@@ -183,15 +215,16 @@ class Explorer:
 
     def _check_node_id(self, node_id: str) -> None:
         """A KeyError with close ids when the recorded graph (recorded now if it can be) lacks ``node_id``."""
-        if self._graph.data is None and self.example_inputs is not None:
+        # not on a model with lazy modules: recording a graph would materialize them
+        if self._graph.data is None and self.example_inputs is not None and not has_lazy(self.model):
             with contextlib.suppress(Exception):  # no graph to check against: the hook's note will tell
                 self.graph()
         self._graph.check(node_id, self._model_name)
 
     def _check_collisions(self, infos: list[HookInfo]) -> None:
         """With example inputs, find at attach time a full backward hook that an in-place op breaks."""
-        if not infos or self.example_inputs is None:
-            return
+        if not infos or self.example_inputs is None or has_lazy(self.model):
+            return  # a lazy module would be materialized by the check: the run that meets the collision explains it
         try:
             with self._registry.suspended(), preserved_state(self.model), torch.enable_grad():
                 call_model(self.model, self._inputs(None))
@@ -230,6 +263,7 @@ class Explorer:
         With ``record_graph``, its autograd graph becomes the one ``graph()`` returns.
         """
         inputs = self._inputs(inputs)
+        self._materialize(inputs, "run()")
         recorder = GraphRecorder(self.model) if record_graph else contextlib.nullcontext()
         with (
             preserved_state(self.model, mode="train" if train else "eval"),
@@ -268,10 +302,12 @@ class Explorer:
         forward that raises gives the graph made before the failure, its ``"error"``, and a RuntimeWarning.
         """
         if inputs is not None or self._graph.data is None:
+            inputs = self._inputs(inputs)
+            self._materialize(inputs, "graph()")
             with self._registry.suspended():  # a diagnostic run: the user's hooks record nothing
-                self._graph.record(self.model, self._inputs(inputs), saved_tensors)
+                self._graph.record(self.model, inputs, saved_tensors)
                 if is_inplace_collision_text(self._graph.data.get("error")) and self._detach_colliding(inputs):
-                    self._graph.record(self.model, self._inputs(inputs), saved_tensors)  # the whole graph, without them
+                    self._graph.record(self.model, inputs, saved_tensors)  # the whole graph, without them
             error = self._graph.data.get("error")
             if error:  # a partial graph must not pass for the whole one
                 made = f"the {len(self._graph.data['nodes'])} nodes made before it"
@@ -308,8 +344,10 @@ class Explorer:
         One forward in eval mode; ``train=True`` runs it in training mode, where BatchNorm's batch statistics
         and Dropout make NaNs of their own. The model is left as found either way.
         """
+        inputs = self._inputs(inputs)
+        self._materialize(inputs, "first_nonfinite()")
         with self._registry.suspended():  # a diagnostic run: the user's hooks record nothing
-            return first_nonfinite(self.model, self._inputs(inputs), train=train)
+            return first_nonfinite(self.model, inputs, train=train)
 
     def summary(self) -> list[dict[str, Any]]:
         """Per-layer, per-step rows of activation and gradient statistics from ``stats`` hooks.
@@ -321,7 +359,9 @@ class Explorer:
 
     def compare_backward(self, target: str, inputs: Inputs | None = None, score: Target = None) -> BackwardComparison:
         """The legacy and the full backward hook's gradients on ``target`` side by side (on hook-free copies)."""
-        return compare_backward(self.model, target, self._inputs(inputs), score)
+        inputs = self._inputs(inputs)
+        self._materialize(inputs, "compare_backward()")
+        return compare_backward(self.model, target, inputs, score)
 
     def code(self) -> str:
         """Plain-torch Python (no hookwidgets) that registers hooks doing what the explorer's hooks do."""
@@ -363,15 +403,17 @@ class Explorer:
         ``target`` is a class index, one per item, a callable on the output, or None (each item's top
         class). The model is left as found and the explorer's hooks record nothing during the run.
         """
+        inputs = self._inputs(inputs)
+        self._materialize(inputs, "the attribution run")
         with self._registry.suspended():
             try:
-                return attribute(self.model, self._inputs(inputs), target, method, layer).annotated()
+                return attribute(self.model, inputs, target, method, layer).annotated()
             except RuntimeError as exc:
                 # A full backward hook of ours broke the forward on an in-place op: explained and detached as
                 # run() does; its hooks record nothing here, so running again without it changes no record.
                 if not is_inplace_collision(exc) or not self._registry.explain_collision(exc):
                     raise
-            return attribute(self.model, self._inputs(inputs), target, method, layer).annotated()
+            return attribute(self.model, inputs, target, method, layer).annotated()
 
     def watch_ddp(self, hook: Callable | None = None, log_dir: str | os.PathLike | None = None, **options: Any) -> Any:
         """A ``hookwidgets.distributed.DDPInspector`` on the explored DistributedDataParallel model.

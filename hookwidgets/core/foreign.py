@@ -12,6 +12,17 @@ MODULE_DICTS = {
     "_backward_pre_hooks": "backward_pre",
     "_backward_hooks": "backward",
 }
+HOOK_DICTS = (
+    *MODULE_DICTS,
+    "_forward_pre_hooks_with_kwargs",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_state_dict_hooks",
+    "_state_dict_pre_hooks",
+    "_load_state_dict_pre_hooks",
+    "_load_state_dict_post_hooks",
+)
+"""Every module attribute holding hooks or their flags: a copy of a module is given dicts of its own for them."""
 GLOBAL_DICTS = {
     "_global_forward_pre_hooks": "global_forward_pre",
     "_global_forward_hooks": "global_forward",

@@ -8,6 +8,7 @@ from typing import Literal
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 
 @contextlib.contextmanager
@@ -21,7 +22,8 @@ def preserved_state(model: nn.Module, *, mode: Literal["eval", "train"] | None =
     modes = [(m, m.training) for m in model.modules()]
     grads = [(p, p.grad) for p in model.parameters()]
     slots = [(m, dict(m._buffers)) for m in model.modules() if m._buffers]  # which tensor each name holds
-    buffers = [(b, b.detach().clone()) for b in model.buffers()]
+    # a lazy module's buffer that is not materialized has no values yet: the body may give it its first ones
+    buffers = [(b, b.detach().clone()) for b in model.buffers() if not is_lazy(b)]
     cpu_rng = torch.get_rng_state()
     cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
     for param, _ in grads:

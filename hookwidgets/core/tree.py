@@ -10,8 +10,10 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from .inputs import Inputs, call_model
+from .lazy import has_lazy, probe_copy
 from .modelstate import preserved_state
 
 
@@ -94,9 +96,13 @@ def probe(model: nn.Module, inputs: Inputs) -> ProbeResult:
     """Run ``inputs`` once (eval mode, no grad) and note each module's first output's shape.
 
     ScriptModules take no hooks: they are listed in ``unwatched`` and the rest of the tree is probed.
-    The model is left as found (state restored, temporary hooks removed), also when it raises.
+    The model is left as found (state restored, temporary hooks removed), also when it raises; one with
+    lazy modules not yet materialized is probed on a copy (``probe_copy``), so that they stay so.
     """
     result = ProbeResult({}, {})
+    probed = probe_copy(model) if has_lazy(model) else model
+    # the copy's modules stand for the model's, which come in the same order
+    originals = {id(twin): id(m) for m, twin in zip(model.modules(), probed.modules(), strict=True)}
 
     def note_output(path: str):
         def hook(module: nn.Module, args: Any, output: Any) -> None:
@@ -113,26 +119,27 @@ def probe(model: nn.Module, inputs: Inputs) -> ProbeResult:
 
         return hook
 
-    with forward_hooks(model, note_output) as unwatched, preserved_state(model), torch.no_grad():
+    with forward_hooks(probed, note_output) as unwatched, preserved_state(probed), torch.no_grad():
         result.unwatched = unwatched
-        call_model(model, inputs)
+        call_model(probed, inputs)
+    result.called = {originals[i] for i in result.called if i in originals}
     return result
 
 
 def build_tree(model: nn.Module, probed: ProbeResult | None = None) -> dict[str, Any]:
     """Nested plain-data tree: path, name, class, parameter counts (subtree), output shape, children.
 
-    Parameters shared between modules are counted once per subtree.
+    Parameters shared between modules are counted once per subtree. A count that includes a lazy module's
+    parameter not materialized yet is None: its size is unknown until the model's first forward.
     """
     probed = probed or ProbeResult({}, {})
 
     def node(path: str, name: str, module: nn.Module) -> dict[str, Any]:
-        trainable = frozen = 0
+        counts: dict[bool, int | None] = {True: 0, False: 0}  # by requires_grad
         for param in module.parameters():  # parameters() already removes duplicates
-            if param.requires_grad:
-                trainable += param.numel()
-            else:
-                frozen += param.numel()
+            known = counts[param.requires_grad]
+            counts[param.requires_grad] = None if known is None or is_lazy(param) else known + param.numel()
+        trainable, frozen = counts[True], counts[False]
         children = [
             node(f"{path}.{child_name}" if path else child_name, child_name, child)
             for child_name, child in module.named_children()

@@ -313,6 +313,7 @@ class HookExplorer(Explorer):
         if view is None or self._model is None:
             return
         view.hooks = hooks_payload(self.hooks)  # first: the badge a click waits for leaves before the rest
+        view.tree = self.tree  # new parameter counts once a forward materialized lazy modules
         view.selection = self._selection(view.selected)
         view.memory = memory_payload(self)
         view.diagnostics = self.diagnostics

@@ -6,12 +6,14 @@ from collections.abc import Iterable
 from typing import Any
 
 import torch
+from torch.nn.parameter import is_lazy
 
 from ..core.codegen import hook_code
 from ..core.explorer import Explorer
 from ..core.export import plain_number
 from ..core.hooks import HookInfo
 from ..core.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS, valid_kinds
+from ..core.lazy import unmaterialized_param
 from ..core.targets import resolve_target
 
 # Every kind in display order: badges and toggles keep this order.
@@ -49,19 +51,22 @@ def selection_payload(explorer: Explorer, target: str) -> dict[str, Any]:
         return {"target": target, "family": "none", "kinds": [], "details": [], "params": [], "problem": _text(exc)}
     kinds = list(valid_kinds(family, is_root=target == ""))
     problem = _scripted_problem(explorer, target, obj) if family == "module" else ""
+    if family == "param" and is_lazy(obj):
+        problem = unmaterialized_param(target)
     if problem:
-        kinds = []  # every module kind would fail on it; its parameters' chips still lead to theirs
+        kinds = []  # every kind would fail on it; a module's parameters' chips still lead to theirs
     details: list[list[str]] = []
     params: list[dict[str, Any]] = []
     if family == "module":
         details.append(["Class", type(obj).__name__])
         for name, param in obj.named_parameters(recurse=False):
             path = f"{target}.{name}" if target else name
-            params.append({"name": name, "path": path, "shape": list(param.shape), "trainable": param.requires_grad})
+            params.append({"name": name, "path": path, "shape": _shape(param), "trainable": param.requires_grad})
     elif family == "param":
         param: torch.Tensor = obj
+        shape = _shape(param)
         details += [
-            ["Shape", "×".join(map(str, param.shape)) or "scalar"],
+            ["Shape", UNINITIALIZED if shape is None else "×".join(map(str, shape)) or "scalar"],
             ["Dtype", str(param.dtype).removeprefix("torch.")],
             ["Trainable", "yes" if param.requires_grad else "no (requires_grad=False: no gradient hooks fire)"],
         ]
@@ -78,6 +83,14 @@ def selection_payload(explorer: Explorer, target: str) -> dict[str, Any]:
         "code": code,
         "problem": problem,
     }
+
+
+UNINITIALIZED = "not materialized yet (a lazy module's parameter: the model's first forward gives its shape)"
+
+
+def _shape(param: torch.Tensor) -> list[int] | None:
+    """The parameter's shape; None for a lazy module's parameter not materialized yet (torch raises on its shape)."""
+    return None if is_lazy(param) else list(param.shape)
 
 
 def _scripted_problem(explorer: Explorer, target: str, module: Any) -> str:

@@ -24,11 +24,15 @@ export function formatCount(n) {
   return String(v);
 }
 
-/** Parameter counts as "12.3k", with frozen ones appended when present: "12.3k (+1k frozen)". */
+/** Parameter counts as "12.3k", with frozen ones appended when present: "12.3k (+1k frozen)".
+ * A null count is unknown (a lazy module not materialized yet) and reads "uninitialized". */
 export function formatParams(trainable, frozen) {
-  const base = formatCount(trainable ?? 0);
+  const base = trainable === null ? UNINITIALIZED : formatCount(trainable ?? 0);
+  if (frozen === null) return `${base} (+${UNINITIALIZED} frozen)`;
   return frozen > 0 ? `${base} (+${formatCount(frozen)} frozen)` : base;
 }
+
+const UNINITIALIZED = "uninitialized";
 
 /** Tensor shape as "1×16×32×32"; "scalar" for a 0-d tensor, "—" when unknown. */
 export function formatShape(shape) {

@@ -49,6 +49,12 @@ test("formatParams appends frozen parameters only when there are some", () => {
   assert.equal(formatParams(undefined, undefined), "0");
 });
 
+test("formatParams reads a null count (lazy parameters not materialized) as uninitialized, never 0", () => {
+  assert.equal(formatParams(null, 0), "uninitialized");
+  assert.equal(formatParams(null, 1000), "uninitialized (+1k frozen)");
+  assert.equal(formatParams(12_345, null), "12.3k (+uninitialized frozen)");
+});
+
 test("formatShape joins dimensions with ×", () => {
   assert.equal(formatShape([1, 16, 32, 32]), "1×16×32×32");
   assert.equal(formatShape([10]), "10");

@@ -379,3 +379,32 @@ def test_an_error_stays_in_the_errors_panel_while_the_status_follows_the_next_ac
     assert "scale" in view.error  # still there to read until dismissed
     browser_sends(view, kind="dismiss_error")
     assert view.error == ""
+
+
+def test_a_lazy_model_shows_unknown_counts_until_run_materializes_it():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.LazyConv2d(4, 3), torch.nn.Flatten(), torch.nn.LazyLinear(2))
+    ex = HookExplorer(model, example_inputs=torch.randn(2, 3, 6, 6))
+    view = ex.view
+    assert [(c["cls"], c["trainable"], c["shape"]) for c in view.tree["children"]] == [
+        ("LazyConv2d", None, [2, 4, 4, 4]),
+        ("Flatten", 0, [2, 64]),
+        ("LazyLinear", None, [2, 2]),
+    ]
+    browser_sets(view, selected="2")
+    assert [(p["path"], p["shape"]) for p in view.selection["params"]] == [("2.weight", None), ("2.bias", None)]
+    browser_sets(view, selected="2.weight")
+    assert view.selection["kinds"] == [] and "'2.weight' is not materialized yet" in view.selection["problem"]
+    assert ["Shape", "not materialized yet (a lazy module's parameter: the model's first forward gives its shape)"] in (
+        view.selection["details"]
+    )
+    with pytest.warns(UserWarning, match=r"run\(\) materialized the lazy modules '0' \(LazyConv2d, now Conv2d\)"):
+        browser_sends(view, kind="run", mode="forward")
+    assert view.status["state"] == "idle"
+    assert [(c["cls"], c["trainable"]) for c in view.tree["children"]] == [
+        ("Conv2d", 112),
+        ("Flatten", 0),
+        ("Linear", 130),
+    ]
+    assert view.selection["kinds"] == ["grad", "post_accumulate"] and ["Shape", "2×64"] in view.selection["details"]
+    ex.close()

@@ -66,7 +66,7 @@ export function createInspector(model) {
       const dtype = node.dtype ? ` ${node.dtype}` : "";
       entries.push(["Class", node.cls ?? ""]);
       entries.push(["Output", `${formatShape(node.shape)}${dtype}`]);
-      entries.push(["Parameters", formatParams(node.trainable ?? 0, node.frozen ?? 0)]);
+      entries.push(["Parameters", formatParams(node.trainable, node.frozen)]);
     } else if (sel) {
       for (const [term, value] of sel.details ?? []) entries.push([term, value]);
     }

@@ -62,6 +62,19 @@ export function fillBadges(container, path, { hookIndex, order }) {
   return failed;
 }
 
+/** The parameter counts' tooltip; a null count is a lazy module's, unknown until the model's first forward. */
+function paramsTitle(trainable, frozen) {
+  if (trainable === null || frozen === null) {
+    return "parameters of lazy modules are not materialized yet: their counts come with the model's first forward";
+  }
+  return `${trainable ?? 0} trainable, ${frozen ?? 0} frozen parameters`;
+}
+
+/** A count of nothing: 0, or absent; null is unknown, not zero. */
+function isZero(count) {
+  return count === 0 || count === undefined;
+}
+
 /** Build the element of one visible row; returns {el, badges}. */
 export function buildRow(row, { hookIndex, selected, query, matchSet, order }) {
   const { node, path, depth, hasChildren } = row;
@@ -73,8 +86,7 @@ export function buildRow(row, { hookIndex, selected, query, matchSet, order }) {
     highlighted("hw-name", node.name || node.cls || path, isMatch ? query : ""),
     path === "" ? null : highlighted("hw-cls", node.cls ?? "", isMatch ? query : ""),
   ]);
-  const trainable = node.trainable ?? 0;
-  const frozen = node.frozen ?? 0;
+  const { trainable, frozen } = node; // null: lazy parameters not materialized yet
   const badges = h("span", { cls: "hw-badges" });
   const failed = fillBadges(badges, path, { hookIndex, order });
   const classes = ["hw-row"];
@@ -99,8 +111,8 @@ export function buildRow(row, { hookIndex, selected, query, matchSet, order }) {
       label,
       h("span", { cls: "hw-shape", text: formatShape(node.shape) }),
       h("span", {
-        cls: trainable + frozen === 0 ? "hw-params hw-zero" : "hw-params",
-        attrs: { title: `${trainable} trainable, ${frozen} frozen parameters` },
+        cls: isZero(trainable) && isZero(frozen) ? "hw-params hw-zero" : "hw-params",
+        attrs: { title: paramsTitle(trainable, frozen) },
         text: formatParams(trainable, frozen),
       }),
       badges,
