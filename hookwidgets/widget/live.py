@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import gc
 import time
 import warnings
 import weakref
@@ -122,7 +123,8 @@ class LiveUpdates:
         if now < self._next_push:
             self._pending = True  # coalesced: the next push (or the cell's end) carries it
             return
-        plot_cost = self._push(label, now)
+        with _cycles_collected():
+            plot_cost = self._push(label, now)
         # The images keep their own, slower schedule: their cost must not hold back the counts.
         cost = time.monotonic() - now - plot_cost
         self._next_push = now + max(PUSH_INTERVAL_S, cost / MAX_SHARE)
@@ -200,6 +202,24 @@ class LiveUpdates:
             with contextlib.suppress(ValueError):
                 self._ipython.events.unregister("post_run_cell", self._on_cell_done)
             self._ipython = None
+
+
+@contextlib.contextmanager
+def _cycles_collected() -> Iterator[None]:
+    """Free the reference cycles the body leaves (matplotlib's text parser leaves some) when it ends.
+
+    A push runs inside the model's forward hook, so a traceback in such a cycle holds the frames below it and,
+    in them, the step's inputs, output and autograd graph, until the collector reaches the cycle's generation:
+    hundreds of steps later. Held off in the body, collection finds every cycle it made in the youngest one.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+        gc.collect(0)
 
 
 def _weak_step_hook(method: Any) -> Any:

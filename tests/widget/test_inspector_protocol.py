@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import gc
+import weakref
 from typing import Any
 
 import pytest
@@ -185,6 +187,35 @@ def test_live_updates_are_throttled_while_the_users_loop_runs(explorer, cnn, ima
 
     explorer._live._on_cell_done()  # IPython's post_run_cell
     assert view.status["state"] == "idle" and "step 11" in view.status["message"]
+
+
+def test_a_live_push_inside_the_forward_keeps_no_step_alive(explorer, cnn, image, monkeypatch):
+    # matplotlib's text parser leaves reference cycles that hold tracebacks; one made by a push, which runs in the
+    # forward hook, held the frames below it, and so the step's output and graph, until the collector ran
+    clock = [100.0]
+    monkeypatch.setattr(live.time, "monotonic", lambda: clock[0])
+    payload = live.hooks_payload
+
+    def leaves_a_cycle(hooks):
+        try:
+            raise ValueError("a parser's failed alternative")
+        except ValueError as exc:
+            kept = exc  # noqa: F841 -- this frame holds the exception, whose traceback holds this frame
+        return payload(hooks)
+
+    monkeypatch.setattr(live, "hooks_payload", leaves_a_cycle)
+    view = explorer.view
+    explorer.attach("features.conv", "forward")
+    outputs = []
+    gc.disable()  # freed when the loop drops it, not whenever a collection happens to run
+    try:
+        for _ in range(3):
+            clock[0] += 1.0  # every forward pushes
+            outputs.append(weakref.ref(cnn(image)))
+            assert view.status["state"] == "live"
+    finally:
+        gc.enable()
+    assert [ref() for ref in outputs] == [None, None, None]
 
 
 def test_live_images_wait_until_their_cost_fits_the_loops_share(explorer, cnn, image, monkeypatch):
