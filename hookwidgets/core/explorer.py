@@ -37,7 +37,7 @@ from .graph_state import RecordedGraph
 from .hooks import FULL_BACKWARD_KINDS, HookInfo, HookRegistry, TimelineEvent
 from .inputs import Inputs, Target, backward_score, call_model, describe_inputs
 from .kinds import KINDS, resolve_kind
-from .lazy import has_lazy, materialize, unmaterialized_param
+from .lazy import MaterializedWarning, has_lazy, materialize, unmaterialized_param
 from .modelstate import preserved_state
 from .nested import map_tensors, tensors_in
 from .optim import UpdateRatioMonitor
@@ -119,6 +119,7 @@ class Explorer:
                 f"{caller} materialized the lazy modules {', '.join(done)} of {self._model_name} with inputs "
                 f"{describe_inputs(inputs)}: a lazy module takes its parameters' shapes from its first forward, "
                 "and the run needs them (the shape probe and attach() leave lazy modules as they are)",
+                MaterializedWarning,
                 stacklevel=3,
             )
 

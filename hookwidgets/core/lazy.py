@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import warnings
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
@@ -14,6 +16,10 @@ from torch.nn.parameter import is_lazy
 from .foreign import HOOK_DICTS
 from .inputs import Inputs, call_model
 from .modelstate import preserved_state
+
+
+class MaterializedWarning(UserWarning):
+    """A run the user asked for materialized lazy modules: the model changed, and cannot be put back."""
 
 
 def _own_tensors(module: nn.Module) -> Iterator[torch.Tensor]:
@@ -99,3 +105,25 @@ def _materialized(model: nn.Module, before: dict[str, str]) -> list[str]:
         for path, cls in before.items()
         if path not in left
     ]
+
+
+@contextlib.contextmanager
+def materialize_notices(model: nn.Module, notices: list[str]) -> Iterator[None]:
+    """Collect in ``notices`` the warnings that a run materialized lazy modules; other warnings go on as raised."""
+    if not has_lazy(model):
+        yield
+        return
+    raised: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                yield
+            finally:
+                raised = list(caught)
+    finally:  # after the filters are back: the other warnings meet the user's filters, as if never caught
+        for w in raised:
+            if issubclass(w.category, MaterializedWarning):
+                notices.append(str(w.message))
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

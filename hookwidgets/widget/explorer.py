@@ -17,6 +17,7 @@ from ..core.diagnostics import SCRIPTED_ROOT, unwatched_note
 from ..core.explorer import Explorer, explain_run_error
 from ..core.hooks import HookInfo
 from ..core.inputs import Inputs, Target
+from ..core.lazy import materialize_notices
 from ..core.optim import UpdateRatioMonitor
 from ..core.tree import ProbeResult
 from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
@@ -253,13 +254,16 @@ class HookExplorer(Explorer):
         train = _run_train(content.get("train"))
         what = ("forward and backward" if backward else "forward") + (" in training mode" if train else "")
         view.status = {**view.status, "state": "busy", "message": f"running {what}…"}
-        explained = len(self.diagnostics)
+        explained, notices = len(self.diagnostics), []
         try:
-            with self._live.paused() if self._live is not None else contextlib.nullcontext():
+            with (
+                self._live.paused() if self._live is not None else contextlib.nullcontext(),
+                materialize_notices(self.model, notices),
+            ):
                 output = Explorer.run(self, None, target=target, train=train)  # a copy of the example inputs
         except Exception as exc:
             new = self.diagnostics[explained:]  # what the engine understood about this failure comes first
-            view.error = "\n\n".join([*new, explain_run_error(exc, self.example_inputs)])
+            view.error = "\n\n".join([*notices, *new, explain_run_error(exc, self.example_inputs)])
             view.status = {"state": "error", "message": f"run failed: {type(exc).__name__}"}
             self._sync()
             return
@@ -271,7 +275,7 @@ class HookExplorer(Explorer):
             message = f"step {self.step}: forward{mode}, then backward from each item's top class"
         else:
             message = f"step {self.step}: forward{mode}, then backward from class {target}"
-        view.error = ""
+        view.error = "\n\n".join(notices)  # the model changed for good: said where it is seen, not in a log
         view.status = {"state": "idle", "message": message, "top": top}
         self._sync()
         self._sync_summary()

@@ -12,6 +12,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from ..core.dataflow import dataflow_graph
+from ..core.lazy import materialize_notices
 
 if TYPE_CHECKING:
     from .explorer import HookExplorer
@@ -92,9 +93,9 @@ def record_from_view(explorer: HookExplorer, content: dict[str, Any] | None = No
         view.status = {**view.status, "state": "error", "message": text}
         return
     view.status = {**view.status, "state": "busy", "message": "recording the autograd graph…"}
-    explained = len(explorer.diagnostics)
+    explained, notices = len(explorer.diagnostics), []
     try:
-        with warnings.catch_warnings():
+        with materialize_notices(explorer.model, notices), warnings.catch_warnings():
             # a partial graph's error, and a hook detached after an in-place collision, are shown in the page instead
             warnings.simplefilter("ignore", RuntimeWarning)
             warnings.filterwarnings("ignore", message="the full backward hook")
@@ -104,11 +105,14 @@ def record_from_view(explorer: HookExplorer, content: dict[str, Any] | None = No
         view.graph = {**EMPTY, "error": text}  # the previous graph stays in ex.graph(), not on screen
         summary = text.splitlines()[0] if text else "recording the graph failed"
         view.status = {**view.status, "state": "error", "message": summary}
+        if notices:
+            view.error = "\n\n".join(notices)
+            explorer._sync(plots=False)  # the tree's new parameter counts
         return
     detached = explorer.diagnostics[explained:]  # full backward hooks an in-place op broke: explained, detached
-    if detached:
-        view.error = "\n\n".join(detached)
-        explorer._sync(plots=False)  # their badges leave with them
+    if notices or detached:  # the model changed for good (lazy modules), or hooks left: said in the page
+        view.error = "\n\n".join([*notices, *detached])
+        explorer._sync(plots=False)  # detached hooks' badges leave, the tree gets its new parameter counts
     sync_graph(view, data)
     nodes = len(data["nodes"])
     if data.get("error"):

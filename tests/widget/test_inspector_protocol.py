@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import gc
+import warnings
 import weakref
 from typing import Any
 
@@ -429,9 +430,11 @@ def test_a_lazy_model_shows_unknown_counts_until_run_materializes_it():
     assert ["Shape", "not materialized yet (a lazy module's parameter: the model's first forward gives its shape)"] in (
         view.selection["details"]
     )
-    with pytest.warns(UserWarning, match=r"run\(\) materialized the lazy modules '0' \(LazyConv2d, now Conv2d\)"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said in the page, not in the kernel's log
         browser_sends(view, kind="run", mode="forward")
     assert view.status["state"] == "idle"
+    assert view.error.startswith("run() materialized the lazy modules '0' (LazyConv2d, now Conv2d), '2' (LazyLinear")
     assert [(c["cls"], c["trainable"]) for c in view.tree["children"]] == [
         ("Conv2d", 112),
         ("Flatten", 0),
@@ -439,3 +442,15 @@ def test_a_lazy_model_shows_unknown_counts_until_run_materializes_it():
     ]
     assert view.selection["kinds"] == ["grad", "post_accumulate"] and ["Shape", "2×64"] in view.selection["details"]
     ex.close()
+
+
+def test_record_graph_on_a_lazy_model_says_in_the_page_that_it_materialized_it():
+    model = torch.nn.Sequential(torch.nn.LazyLinear(3), torch.nn.ReLU())
+    with HookExplorer(model, example_inputs=torch.randn(2, 4)) as ex:
+        assert ex.view.tree["children"][0]["trainable"] is None
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            browser_sends(ex.view, kind="graph")
+        assert ex.view.status["state"] == "idle" and "0/AddmmBackward0#0" in ex.view.graph["autograd"]["ids"]
+        assert ex.view.error.startswith("graph() materialized the lazy modules '0' (LazyLinear, now Linear)")
+        assert ex.view.tree["children"][0]["trainable"] == 15
