@@ -94,6 +94,32 @@ class Splitter(nn.Module):
         return x * 2, x + 1
 
 
+class SideBranch(nn.Module):
+    """A conv whose output the score never uses, beside the one it does: its CAM is blank."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.used, self.side = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(3, 4, 3, padding=1)
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.side(x)
+        return self.fc(torch.relu(self.used(x)).mean(dim=(2, 3)))
+
+
+class LateInPlace(nn.Module):
+    """Changes the conv's output in place once ``inplace`` is set: after a backward hook was attached on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.fc = nn.Conv2d(3, 4, 3, padding=1), nn.Linear(4, 3)
+        self.inplace = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(x)
+        return self.fc((y.relu_() if self.inplace else y.relu()).mean(dim=(2, 3)))
+
+
 @pytest.fixture
 def cnn() -> SmallCNN:
     torch.manual_seed(0)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
+from ..core.graph_walk import no_gc
 from ..core.hooks import HookRegistry
 from ..core.inputs import class_scores
 from .captures import plot_items
@@ -212,13 +213,10 @@ def _cycles_collected() -> Iterator[None]:
     in them, the step's inputs, output and autograd graph, until the collector reaches the cycle's generation:
     hundreds of steps later. Held off in the body, collection finds every cycle it made in the youngest one.
     """
-    enabled = gc.isenabled()
-    gc.disable()
     try:
-        yield
+        with no_gc():
+            yield
     finally:
-        if enabled:
-            gc.enable()
         gc.collect(0)
 
 

@@ -12,7 +12,7 @@ from torch.nn.modules import module as torch_module
 
 from hookwidgets.core import Explorer
 from hookwidgets.core.attribution import METHODS, attribute, check_method
-from tests.conftest import SmallCNN, hook_state
+from tests.conftest import SideBranch, SmallCNN, hook_state
 
 GLOBAL_DICTS = (
     "_global_forward_pre_hooks",
@@ -262,19 +262,6 @@ def test_repeated_runs_do_not_keep_memory_or_hooks(model, image):
         attribute(model, image, 0, method="guided_gradcam")
     assert hook_state(model) == hooks
     assert all(p.grad is None for p in model.parameters())
-
-
-class SideBranch(nn.Module):
-    """A conv whose output the score never uses, beside the one it does."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.used, self.side = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(3, 4, 3, padding=1)
-        self.fc = nn.Linear(4, 2)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.side(x)
-        return self.fc(torch.relu(self.used(x)).mean(dim=(2, 3)))
 
 
 def test_a_layer_the_score_does_not_depend_on_gives_a_zero_map_and_a_warning_naming_it(image):

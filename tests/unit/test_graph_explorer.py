@@ -13,7 +13,7 @@ from torch import nn
 
 from hookwidgets.core import Explorer
 
-from ..conftest import hook_state
+from ..conftest import LateInPlace, hook_state
 from .test_graph import global_state
 from .test_graph_scoping import ResidualCNN, TransformerBlock
 
@@ -163,31 +163,18 @@ def test_a_forward_that_raises_gives_the_partial_graph_with_the_error():
         assert ex.saved_memory() == {"": 2 * 4 * 4, "fc": 2 * 4 * 4}  # ReLU's result, and the input x
 
 
-class LateInPlace(nn.Module):
-    """Changes the Linear's output in place once ``inplace`` is set: after a backward hook was attached on it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc = nn.Linear(4, 3)
-        self.inplace = False
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.fc(x)
-        return y.relu_() if self.inplace else y.relu()
-
-
-def test_a_backward_hook_an_in_place_op_breaks_is_explained_and_detached_and_the_whole_graph_recorded():
+def test_a_backward_hook_an_in_place_op_breaks_is_explained_and_detached_and_the_whole_graph_recorded(image):
     model = LateInPlace()
-    with Explorer(model, example_inputs=torch.randn(2, 4)) as ex:
-        ex.attach("fc", "backward")
+    with Explorer(model, example_inputs=image) as ex:
+        ex.attach("conv", "backward")
         model.inplace = True
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             graph = ex.graph()
         assert "error" not in graph and "/ReluBackward0#0" in [n["id"] for n in graph["nodes"]]
-        assert [str(w.message)[:45] for w in caught] == ["the full backward hook 'backward' on 'fc' col"]
+        assert [str(w.message)[:47] for w in caught] == ["the full backward hook 'backward' on 'conv' col"]
         assert ex.hooks == [] and ex.diagnostics == [str(caught[0].message)]
-        assert not model.fc._backward_hooks and not model.fc._backward_pre_hooks
+        assert not model.conv._backward_hooks and not model.conv._backward_pre_hooks
     assert hook_state(model) == hook_state(LateInPlace())
 
 

@@ -10,6 +10,7 @@ from torch import nn
 from hookwidgets import HookExplorer
 from hookwidgets.widget.graph_panel import SAVED_DETAIL_LIMIT, compact_autograd, graph_payload
 
+from ..conftest import LateInPlace
 from ._messages import browser_sends, browser_sets
 
 
@@ -195,23 +196,10 @@ def test_small_graphs_keep_the_saved_tensor_lists():
     assert compact["saved"][0] == [3, 64, 1, [["mat1", [2, 8], "float32", 64, None]]]
 
 
-class LateInPlace(nn.Module):
-    """Changes the Linear's output in place once ``inplace`` is set: after a backward hook was attached on it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.fc = nn.Linear(4, 3)
-        self.inplace = False
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.fc(x)
-        return y.relu_() if self.inplace else y.relu()
-
-
-def test_record_graph_detaches_a_backward_hook_an_in_place_op_broke_and_says_so_in_the_page():
+def test_record_graph_detaches_a_backward_hook_an_in_place_op_broke_and_says_so_in_the_page(image):
     model = LateInPlace()
-    with HookExplorer(model, example_inputs=torch.randn(2, 4)) as ex:
-        browser_sends(ex.view, kind="attach", target="fc", hook="backward", action="capture", edit=None)
+    with HookExplorer(model, example_inputs=image) as ex:
+        browser_sends(ex.view, kind="attach", target="conv", hook="backward", action="capture", edit=None)
         assert [h["kind"] for h in ex.view.hooks] == ["backward"]
         model.inplace = True
         with warnings.catch_warnings():
@@ -219,5 +207,5 @@ def test_record_graph_detaches_a_backward_hook_an_in_place_op_broke_and_says_so_
             browser_sends(ex.view, kind="graph")
         assert ex.view.status["state"] == "idle" and ex.view.graph["error"] == ""
         assert "/ReluBackward0#0" in ex.view.graph["autograd"]["ids"]
-        assert ex.view.error.startswith("the full backward hook 'backward' on 'fc' collides with")
+        assert ex.view.error.startswith("the full backward hook 'backward' on 'conv' collides with")
         assert ex.view.hooks == []

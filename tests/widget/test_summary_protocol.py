@@ -8,6 +8,7 @@ from torch import nn
 
 from hookwidgets import HookExplorer
 
+from ..conftest import LateInPlace, SideBranch
 from ._messages import browser_sends, browser_sets
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -132,19 +133,6 @@ def test_attribution_here_draws_the_cam_of_the_selected_layer():
         assert all(p.grad is None for p in model.parameters())
 
 
-class SideBranch(nn.Module):
-    """A conv whose output the score never uses, beside the one it does: its CAM is blank."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.used, self.side = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(3, 4, 3, padding=1)
-        self.fc = nn.Linear(4, 2)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.side(x)
-        return self.fc(torch.relu(self.used(x)).mean(dim=(2, 3)))
-
-
 def test_a_blank_map_says_why_in_the_panel_not_only_in_a_log(image):
     torch.manual_seed(0)
     with HookExplorer(SideBranch(), example_inputs=image) as ex:
@@ -156,19 +144,6 @@ def test_a_blank_map_says_why_in_the_panel_not_only_in_a_log(image):
         assert "such as 'used'" in result["note"]
         browser_sends(ex.view, kind="attribute", layer="used", method="gradcam", target="top")
         assert ex.view.attribution["note"] == ""
-
-
-class LateInPlace(nn.Module):
-    """Changes the conv's output in place once ``inplace`` is set: after a backward hook was attached on it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv, self.fc = nn.Conv2d(3, 4, 3, padding=1), nn.Linear(4, 3)
-        self.inplace = False
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.conv(x)
-        return self.fc((y.relu_() if self.inplace else y.relu()).mean(dim=(2, 3)))
 
 
 def test_a_hook_an_attribution_detaches_leaves_the_hook_list_and_the_panel_says_why(image):
