@@ -19,8 +19,9 @@ from torch.autograd.graph import Node
 from torch.utils._pytree import tree_leaves
 
 from .dataflow import dataflow_graph
+from .gc_pause import no_gc
 from .graph_names import ParamNames
-from .graph_walk import Table, no_gc, walk_graph
+from .graph_walk import Table, walk_graph
 from .inputs import Inputs, call_model
 from .modelstate import preserved_state
 from .nested import tensors_in
@@ -311,7 +312,7 @@ class GraphRecorder:
     graph is read at the end of each call of the model, inside its forward and before any backward,
     so saved tensors are still there. ``on_graph(recording)`` is called with each call's recording;
     without it, the last one is kept (``result()``). ``start()``/``stop()`` do what ``with`` does, for
-    a recorder that follows many forwards. The global hook dicts are left as found on exit, also
+    a recorder that follows many forwards. ``nn.Module.__call__`` and torch's hook dicts are left as found on exit, also
     after an exception or a KeyboardInterrupt. No saved-tensor hooks are installed: saved tensors
     are read from the nodes (an identity pack hook would leak every saved output through a cycle).
     """
@@ -325,7 +326,7 @@ class GraphRecorder:
     ) -> None:
         self.saved_tensors = saved_tensors
         self.on_graph = on_graph
-        # The tracker's global hooks must not hold the recorder: through its result, the recorder
+        # The tracker (followed from every module call) must not hold the recorder: through its result, the recorder
         # holds the last graph and its saved activations, which a cycle would keep until the next
         # garbage collection. A recorder dropped while started stops its tracker.
         ref = weakref.ref(self)

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from .gc_pause import no_gc
+
 
 @dataclass
 class ModelNames:
@@ -23,6 +25,11 @@ class ModelNames:
 
 def read_names(model: nn.Module | None) -> ModelNames:
     """Every name of ``model`` in one pass, as ``named_modules()`` gives them (preorder, first path wins)."""
+    with no_gc():
+        return _read_names(model)
+
+
+def _read_names(model: nn.Module | None) -> ModelNames:
     names = ModelNames()
     paths, params, owners, scopes = names.paths, names.params, names.owners, names.param_scopes
     tensors: list[torch.Tensor] = []  # the parameters, in the order of ``params``

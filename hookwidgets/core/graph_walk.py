@@ -7,33 +7,18 @@ Scopes come from the log a ``scope.ScopeTracker`` kept during the forward; ids a
 from __future__ import annotations
 
 import bisect
-import contextlib
-import gc
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
 from torch.autograd.graph import Node
 
+from .gc_pause import no_gc
 from .graph_names import ParamNames
 from .graph_saved import Saved, read_saved
 from .scope import HIDDEN, HIDDEN_OPS, op_name
 
 _op_names: dict[type, str] = {}  # node type -> op name, for the types that stand for one op
 _AccumulateGrad = torch._C._functions.AccumulateGrad  # the node type of a leaf tensor's gradient sink
-
-
-@contextlib.contextmanager
-def no_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector: a walk makes tens of thousands of small containers and no
-    cycles, and the collections they would trigger cost more than the walk itself."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _op_of(node: Node) -> str:
@@ -49,6 +34,12 @@ def _op_of(node: Node) -> str:
 class Table:
     """What one walk found, one row per node, in parallel lists (cheaper than a dict per node).
 
+    The walk reads only what a backward or a later forward could change or free: the nodes, their
+    sequence numbers and ops, and the saved tensors. Scopes, parameter names and ids follow from
+    those, the forward's scope log and the model's names, and are derived on first use (``scopes``,
+    ``params``, ``ids``), so the recording forward does not wait for them; ``GraphRecording.release``
+    derives them before it lets the nodes go.
+
     Apart from the nodes, only ints, strings and flat lists outlive the walk: every object a
     recording keeps is one the cyclic garbage collector traverses at each collection while it lives.
     (The nodes' Python objects cannot be spared: once made, torch keeps each one as long as its node
@@ -58,14 +49,50 @@ class Table:
 
     nodes: list[Node] = field(default_factory=list)
     ops: list[str] = field(default_factory=list)
-    scopes: list[str] = field(default_factory=list)
     seqs: list[int | None] = field(default_factory=list)  # None for AccumulateGrad
-    params: list[str | None] = field(default_factory=list)  # parameter names of AccumulateGrad nodes
     hidden: list[bool] = field(default_factory=list)
-    ids: list[str] = field(default_factory=list)  # "" for hidden rows
     order: list[int] = field(default_factory=list)  # rows with a sequence number, hidden ones left out, by number
     roots: list[int] = field(default_factory=list)
+    leaves: list[int] = field(default_factory=list)  # the AccumulateGrad rows, in the walk's order
     saved: Saved = field(default_factory=Saved)
+    log: tuple[list[int], list[str]] = ((), ())  # type: ignore[assignment] # the forward's scope log
+    span: tuple[int, int] = (0, 0)
+    names: ParamNames | None = None
+    _scopes: list[str] | None = None
+    _params: list[str | None] | None = None
+    _ids: list[str] | None = None
+
+    @property
+    def scopes(self) -> list[str]:
+        """Each row's module scope (``""`` for the root and for rows outside the forward)."""
+        if self._scopes is None:
+            self._derive_scopes()
+        return self._scopes  # type: ignore[return-value]
+
+    @property
+    def params(self) -> list[str | None]:
+        """The parameter name of each AccumulateGrad row (None for other rows and for inputs)."""
+        if self._params is None:
+            self._derive_scopes()
+        return self._params  # type: ignore[return-value]
+
+    @property
+    def ids(self) -> list[str]:
+        """Each row's id (``""`` for hidden rows)."""
+        if self._ids is None:
+            self._ids = _ids(self)
+        return self._ids
+
+    def derive(self) -> None:
+        """Derive scopes, parameter names and ids now (they need the live nodes of leaves)."""
+        self.ids  # noqa: B018 - derives the scopes and parameter names too
+
+    def _derive_scopes(self) -> None:
+        lo, hi = self.span
+        self._scopes = _scopes_by_number(self.seqs, self.log, lo, hi)
+        self._params = [None] * len(self.nodes)
+        if self.leaves:
+            _scope_leaves(self, self.leaves, self.names if self.names is not None else ParamNames(None))
 
     def edge_rows(self) -> list[tuple[int, int, int, int]]:
         """``(src row, slot, dst row, input_nr)`` of each edge between two rows, from the live nodes."""
@@ -107,11 +134,11 @@ def walk_graph(
 
 def _walk(roots: list[Node], scopes: tuple[list[int], list[str]], span: tuple[int, int], params: ParamNames) -> Table:
     # The hot loop of every recording (and of the node-hook recorder on every forward): the loop does
-    # only what needs the node in hand; the rest runs over whole lists afterwards.
+    # only what needs the node in hand; the rest runs over whole lists afterwards, or when first used.
     lo, hi = span
-    t = Table()
+    t = Table(log=scopes, span=span, names=params)
     index: dict[Node, int] = {}  # node -> row; -1 for nodes older than the forward
-    nodes, seqs, leaves = t.nodes, t.seqs, []
+    nodes, seqs, leaves = t.nodes, t.seqs, t.leaves
     add_node, add_seq = nodes.append, seqs.append
     todo = list(reversed(roots))
     pop, push, accumulate = todo.pop, todo.append, _AccumulateGrad
@@ -138,20 +165,16 @@ def _walk(roots: list[Node], scopes: tuple[list[int], list[str]], span: tuple[in
                 push(nxt)
     op_of = _op_names.get
     ops = t.ops = [op_of(type(node)) or _op_of(node) for node in nodes]
-    t.scopes = _scopes_by_number(seqs, scopes, lo, hi)
-    t.params = [None] * len(nodes)
-    _scope_leaves(t, leaves, params)
     late = [k for k, seq in enumerate(seqs) if seq is not None and seq >= hi]
-    if late:
+    if late:  # rare: views autograd rebuilt lazily; their scopes need the walk's index, so now
         _scope_by_user(t, late, index)
     t.roots = [index[root] for root in roots if index.get(root, -1) >= 0]
-    if HIDDEN in t.scopes or not HIDDEN_OPS.isdisjoint(ops):  # the explorer's own nodes are there (rare)
+    if HIDDEN in scopes[1] or not HIDDEN_OPS.isdisjoint(ops):  # the explorer's own nodes are there (rare)
         hidden = t.hidden = [op in HIDDEN_OPS or scope == HIDDEN for op, scope in zip(ops, t.scopes, strict=True)]
         t.order = sorted((k for k, s in enumerate(seqs) if s is not None and not hidden[k]), key=seqs.__getitem__)
     else:
         t.hidden = [False] * len(nodes)
         t.order = sorted((k for k, s in enumerate(seqs) if s is not None), key=seqs.__getitem__)
-    t.ids = _ids(t, leaves)
     return t
 
 
@@ -198,7 +221,7 @@ def _scope_by_user(t: Table, late: list[int], index: dict[Node, int]) -> None:
                 todo.discard(d)
 
 
-def _ids(t: Table, leaves: list[int]) -> list[str]:
+def _ids(t: Table) -> list[str]:
     """Ids: ``scope/op#n`` with n the creation rank in (scope, op); AccumulateGrad by parameter name."""
     ids = [""] * len(t.nodes)
     ops, scopes = t.ops, t.scopes
@@ -210,7 +233,7 @@ def _ids(t: Table, leaves: list[int]) -> list[str]:
         counts[prefix] = n + 1
         ids[k] = f"{prefix}#{n}"
     unnamed = 0
-    for k in leaves:  # in the walk's order, which numbers leaves that are no parameter
+    for k in t.leaves:  # in the walk's order, which numbers leaves that are no parameter
         if t.hidden[k]:
             continue
         param, scope = t.params[k], scopes[k]

@@ -146,7 +146,6 @@ class HookRegistry(KindRegistrations):
         """The registry's live hooks in attach order, then hooks others attached (``foreign=True``)."""
         own_ids = {h.id for info in self._hooks.values() for h in info._handles}
         own_ids.update(h.id for h in self._step_handles)
-        own_ids.update(self._node_hooks.handle_ids())
         root = self._root
         if root is None:
             return list(self._hooks.values())

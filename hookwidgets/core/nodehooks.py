@@ -55,11 +55,6 @@ class NodeHooks:
             self._recorder.stop()
             self._recorder = None
 
-    def handle_ids(self) -> set[int]:
-        """Ids of the recorder's global hooks, so they are not listed as hooks others attached."""
-        tracker = self._recorder._tracker if self._recorder is not None else None
-        return {h.id for h in tracker._handles} if tracker is not None else set()
-
     def _place(self, recording: GraphRecording) -> None:
         """At the end of a forward: hook each id's node in this graph, or say on the hook that it is missing."""
         registry = self._registry

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
-from ..core.graph_walk import no_gc
+from ..core.gc_pause import no_gc
 from ..core.hooks import HookRegistry
 from ..core.inputs import class_scores
 from .captures import plot_items

@@ -22,13 +22,15 @@ GLOBAL_DICTS = (
 
 
 def global_hook_state() -> dict[str, Any]:
-    """Torch's global module hook dicts and flag, the torch-function mode stack and saved-tensor hooks."""
+    """Torch's global module hook dicts and flag, ``nn.Module.__call__``, the torch-function mode stack and
+    saved-tensor hooks."""
     gc.disable()  # a collection here could run some dropped explorer's finalizer while the dicts are read
     try:
         state: dict[str, Any] = {name: list(getattr(module_globals, name).items()) for name in GLOBAL_DICTS}
     finally:
         gc.enable()
     state["_global_is_full_backward_hook"] = module_globals._global_is_full_backward_hook
+    state["module_call"] = nn.Module.__call__  # graph recorders wrap it while they follow forwards
     state["function_modes"] = torch._C._len_torch_function_stack()
     state["saved_tensor_hooks"] = torch._C._autograd._top_saved_tensors_default_hooks(False)
     return state
