@@ -65,17 +65,30 @@ def _tracked_call(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
     if not trackers or _is_compiling():  # torch.compile inlines the modules' calls: nothing to log
         return _torch_call(self, *args, **kwargs)
     key = id(self)
-    if len(trackers) == 1:  # the usual case, without a list per call
+    if len(trackers) == 1:  # the usual case: one tracker, no list per call
         tracker = trackers[0]
         path = tracker._paths.get(key)
-        if path is None or not tracker._enter(key, path, args, kwargs):
+        if path is None:
+            return _torch_call(self, *args, **kwargs)
+        call = tracker._local.call
+        # A submodule inside a running call is the common case (thousands a forward): _enter's push and
+        # mark are inlined for it, which saves two method calls a module (~2 ms on a 4,000-module forward).
+        inner = key != tracker._root and call is not None and bool(call.stack) and not call.hidden
+        if inner:
+            call.stack.append(path)
+            _mark(call, path)
+        elif not tracker._enter(key, path, args, kwargs):
             return _torch_call(self, *args, **kwargs)
         try:
             output = _torch_call(self, *args, **kwargs)
         except Exception as exc:
             tracker._exit(key, path, None, exc)
             raise
-        tracker._exit(key, path, output, None)
+        if inner and not call.hidden and len(call.stack) > 1 and call.stack[-1] == path:
+            call.stack.pop()
+            _mark(call, call.stack[-1])
+        else:
+            tracker._exit(key, path, output, None)
         return output
     entered = [(t, p) for t in trackers if (p := t._paths.get(key)) is not None and t._enter(key, p, args, kwargs)]
     try:
@@ -171,13 +184,18 @@ class Call:
 
     def mark(self) -> None:
         """From the next node on, nodes are made in ``current()``."""
-        seq, scope = next_sequence_nr(), self.current()
-        starts, scopes = self.starts, self.scopes
-        if starts and starts[-1] == seq:
-            scopes[-1] = scope  # no node was created since the last mark
-        elif not scopes or scopes[-1] != scope:
-            starts.append(seq)
-            scopes.append(scope)
+        _mark(self, self.current())
+
+
+def _mark(call: Call, scope: str) -> int:
+    """Log that nodes from the next sequence number on are made in ``scope``; returns that number."""
+    seq, starts, scopes = next_sequence_nr(), call.starts, call.scopes
+    if starts and starts[-1] == seq:
+        scopes[-1] = scope  # no node was created since the last mark
+    elif not scopes or scopes[-1] != scope:
+        starts.append(seq)
+        scopes.append(scope)
+    return seq
 
 
 class _PerThread(threading.local):
@@ -250,13 +268,7 @@ class ScopeTracker:
             if call is None or not call.stack:
                 return False
         call.stack.append(path)
-        seq, starts, scopes = next_sequence_nr(), call.starts, call.scopes
-        scope = HIDDEN if call.hidden else path
-        if starts and starts[-1] == seq:
-            scopes[-1] = scope  # no node was created since the last mark
-        elif not scopes or scopes[-1] != scope:
-            starts.append(seq)
-            scopes.append(scope)
+        _mark(call, HIDDEN if call.hidden else path)
         return True
 
     def _exit(self, key: int, path: str, output: Any, exc: BaseException | None) -> None:
@@ -270,13 +282,7 @@ class ScopeTracker:
         while stack:  # pop through this module's entry, even if an inner call never reported its end
             if stack.pop() == path:
                 break
-        seq, starts, scopes = next_sequence_nr(), call.starts, call.scopes
-        scope = HIDDEN if call.hidden else stack[-1] if stack else ""
-        if starts and starts[-1] == seq:
-            scopes[-1] = scope
-        elif not scopes or scopes[-1] != scope:
-            starts.append(seq)
-            scopes.append(scope)
+        seq = _mark(call, HIDDEN if call.hidden else stack[-1] if stack else "")
         if key == self._root and not stack:
             call.end = seq
             self.failure = None
