@@ -8,8 +8,9 @@ Run: ``.venv/bin/python bench/graph_scale.py [--pairs N] [--threads T] [--width 
   (batch 64) and on a 20,000-node graph (a chain of 10,000 ``sin``/``mul`` steps). Bars: ≤ 1 s and
   ≤ 3 s. The plain forward's time is printed beside it: the graph's own share is the difference.
 - Recording forward: a forward inside ``GraphRecorder`` (the graph read at the end of the forward:
-  ids, scopes and saved tensors; edges and the plain data are made from the live nodes when first
-  asked for, which the extraction above includes) against a plain grad-enabled forward, by the
+  the nodes, their sequence numbers and ops, and the saved tensors, what a backward or a later
+  forward could free or change; scopes, ids, edges and the plain data follow from those and are made
+  when first asked for, which the extraction above includes) against a plain grad-enabled forward, by the
   protocol of DESIGN.md, on the 2000-block MLP (batch 64) and on ResNet-18 (batch 8, 224×224).
   Bar: ≤ 1.5×. Where the MLP's extra time goes is measured part by part (``breakdown``).
 - Node-hook recorder: with one persistent node hook attached, the explorer's lean recorder walks
@@ -186,9 +187,9 @@ def recorded_forward(model: nn.Module, x: torch.Tensor) -> Callable[[], None]:
 
 
 PARTS = {
-    "setup": "names of modules, parameters and buffers read, global hooks installed (once per recorder)",
-    "module hooks": "torch's hooked module call (every module, once any global hook exists) and the scope log",
-    "walk": "the graph walked from the outputs: nodes, ops, scopes, ids",
+    "setup": "names of modules, parameters and buffers read, nn.Module.__call__ wrapped (once per recorder)",
+    "module hooks": "the wrapper of nn.Module.__call__ at every module call, and the scope log",
+    "walk": "the graph walked from the outputs: nodes, sequence numbers, ops (scopes and ids come when read)",
     "saved tensors": "name, shape, dtype, bytes and alias of every tensor the nodes saved",
     "rest": "the graph's nodes and saved tensors as Python objects: garbage collection and freeing them",
 }
