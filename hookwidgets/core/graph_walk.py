@@ -38,7 +38,7 @@ class Table:
     sequence numbers and ops, and the saved tensors. Scopes, parameter names and ids follow from
     those, the forward's scope log and the model's names, and are derived on first use (``scopes``,
     ``params``, ``ids``), so the recording forward does not wait for them; ``GraphRecording.release``
-    derives them before it lets the nodes go.
+    makes the plain data, and so derives them, before it lets the nodes go (leaves' names need them).
 
     Apart from the nodes, only ints, strings and flat lists outlive the walk: every object a
     recording keeps is one the cyclic garbage collector traverses at each collection while it lives.
@@ -82,10 +82,6 @@ class Table:
         if self._ids is None:
             self._ids = _ids(self)
         return self._ids
-
-    def derive(self) -> None:
-        """Derive scopes, parameter names and ids now (they need the live nodes of leaves)."""
-        self.ids  # noqa: B018 - derives the scopes and parameter names too
 
     def _derive_scopes(self) -> None:
         lo, hi = self.span
