@@ -81,6 +81,10 @@ def probe_copy(model: nn.Module) -> nn.Module:
 def materialize(model: nn.Module, inputs: Inputs) -> list[str]:
     """One forward of ``inputs`` (eval mode, no grad, state restored) that materializes the lazy modules.
 
+    The random generators are the one thing left as the forward leaves them: the weights take the draws the
+    model's own first forward would have taken, and the draws after them go on from there, as after that
+    forward (restored, the next draws would repeat the weights' stream).
+
     Returns ``'path' (LazyLinear, now Linear)`` for each module it materialized; when the forward raises,
     a note on the exception names those it had materialized before.
     """
@@ -88,7 +92,7 @@ def materialize(model: nn.Module, inputs: Inputs) -> list[str]:
     if not before:
         return []
     try:
-        with preserved_state(model), torch.no_grad():
+        with preserved_state(model, rng=False), torch.no_grad():
             call_model(model, inputs)
     except BaseException as exc:
         done = _materialized(model, before)

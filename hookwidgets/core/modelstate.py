@@ -12,12 +12,15 @@ from torch.nn.parameter import is_lazy
 
 
 @contextlib.contextmanager
-def preserved_state(model: nn.Module, *, mode: Literal["eval", "train"] | None = "eval") -> Iterator[None]:
+def preserved_state(
+    model: nn.Module, *, mode: Literal["eval", "train"] | None = "eval", rng: bool = True
+) -> Iterator[None]:
     """Run the body in ``mode`` (None: the modes as found) and put the model's observable state back.
 
     Parameters keep their ``.grad`` objects, buffers their objects and values (BatchNorm running
     statistics; also a buffer the forward replaced, ``self.n = self.n + 1``), the CPU and CUDA random
-    generators their state, and every module its ``training`` flag, also when the body raises.
+    generators their state (unless ``rng=False``), and every module its ``training`` flag, also when
+    the body raises.
     """
     modes = [(m, m.training) for m in model.modules()]
     grads = [(p, p.grad) for p in model.parameters()]
@@ -47,6 +50,7 @@ def preserved_state(model: nn.Module, *, mode: Literal["eval", "train"] | None =
             param.grad = grad
         for module, training in modes:
             module.training = training
-        torch.set_rng_state(cpu_rng)
-        if cuda_rng is not None:
-            torch.cuda.set_rng_state_all(cuda_rng)
+        if rng:
+            torch.set_rng_state(cpu_rng)
+            if cuda_rng is not None:
+                torch.cuda.set_rng_state_all(cuda_rng)

@@ -132,3 +132,22 @@ def test_attach_leaves_lazy_modules_unmaterialized_and_refuses_their_parameters_
     twin = lazy_net()
     twin(IMAGES)
     assert hook_state(model) == hook_state(twin)  # as a model its own forward materialized: torch's hooks gone too
+
+
+def test_a_materializing_run_leaves_the_random_stream_where_the_models_own_first_forward_would():
+    """The weights take the draws a plain first forward takes, and the user's next draws follow them."""
+    model, twin = lazy_net(), lazy_net()
+    ex = Explorer(model, example_inputs=IMAGES)
+    torch.manual_seed(11)
+    with pytest.warns(UserWarning, match="materialized the lazy modules"):
+        ex.run()
+    after_run = torch.rand(6)
+    torch.manual_seed(11)
+    with torch.no_grad():
+        twin.eval()(IMAGES)
+    after_own_forward = torch.rand(6)
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), twin.state_dict().values(), strict=True))
+    assert torch.equal(after_run, after_own_forward)  # not a repeat of the draws that made the weights
+    torch.manual_seed(11)
+    assert not torch.equal(after_run, torch.rand(6))
+    ex.close()
