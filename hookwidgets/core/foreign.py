@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch.nn.modules.module as module_globals
 from torch import nn
+from torch.nn.modules.lazy import LazyModuleMixin
 
 # Module attribute holding the hook dict -> the kind it corresponds to.
 MODULE_DICTS = {
@@ -31,6 +32,15 @@ GLOBAL_DICTS = {
 }
 
 
+def _is_lazy_init(module: nn.Module, hook: object) -> bool:
+    """True for the pre-hook a lazy module (``nn.LazyLinear``…) registers on itself to materialize at its
+    first forward: torch's own machinery, gone after that forward, not a hook anyone attached."""
+    return (
+        getattr(hook, "__func__", None) is LazyModuleMixin._infer_parameters
+        and getattr(hook, "__self__", None) is module
+    )
+
+
 def _name(hook: object) -> str:
     return getattr(hook, "__qualname__", None) or getattr(hook, "__name__", None) or type(hook).__name__
 
@@ -44,7 +54,11 @@ def foreign_hooks(model: nn.Module, own_ids: set[int]) -> list[tuple[str, str, s
     found = []
     for path, module in model.named_modules():
         for attr, kind in MODULE_DICTS.items():
-            found += [(path, kind, _name(h)) for key, h in getattr(module, attr).items() if key not in own_ids]
+            found += [
+                (path, kind, _name(h))
+                for key, h in getattr(module, attr).items()
+                if key not in own_ids and not _is_lazy_init(module, h)
+            ]
     for name, param in model.named_parameters():
         for key, hook in (param._backward_hooks or {}).items():
             if key not in own_ids:

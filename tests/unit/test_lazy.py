@@ -151,3 +151,13 @@ def test_a_materializing_run_leaves_the_random_stream_where_the_models_own_first
     torch.manual_seed(11)
     assert not torch.equal(after_run, torch.rand(6))
     ex.close()
+
+
+def test_a_lazy_modules_own_initialization_hook_is_not_listed_as_someone_elses():
+    model = lazy_net()
+    model[2].register_forward_pre_hook(lambda module, args: None)  # a hook a user attached, on the ReLU
+    ex = Explorer(model, example_inputs=IMAGES)
+    foreign = [(h.target, h.kind) for h in ex.hooks if h.foreign]
+    assert foreign == [("2", "forward_pre")]  # not '0', '1', '5': torch's lazy modules hook themselves
+    assert len(model[0]._forward_pre_hooks) == 1  # that hook is there, and left alone
+    ex.close()
