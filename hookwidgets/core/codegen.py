@@ -9,6 +9,7 @@ from typing import Any
 
 from torch import nn
 
+from .diagnostics import CANNOT_FIRE
 from .hooks import HookInfo
 from .kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS
 from .scope import parse_node_id
@@ -549,6 +550,10 @@ def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[st
             fallback = f"{owner}.register_forward_hook(_on_dict_output({fn}{as_tuple}))"
             return "\n".join(
                 [*lines, "", "", f"handles.append({registration})", DICT_OUTPUT_NOTE, f"handles.append({fallback})"]
+            )
+        if info.note and CANNOT_FIRE in info.note:  # the explorer saw a dict or dataclass output
+            return "\n".join(
+                [*lines, "", "", f"handles.append({registration})", f"# this hook never fires: {info.note}"]
             )
     return "\n".join([*lines, "", "", f"handles.append({registration})"])
 

@@ -84,6 +84,10 @@ def explain_collision(kind: str, target: str, culprit: str | None, model: nn.Mod
     )
 
 
+CANNOT_FIRE = "full backward hooks cannot fire on it"
+"""In the note of a full backward hook on a module whose output torch's full backward hooks skip."""
+
+
 def backward_output_note(kind: str, output: object) -> str | None:
     """Why a full backward hook cannot fire for this output, or None when it can."""
     what = _unhookable_output(output)
@@ -93,7 +97,7 @@ def backward_output_note(kind: str, output: object) -> str | None:
             if kind.endswith("_pre")
             else "attach 'grad' to record the output gradients"
         )
-        return f"output is {what}: full backward hooks cannot fire on it (torch needs a Tensor or a tuple); {used}"
+        return f"output is {what}: {CANNOT_FIRE} (torch needs a Tensor or a tuple); {used}"
     if not torch.is_grad_enabled():
         return NOT_ARMED
     return None

@@ -383,6 +383,28 @@ def test_backward_pre_on_a_dict_or_dataclass_output_falls_back_to_tensor_hooks_l
 
 
 @pytest.mark.filterwarnings("ignore:For backward hooks to be called:UserWarning")
+def test_a_backward_hook_on_a_dict_output_says_in_the_code_that_it_never_fires(generated):
+    torch.manual_seed(0)
+    model, x = UsesDict(), torch.randn(2, 3)
+    twin = copy.deepcopy(model)
+    ex = Explorer(model)
+    ex.attach("block", "backward", action="stats")
+    ex.attach("block.lin", "backward", action="stats")
+    assert "never fires" not in ex.code()  # nothing is known before a forward
+    model(x).sum().backward()
+    source = ex.code()
+    (line,) = [line for line in source.splitlines() if "never fires" in line]
+    assert line.startswith("# this hook never fires: output is a dict: full backward hooks cannot fire on it")
+    assert line.endswith("attach 'grad' to record the output gradients")
+    assert source.index(line) > source.index('get_submodule("block").register_full_backward_hook')
+    ns = generated(source, twin)
+    twin(x).sum().backward()
+    assert ("block", "backward") not in ns["captures"] and len(ns["captures"][("block.lin", "backward")]) == 1
+    assert [h.fired for h in ex.hooks] == [0, 1]
+    ex.close()
+
+
+@pytest.mark.filterwarnings("ignore:For backward hooks to be called:UserWarning")
 def test_a_backward_pre_callable_on_a_dict_output_gets_torchs_tuple_like_the_engine(generated):
     def double(module, grad_output):
         return (grad_output[0] * 2,)
