@@ -14,6 +14,21 @@ export const COLUMNS = [
   ["grad_inf", "grad Inf"],
 ];
 
+/**
+ * The table's rows as objects (`{target, act_norm, ...}`) from the wire format: `summary.columns` names
+ * the fields and each row of `summary.rows` lists their values in that order (`null`: not recorded).
+ */
+export function rowObjects(summary) {
+  const columns = summary?.columns ?? [];
+  return (summary?.rows ?? []).map((values) => {
+    const row = {};
+    columns.forEach((column, i) => {
+      if (values[i] !== null && values[i] !== undefined) row[column] = values[i];
+    });
+    return row;
+  });
+}
+
 /** A sortable number for a cell: NaN sorts above everything (it is what people look for), missing below. */
 function sortKey(value) {
   if (value === "nan") return Infinity;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { formatStat, sortRows } from "../src/summary.js";
+import { formatStat, rowObjects, sortRows } from "../src/summary.js";
 
 const rows = [
   { target: "conv1", grad_norm: 0.5, act_nan: 0 },
@@ -27,4 +27,21 @@ test("formatStat shows counts, fractions and tiny gradients readably", () => {
   assert.equal(formatStat("act_norm", 12.34567), "12.35");
   assert.equal(formatStat("grad_norm", "nan"), "nan");
   assert.equal(formatStat("grad_norm", undefined), "—");
+});
+
+test("rowObjects turns the wire's value lists into rows, leaving out what a layer did not record", () => {
+  const summary = {
+    columns: ["target", "act_norm", "grad_norm", "act_nan"],
+    rows: [
+      ["conv1", 1.5, null, 0],
+      ["relu1", "nan", 0.25, 3],
+    ],
+  };
+  assert.deepEqual(rowObjects(summary), [
+    { target: "conv1", act_norm: 1.5, act_nan: 0 },
+    { target: "relu1", act_norm: "nan", grad_norm: 0.25, act_nan: 3 },
+  ]);
+  assert.deepEqual(sortRows(rowObjects(summary), "act_norm", true).map((r) => r.target), ["relu1", "conv1"]);
+  assert.deepEqual(rowObjects({}), []);
+  assert.deepEqual(rowObjects({ columns: ["target"], rows: [] }), []);
 });

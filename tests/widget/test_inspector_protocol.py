@@ -16,7 +16,7 @@ from hookwidgets import HookExplorer
 from hookwidgets.widget import live
 
 from ..conftest import SharedBlock
-from ._messages import browser_sends, browser_sets
+from ._messages import browser_sends, browser_sets, summary_rows
 
 
 def test_selection_says_what_the_target_is_and_which_kinds_fit(explorer):
@@ -250,7 +250,7 @@ def test_the_summary_follows_the_users_loop_on_the_images_schedule(explorer, cnn
     clock[0] += live.PLOT_INTERVAL_S + 0.1
     cnn(image)
     summary = view.summary
-    assert summary["step"] == 2 and [r["target"] for r in summary["rows"]][:2] == ["", "features"]
+    assert summary["step"] == 2 and [r["target"] for r in summary_rows(summary)][:2] == ["", "features"]
     assert summary["heatmap"][:8] == b"\x89PNG\r\n\x1a\n"
     assert view.status["state"] == "live"
 

@@ -9,7 +9,7 @@ from torch import nn
 from hookwidgets import HookExplorer
 
 from ..conftest import LateInPlace, SideBranch
-from ._messages import browser_sends, browser_sets
+from ._messages import browser_sends, browser_sets, summary_rows
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -43,11 +43,14 @@ def test_stats_on_every_layer_fill_the_summary_table_and_heatmap(cnn, image):
         browser_sends(view, kind="run")
         summary = view.summary
         assert summary["steps"] == [1, 2] and summary["step"] == 2
-        layers = [row["target"] for row in summary["rows"]]
+        rows = summary_rows(summary)
+        layers = [row["target"] for row in rows]
         assert layers == [p for p, _ in cnn.named_modules()]  # every layer, in execution order
-        assert all(row["step"] == 2 for row in summary["rows"])
-        fc = next(row for row in summary["rows"] if row["target"] == "head.fc")
+        fc = next(row for row in rows if row["target"] == "head.fc")
+        (expected,) = [r for r in ex.summary() if r["step"] == 2 and r["target"] == "head.fc"]
         assert fc["act_norm"] > 0 and fc["grad_norm"] > 0
+        assert fc["act_norm"] == pytest.approx(expected["act_norm"], rel=1e-6)  # 7 significant digits on the wire
+        assert summary["columns"][0] == "target" and "act_calls" not in summary["columns"]
         assert summary["heatmap"][:8] == PNG and summary["field"] == "grad_norm"
         assert summary["nonfinite"] == [] and summary["first_nonfinite"] is None
 

@@ -12,7 +12,7 @@ from hookwidgets import HookExplorer
 from hookwidgets.core.diagnostics import SCRIPTED_ROOT
 
 from ..conftest import hook_state
-from ._messages import browser_sends, browser_sets
+from ._messages import browser_sends, browser_sets, summary_rows
 
 
 def test_view_starts_with_the_tree_and_the_offered_hook_kinds(explorer):
@@ -206,7 +206,7 @@ def test_nan_and_inf_reach_the_page_as_the_strings_json_allows():
         assert view.hooks[-1]["edit"] == [["clip", "inf"]]
         browser_sends(view, kind="run", mode="forward")
         assert sorted(view.status["top"]) == [[0, "nan"], [1, "nan"], [2, "nan"]]
-        assert view.summary["rows"][-1]["act_mean"] == "nan"
+        assert summary_rows(view.summary)[-1]["act_mean"] == "nan"
         state, _, _ = _remove_buffers(view.get_state())
         json.dumps(state, allow_nan=False)  # what jupyter_client warns about: a bare NaN is no JSON
         ex._live._follow("step 1")  # a live push lists the hooks too

@@ -1,6 +1,6 @@
 /** Summary view: per-layer statistics of one step as a sortable table, every step as a heatmap. */
 
-import { COLUMNS, formatStat, sortRows } from "../summary.js";
+import { COLUMNS, formatStat, rowObjects, sortRows } from "../summary.js";
 import { h, listen, pngUrls, sortableHeader, subscribe } from "./dom.js";
 
 /** Build the summary panel for `model`; returns {el, destroy}. */
@@ -40,7 +40,7 @@ export function createSummaryView(model) {
   }
 
   function renderTable(summary) {
-    const rows = sortRows(summary.rows ?? [], sort.field, sort.descending);
+    const rows = sortRows(rowObjects(summary), sort.field, sort.descending);
     const nonfinite = new Set(summary.nonfinite ?? []);
     const head = sortableHeader(COLUMNS, sort);
     const lines = rows.map((row) => {
