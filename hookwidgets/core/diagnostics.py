@@ -67,15 +67,57 @@ def inplace_culprit(exc: BaseException, model: nn.Module) -> str | None:
     return culprit
 
 
-def explain_collision(kind: str, target: str, culprit: str | None, model: nn.Module) -> str:
-    """What went wrong when a full backward hook met an in-place op, and the two ways out."""
-    where = "an in-place op"
-    fix = "make the in-place op out of place"
+def modified_view(exc: BaseException) -> torch.Tensor | None:
+    """The tensor the in-place op of a collision tried to modify, when the traceback shows it for sure: the one
+    view a full backward hook's ``BackwardHookFunction`` made (its ``_base`` is the hooked module's output)
+    among the locals of the innermost frame, a function such as ``F.relu(input, inplace=True)``.
+
+    None when that frame is a module's own code (``out.add_(x)`` in a forward: the tensor modified may be a
+    temporary, and another local a view of some other hooked output) or holds no such view, or several.
+    """
+    tb: types.TracebackType | None = exc.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    local_values = tb.tb_frame.f_locals.values()
+    if any(isinstance(value, nn.Module) for value in local_values):
+        return None
+    views = [
+        value
+        for value in local_values
+        if isinstance(value, torch.Tensor) and type(value.grad_fn).__name__ == "BackwardHookFunctionBackward"
+    ]
+    return views[0] if len(views) == 1 else None
+
+
+def explain_foreign_collision(culprit: str | None, model: nn.Module, hooks: list[tuple[str, str, str]]) -> str:
+    """What went wrong when an in-place op met a full backward hook that the explorer did not attach."""
+    where, fix = _where_and_fix(culprit, model)
+    owners = ", ".join(f"{kind} {name} on {target or '(model)'!r}" for target, kind, name in hooks)
+    whose = f" ({owners})" if owners else ""
+    return (
+        f"{where} modifies the output of a module with a full backward hook that the explorer did not "
+        f"attach{whose}: torch wraps the hooked module's output in a view for the backward hook, and modifying "
+        "that view in place makes the forward raise. The explorer leaves hooks others attached alone: remove "
+        f"that hook (its handle's .remove()), register a tensor hook instead, or {fix}."
+    )
+
+
+def _where_and_fix(culprit: str | None, model: nn.Module) -> tuple[str, str]:
+    """The in-place module as words, and how to make it out of place."""
+    where, fix = "an in-place op", "make the in-place op out of place"
     if culprit is not None:
         module = model.get_submodule(culprit)
         where = f"the in-place module {culprit!r} ({type(module).__name__})"
         if hasattr(module, "inplace"):
             fix = f"set model.get_submodule({culprit!r}).inplace = False"
+    return where, fix
+
+
+def explain_collision(kind: str, target: str, culprit: str | None, model: nn.Module) -> str:
+    """What went wrong when a full backward hook met an in-place op, and the two ways out."""
+    where, fix = _where_and_fix(culprit, model)
     return (
         f"the full backward hook {kind!r} on {target!r} collides with {where}: torch wraps the hooked "
         "module's output in a view for the backward hook, and modifying that view in place makes the "

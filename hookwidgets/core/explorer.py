@@ -232,8 +232,11 @@ class Explorer:
         except Exception as exc:
             if not isinstance(exc, RuntimeError) or not is_inplace_collision(exc):
                 return  # any other failure of the example inputs (the model's own errors) was reported by the probe
+            colliding = [info for info in self._registry.colliding_hooks(exc) if info in infos]
+            if not colliding:  # another hook collides, not this one: the run that meets it explains it
+                return
             culprit = inplace_culprit(exc, self.model)
-            text = explain_collision(infos[0].kind, infos[0].target, culprit, self.model)
+            text = explain_collision(colliding[0].kind, colliding[0].target, culprit, self.model)
             raise ValueError(text) from None
 
     @property
@@ -307,8 +310,9 @@ class Explorer:
             self._materialize(inputs, "graph()")
             with self._registry.suspended():  # a diagnostic run: the user's hooks record nothing
                 self._graph.record(self.model, inputs, saved_tensors)
-                if is_inplace_collision_text(self._graph.data.get("error")) and self._detach_colliding(inputs):
-                    self._graph.record(self.model, inputs, saved_tensors)  # the whole graph, without them
+                # each round detaches the hooks one collision broke (at least one), until the whole graph comes
+                while is_inplace_collision_text(self._graph.data.get("error")) and self._detach_colliding(inputs):
+                    self._graph.record(self.model, inputs, saved_tensors)
             error = self._graph.data.get("error")
             if error:  # a partial graph must not pass for the whole one
                 made = f"the {len(self._graph.data['nodes'])} nodes made before it"
@@ -407,14 +411,14 @@ class Explorer:
         inputs = self._inputs(inputs)
         self._materialize(inputs, "the attribution run")
         with self._registry.suspended():
-            try:
-                return attribute(self.model, inputs, target, method, layer).annotated()
-            except RuntimeError as exc:
-                # A full backward hook of ours broke the forward on an in-place op: explained and detached as
-                # run() does; its hooks record nothing here, so running again without it changes no record.
-                if not is_inplace_collision(exc) or not self._registry.explain_collision(exc):
-                    raise
-            return attribute(self.model, inputs, target, method, layer).annotated()
+            while True:  # ends: each collision detaches at least one hook, or raises
+                try:
+                    return attribute(self.model, inputs, target, method, layer).annotated()
+                except RuntimeError as exc:
+                    # A full backward hook of ours broke the forward on an in-place op: explained and detached
+                    # as run() does; its hooks record nothing here, so running again without it changes no record.
+                    if not is_inplace_collision(exc) or not self._registry.explain_collision(exc):
+                        raise
 
     def watch_ddp(self, hook: Callable | None = None, log_dir: str | os.PathLike | None = None, **options: Any) -> Any:
         """A ``hookwidgets.distributed.DDPInspector`` on the explored DistributedDataParallel model.

@@ -22,7 +22,14 @@ from torch.utils.hooks import RemovableHandle
 from . import native
 from .actions import Firing, check_action, named_tensors, perform
 from .capture import CaptureStore
-from .diagnostics import NOT_RUN, explain_collision, inplace_culprit, is_inplace_collision
+from .diagnostics import (
+    NOT_RUN,
+    explain_collision,
+    explain_foreign_collision,
+    inplace_culprit,
+    is_inplace_collision,
+    modified_view,
+)
 from .edits import normalize_edits
 from .foreign import foreign_hooks
 from .kinds import MODULE_KINDS, Kind, check_callable
@@ -126,6 +133,7 @@ class HookRegistry(KindRegistrations):
         self._pending_removal: list[RemovableHandle] = []
         self._lock = threading.Lock()
         self._node_hooks = NodeHooks(self)
+        self._hooked_outputs: dict[str, list[weakref.ref]] = {}
         self._stats_memo = StatsMemo()
         self.step_listeners: list[Callable[[int], None]] = []
         """Called with the step number at the end of each forward of the model (not in suspended runs)."""
@@ -144,14 +152,12 @@ class HookRegistry(KindRegistrations):
     @property
     def hooks(self) -> list[HookInfo]:
         """The registry's live hooks in attach order, then hooks others attached (``foreign=True``)."""
-        own_ids = {h.id for info in self._hooks.values() for h in info._handles}
-        own_ids.update(h.id for h in self._step_handles)
         root = self._root
         if root is None:
             return list(self._hooks.values())
         others = [
             HookInfo(target, kind, name, foreign=True, active=False)
-            for target, kind, name in foreign_hooks(root, own_ids)
+            for target, kind, name in foreign_hooks(root, self._own_handle_ids())
         ]
         return list(self._hooks.values()) + others
 
@@ -275,7 +281,11 @@ class HookRegistry(KindRegistrations):
         ``in_forward``: called from the root's forward hook, whose dict torch is iterating over.
         """
         culprit = inplace_culprit(exc, self._root)
-        colliding = [info for info in self._hooks.values() if info.kind in FULL_BACKWARD_KINDS]
+        colliding = self.colliding_hooks(exc)
+        if not colliding and self._root is not None:  # someone else's hook: explained, and left alone
+            text = explain_foreign_collision(culprit, self._root, self._foreign_full_backward())
+            self.explanations.append(text)
+            warnings.warn(text, stacklevel=2)
         for info in colliding:
             text = explain_collision(info.kind, info.target, culprit, self._root)
             self._remove(info, defer_root_forward=in_forward)
@@ -283,6 +293,45 @@ class HookRegistry(KindRegistrations):
             self.explanations.append(text)
             warnings.warn(text, stacklevel=2)
         return colliding
+
+    def colliding_hooks(self, exc: BaseException) -> list[HookInfo]:
+        """The explorer's full backward hooks that the in-place op of ``exc`` collided with (none: not ours).
+
+        The tensor the op modified is a view torch made of a hooked module's output: when a frame of the
+        traceback holds it, the module whose last output it views is the one. Otherwise every full backward
+        hook of the explorer is a suspect, unless only hooks others attached can be: then none is, and the
+        caller explains theirs. (A hook on the in-place module itself breaks on its own input, and a global
+        hook is on every module: those stay suspects.)
+        """
+        full = [info for info in self._hooks.values() if info.kind in FULL_BACKWARD_KINDS]
+        root = self._root
+        if not full or root is None:
+            return full
+        view = modified_view(exc)
+        base = view._base if view is not None else None
+        culprit = inplace_culprit(exc, root)
+        # a hook on the in-place module itself wraps its input, and a global hook is on every module
+        always = [info for info in full if info.kind.startswith("global_") or info.target == culprit]
+        outputs = self._hooked_outputs
+        matched = [info for info in full if any(ref() is base for ref in outputs.get(info.target, ()))]
+        if base is not None and matched:
+            return [info for info in full if info in matched or info in always]
+        if base is not None and not always and self._foreign_full_backward():
+            return []
+        return full
+
+    def _foreign_full_backward(self) -> list[tuple[str, str, str]]:
+        """``(target, kind, hook name)`` of the full backward hooks on the model that others attached."""
+        root = self._root
+        if root is None:
+            return []
+        return [hook for hook in foreign_hooks(root, self._own_handle_ids()) if hook[1] in FULL_BACKWARD_KINDS]
+
+    def _own_handle_ids(self) -> set[int]:
+        """Ids of every handle the explorer holds: its hooks' and its step tracker's."""
+        own_ids = {h.id for info in self._hooks.values() for h in info._handles}
+        own_ids.update(h.id for h in self._step_handles)
+        return own_ids
 
     @contextlib.contextmanager
     def suspended(self) -> Iterator[None]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,7 @@ from torch.utils.hooks import RemovableHandle
 from .actions import Firing, named_tensors
 from .diagnostics import NO_INPUT_GRAD, backward_output_note, no_input_grad_note
 from .kinds import Kind
-from .nested import is_dataclass_value
+from .nested import is_dataclass_value, tensors_in
 
 if TYPE_CHECKING:
     from .hooks import HookInfo
@@ -30,6 +31,7 @@ class KindRegistrations:
     _suspended: bool
     _full_flags: dict[nn.Module, tuple[bool | None, set[nn.Module]]]  # flag owner -> (flag found, hook holders)
     _node_hooks: NodeHooks
+    _hooked_outputs: dict[str, list[weakref.ref]]  # module path -> its last outputs, for explain_collision
 
     # HookRegistry provides _next_call(target, kind), _backward_firing(target, kind), _note_call_start(target),
     # _begin_step(args) and _fire(info, phase, firing, ...).
@@ -63,6 +65,10 @@ class KindRegistrations:
         target, kind = info.target, info.kind
 
         def check(mod: nn.Module, args: Any, output: Any) -> None:
+            # Kept even while suspended (the attach-time check runs so): the tensor an in-place op breaks is a
+            # view of one of these, which tells whose full backward hook it collided with.
+            # (each by the tensor it views, if a view: torch's wrapper is a view of that one too)
+            self._hooked_outputs[target] = [weakref.ref(t if t._base is None else t._base) for t in tensors_in(output)]
             if self._suspended:
                 return
             info.note = backward_output_note(kind, output)

@@ -40,6 +40,41 @@ def test_inplace_collision_in_a_forward_is_explained_and_the_hook_detached():
     assert hook_state(model) == before
 
 
+def test_only_the_full_backward_hook_the_in_place_op_broke_is_detached():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(inplace=True), nn.Linear(4, 4), nn.Tanh())
+    x = torch.randn(3, 4)
+    ex = Explorer(model)
+    broken = ex.attach("0", "backward")  # its output is what the in-place ReLU modifies
+    kept = ex.attach("2", "backward", action="stats")  # followed by an out-of-place Tanh: fine
+    with pytest.warns(UserWarning, match="'backward' on '0' collides"), pytest.raises(RuntimeError):
+        model(x)
+    assert [(h.target, h.kind) for h in ex.hooks] == [("2", "backward")]
+    assert broken.last_error is not None and kept.last_error is None and kept.active
+    model(x).sum().backward()
+    assert kept.fired == 1 and len(ex.captures["2"]["backward"]) == 1
+    ex.close()
+
+
+def test_a_collision_with_someone_elses_hook_is_explained_and_leaves_every_hook_in_place():
+    model = inplace_model()
+    theirs = model[0].register_full_backward_hook(lambda module, grad_input, grad_output: None)
+    x = torch.randn(3, 4)
+    ex = Explorer(model, example_inputs=x)
+    mine = ex.attach("2", "backward", action="stats")  # not blamed at attach time: it breaks nothing
+    foreign = r"the in-place module '1' \(ReLU\) modifies the output of a module with a full backward hook that the"
+    with pytest.warns(UserWarning, match=foreign) as caught, pytest.raises(RuntimeError, match="modified inplace"):
+        ex.run(target=0)
+    (text,) = [str(w.message) for w in caught if "did not attach" in str(w.message)]
+    assert "<lambda> on '0')" in text and "set model.get_submodule('1').inplace = False" in text
+    assert ex.diagnostics[-1] == text and mine.active and mine.last_error is None
+    assert [(h.target, h.kind, h.foreign) for h in ex.hooks] == [("2", "backward", False), ("0", "backward", True)]
+    theirs.remove()  # the user's fix
+    ex.run(target=0)
+    assert mine.fired == 1
+    ex.close()
+
+
 def test_inplace_collision_is_found_at_attach_time_with_example_inputs():
     model = inplace_model()
     before = hook_state(model)
