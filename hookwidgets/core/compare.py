@@ -19,6 +19,7 @@ from torch.nn.utils.prune import BasePruningMethod
 from torch.nn.utils.spectral_norm import SpectralNorm
 from torch.nn.utils.weight_norm import WeightNorm
 
+from .diagnostics import inplace_culprit, is_inplace_collision
 from .foreign import HOOK_DICTS
 from .inputs import Inputs, Target, backward_score, call_model
 from .nested import first_tensor
@@ -142,7 +143,19 @@ def _run(model: nn.Module, target: str, inputs: Inputs, score: Any, devices: lis
         model.eval()
         # fork_rng gives both copies the caller's RNG state and hands it back unchanged afterwards
         with torch.random.fork_rng(devices=devices), torch.enable_grad():
-            output = call_model(model, _fresh(inputs))
+            try:
+                output = call_model(model, _fresh(inputs))
+            except RuntimeError as exc:
+                if legacy or not is_inplace_collision(exc):
+                    raise
+                # the comparison's own full backward hook met an in-place op: torch's error names neither
+                where = inplace_culprit(exc, model)
+                what = f"the in-place module {describe_path(where)}" if where is not None else "an in-place op"
+                raise ValueError(
+                    f"the full backward hook cannot run on {describe_path(target)}: {what} modifies its output, and "
+                    "torch forbids modifying in place the view it wraps a hooked output in. Compare on a module "
+                    "whose output nothing modifies in place, or make that op out of place (inplace=False)"
+                ) from exc
             if seen.calls == 0:
                 raise ValueError(f"module {describe_path(target)} did not run in the forward with these inputs")
             if seen.bad_output is not None:

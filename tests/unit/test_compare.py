@@ -202,6 +202,13 @@ def test_errors_name_the_target_and_the_fix():
         compare_backward(Unused(), "spare", torch.randn(1, 3))
     with pytest.raises(ValueError, match="pass inputs with requires_grad=True"):
         compare_backward(nn.Tanh(), "", torch.randn(2))
+    model = nn.Sequential(nn.Linear(2, 2), nn.ReLU(inplace=True))
+    before = hook_state(model)
+    message = r"cannot run on '0': the in-place module '1' modifies its output, .* \(inplace=False\)"
+    with pytest.raises(ValueError, match=message) as caught:
+        compare_backward(model, "0", torch.randn(1, 2))
+    assert "modified inplace" in str(caught.value.__cause__)  # torch's own error, kept as the cause
+    assert hook_state(model) == before
 
 
 def test_torchs_own_weight_computing_pre_hooks_stay_on_the_copies():
