@@ -281,7 +281,7 @@ class HookRegistry(KindRegistrations):
         ``in_forward``: called from the root's forward hook, whose dict torch is iterating over.
         """
         culprit = inplace_culprit(exc, self._root)
-        colliding = self.colliding_hooks(exc)
+        colliding = self._colliding(exc, culprit)
         if not colliding and self._root is not None:  # someone else's hook: explained, and left alone
             text = explain_foreign_collision(culprit, self._root, self._foreign_full_backward())
             self.explanations.append(text)
@@ -303,13 +303,16 @@ class HookRegistry(KindRegistrations):
         caller explains theirs. (A hook on the in-place module itself breaks on its own input, and a global
         hook is on every module: those stay suspects.)
         """
-        full = [info for info in self._hooks.values() if info.kind in FULL_BACKWARD_KINDS]
         root = self._root
-        if not full or root is None:
+        return self._colliding(exc, inplace_culprit(exc, root) if root is not None else None)
+
+    def _colliding(self, exc: BaseException, culprit: str | None) -> list[HookInfo]:
+        """``colliding_hooks(exc)``, with the in-place module's path already found."""
+        full = [info for info in self._hooks.values() if info.kind in FULL_BACKWARD_KINDS]
+        if not full or self._root is None:
             return full
         view = modified_view(exc)
         base = view._base if view is not None else None
-        culprit = inplace_culprit(exc, root)
         # a hook on the in-place module itself wraps its input, and a global hook is on every module
         always = [info for info in full if info.kind.startswith("global_") or info.target == culprit]
         outputs = self._hooked_outputs

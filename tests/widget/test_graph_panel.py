@@ -10,8 +10,8 @@ from torch import nn
 from hookwidgets import HookExplorer
 from hookwidgets.widget.graph_panel import SAVED_DETAIL_LIMIT, compact_autograd, graph_payload
 
-from ..conftest import LateInPlace
 from ._messages import browser_sends, browser_sets
+from ._setups import backward_hook_an_in_place_op_breaks
 
 
 def expand(compact):
@@ -197,11 +197,7 @@ def test_small_graphs_keep_the_saved_tensor_lists():
 
 
 def test_record_graph_detaches_a_backward_hook_an_in_place_op_broke_and_says_so_in_the_page(image):
-    model = LateInPlace()
-    with HookExplorer(model, example_inputs=image) as ex:
-        browser_sends(ex.view, kind="attach", target="conv", hook="backward", action="capture", edit=None)
-        assert [h["kind"] for h in ex.view.hooks] == ["backward"]
-        model.inplace = True
+    with backward_hook_an_in_place_op_breaks(image) as ex:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # nothing is left for the kernel's log
             browser_sends(ex.view, kind="graph")

@@ -8,8 +8,9 @@ from torch import nn
 
 from hookwidgets import HookExplorer
 
-from ..conftest import LateInPlace, SideBranch
+from ..conftest import SideBranch
 from ._messages import browser_sends, browser_sets, summary_rows
+from ._setups import backward_hook_an_in_place_op_breaks
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -150,11 +151,7 @@ def test_a_blank_map_says_why_in_the_panel_not_only_in_a_log(image):
 
 
 def test_a_hook_an_attribution_detaches_leaves_the_hook_list_and_the_panel_says_why(image):
-    model = LateInPlace()
-    with HookExplorer(model, example_inputs=image) as ex:
-        browser_sends(ex.view, kind="attach", target="conv", hook="backward", action="capture", edit=None)
-        assert [h["kind"] for h in ex.view.hooks] == ["backward"]
-        model.inplace = True
+    with backward_hook_an_in_place_op_breaks(image) as ex:
         browser_sends(ex.view, kind="attribute", layer="conv", method="gradcam", target="top")
         result = ex.view.attribution
         assert result["error"] == "" and result["png"][:8] == PNG
