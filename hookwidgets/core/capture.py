@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping
@@ -10,10 +11,14 @@ from typing import Any
 
 import torch
 
+from .capture_pool import MIN_BYTES, CapturePool, movable
+
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 MAX_RECORDS = 100_000
 """Records kept at most, whatever their bytes: stats and tensor-less records hold no tensor bytes, but
 each still costs ~0.7 KB of Python objects, and stats on every layer add ~100 of them per step."""
+MOVE_TRIES = 3
+"""Steps a record waits for its tensors to be held by the store alone (a graph kept for a later backward)."""
 
 
 @dataclass
@@ -28,6 +33,7 @@ class Record:
     stats: dict[str, float] | None = None
     _versions: dict[str, int] = field(default_factory=dict, repr=False)
     _copy_done: Any = field(default=None, repr=False)  # a CUDA event while an offload copy is in flight
+    _kept: bool = field(default=True, repr=False)  # False once the store evicted or cleared it
     nbytes: int = field(init=False)
     """Bytes held by this record's tensors (computed once: the store reads it on every add and eviction)."""
 
@@ -118,6 +124,9 @@ class CaptureStore(Mapping):
         self._order: deque[Record] = deque()
         self._by_target: dict[str, OrderedDict[str, deque[Record]]] = {}
         self._lock = threading.Lock()
+        # Records whose tensors are still the model's own memory, with the moves tried: see compact().
+        self._unmoved: deque[list] = deque()
+        self._pool = CapturePool(self.memory_budget // 4) if offload is None else None
 
     def add(self, record: Record) -> None:
         """Keep ``record``; evict the oldest records until the store fits its budget again."""
@@ -126,8 +135,50 @@ class CaptureStore(Mapping):
             self._by_target.setdefault(record.target, OrderedDict()).setdefault(record.kind, deque()).append(record)
             self._order.append(record)
             self.nbytes += size
+            if size >= MIN_BYTES and self._pool is not None:
+                self._unmoved.append([record, 0])
             while (self.nbytes > self.memory_budget or len(self._order) > self.max_records) and len(self._order) > 1:
                 self._evict_oldest()
+
+    def compact(self) -> int:
+        """Move the captured CPU tensors that only the store still holds into its own memory; returns how many.
+
+        Called as each step begins (the last step's graph is gone by then): a kept reference would pin the
+        model's memory in the heap its next steps reuse (see ``capture_pool``). Values, shapes, dtypes and
+        staleness stay as they were; a tensor someone else still holds (a graph kept for a later backward,
+        a variable of the user's) stays a reference, and is tried again for ``MOVE_TRIES`` steps.
+        """
+        moved = 0
+        with self._lock:
+            pending, self._unmoved = self._unmoved, deque()
+            for entry in pending:
+                record, tries = entry
+                if not record._kept:
+                    continue
+                waiting = False
+                for name in list(record.tensors):
+                    status = self._move(record, name)
+                    moved += status == "moved"
+                    waiting |= status == "held"
+                if waiting and tries + 1 < MOVE_TRIES:
+                    entry[1] = tries + 1
+                    self._unmoved.append(entry)
+        return moved
+
+    def _move(self, record: Record, name: str) -> str:
+        """Move one tensor of ``record`` into the pool: "moved", "held" (someone else holds it) or "skipped"."""
+        t = record.tensors[name]
+        if t.nbytes < MIN_BYTES or t.device.type != "cpu" or record._versions.get(name) != t._version:
+            return "skipped"  # small, off the CPU, or already changed in place (its staleness is kept)
+        # the record's reference, this function's and getrefcount's argument: no one else has the tensor object
+        if sys.getrefcount(t) > 3 or not movable(t):
+            return "held"
+        copy = self._pool.move(t)
+        if copy is None:
+            return "skipped"
+        record.tensors[name] = copy
+        record._versions[name] = copy._version
+        return "moved"
 
     def _evict_oldest(self) -> None:
         old = self._order.popleft()
@@ -139,6 +190,7 @@ class CaptureStore(Mapping):
                 del self._by_target[old.target]
         self.nbytes -= old.nbytes
         self.evicted += 1
+        old._kept = False
 
     def latest(self, target: str, kind: str) -> Record | None:
         """The newest record of ``(target, kind)``, or None."""
@@ -156,6 +208,8 @@ class CaptureStore(Mapping):
         """Forget every record, or those of one target."""
         with self._lock:
             keep = [r for r in self._order if target is not None and r.target != target]
+            for r in self._order:
+                r._kept = target is not None and r.target != target
             self._order = deque(keep)
             self._by_target = {}
             self.nbytes = 0

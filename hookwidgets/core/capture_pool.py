@@ -1,0 +1,104 @@
+"""Memory of the capture store's own, so that captures kept past their step stop pinning the model's heap.
+
+A capture is a reference to the model's own output (as cheap as a hand-written hook). Kept past the step,
+those tensors sit in the middle of the heap the training loop reuses every step, and malloc has to hand the
+loop fresh pages around them: on Linux each is a page fault (~1–2.5 µs for 4 KiB), and a loop keeping a few
+outputs a step faulted 2–3× more than without them. Once only the store still holds a captured tensor (its
+step's graph is gone), ``CapturePool.move`` copies it into blocks mapped apart from the heap and recycled as
+the store evicts, so the model's memory is freed with the rest of its step.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import sys
+import threading
+import weakref
+
+import torch
+
+MIN_BYTES = 64 * 2**10
+"""Smaller tensors stay references: malloc keeps them in bins of their own, away from activation-sized blocks."""
+PAGE = mmap.PAGESIZE
+MAX_BLOCKS = 8192
+"""Mappings a pool holds at most: Linux allows a process ~65,000 (vm.max_map_count), and malloc needs its own."""
+
+
+def size_class(nbytes: int) -> int:
+    """``nbytes`` rounded up to one of 8 steps per power of two (whole pages), so shapes that differ a little
+    (a last short batch, a varying sequence length) share blocks, wasting at most 1/8."""
+    step = max(PAGE, 1 << max(nbytes.bit_length() - 4, 0))
+    return -(-nbytes // step) * step
+
+
+def movable(t: torch.Tensor) -> bool:
+    """Whether only the caller's one reference holds ``t`` and its memory: nothing else would see a move."""
+    if type(t) is not torch.Tensor or t.device.type != "cpu" or t.layout is not torch.strided:
+        return False
+    if t.nbytes < MIN_BYTES or not t.is_contiguous() or t.is_conj() or t.is_neg():
+        return False
+    # The tensor's C++ object is held once (by our Python object; autograd's saved inputs share it), and
+    # its storage by that object alone (views and saved outputs each hold it); the temporary storage object
+    # read here is one more.
+    return t._use_count() == 1 and torch._C._storage_Use_Count(t.untyped_storage()._cdata) == 2
+
+
+class CapturePool:
+    """Blocks of mapped memory for moved captures, by size class; a block comes back when the last tensor
+    viewing it is freed, and free blocks are kept up to ``keep_bytes`` (the store's budget)."""
+
+    def __init__(self, keep_bytes: int) -> None:
+        self.keep_bytes = keep_bytes
+        self.free_bytes = 0
+        self.blocks = 0
+        """Blocks mapped now, in use or free."""
+        self._free: dict[int, list[mmap.mmap]] = {}
+        self._lock = threading.Lock()  # blocks come back on whichever thread frees the last view
+
+    def move(self, t: torch.Tensor) -> torch.Tensor | None:
+        """A copy of the contiguous CPU tensor ``t`` in a block of this pool (same shape, dtype and values);
+        None when no block can be had (``MAX_BLOCKS`` reached, or the process is out of memory or mappings)."""
+        nbytes = t.nbytes
+        size = size_class(nbytes)
+        with self._lock:
+            blocks = self._free.get(size)
+            block = blocks.pop() if blocks else None
+            if block is not None:
+                self.free_bytes -= size
+        if block is None:
+            with self._lock:
+                if self.blocks >= MAX_BLOCKS:
+                    return None  # the capture stays a reference
+                self.blocks += 1
+            try:
+                block = mmap.mmap(-1, size)
+            except OSError:  # out of memory or mappings: the capture stays a reference
+                with self._lock:
+                    self.blocks -= 1
+                return None
+        # A ctypes view of the block is what the tensor holds on to: when it dies, so has every view of the
+        # tensor, and the block can be handed out again (the mapping itself is never freed under a tensor).
+        exported = (ctypes.c_char * nbytes).from_buffer(block)
+        weakref.finalize(exported, self._give_back, weakref.ref(self), block, size)
+        copy = torch.frombuffer(exported, dtype=torch.uint8).view(t.dtype).view(t.shape)
+        return copy.copy_(t)
+
+    @staticmethod
+    def _give_back(pool_ref: weakref.ref, block: mmap.mmap, size: int) -> None:
+        pool = pool_ref()
+        if pool is None or sys.is_finalizing():
+            return
+        with pool._lock:
+            if pool.free_bytes + size <= pool.keep_bytes:
+                pool._free.setdefault(size, []).append(block)
+                pool.free_bytes += size
+                return
+            pool.blocks -= 1  # over what the store may keep: unmapped once the exported view is gone
+
+    def clear(self) -> None:
+        """Unmap every free block (blocks still in use come back to nobody and are unmapped when freed)."""
+        with self._lock:
+            self.blocks -= sum(len(blocks) for blocks in self._free.values())
+            self._free.clear()
+            self.free_bytes = 0

@@ -1,0 +1,193 @@
+"""Captures kept past their step move out of the model's heap into the store's own memory (capture_pool.py)."""
+
+import gc
+import mmap
+
+import pytest
+import torch
+from torch import nn
+
+from hookwidgets.core import Explorer, capture_pool
+from hookwidgets.core.capture import CaptureStore, make_record
+from hookwidgets.core.capture_pool import MIN_BYTES, PAGE, CapturePool, movable, size_class
+
+BIG = MIN_BYTES // 4 * 2  # float32 elements: twice the smallest tensor that moves
+
+
+def _model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, BIG // 32), nn.Tanh(), nn.Linear(BIG // 32, 3))
+
+
+def _train_step(model: nn.Module, x: torch.Tensor) -> None:
+    model(x).sum().backward()
+
+
+def _kept_record(numel: int = BIG) -> tuple[CaptureStore, object]:
+    store = CaptureStore()
+    record = make_record("a", "forward", 1, 0, {"output": torch.randn(numel)}, copy=False)
+    store.add(record)
+    return store, record
+
+
+def test_a_capture_kept_past_its_step_leaves_the_model_memory_with_its_values():
+    model = _model()
+    ex = Explorer(model)
+    ex.attach("0", "forward")
+    x = torch.randn(32, 8)
+    _train_step(model, x)
+    first = ex.captures["0"]["forward"][0]
+    where, expected = first.tensor.data_ptr(), first.tensor.clone()
+    _train_step(model, torch.randn(32, 8))  # the next step begins: step 1's graph is gone
+    moved = ex.captures["0"]["forward"][0].tensor
+    assert moved.data_ptr() != where
+    assert moved.data_ptr() % PAGE == 0  # a block of the pool's own mapping
+    assert torch.equal(moved, expected) and moved.shape == (32, BIG // 32) and moved.dtype == torch.float32
+    assert not first.stale and not moved.requires_grad
+    ex.close()
+
+
+def test_a_tensor_someone_else_still_holds_stays_the_same_object():
+    model = _model()
+    ex = Explorer(model)
+    ex.attach("0", "forward")
+    _train_step(model, torch.randn(32, 8))
+    held = ex.captures["0"]["forward"][0].tensor  # the user keeps the captured tensor
+    _train_step(model, torch.randn(32, 8))
+    assert ex.captures["0"]["forward"][0].tensor is held
+    del held
+    _train_step(model, torch.randn(32, 8))  # tried again at the next step, now held by the store alone
+    assert ex.captures["0"]["forward"][0].tensor.data_ptr() % PAGE == 0
+    ex.close()
+
+
+def test_a_graph_kept_for_a_later_backward_keeps_its_saved_capture_in_place():
+    model = nn.Sequential(nn.Linear(8, BIG // 32), nn.Tanh())  # tanh saves its output: the captured tensor
+    ex = Explorer(model)
+    ex.attach("1", "forward")
+    loss1 = model(torch.randn(32, 8)).sum()  # not backwarded yet: its graph holds tanh's output
+    where = ex.captures["1"]["forward"][0].tensor.data_ptr()
+    model(torch.randn(32, 8))
+    assert ex.captures["1"]["forward"][0].tensor.data_ptr() == where
+    loss1.backward()
+    del loss1
+    model(torch.randn(32, 8))
+    assert ex.captures["1"]["forward"][0].tensor.data_ptr() != where
+    ex.close()
+
+
+def test_a_capture_changed_in_place_before_the_move_stays_stale():
+    model = nn.Sequential(nn.Linear(8, BIG // 32), nn.ReLU(inplace=True))
+    ex = Explorer(model)
+    ex.attach("0", "forward")  # relu_ then changes the captured output
+    with torch.no_grad():
+        model(torch.randn(32, 8))
+        first = ex.captures["0"]["forward"][0]
+        where = first.tensor.data_ptr()
+        model(torch.randn(32, 8))
+    assert first.stale
+    assert first.tensor.data_ptr() == where  # still the model's tensor, which relu_ changed
+    assert first.tensor.min() >= 0
+    ex.close()
+
+
+def test_a_view_of_a_moved_capture_keeps_its_block_after_eviction():
+    store, record = _kept_record()
+    expected = record.tensor.clone()
+    assert store.compact() == 1
+    view = record.tensor[:10]
+    store.clear()
+    del record
+    gc.collect()
+    assert store._pool.free_bytes == 0  # the block still backs the user's view: never handed out again
+    store.add(make_record("b", "forward", 2, 0, {"output": torch.randn(BIG)}, copy=False))
+    store.compact()
+    assert torch.equal(view, expected[:10])
+    del view
+    gc.collect()
+    assert store._pool.free_bytes == size_class(BIG * 4)
+
+
+def test_an_evicted_capture_gives_its_block_to_the_next_one():
+    pool = CapturePool(keep_bytes=2**30)
+    t = pool.move(torch.randn(BIG))
+    block = t.data_ptr()
+    del t
+    assert pool.free_bytes == size_class(BIG * 4)
+    again = pool.move(torch.ones(BIG - 100))  # a little smaller: the same size class
+    assert again.data_ptr() == block and pool.free_bytes == 0
+    assert torch.equal(again, torch.ones(BIG - 100))
+
+
+def test_free_blocks_are_kept_only_up_to_the_pools_share_of_the_budget():
+    pool = CapturePool(keep_bytes=size_class(BIG * 4))
+    first, second = pool.move(torch.randn(BIG)), pool.move(torch.randn(BIG))
+    del first, second
+    assert pool.free_bytes == size_class(BIG * 4)  # the second block was unmapped
+    pool.clear()
+    assert pool.free_bytes == 0
+
+
+def test_size_classes_share_blocks_within_an_eighth():
+    assert size_class(1) == PAGE
+    for n in (MIN_BYTES, 100_000, 3_000_000, 4 * 2**20, 123_456_789):
+        c = size_class(n)
+        assert n <= c <= n * 1.125 + PAGE and c % PAGE == 0
+    assert size_class(4 * 2**20 - 1000) == size_class(4 * 2**20)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.randn(MIN_BYTES // 4 - 1),  # small: stays with malloc
+        lambda: torch.randn(BIG * 2)[::2],  # not contiguous
+        lambda: torch.randn(BIG, dtype=torch.complex64).conj(),  # a lazy conjugate
+        lambda: nn.Parameter(torch.randn(BIG)),  # a subclass
+    ],
+)
+def test_tensors_that_cannot_move_unchanged_are_left_alone(make):
+    assert not movable(make())
+
+
+def test_a_tensor_whose_memory_is_shared_does_not_move():
+    t = torch.randn(BIG)
+    assert movable(t)
+    view = t[1:]
+    assert not movable(t)  # the view holds its storage
+    del view
+    x = torch.randn(BIG, requires_grad=True)
+    y = x * 2
+    z = y.sin()  # sin keeps y for its backward
+    assert not movable(y)
+    del z
+    assert movable(y.detach()) is False  # y and its detached alias share the storage
+
+
+def test_a_store_that_cannot_map_more_memory_keeps_references(monkeypatch):
+    store, record = _kept_record()
+    where = record.tensor.data_ptr()
+
+    def refuse(*args, **kwargs):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(mmap, "mmap", refuse)
+    assert store.compact() == 0
+    assert record.tensor.data_ptr() == where
+
+
+def test_a_pool_maps_at_most_max_blocks(monkeypatch):
+    monkeypatch.setattr(capture_pool, "MAX_BLOCKS", 2)
+    pool = CapturePool(keep_bytes=2**30)
+    kept = [pool.move(torch.randn(BIG)), pool.move(torch.randn(BIG))]
+    assert pool.move(torch.randn(BIG)) is None and pool.blocks == 2
+    kept.pop()
+    assert pool.move(torch.randn(BIG)) is not None  # a freed block is handed out again
+    pool.clear()
+    assert pool.blocks == 1  # the one still in use
+
+
+def test_offloading_stores_do_not_move_captures():
+    store = CaptureStore(offload="cpu")
+    record = make_record("a", "forward", 1, 0, {"output": torch.randn(BIG)}, copy=False, offload="cpu")
+    store.add(record)
+    assert store.compact() == 0
