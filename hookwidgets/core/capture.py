@@ -168,8 +168,11 @@ class CaptureStore(Mapping):
     def _move(self, record: Record, name: str) -> str:
         """Move one tensor of ``record`` into the pool: "moved", "held" (someone else holds it) or "skipped"."""
         t = record.tensors[name]
-        if t.nbytes < MIN_BYTES or t.device.type != "cpu" or record._versions.get(name) != t._version:
-            return "skipped"  # small, off the CPU, or already changed in place (its staleness is kept)
+        versions = record._versions
+        if t.nbytes < MIN_BYTES or t.device.type != "cpu" or name not in versions or versions[name] != t._version:
+            # small, off the CPU, an inference tensor (no version counter), or already changed in place
+            # (its staleness is kept)
+            return "skipped"
         # the record's reference, this function's and getrefcount's argument: no one else has the tensor object
         if sys.getrefcount(t) > 3 or not movable(t):
             return "held"

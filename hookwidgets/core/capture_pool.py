@@ -80,9 +80,10 @@ class CapturePool:
         # A ctypes view of the block is what the tensor holds on to: when it dies, so has every view of the
         # tensor, and the block can be handed out again (the mapping itself is never freed under a tensor).
         exported = (ctypes.c_char * nbytes).from_buffer(block)
-        weakref.finalize(exported, self._give_back, weakref.ref(self), block, size)
-        copy = torch.frombuffer(exported, dtype=torch.uint8).view(t.dtype).view(t.shape)
-        return copy.copy_(t)
+        weakref.finalize(exported, self._give_back, weakref.ref(self), block, size).atexit = False
+        with torch.inference_mode(False):  # a step run in inference mode would make an inference tensor
+            copy = torch.frombuffer(exported, dtype=torch.uint8).view(t.dtype).view(t.shape)
+            return copy.copy_(t)
 
     @staticmethod
     def _give_back(pool_ref: weakref.ref, block: mmap.mmap, size: int) -> None:

@@ -91,6 +91,23 @@ def test_a_capture_changed_in_place_before_the_move_stays_stale():
     ex.close()
 
 
+def test_inference_captures_stay_and_a_step_in_inference_mode_moves_the_last_one_as_a_plain_tensor():
+    model = _model()
+    ex = Explorer(model)
+    ex.attach("0", "forward")
+    _train_step(model, torch.randn(32, 8))
+    with torch.inference_mode():
+        model(torch.randn(32, 8))  # step 1's capture moves here, inside inference mode
+        first, second = ex.captures["0"]["forward"]
+        where = second.tensor.data_ptr()
+        model(torch.randn(32, 8))
+    assert first.tensor.data_ptr() % PAGE == 0 and not first.tensor.is_inference()
+    assert not first.stale
+    assert second.tensor.is_inference() and second.tensor.data_ptr() == where  # no version counter: kept
+    assert not second.stale
+    ex.close()
+
+
 def test_a_view_of_a_moved_capture_keeps_its_block_after_eviction():
     store, record = _kept_record()
     expected = record.tensor.clone()
