@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ MAX_RECORDS = 100_000
 each still costs ~0.7 KB of Python objects, and stats on every layer add ~100 of them per step."""
 MOVE_TRIES = 3
 """Steps a record waits for its tensors to be held by the store alone (a graph kept for a later backward)."""
+UNMOVED_KEPT = 10_000
+"""Records waiting to move, at most: hooks that fire outside the model's own forward begin no step."""
 
 
 @dataclass
@@ -124,8 +127,9 @@ class CaptureStore(Mapping):
         self._order: deque[Record] = deque()
         self._by_target: dict[str, OrderedDict[str, deque[Record]]] = {}
         self._lock = threading.Lock()
-        # Records whose tensors are still the model's own memory, with the moves tried: see compact().
-        self._unmoved: deque[list] = deque()
+        # Records whose tensors are still the model's own memory, with the moves tried: see compact(). Weak, so
+        # that an evicted record is freed at once even if no step comes to drop it from here.
+        self._unmoved: deque[list] = deque(maxlen=UNMOVED_KEPT)
         self._pool = CapturePool(self.memory_budget // 4) if offload is None else None
 
     def add(self, record: Record) -> None:
@@ -136,7 +140,7 @@ class CaptureStore(Mapping):
             self._order.append(record)
             self.nbytes += size
             if size >= MIN_BYTES and self._pool is not None:
-                self._unmoved.append([record, 0])
+                self._unmoved.append([weakref.ref(record), 0])
             while (self.nbytes > self.memory_budget or len(self._order) > self.max_records) and len(self._order) > 1:
                 self._evict_oldest()
 
@@ -150,10 +154,10 @@ class CaptureStore(Mapping):
         """
         moved = 0
         with self._lock:
-            pending, self._unmoved = self._unmoved, deque()
+            pending, self._unmoved = self._unmoved, deque(maxlen=UNMOVED_KEPT)
             for entry in pending:
-                record, tries = entry
-                if not record._kept:
+                record, tries = entry[0](), entry[1]
+                if record is None or not record._kept:
                     continue
                 waiting = False
                 for name in list(record.tensors):

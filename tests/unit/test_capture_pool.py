@@ -2,6 +2,7 @@
 
 import gc
 import mmap
+import weakref
 
 import pytest
 import torch
@@ -106,6 +107,18 @@ def test_inference_captures_stay_and_a_step_in_inference_mode_moves_the_last_one
     assert second.tensor.is_inference() and second.tensor.data_ptr() == where  # no version counter: kept
     assert not second.stale
     ex.close()
+
+
+def test_records_waiting_to_move_do_not_outlive_their_eviction():
+    store = CaptureStore(memory_budget=BIG * 4)  # one record fits
+    first = torch.randn(BIG)
+    gone = weakref.ref(first)
+    store.add(make_record("a", "forward", 1, 0, {"output": first}, copy=False))
+    del first
+    store.add(make_record("a", "forward", 2, 0, {"output": torch.randn(BIG)}, copy=False))  # no step began
+    gc.collect()
+    assert gone() is None  # evicted, and not kept alive by the list of records waiting to move
+    assert store.compact() == 1  # the second record
 
 
 def test_a_view_of_a_moved_capture_keeps_its_block_after_eviction():
