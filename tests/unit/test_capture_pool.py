@@ -111,9 +111,9 @@ def test_inference_captures_stay_and_a_step_in_inference_mode_moves_the_last_one
 
 def test_records_waiting_to_move_do_not_outlive_their_eviction():
     store = CaptureStore(memory_budget=BIG * 4)  # one record fits
-    first = torch.randn(BIG)
-    gone = weakref.ref(first)
-    store.add(make_record("a", "forward", 1, 0, {"output": first}, copy=False))
+    first = make_record("a", "forward", 1, 0, {"output": torch.randn(BIG)}, copy=False)
+    gone = weakref.ref(first.tensor)  # the record's own detached tensor
+    store.add(first)
     del first
     store.add(make_record("a", "forward", 2, 0, {"output": torch.randn(BIG)}, copy=False))  # no step began
     gc.collect()
