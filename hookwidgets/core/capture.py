@@ -12,7 +12,8 @@ from typing import Any
 
 import torch
 
-from .capture_pool import MIN_BYTES, CapturePool, movable
+from . import capture_pool
+from .capture_pool import MIN_BYTES, movable
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 MAX_RECORDS = 100_000
@@ -130,7 +131,7 @@ class CaptureStore(Mapping):
         # Records whose tensors are still the model's own memory, with the moves tried: see compact(). Weak, so
         # that an evicted record is freed at once even if no step comes to drop it from here.
         self._unmoved: deque[list] = deque(maxlen=UNMOVED_KEPT)
-        self._pool = CapturePool(self.memory_budget // 4) if offload is None else None
+        self._pool = capture_pool.SHARED if offload is None else None
 
     def add(self, record: Record) -> None:
         """Keep ``record``; evict the oldest records until the store fits its budget again."""

@@ -44,9 +44,15 @@ def movable(t: torch.Tensor) -> bool:
     return t._use_count() == 1 and torch._C._storage_Use_Count(t.untyped_storage()._cdata) == 2
 
 
+KEEP_FREE = 128 * 2**20
+"""Free blocks the shared pool keeps mapped: a new explorer (a cell run again) reuses them, as malloc would
+reuse the heap it kept, instead of page-faulting fresh memory; beyond this, freed blocks are unmapped."""
+
+
 class CapturePool:
     """Blocks of mapped memory for moved captures, by size class; a block comes back when the last tensor
-    viewing it is freed, and free blocks are kept up to ``keep_bytes`` (the store's budget)."""
+    viewing it is freed, and free blocks are kept up to ``keep_bytes``. One pool serves every store
+    (``SHARED``)."""
 
     def __init__(self, keep_bytes: int) -> None:
         self.keep_bytes = keep_bytes
@@ -103,3 +109,7 @@ class CapturePool:
             self.blocks -= sum(len(blocks) for blocks in self._free.values())
             self._free.clear()
             self.free_bytes = 0
+
+
+SHARED = CapturePool(KEEP_FREE)
+"""The pool of every CaptureStore: ``SHARED.clear()`` unmaps its free blocks."""

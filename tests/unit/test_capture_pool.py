@@ -123,6 +123,7 @@ def test_records_waiting_to_move_do_not_outlive_their_eviction():
 
 def test_a_view_of_a_moved_capture_keeps_its_block_after_eviction():
     store, record = _kept_record()
+    store._pool = CapturePool(keep_bytes=2**30)  # a pool of the test's own, whose free blocks it can count
     expected = record.tensor.clone()
     assert store.compact() == 1
     view = record.tensor[:10]
@@ -149,7 +150,7 @@ def test_an_evicted_capture_gives_its_block_to_the_next_one():
     assert torch.equal(again, torch.ones(BIG - 100))
 
 
-def test_free_blocks_are_kept_only_up_to_the_pools_share_of_the_budget():
+def test_free_blocks_are_kept_only_up_to_keep_bytes():
     pool = CapturePool(keep_bytes=size_class(BIG * 4))
     first, second = pool.move(torch.randn(BIG)), pool.move(torch.randn(BIG))
     del first, second
@@ -195,6 +196,7 @@ def test_a_tensor_whose_memory_is_shared_does_not_move():
 
 def test_a_store_that_cannot_map_more_memory_keeps_references(monkeypatch):
     store, record = _kept_record()
+    store._pool = CapturePool(keep_bytes=0)  # no free block to hand out: a new one must be mapped
     where = record.tensor.data_ptr()
 
     def refuse(*args, **kwargs):
@@ -214,6 +216,26 @@ def test_a_pool_maps_at_most_max_blocks(monkeypatch):
     assert pool.move(torch.randn(BIG)) is not None  # a freed block is handed out again
     pool.clear()
     assert pool.blocks == 1  # the one still in use
+
+
+def test_a_new_store_reuses_the_blocks_a_closed_one_gave_back(monkeypatch):
+    monkeypatch.setattr(capture_pool, "SHARED", CapturePool(capture_pool.KEEP_FREE))  # no other test's blocks
+    model = _model()
+
+    def blocks_of_one_explorer() -> set[int]:
+        ex = Explorer(model)
+        ex.attach("0", "forward")
+        for _ in range(3):  # the first two steps' captures move
+            _train_step(model, torch.randn(32, 8))
+        blocks = {r.tensor.data_ptr() for r in ex.captures["0"]["forward"][:2]}
+        ex.close()
+        del ex
+        gc.collect()
+        return blocks
+
+    first = blocks_of_one_explorer()
+    assert capture_pool.SHARED.free_bytes == 2 * size_class(BIG * 4)  # given back when the store went
+    assert blocks_of_one_explorer() == first  # the second explorer's captures moved into the same blocks
 
 
 def test_offloading_stores_do_not_move_captures():
