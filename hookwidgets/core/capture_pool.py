@@ -18,11 +18,23 @@ import weakref
 
 import torch
 
+try:
+    import resource
+except ImportError:  # Windows
+    resource = None
+
 MIN_BYTES = 64 * 2**10
 """Smaller tensors stay references: malloc keeps them in bins of their own, away from activation-sized blocks."""
 PAGE = mmap.PAGESIZE
 MAX_BLOCKS = 8192
 """Mappings a pool holds at most: Linux allows a process ~65,000 (vm.max_map_count), and malloc needs its own."""
+
+
+def minor_faults() -> int | None:
+    """Minor page faults of this process so far (every thread), or None where the OS does not count them."""
+    if resource is None:
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def size_class(nbytes: int) -> int:

@@ -260,7 +260,7 @@ class HookRegistry(KindRegistrations):
                 self._call_starts.pop(old, None)
                 self._step_begins.pop(old, None)
             self._stats_memo.clear()
-        self.store.compact()  # the last step's graph is gone: captures held by the store alone leave the heap
+        self.store.compact_if_faulting()  # the last step's graph is gone: captures can leave the heap
 
     def _end_step(self, module: nn.Module, args: Any, output: Any) -> None:
         self._local.root_args = None

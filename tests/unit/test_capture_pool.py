@@ -8,11 +8,31 @@ import pytest
 import torch
 from torch import nn
 
-from hookwidgets.core import Explorer, capture_pool
+from hookwidgets.core import Explorer, capture, capture_pool
 from hookwidgets.core.capture import CaptureStore, make_record
 from hookwidgets.core.capture_pool import MIN_BYTES, PAGE, CapturePool, movable, size_class
 
 BIG = MIN_BYTES // 4 * 2  # float32 elements: twice the smallest tensor that moves
+
+
+class FaultCounter:
+    """Stands in for the OS's count of minor page faults: each read adds ``per_read`` (a heap faulting
+    that much every step), so whether a step's captures move does not hang on this test process's malloc."""
+
+    def __init__(self, per_read: int | None) -> None:
+        self.total, self.per_read = 0, per_read
+
+    def __call__(self) -> int | None:
+        if self.per_read is None:
+            return None
+        self.total += self.per_read
+        return self.total
+
+
+@pytest.fixture(autouse=True)
+def faulting_heap(monkeypatch):
+    """Every step faults in 1 GiB: moves happen at each step's begin (see test_the_move_policy_*)."""
+    monkeypatch.setattr(capture, "minor_faults", FaultCounter(2**30 // PAGE))
 
 
 def _model() -> nn.Module:
@@ -119,6 +139,28 @@ def test_records_waiting_to_move_do_not_outlive_their_eviction():
     gc.collect()
     assert gone() is None  # evicted, and not kept alive by the list of records waiting to move
     assert store.compact() == 1  # the second record
+
+
+@pytest.mark.parametrize(
+    ("pages_a_step", "moves"),
+    [
+        (0, False),  # a loop reusing its heap: the captures stay references, which cost it nothing
+        (BIG * 4 // PAGE - 1, False),  # faulted in less than the step captured
+        (BIG * 4 // PAGE, True),  # faulted in as much: the heap is churning
+        (None, True),  # an OS that does not count faults: always moved
+    ],
+)
+def test_the_move_policy_follows_the_page_faults_of_the_last_step(monkeypatch, pages_a_step, moves):
+    monkeypatch.setattr(capture, "minor_faults", FaultCounter(pages_a_step))
+    model = _model()
+    ex = Explorer(model)
+    ex.attach("0", "forward")  # captures BIG floats a step
+    _train_step(model, torch.randn(32, 8))
+    where = ex.captures["0"]["forward"][0].tensor.data_ptr()
+    _train_step(model, torch.randn(32, 8))
+    assert (ex.captures["0"]["forward"][0].tensor.data_ptr() != where) is moves
+    assert ex.captures.compact() == (1 if moves else 2)  # an explicit compact() moves whatever it can, step 2 too
+    ex.close()
 
 
 def test_a_view_of_a_moved_capture_keeps_its_block_after_eviction():
