@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from . import capture_pool
-from .capture_pool import MIN_BYTES, PAGE, minor_faults, movable
+from .capture_pool import MIN_BYTES, PAGE, minor_faults, movable, shared
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 MAX_RECORDS = 100_000
@@ -132,7 +132,8 @@ class CaptureStore(Mapping):
         # that an evicted record is freed at once even if no step comes to drop it from here.
         self._unmoved: deque[list] = deque(maxlen=UNMOVED_KEPT)
         self._pool = capture_pool.SHARED if offload is None else None
-        self._faults_seen = minor_faults()  # at the last step's begin
+        self._faults_seen: int | None = None  # at the last step's begin (None before the first)
+        self._mapped_seen = self._pool.mapped_bytes if self._pool is not None else 0
         self._added_since = 0  # bytes of the records added since then that could move
 
     def add(self, record: Record) -> None:
@@ -155,21 +156,26 @@ class CaptureStore(Mapping):
         references kept in that heap make it fault more (a ResNet-18 loop keeping 1,472 pages a step
         faulted ~5,000 more a step); moving costs a copy of the bytes instead. A loop reusing its heap without
         faulting (a small model) loses nothing to references, and would only pay for the copy: they stay
-        references, until its steps start faulting. Where the OS does not count faults, captures always move.
+        references, until its steps start faulting. The pages of blocks the pool mapped meanwhile are its own
+        faults, not the loop's. Where the OS does not count faults, captures always move.
         """
-        faults, captured = minor_faults(), self._added_since
+        if self._pool is None:
+            return 0
+        faults, captured, mapped = minor_faults(), self._added_since, self._pool.mapped_bytes
         last, self._faults_seen, self._added_since = self._faults_seen, faults, 0
-        if faults is not None and last is not None and (faults - last) * PAGE < captured:
+        # the pool's new blocks fault too as moves first write them: those pages are not the loop's
+        ours, self._mapped_seen = mapped - self._mapped_seen, mapped
+        if faults is not None and (last is None or (faults - last) * PAGE - ours < captured):
             return 0
         return self.compact() if self._unmoved else 0
 
     def compact(self) -> int:
         """Move the captured CPU tensors that only the store still holds into its own memory; returns how many.
 
-        Called as each step begins (the last step's graph is gone by then): a kept reference would pin the
-        model's memory in the heap its next steps reuse (see ``capture_pool``). Values, shapes, dtypes and
-        staleness stay as they were; a tensor someone else still holds (a graph kept for a later backward,
-        a variable of the user's) stays a reference, and is tried again for ``MOVE_TRIES`` steps.
+        A kept reference pins the model's memory in the heap its next steps reuse (see ``capture_pool``).
+        Values, shapes, dtypes and staleness stay as they were; a tensor someone else still holds (a graph
+        kept for a later backward, a variable of the user's) stays a reference, and is tried again at the
+        next ``MOVE_TRIES`` calls.
         """
         moved = 0
         with self._lock:
@@ -192,12 +198,11 @@ class CaptureStore(Mapping):
         """Move one tensor of ``record`` into the pool: "moved", "held" (someone else holds it) or "skipped"."""
         t = record.tensors[name]
         versions = record._versions
-        if t.nbytes < MIN_BYTES or t.device.type != "cpu" or name not in versions or versions[name] != t._version:
-            # small, off the CPU, an inference tensor (no version counter), or already changed in place
-            # (its staleness is kept)
+        if not movable(t) or name not in versions or versions[name] != t._version:
+            # off the CPU, small, an inference tensor (no version counter), or changed in place since (its
+            # staleness is kept)
             return "skipped"
-        # the record's reference, this function's and getrefcount's argument: no one else has the tensor object
-        if sys.getrefcount(t) > 3 or not movable(t):
+        if sys.getrefcount(t) > 3 or shared(t):  # the record's, this function's and getrefcount's argument
             return "held"
         copy = self._pool.move(t)
         if copy is None:

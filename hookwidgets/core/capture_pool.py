@@ -2,10 +2,10 @@
 
 A capture is a reference to the model's own output (as cheap as a hand-written hook). Kept past the step,
 those tensors sit in the middle of the heap the training loop reuses every step, and malloc has to hand the
-loop fresh pages around them: on Linux each is a page fault (~1–2.5 µs for 4 KiB), and a loop keeping a few
-outputs a step faulted 2–3× more than without them. Once only the store still holds a captured tensor (its
-step's graph is gone), ``CapturePool.move`` copies it into blocks mapped apart from the heap and recycled as
-the store evicts, so the model's memory is freed with the rest of its step.
+loop fresh pages around them: on Linux each is a page fault (~1–2.5 µs for 4 KiB), and a ResNet-18 loop
+keeping five outputs a step faulted about twice as often as without them. Once only the store still holds a
+captured tensor (its step's graph is gone), ``CapturePool.move`` copies it into blocks mapped apart from the
+heap, which come back when the store evicts it, so the model's memory is freed with the rest of its step.
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ MIN_BYTES = 64 * 2**10
 PAGE = mmap.PAGESIZE
 MAX_BLOCKS = 8192
 """Mappings a pool holds at most: Linux allows a process ~65,000 (vm.max_map_count), and malloc needs its own."""
+KEEP_FREE = 128 * 2**20
+"""Free blocks the shared pool keeps mapped: a new explorer (a cell run again) reuses them, as malloc would
+reuse the heap it kept, instead of page-faulting fresh memory; beyond this, freed blocks are unmapped."""
 
 
 def minor_faults() -> int | None:
@@ -45,20 +48,19 @@ def size_class(nbytes: int) -> int:
 
 
 def movable(t: torch.Tensor) -> bool:
-    """Whether only the caller's one reference holds ``t`` and its memory: nothing else would see a move."""
+    """Whether a copy of ``t`` in a pool block would be the same tensor: a plain, contiguous CPU tensor of
+    ``MIN_BYTES`` or more, not a lazy conjugate or negation."""
     if type(t) is not torch.Tensor or t.device.type != "cpu" or t.layout is not torch.strided:
         return False
-    if t.nbytes < MIN_BYTES or not t.is_contiguous() or t.is_conj() or t.is_neg():
-        return False
-    # The tensor's C++ object is held once (by our Python object; autograd's saved inputs share it), and
-    # its storage by that object alone (views and saved outputs each hold it); the temporary storage object
-    # read here is one more.
-    return t._use_count() == 1 and torch._C._storage_Use_Count(t.untyped_storage()._cdata) == 2
+    return t.nbytes >= MIN_BYTES and t.is_contiguous() and not t.is_conj() and not t.is_neg()
 
 
-KEEP_FREE = 128 * 2**20
-"""Free blocks the shared pool keeps mapped: a new explorer (a cell run again) reuses them, as malloc would
-reuse the heap it kept, instead of page-faulting fresh memory; beyond this, freed blocks are unmapped."""
+def shared(t: torch.Tensor) -> bool:
+    """Whether something besides the caller's Python object holds ``t`` or its memory (a move would be seen)."""
+    # The tensor's C++ object is held once (by that Python object; autograd's saved inputs share it), and its
+    # storage by that object alone (views and saved outputs each hold it); the temporary storage object read
+    # here is one more.
+    return t._use_count() != 1 or torch._C._storage_Use_Count(t.untyped_storage()._cdata) != 2
 
 
 class CapturePool:
@@ -71,6 +73,8 @@ class CapturePool:
         self.free_bytes = 0
         self.blocks = 0
         """Blocks mapped now, in use or free."""
+        self.mapped_bytes = 0
+        """Bytes of every block mapped so far: the page faults of first writing them are the pool's own."""
         self._free: dict[int, list[mmap.mmap]] = {}
         self._lock = threading.Lock()  # blocks come back on whichever thread frees the last view
 
@@ -89,11 +93,13 @@ class CapturePool:
                 if self.blocks >= MAX_BLOCKS:
                     return None  # the capture stays a reference
                 self.blocks += 1
+                self.mapped_bytes += size
             try:
                 block = mmap.mmap(-1, size)
             except OSError:  # out of memory or mappings: the capture stays a reference
                 with self._lock:
                     self.blocks -= 1
+                    self.mapped_bytes -= size
                 return None
         # A ctypes view of the block is what the tensor holds on to: when it dies, so has every view of the
         # tensor, and the block can be handed out again (the mapping itself is never freed under a tensor).

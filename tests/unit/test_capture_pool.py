@@ -10,7 +10,7 @@ from torch import nn
 
 from hookwidgets.core import Explorer, capture, capture_pool
 from hookwidgets.core.capture import CaptureStore, make_record
-from hookwidgets.core.capture_pool import MIN_BYTES, PAGE, CapturePool, movable, size_class
+from hookwidgets.core.capture_pool import MIN_BYTES, PAGE, CapturePool, movable, shared, size_class
 
 BIG = MIN_BYTES // 4 * 2  # float32 elements: twice the smallest tensor that moves
 
@@ -163,6 +163,23 @@ def test_the_move_policy_follows_the_page_faults_of_the_last_step(monkeypatch, p
     ex.close()
 
 
+def test_the_pools_own_page_faults_do_not_keep_captures_moving(monkeypatch):
+    counter = FaultCounter(0)
+    monkeypatch.setattr(capture, "minor_faults", counter)
+    monkeypatch.setattr(capture_pool, "SHARED", CapturePool(0))  # every move maps a new block
+    model = _model()
+    ex = Explorer(model)
+    ex.attach("0", "forward")
+    counter.per_read = BIG * 4 // PAGE  # the first step faults in as much as it captures: it moves
+    _train_step(model, torch.randn(32, 8))
+    _train_step(model, torch.randn(32, 8))
+    assert ex.captures["0"]["forward"][0].tensor.data_ptr() % PAGE == 0
+    where = ex.captures["0"]["forward"][1].tensor.data_ptr()
+    _train_step(model, torch.randn(32, 8))  # those faults were the new block's own: the loop's heap is quiet
+    assert ex.captures["0"]["forward"][1].tensor.data_ptr() == where
+    ex.close()
+
+
 def test_a_view_of_a_moved_capture_keeps_its_block_after_eviction():
     store, record = _kept_record()
     store._pool = CapturePool(keep_bytes=2**30)  # a pool of the test's own, whose free blocks it can count
@@ -224,16 +241,19 @@ def test_tensors_that_cannot_move_unchanged_are_left_alone(make):
 
 def test_a_tensor_whose_memory_is_shared_does_not_move():
     t = torch.randn(BIG)
-    assert movable(t)
+    assert movable(t) and not shared(t)
     view = t[1:]
-    assert not movable(t)  # the view holds its storage
+    assert shared(t)  # the view holds its storage
     del view
+    assert not shared(t)
     x = torch.randn(BIG, requires_grad=True)
     y = x * 2
-    z = y.sin()  # sin keeps y for its backward
-    assert not movable(y)
+    z = y.sin()  # sin keeps y itself for its backward
+    assert shared(y)
     del z
-    assert movable(y.detach()) is False  # y and its detached alias share the storage
+    assert shared(y.detach())  # y and its detached alias share the storage
+    out = x.exp()  # exp keeps its output's memory for its backward
+    assert shared(out.detach())
 
 
 def test_a_store_that_cannot_map_more_memory_keeps_references(monkeypatch):
