@@ -40,6 +40,13 @@ def _model() -> nn.Module:
     return nn.Sequential(nn.Linear(8, BIG // 32), nn.Tanh(), nn.Linear(BIG // 32, 3))
 
 
+def _capturing(model: nn.Module, target: str = "0") -> Explorer:
+    """An explorer capturing ``target``'s output."""
+    ex = Explorer(model)
+    ex.attach(target, "forward")
+    return ex
+
+
 def _train_step(model: nn.Module, x: torch.Tensor) -> None:
     model(x).sum().backward()
 
@@ -53,8 +60,7 @@ def _kept_record(numel: int = BIG) -> tuple[CaptureStore, object]:
 
 def test_a_capture_kept_past_its_step_leaves_the_model_memory_with_its_values():
     model = _model()
-    ex = Explorer(model)
-    ex.attach("0", "forward")
+    ex = _capturing(model)
     x = torch.randn(32, 8)
     _train_step(model, x)
     first = ex.captures["0"]["forward"][0]
@@ -70,8 +76,7 @@ def test_a_capture_kept_past_its_step_leaves_the_model_memory_with_its_values():
 
 def test_a_tensor_someone_else_still_holds_stays_the_same_object():
     model = _model()
-    ex = Explorer(model)
-    ex.attach("0", "forward")
+    ex = _capturing(model)
     _train_step(model, torch.randn(32, 8))
     held = ex.captures["0"]["forward"][0].tensor  # the user keeps the captured tensor
     _train_step(model, torch.randn(32, 8))
@@ -84,8 +89,7 @@ def test_a_tensor_someone_else_still_holds_stays_the_same_object():
 
 def test_a_graph_kept_for_a_later_backward_keeps_its_saved_capture_in_place():
     model = nn.Sequential(nn.Linear(8, BIG // 32), nn.Tanh())  # tanh saves its output: the captured tensor
-    ex = Explorer(model)
-    ex.attach("1", "forward")
+    ex = _capturing(model, "1")
     loss1 = model(torch.randn(32, 8)).sum()  # not backwarded yet: its graph holds tanh's output
     where = ex.captures["1"]["forward"][0].tensor.data_ptr()
     model(torch.randn(32, 8))
@@ -99,8 +103,7 @@ def test_a_graph_kept_for_a_later_backward_keeps_its_saved_capture_in_place():
 
 def test_a_capture_changed_in_place_before_the_move_stays_stale():
     model = nn.Sequential(nn.Linear(8, BIG // 32), nn.ReLU(inplace=True))
-    ex = Explorer(model)
-    ex.attach("0", "forward")  # relu_ then changes the captured output
+    ex = _capturing(model)  # relu_ then changes the captured output
     with torch.no_grad():
         model(torch.randn(32, 8))
         first = ex.captures["0"]["forward"][0]
@@ -114,8 +117,7 @@ def test_a_capture_changed_in_place_before_the_move_stays_stale():
 
 def test_inference_captures_stay_and_a_step_in_inference_mode_moves_the_last_one_as_a_plain_tensor():
     model = _model()
-    ex = Explorer(model)
-    ex.attach("0", "forward")
+    ex = _capturing(model)
     _train_step(model, torch.randn(32, 8))
     with torch.inference_mode():
         model(torch.randn(32, 8))  # step 1's capture moves here, inside inference mode
@@ -153,8 +155,7 @@ def test_records_waiting_to_move_do_not_outlive_their_eviction():
 def test_the_move_policy_follows_the_page_faults_of_the_last_step(monkeypatch, pages_a_step, moves):
     monkeypatch.setattr(capture, "minor_faults", FaultCounter(pages_a_step))
     model = _model()
-    ex = Explorer(model)
-    ex.attach("0", "forward")  # captures BIG floats a step
+    ex = _capturing(model)  # captures BIG floats a step
     _train_step(model, torch.randn(32, 8))
     where = ex.captures["0"]["forward"][0].tensor.data_ptr()
     _train_step(model, torch.randn(32, 8))
@@ -168,8 +169,7 @@ def test_the_pools_own_page_faults_do_not_keep_captures_moving(monkeypatch):
     monkeypatch.setattr(capture, "minor_faults", counter)
     monkeypatch.setattr(capture_pool, "SHARED", CapturePool(0))  # every move maps a new block
     model = _model()
-    ex = Explorer(model)
-    ex.attach("0", "forward")
+    ex = _capturing(model)
     counter.per_read = BIG * 4 // PAGE  # the first step faults in as much as it captures: it moves
     _train_step(model, torch.randn(32, 8))
     _train_step(model, torch.randn(32, 8))
@@ -285,8 +285,7 @@ def test_a_new_store_reuses_the_blocks_a_closed_one_gave_back(monkeypatch):
     model = _model()
 
     def blocks_of_one_explorer() -> set[int]:
-        ex = Explorer(model)
-        ex.attach("0", "forward")
+        ex = _capturing(model)
         for _ in range(3):  # the first two steps' captures move
             _train_step(model, torch.randn(32, 8))
         blocks = {r.tensor.data_ptr() for r in ex.captures["0"]["forward"][:2]}
