@@ -25,6 +25,9 @@ except ImportError:  # Windows
 
 MIN_BYTES = 64 * 2**10
 """Smaller tensors stay references: malloc keeps them in bins of their own, away from activation-sized blocks."""
+MAX_BYTES = 32 * 2**20
+"""Larger tensors stay references: glibc's malloc maps anything above its largest threshold (32 MiB on 64-bit)
+apart from the heap already, so a move would only copy it, and for a moment hold it twice."""
 PAGE = mmap.PAGESIZE
 MAX_BLOCKS = 8192
 """Mappings a pool holds at most: Linux allows a process ~65,000 (vm.max_map_count), and malloc needs its own."""
@@ -48,11 +51,11 @@ def size_class(nbytes: int) -> int:
 
 
 def movable(t: torch.Tensor) -> bool:
-    """Whether a copy of ``t`` in a pool block would be the same tensor: a plain, contiguous CPU tensor of
-    ``MIN_BYTES`` or more, not a lazy conjugate or negation."""
+    """Whether ``t`` is worth a move and a copy in a pool block would be the same tensor: a plain, contiguous
+    CPU tensor of ``MIN_BYTES`` to ``MAX_BYTES``, not a lazy conjugate or negation."""
     if type(t) is not torch.Tensor or t.device.type != "cpu" or t.layout is not torch.strided:
         return False
-    return t.nbytes >= MIN_BYTES and t.is_contiguous() and not t.is_conj() and not t.is_neg()
+    return MIN_BYTES <= t.nbytes <= MAX_BYTES and t.is_contiguous() and not t.is_conj() and not t.is_neg()
 
 
 def shared(t: torch.Tensor) -> bool:

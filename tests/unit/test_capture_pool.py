@@ -10,7 +10,7 @@ from torch import nn
 
 from hookwidgets.core import Explorer, capture, capture_pool
 from hookwidgets.core.capture import CaptureStore, make_record
-from hookwidgets.core.capture_pool import MIN_BYTES, PAGE, CapturePool, movable, shared, size_class
+from hookwidgets.core.capture_pool import MAX_BYTES, MIN_BYTES, PAGE, CapturePool, movable, shared, size_class
 
 BIG = MIN_BYTES // 4 * 2  # float32 elements: twice the smallest tensor that moves
 
@@ -230,6 +230,7 @@ def test_size_classes_share_blocks_within_an_eighth():
     "make",
     [
         lambda: torch.randn(MIN_BYTES // 4 - 1),  # small: stays with malloc
+        lambda: torch.empty(MAX_BYTES + 1, dtype=torch.uint8),  # malloc maps it apart from the heap already
         lambda: torch.randn(BIG * 2)[::2],  # not contiguous
         lambda: torch.randn(BIG, dtype=torch.complex64).conj(),  # a lazy conjugate
         lambda: nn.Parameter(torch.randn(BIG)),  # a subclass
