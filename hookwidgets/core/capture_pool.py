@@ -79,7 +79,9 @@ class CapturePool:
         self.mapped_bytes = 0
         """Bytes of every block mapped so far: the page faults of first writing them are the pool's own."""
         self._free: dict[int, list[mmap.mmap]] = {}
-        self._lock = threading.Lock()  # blocks come back on whichever thread frees the last view
+        # Blocks come back on whichever thread frees the last view, and also from inside this pool's own
+        # locked code: an allocation there may set off a garbage collection that frees a tensor. Reentrant.
+        self._lock = threading.RLock()
 
     def move(self, t: torch.Tensor) -> torch.Tensor | None:
         """A copy of the contiguous CPU tensor ``t`` in a block of this pool (same shape, dtype and values);

@@ -2,6 +2,7 @@
 
 import gc
 import mmap
+import threading
 import weakref
 
 import pytest
@@ -268,6 +269,23 @@ def test_a_store_that_cannot_map_more_memory_keeps_references(monkeypatch):
     monkeypatch.setattr(mmap, "mmap", refuse)
     assert store.compact() == 0
     assert record.tensor.data_ptr() == where
+
+
+def test_a_block_can_come_back_while_the_pool_is_busy_on_the_same_thread():
+    # A garbage collection set off by an allocation inside the pool's locked code can free a moved tensor.
+    pool = CapturePool(keep_bytes=2**30)
+    moved = pool.move(torch.randn(BIG))
+
+    def free_inside_the_lock() -> None:
+        nonlocal moved
+        with pool._lock:
+            moved = None  # the block comes back here, on the thread holding the lock
+
+    worker = threading.Thread(target=free_inside_the_lock, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive()
+    assert pool.free_bytes == size_class(BIG * 4)
 
 
 def test_a_pool_maps_at_most_max_blocks(monkeypatch):
