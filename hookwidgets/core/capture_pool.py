@@ -88,17 +88,17 @@ class CapturePool:
         None when no block can be had (``MAX_BLOCKS`` reached, or the process is out of memory or mappings)."""
         nbytes = t.nbytes
         size = size_class(nbytes)
-        with self._lock:
+        with self._lock:  # a free block of the size class, or room for a new one
             blocks = self._free.get(size)
             block = blocks.pop() if blocks else None
             if block is not None:
                 self.free_bytes -= size
-        if block is None:
-            with self._lock:
-                if self.blocks >= MAX_BLOCKS:
-                    return None  # the capture stays a reference
+            elif self.blocks >= MAX_BLOCKS:
+                return None  # the capture stays a reference
+            else:
                 self.blocks += 1
                 self.mapped_bytes += size
+        if block is None:
             try:
                 block = mmap.mmap(-1, size)
             except OSError:  # out of memory or mappings: the capture stays a reference
