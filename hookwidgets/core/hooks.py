@@ -34,6 +34,7 @@ from .edits import normalize_edits
 from .foreign import foreign_hooks
 from .kinds import MODULE_KINDS, Kind, check_callable
 from .nodehooks import NodeHooks
+from .owned import own
 from .registration import KindRegistrations
 from .scope import next_sequence_nr
 from .stats import StatsMemo
@@ -126,7 +127,6 @@ class HookRegistry(KindRegistrations):
         self._step_begins: dict[int, tuple[int, int]] = {}
         self._step_handles: list[RemovableHandle] = []
         self._paths: dict[int, str] = {}
-        self._full_flags: dict[nn.Module, tuple[bool | None, set[nn.Module]]] = {}  # see KindRegistrations
         self._global_full_flag = module_globals._global_is_full_backward_hook
         self._suspended = False
         self.explanations: deque[str] = deque(maxlen=100)
@@ -215,7 +215,6 @@ class HookRegistry(KindRegistrations):
         """Remove every hook this registry added and drop the model. Safe to call more than once."""
         self.detach()
         self._flush_pending_removals()
-        self._full_flags.clear()
         self._paths = {}
 
     def _remove(self, info: HookInfo, defer_root_forward: bool = False) -> None:
@@ -225,7 +224,7 @@ class HookRegistry(KindRegistrations):
             if defer_root_forward and handle.hooks_dict_ref() is self._root._forward_hooks:
                 self._pending_removal.append(handle)  # torch is iterating over that dict right now
                 continue
-            handle.remove()
+            handle.remove()  # the ledger (owned.py) puts a backward-hook flag back with the last hook needing it
             # torch's handle does not cover the global with_kwargs dict (a stale entry otherwise)
             module_globals._global_forward_hooks_with_kwargs.pop(handle.id, None)
         info._handles.clear()
@@ -236,9 +235,13 @@ class HookRegistry(KindRegistrations):
     # Steps: one call of the root module; the first pre-hook to see a root call starts the step.
     def _ensure_step_tracker(self) -> None:
         if not self._step_handles:
+            root = self._root
             self._step_handles = [
-                self._root.register_forward_pre_hook(self._eager(lambda m, args: self._begin_step(args)), prepend=True),
-                self._root.register_forward_hook(self._eager(self._end_step), prepend=True, always_call=True),
+                own(
+                    root,
+                    root.register_forward_pre_hook(self._eager(lambda m, args: self._begin_step(args)), prepend=True),
+                ),
+                own(root, root.register_forward_hook(self._eager(self._end_step), prepend=True, always_call=True)),
             ]
 
     def _begin_step(self, args: Any) -> None:
@@ -423,10 +426,6 @@ class HookRegistry(KindRegistrations):
             return None
 
     def _restore_backward_flags(self) -> None:
-        """Put back the private full/legacy backward flags once no backward hook of ours needs them."""
-        for owner, (flag, holders) in list(self._full_flags.items()):
-            if all(not m._backward_hooks and not m._backward_pre_hooks for m in (owner, *holders)):
-                owner._is_full_backward_hook = flag
-                del self._full_flags[owner]
+        """Put back torch's global full-backward flag once no global backward hook needs it."""
         if not module_globals._global_backward_hooks and not module_globals._global_backward_pre_hooks:
             module_globals._global_is_full_backward_hook = self._global_full_flag

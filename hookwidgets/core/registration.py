@@ -16,6 +16,7 @@ from .actions import Firing, named_tensors
 from .diagnostics import NO_INPUT_GRAD, backward_output_note, no_input_grad_note
 from .kinds import Kind
 from .nested import is_dataclass_value, tensors_in
+from .owned import own, own_backward
 
 if TYPE_CHECKING:
     from .hooks import HookInfo
@@ -29,7 +30,6 @@ class KindRegistrations:
     _root: nn.Module
     _paths: dict[int, str]
     _suspended: bool
-    _full_flags: dict[nn.Module, tuple[bool | None, set[nn.Module]]]  # flag owner -> (flag found, hook holders)
     _node_hooks: NodeHooks
     _hooked_outputs: dict[str, list[weakref.ref]]  # module path -> its last outputs, for explain_collision
 
@@ -46,10 +46,11 @@ class KindRegistrations:
             return []
         handles = [self._register_module(spec, obj, info, info.target, with_kwargs)]
         if spec.name in ("backward", "backward_pre"):
-            handles.append(obj.register_forward_hook(self._eager(self._check_backward_output(info))))
+            handles.append(own(obj, obj.register_forward_hook(self._eager(self._check_backward_output(info)))))
         if spec.name in ("backward", "backward_pre", "legacy_backward"):  # their firings name the forward call
             target = info.target
-            handles.append(obj.register_forward_pre_hook(self._eager(lambda m, args: self._note_call_start(target))))
+            note_start = self._eager(lambda m, args: self._note_call_start(target))
+            handles.append(own(obj, obj.register_forward_pre_hook(note_start)))
         return handles
 
     def _eager(self, hook: Callable) -> Callable:
@@ -87,9 +88,6 @@ class KindRegistrations:
         self, spec: Kind, module: nn.Module, info: HookInfo, target: str, with_kwargs: bool
     ) -> RemovableHandle:
         kind, user = info.kind, info.action
-        if spec.name in ("backward_pre", "backward", "legacy_backward"):
-            owner = flag_owner(module)  # where torch's write of the flag lands
-            self._full_flags.setdefault(owner, (owner._is_full_backward_hook, set()))[1].add(module)
         if spec.name == "forward_pre":
 
             def forward_pre(mod, args, kwargs=None):
@@ -102,7 +100,7 @@ class KindRegistrations:
                     return (result, kwargs)  # an edit replaced args; torch wants (args, kwargs) here
                 return result
 
-            return module.register_forward_pre_hook(self._eager(forward_pre), with_kwargs=with_kwargs)
+            return own(module, module.register_forward_pre_hook(self._eager(forward_pre), with_kwargs=with_kwargs))
         if spec.name == "forward":
 
             def forward(mod, args, *rest):
@@ -116,7 +114,9 @@ class KindRegistrations:
                 return self._fire(info, "forward", firing, output, lambda o: named_tensors("output", o), call_user)
 
             # always_call: a forward that raises still reports (with output None) instead of vanishing.
-            return module.register_forward_hook(self._eager(forward), with_kwargs=with_kwargs, always_call=True)
+            return own(
+                module, module.register_forward_hook(self._eager(forward), with_kwargs=with_kwargs, always_call=True)
+            )
         if spec.name == "backward_pre":
 
             def backward_pre(mod, grad_output):
@@ -126,7 +126,7 @@ class KindRegistrations:
                 call_user = (lambda g: user(mod, g)) if callable(user) else None
                 return self._fire(info, "backward", firing, grad_output, _grad_outputs, call_user)
 
-            return module.register_full_backward_pre_hook(backward_pre)
+            return own(module, module.register_full_backward_pre_hook(backward_pre))
         if spec.name in ("backward", "legacy_backward"):
 
             def backward(mod, grad_input, grad_output):
@@ -146,10 +146,10 @@ class KindRegistrations:
             if spec.name == "legacy_backward":
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", FutureWarning)
-                    return module.register_backward_hook(backward)
-            return module.register_full_backward_hook(backward)
+                    return own_backward(module, lambda: module.register_backward_hook(backward))
+            return own_backward(module, lambda: module.register_full_backward_hook(backward))
         if spec.name == "grad":
-            return module.register_forward_hook(self._eager(self._arm_tensor_hooks(info, target)))
+            return own(module, module.register_forward_hook(self._eager(self._arm_tensor_hooks(info, target))))
         raise AssertionError(f"unhandled module kind {spec.name}")
 
     def _arm_tensor_hooks(self, info: HookInfo, target: str) -> Callable:
@@ -286,17 +286,6 @@ def _grad_outputs(grad_output: Any) -> dict[str, torch.Tensor]:
 def _grads_both(grad_input: Any, grad_output: Any) -> dict[str, torch.Tensor]:
     """Output-side gradients first, so a backward record's primary tensor is grad_output.0."""
     return {**named_tensors("grad_output", grad_output), **named_tensors("grad_input", grad_input)}
-
-
-def flag_owner(module: nn.Module) -> nn.Module:
-    """The module whose ``_is_full_backward_hook`` torch sets when ``module`` gets a backward hook.
-
-    A ``torch.compile`` wrapper (OptimizedModule) reads its own attribute but forwards every write to
-    the module it wraps, so the flag to save and put back is the wrapped one's.
-    """
-    while type(module).__name__ == "OptimizedModule" and isinstance(module._modules.get("_orig_mod"), nn.Module):
-        module = module._modules["_orig_mod"]
-    return module
 
 
 def is_compiled(model: nn.Module) -> bool:
