@@ -45,6 +45,21 @@ def assert_legacy_hooks_allowed(module: nn.Module) -> None:
         module_globals.register_module_backward_hook(lambda *args: None).remove()
 
 
+def test_rerun_cell_with_the_first_explorer_dropped_unclosed_puts_every_flag_back(mlp, x):
+    before, keys = hook_state(mlp), dict_keys(mlp)
+    ex = None
+    for _ in range(2):  # the notebook cell, run twice: the first explorer is dropped when `ex` is rebound
+        ex = Explorer(mlp, example_inputs=x)
+        ex.attach("0", "backward")
+        ex.attach("", "global_backward")
+    assert mlp[0]._is_full_backward_hook is True
+    del ex
+    gc.collect()
+    assert hook_state(mlp) == before and dict_keys(mlp) == keys
+    assert module_globals._global_is_full_backward_hook is None
+    assert_legacy_hooks_allowed(mlp[0])
+
+
 @pytest.mark.parametrize("order", ["attach order", "reverse order", "first dropped", "second dropped"])
 def test_two_explorers_with_full_backward_hooks_on_one_module_put_the_flag_back_in_any_order(mlp, order):
     before, keys = hook_state(mlp), dict_keys(mlp)
