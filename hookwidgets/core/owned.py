@@ -1,10 +1,12 @@
-"""What hookwidgets has put on modules, process-wide: hook handles and backward-hook flags.
+"""What hookwidgets has put on modules, process-wide: hook handles, backward-hook flags, and copies without them.
 
 Every explorer registers its module hooks through ``own()`` / ``own_backward()``. The ledger counts, per
 module, the live hookwidgets handles on it and the backward hooks that set torch's private
 ``_is_full_backward_hook`` flag, with the flag's value before the first of them: when the last one goes
 (whichever explorer closes or is dropped last) the flag is put back, unless a backward hook someone else
-attached still needs it.
+attached still needs it. While anything of ours is on a module, the module carries an instance attribute
+``__reduce_ex__`` (pickle and ``copy`` look it up on the instance first): the class's own reduction with
+our hooks, our flag and that attribute left out, so copies and saved models carry nothing of hookwidgets.
 """
 
 from __future__ import annotations
@@ -12,10 +14,14 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from .foreign import HOOK_DICTS
+
+REDUCE = "__reduce_ex__"
 _lock = threading.RLock()  # reentrant: a finalizer set off by a collection inside a locked section removes handles
 _entries: dict[int, _Entry] = {}  # id(module) -> what is ours on it
 _own_ids: set[int] = set()  # ids of every live hookwidgets handle on a module, all explorers together
@@ -103,10 +109,12 @@ def flag_owner(module: nn.Module) -> nn.Module:
 
 
 def _entry(module: nn.Module) -> _Entry:
-    """The module's entry, made when it has none. Call with ``_lock`` held."""
+    """The module's entry, made (with its ``__reduce_ex__``) when it has none. Call with ``_lock`` held."""
     entry = _entries.get(id(module))
     if entry is None or entry.ref() is not module:  # none, or one of a dead module whose id was reused
         entry = _entries[id(module)] = _Entry(module)
+        if REDUCE not in module.__dict__:  # a reduction the user set on the instance stays theirs
+            object.__setattr__(module, REDUCE, _Reducer(module))
     return entry
 
 
@@ -133,8 +141,11 @@ def _release_flag(owner: nn.Module) -> None:
 
 
 def _drop_if_empty(module: nn.Module, entry: _Entry) -> None:
-    if entry.handles == 0 and entry.flags == 0 and _entries.get(id(module)) is entry:
-        del _entries[id(module)]
+    if entry.handles == 0 and entry.flags == 0:
+        if _entries.get(id(module)) is entry:
+            del _entries[id(module)]
+        if isinstance(module.__dict__.get(REDUCE), _Reducer):
+            del module.__dict__[REDUCE]
 
 
 def _forget(key: int) -> None:
@@ -143,3 +154,50 @@ def _forget(key: int) -> None:
         entry = _entries.get(key)
         if entry is not None and entry.ref() is None:
             del _entries[key]
+
+
+class _Reducer:
+    """A module's ``__reduce_ex__`` while hookwidgets has hooks or a flag on it: the class's reduction, filtered."""
+
+    __slots__ = ("_module",)
+
+    def __init__(self, module: nn.Module) -> None:
+        self._module = weakref.ref(module)  # the module holds this object: no cycle back
+
+    def __call__(self, protocol: int) -> Any:
+        module = self._module()
+        if module is None:
+            raise TypeError("this module's copy helper outlived its module")
+        reduced = type(module).__reduce_ex__(module, protocol)
+        if not isinstance(reduced, tuple) or len(reduced) < 3:
+            return reduced  # no state to filter (a string, or a class rebuilt from its arguments only)
+        return (*reduced[:2], _state_without_ours(module, reduced[2]), *reduced[3:])
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Reducer:
+        """A class with its own ``__deepcopy__`` may copy ``__dict__`` as it is, this helper included: the
+        copy's helper must reduce the copy (found in the memo), not the original."""
+        module = self._module()
+        copied = memo.get(id(module)) if module is not None else None
+        return _Reducer(copied) if isinstance(copied, nn.Module) else self
+
+
+def _state_without_ours(module: nn.Module, state: Any) -> Any:
+    """``state`` (the module's ``__dict__`` as its class saves it) without our hooks, flag or reducer."""
+    if isinstance(state, tuple) and len(state) == 2 and isinstance(state[0], dict):  # (__dict__, slots)
+        return (_state_without_ours(module, state[0]), state[1])
+    if not isinstance(state, dict):
+        return state
+    state = dict(state)  # a copy: the class may hand out the module's own __dict__
+    state.pop(REDUCE, None)
+    with _lock:
+        entry = _entries.get(id(module))
+        flag_held = entry is not None and entry.ref() is module and entry.flags > 0
+        for name in HOOK_DICTS:
+            hooks = state.get(name)
+            if hooks:
+                items = list(hooks.items())  # a snapshot: a finalizer may remove a hook meanwhile
+                if any(key in _own_ids for key, _ in items):
+                    state[name] = type(hooks)((key, hook) for key, hook in items if key not in _own_ids)
+        if flag_held and "_is_full_backward_hook" in state and not state.get("_backward_hooks"):
+            state["_is_full_backward_hook"] = entry.flag_before  # as before hookwidgets: no hook left needs it
+    return state
