@@ -48,6 +48,8 @@ class ModelWideHooks:
         self.paths: dict[int, str] = {}
         """id(module) -> its first path, for the modules the hooks are on; the hooks read it, it is updated in place."""
         self._hooks: dict[int, _Placed] = {}  # id(info) -> its placement
+        self._refs: dict[int, weakref.ref] = {}  # the modules of ``paths``: one collected may leave its id to a new one
+        self._died: list[weakref.ref] = []  # their references, as they die
         self._lock = threading.Lock()  # two threads may begin steps at once
 
     def __bool__(self) -> bool:
@@ -71,11 +73,12 @@ class ModelWideHooks:
             self._hooks.pop(id(info), None)
             if not self._hooks:
                 self.paths.clear()
+                self._refs.clear()
 
     def sync(self) -> None:
         """Put the hooks on modules added to the model since the last sync; take them off modules that left."""
         root = self._root()
-        if root is None or module_ids(root) == self.paths.keys():
+        if root is None or (not self._died and module_ids(root) == self.paths.keys()):
             return
         with self._lock, no_gc():
             self._update(root)
@@ -83,12 +86,17 @@ class ModelWideHooks:
     def _update(self, root: nn.Module) -> dict[int, tuple[str, nn.Module]]:
         """Bring ``paths`` and every hook's placement up to date with the model's modules; returns them by id
         (first path each). Called with the lock held."""
-        known = set(self.paths)
         modules = {id(module): (path, module) for path, module in root.named_modules()}
-        gone = known - modules.keys()
+        replaced = {key for key in self.paths.keys() & modules.keys() if self._refs[key]() is not modules[key][1]}
+        known = set(self.paths) - replaced  # a module whose id a collected one had is new
+        gone = set(self.paths) - modules.keys() | replaced
         for key in gone:
-            del self.paths[key]
+            del self.paths[key], self._refs[key]
         self.paths.update((key, path) for key, (path, _) in modules.items())
+        self._refs.update(
+            (key, weakref.ref(module, self._died.append)) for key, (_, module) in modules.items() if key not in known
+        )
+        self._died.clear()
         for placed in self._hooks.values():
             if not placed.info.active:
                 continue

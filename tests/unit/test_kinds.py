@@ -2,6 +2,7 @@
 
 import copy
 import warnings
+import weakref
 
 import pytest
 import torch
@@ -411,6 +412,21 @@ def test_a_global_kind_attached_after_a_module_was_added_leaves_none_of_them_beh
         mlp(x)
         assert [r.step for r in ex.captures["3"]["global_forward"]] == [2]
         assert [r.step for r in ex.captures["3"]["global_forward_pre"]] == [2]
+
+
+def test_a_module_that_took_the_id_of_a_collected_one_gets_the_global_kinds(mlp, x):
+    with Explorer(mlp) as ex:
+        ex.attach("", "global_forward")
+        wide = ex._registry._model_wide
+        # As if mlp[1] were new, at the address of a hooked module collected since: no hook of ours, and the
+        # reference kept for its id is that dead module's.
+        mlp[1]._forward_hooks.clear()
+        mlp[1]._forward_hooks_always_called.clear()
+        collected = nn.Tanh()
+        wide._refs[id(mlp[1])] = weakref.ref(collected, wide._died.append)
+        del collected
+        mlp(x)
+        assert [r.step for r in ex.captures["1"]["global_forward"]] == [1]
 
 
 def test_a_step_that_adds_no_module_places_no_hook_again(mlp, x):
