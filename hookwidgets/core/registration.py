@@ -145,6 +145,8 @@ class KindRegistrations:
                 return result
 
             if spec.name == "legacy_backward":
+                if flag_owner(module)._is_full_backward_hook is True:  # torch's own error names neither
+                    raise ValueError(FULL_REFUSES_LEGACY.format(target=target))
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", FutureWarning)
                     return own_backward(module, lambda: module.register_backward_hook(backward))
@@ -282,6 +284,11 @@ class KindRegistrations:
         self._model_wide.add(info, place)
 
 
+FULL_REFUSES_LEGACY = (
+    "module {target!r} has a full backward hook (kind 'backward' or 'global_backward', or one attached by "
+    "others; torch keeps the mark of a removed one), and torch refuses a legacy backward hook beside one; "
+    "detach those first, or compare the two with ex.compare_backward({target!r}), which runs each on a copy"
+)
 LEGACY_REFUSES_FULL = (
     "it has a legacy backward hook (register_backward_hook, or one removed since: torch keeps its mark), and torch "
     "refuses a full backward hook beside one; hook it with 'grad' instead"

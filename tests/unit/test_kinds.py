@@ -452,6 +452,14 @@ def test_global_backward_skips_a_module_with_a_legacy_hook_and_says_so(mlp, x):
     assert list(mlp[2]._backward_hooks) == [theirs.id] and mlp[2]._is_full_backward_hook is False
 
 
+def test_a_legacy_backward_hook_beside_global_backward_is_refused_naming_both(mlp):
+    with Explorer(mlp) as ex:
+        ex.attach("", "global_backward")
+        with pytest.raises(ValueError, match=r"module '2' has a full backward hook \(kind 'backward' or 'global_b"):
+            ex.attach("2", "legacy_backward")
+        assert [h.kind for h in ex.hooks] == ["global_backward"]
+
+
 def test_global_kinds_run_before_the_modules_own_hooks(mlp, x):
     order = []
     mlp[0].register_forward_pre_hook(lambda m, a: order.append("own forward_pre"))
