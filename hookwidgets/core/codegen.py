@@ -46,6 +46,7 @@ RESERVED = {
     "_edit_hidden",
     "_path",
     "_module",
+    "_every_module",
 }
 SUPPORTED = (*MODULE_KINDS, *GLOBAL_KINDS, "param_grad", "post_accumulate", *NODE_KINDS)
 
@@ -95,12 +96,12 @@ MODULE_REGISTER = {
     "param_grad": "register_hook({fn})",
     "post_accumulate": "register_post_accumulate_grad_hook({fn})",
 }
-GLOBAL_REGISTER = {
-    "global_forward_pre": "register_module_forward_pre_hook({fn})",
-    "global_forward": "register_module_forward_hook({fn}, always_call=True)",
-    "global_backward_pre": "register_module_full_backward_pre_hook({fn})",
-    "global_backward": "register_module_full_backward_hook({fn})",
-    "global_grad": "register_module_forward_hook({fn})",
+GLOBAL_REGISTER = {  # on each module of the model, first among its hooks: where torch runs its global hooks
+    "global_forward_pre": "register_forward_pre_hook({fn}, prepend=True)",
+    "global_forward": "register_forward_hook({fn}, prepend=True, always_call=True)",
+    "global_backward_pre": "register_full_backward_pre_hook({fn}, prepend=True)",
+    "global_backward": "register_full_backward_hook({fn}, prepend=True)",
+    "global_grad": "register_forward_hook({fn}, prepend=True)",
 }
 
 HEADER = """\
@@ -251,10 +252,17 @@ DICT_OUTPUT_NOTE = "# torch never fires the pre-hook above on a dict or dataclas
 
 PATHS = """
 
-# Global hooks fire for every module in the process: this maps the model's own modules to their paths.
+# The model's modules by id, with their paths.
 paths = {{}}
 for _path, _module in {model}.named_modules(remove_duplicate=False):
     paths.setdefault(id(_module), _path)  # a module reachable by two paths goes by the first, as in hookwidgets
+"""
+
+EVERY_MODULE = """
+# Global kinds: torch's process-wide module hooks would run for every model in the process, so each global
+# kind is a hook on every module of this model instead, put first among the module's own hooks (torch runs
+# its global hooks before them). A module added to the model later gets the hooks when this code runs again.
+_every_module = [m for m in {model}.modules() if not isinstance(m, torch.jit.ScriptModule)]  # those take no hooks
 """
 
 GRAD_NOTE = """\
@@ -461,6 +469,8 @@ def hook_code(hooks: list[HookInfo], model_name: str = "model", *, model: nn.Mod
         parts.append(DICT_OUTPUT)
     if op_nodes or any(spec in GLOBAL_KINDS for spec in specs):
         parts.append(PATHS.format(model=model_name))
+    if any(spec in GLOBAL_KINDS for spec in specs):
+        parts.append(EVERY_MODULE.format(model=model_name))
     if op_nodes:
         parts.append(OP_NODES.format(model=model_name))
         if any(_hides_edit(info, spec) for info, spec in zip(own, specs, strict=True)):
@@ -526,12 +536,15 @@ def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[st
     if spec in NODE_KINDS:
         node_lines = _node_hook(info, spec, fn, signature, model_name)
         return "\n".join([*lines, *node_lines])
-    if spec == "global_grad":
-        lines += _global_grad_hook(info, fn, names)
-        registration = f"torch.nn.modules.module.{GLOBAL_REGISTER[spec].format(fn=fn)}"
-    elif spec in GLOBAL_KINDS:
-        lines += _global_hook(info, spec, fn, signature, names, hide_edits)
-        registration = f"torch.nn.modules.module.{GLOBAL_REGISTER[spec].format(fn=fn)}"
+    if spec in GLOBAL_KINDS:
+        if spec == "global_grad":
+            lines += _global_grad_hook(info, fn, names)
+        else:
+            lines += _global_hook(info, spec, fn, signature, names, hide_edits)
+        register = f"handles.append(_module.{GLOBAL_REGISTER[spec].format(fn=fn)})"
+        if spec == "global_backward":
+            register = GLOBAL_BACKWARD_SKIP + register
+        return "\n".join([*lines, "", "", "for _module in _every_module:", f"    {register}"])
     else:
         if spec == "grad":
             lines += _grad_hook(info, fn, names)
@@ -606,8 +619,14 @@ def _node_hook(info: HookInfo, spec: str, fn: str, signature: str, model_name: s
     return [NODE_NOTE, *body, "", "", register]
 
 
+GLOBAL_BACKWARD_SKIP = """\
+if _module._is_full_backward_hook is False:
+        continue  # a legacy backward hook is on it: torch refuses a full one beside it
+    """
+
+
 def _global_grad_hook(info: HookInfo, fn: str, names: set[str]) -> list[str]:
-    """A process-wide forward hook arming tensor hooks on the outputs of the model's own modules."""
+    """A forward hook, on every module of the model, arming tensor hooks on the module's outputs."""
     if callable(info.action):
         on_grad = _name(names, info.action_name, f"{fn}_grad")
         lines = [_placeholder(info, on_grad, "grad")]
@@ -622,9 +641,7 @@ def _global_grad_hook(info: HookInfo, fn: str, names: set[str]) -> list[str]:
         "",
         "",
         f"def {fn}(module, args, output):",
-        "    path = paths.get(id(module))",
-        "    if path is None:",
-        "        return  # a module of another model",
+        "    path = paths[id(module)]",
         '    for name, tensor in _named("grad_output", output).items():',
         "        if tensor.requires_grad:",
         f"            {arm}",
@@ -632,7 +649,7 @@ def _global_grad_hook(info: HookInfo, fn: str, names: set[str]) -> list[str]:
 
 
 def _global_hook(info: HookInfo, spec: str, fn: str, signature: str, names: set[str], hide_edits: bool) -> list[str]:
-    """A process-wide module hook that acts for the model's own modules only, keyed by their paths."""
+    """A module hook, on every module of the model, recording under the module's path."""
     lines = []
     if callable(info.action):
         user = _name(names, info.action_name, f"{fn}_user")
@@ -644,9 +661,7 @@ def _global_hook(info: HookInfo, spec: str, fn: str, signature: str, names: set[
     return [
         *lines,
         f"def {fn}({signature}):",
-        "    path = paths.get(id(module))",
-        "    if path is None:",
-        "        return None  # a module of another model",
+        "    path = paths[id(module)]",
         *body,
     ]
 

@@ -180,27 +180,28 @@ def _run(model: nn.Module, target: str, inputs: Inputs, score: Any, devices: lis
 def _hookless_copy(model: nn.Module) -> nn.Module:
     """A deep copy of ``model`` with no module hooks (torch's weight-computing pre-hooks aside) and no legacy flag.
 
-    The hook dicts are swapped for fresh ones through deepcopy's memo, so hook objects are never copied:
-    deepcopy would otherwise copy them (REPORT P19), closures, registries and all.
+    Hook objects are never copied (deepcopy would otherwise copy them, closures, registries and all): the
+    memo swaps each hook dict for a fresh one, and maps each hook to itself for the dicts that hold hooks
+    of hookwidgets too (those reach the copy filtered into new dicts, which the memo cannot know).
     """
     memo: dict[int, Any] = {}
     for module in model.modules():
         for name in HOOK_DICTS:
             hooks = module.__dict__.get(name)
             if hooks is not None:
-                kept = (
-                    [(k, h) for k, h in hooks.items() if isinstance(h, _WEIGHT_PRE_HOOKS)]
-                    if name == "_forward_pre_hooks"
-                    else []
-                )
-                memo[id(hooks)] = OrderedDict(kept)
+                memo[id(hooks)] = OrderedDict()
+                memo.update((id(hook), hook) for hook in hooks.values() if not isinstance(hook, nn.Module))
     try:
         clone = copy.deepcopy(model, memo)
     except Exception as exc:
         raise RuntimeError(
             f"compare_backward runs on copies of the model, and copy.deepcopy of {type(model).__name__} failed: {exc}"
         ) from exc
-    for module in clone.modules():
+    for original, module in zip(model.modules(), clone.modules(), strict=True):
+        for name in HOOK_DICTS:
+            if name in module.__dict__:
+                kept = [(k, h) for k, h in getattr(original, name).items() if isinstance(h, _WEIGHT_PRE_HOOKS)]
+                module.__dict__[name] = OrderedDict(kept if name == "_forward_pre_hooks" else [])
         module._is_full_backward_hook = None
     return clone
 

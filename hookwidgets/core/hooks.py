@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import torch
-import torch.nn.modules.module as module_globals
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
@@ -33,7 +32,9 @@ from .diagnostics import (
 from .edits import normalize_edits
 from .foreign import foreign_hooks
 from .kinds import MODULE_KINDS, Kind, check_callable
+from .modelwide import ModelWideHooks
 from .nodehooks import NodeHooks
+from .owned import own
 from .registration import KindRegistrations
 from .scope import next_sequence_nr
 from .stats import StatsMemo
@@ -125,9 +126,7 @@ class HookRegistry(KindRegistrations):
         # step -> (its thread, the sequence number autograd had when it began): the step a node was made in
         self._step_begins: dict[int, tuple[int, int]] = {}
         self._step_handles: list[RemovableHandle] = []
-        self._paths: dict[int, str] = {}
-        self._full_flags: dict[nn.Module, tuple[bool | None, set[nn.Module]]] = {}  # see KindRegistrations
-        self._global_full_flag = module_globals._global_is_full_backward_hook
+        self._model_wide = ModelWideHooks(root)  # the global kinds' hooks, on every module of the model
         self._suspended = False
         self.explanations: deque[str] = deque(maxlen=100)
         self._pending_removal: list[RemovableHandle] = []
@@ -190,9 +189,15 @@ class HookRegistry(KindRegistrations):
         # post_accumulate sees p.grad, which later backwards accumulate into in place: keep a copy
         copy = copy or spec.name == "post_accumulate"
         info = HookInfo(target, kind, action, edits, copy, spec=spec.name, with_kwargs=with_kwargs)
-        info._handles.extend(self._register(spec, obj, info, with_kwargs))
-        self._hooks[(target, kind)] = info
+        # The step tracker first: a global kind's hook on the root, put first after it, then runs before the
+        # tracker's, as torch's global hooks would (the root's global_forward record precedes the step's end).
         self._ensure_step_tracker()
+        try:
+            info._handles.extend(self._register(spec, obj, info, with_kwargs))
+        except BaseException:
+            self._drop_idle_step_tracker()
+            raise
+        self._hooks[(target, kind)] = info
         return info
 
     def detach(self, target: str | None = None, kind: str | None = None) -> list[HookInfo]:
@@ -205,41 +210,44 @@ class HookRegistry(KindRegistrations):
         for info in removed:
             self._remove(info)
         self._flush_pending_removals()
-        if not self._hooks:
-            for handle in self._step_handles:
-                handle.remove()
-            self._step_handles.clear()
+        self._drop_idle_step_tracker()
         return removed
 
     def close(self) -> None:
         """Remove every hook this registry added and drop the model. Safe to call more than once."""
         self.detach()
         self._flush_pending_removals()
-        self._full_flags.clear()
-        self._paths = {}
 
     def _remove(self, info: HookInfo, defer_root_forward: bool = False) -> None:
         """Remove one hook's handles; inside the root's forward-hook loop, defer touching its dict."""
         info.active = False  # tensor hooks already set on live tensors check this flag
+        self._model_wide.discard(info)  # first: a step beginning on another thread places no more of its hooks
         for handle in info._handles:
             if defer_root_forward and handle.hooks_dict_ref() is self._root._forward_hooks:
                 self._pending_removal.append(handle)  # torch is iterating over that dict right now
                 continue
-            handle.remove()
-            # torch's handle does not cover the global with_kwargs dict (a stale entry otherwise)
-            module_globals._global_forward_hooks_with_kwargs.pop(handle.id, None)
+            handle.remove()  # the ledger (owned.py) puts a backward-hook flag back with the last hook needing it
         info._handles.clear()
         self._hooks.pop((info.target, info.kind), None)
         self._node_hooks.discard(info)
-        self._restore_backward_flags()
 
     # Steps: one call of the root module; the first pre-hook to see a root call starts the step.
     def _ensure_step_tracker(self) -> None:
         if not self._step_handles:
+            root = self._root
             self._step_handles = [
-                self._root.register_forward_pre_hook(self._eager(lambda m, args: self._begin_step(args)), prepend=True),
-                self._root.register_forward_hook(self._eager(self._end_step), prepend=True, always_call=True),
+                own(
+                    root,
+                    root.register_forward_pre_hook(self._eager(lambda m, args: self._begin_step(args)), prepend=True),
+                ),
+                own(root, root.register_forward_hook(self._eager(self._end_step), prepend=True, always_call=True)),
             ]
+
+    def _drop_idle_step_tracker(self) -> None:
+        if not self._hooks:
+            for handle in self._step_handles:
+                handle.remove()
+            self._step_handles.clear()
 
     def _begin_step(self, args: Any) -> None:
         self._flush_pending_removals()
@@ -249,6 +257,8 @@ class HookRegistry(KindRegistrations):
         if getattr(local, "root_args", None) is args:
             return  # the same root call, seen by a global pre-hook and then by the step tracker
         local.root_args = args
+        if self._model_wide:
+            self._model_wide.sync()  # modules added to the model get the global kinds, from this step on
         with self._lock:
             self.steps_seen += 1
             local.step = self.steps_seen
@@ -421,12 +431,3 @@ class HookRegistry(KindRegistrations):
                 f"hook {info.kind!r} on {firing.target!r} failed: {exc!r} (recorded on ex.hooks)", stacklevel=2
             )
             return None
-
-    def _restore_backward_flags(self) -> None:
-        """Put back the private full/legacy backward flags once no backward hook of ours needs them."""
-        for owner, (flag, holders) in list(self._full_flags.items()):
-            if all(not m._backward_hooks and not m._backward_pre_hooks for m in (owner, *holders)):
-                owner._is_full_backward_hook = flag
-                del self._full_flags[owner]
-        if not module_globals._global_backward_hooks and not module_globals._global_backward_pre_hooks:
-            module_globals._global_is_full_backward_hook = self._global_full_flag

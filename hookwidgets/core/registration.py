@@ -8,14 +8,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import torch
-import torch.nn.modules.module as module_globals
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from .actions import Firing, named_tensors
 from .diagnostics import NO_INPUT_GRAD, backward_output_note, no_input_grad_note
 from .kinds import Kind
+from .modelwide import ModelWideHooks
 from .nested import is_dataclass_value, tensors_in
+from .owned import flag_owner, own, own_backward
 
 if TYPE_CHECKING:
     from .hooks import HookInfo
@@ -27,9 +28,8 @@ class KindRegistrations:
 
     step: int
     _root: nn.Module
-    _paths: dict[int, str]
     _suspended: bool
-    _full_flags: dict[nn.Module, tuple[bool | None, set[nn.Module]]]  # flag owner -> (flag found, hook holders)
+    _model_wide: ModelWideHooks
     _node_hooks: NodeHooks
     _hooked_outputs: dict[str, list[weakref.ref]]  # module path -> its last outputs, for explain_collision
 
@@ -38,7 +38,8 @@ class KindRegistrations:
 
     def _register(self, spec: Kind, obj: Any, info: HookInfo, with_kwargs: bool) -> list[RemovableHandle]:
         if spec.family == "global":
-            return [self._register_global(spec, info)]
+            self._register_global(spec, info)  # handles join info._handles, one set per module
+            return []
         if spec.family == "param":
             return [self._register_param(spec, obj, info)]
         if spec.family == "node":
@@ -46,10 +47,11 @@ class KindRegistrations:
             return []
         handles = [self._register_module(spec, obj, info, info.target, with_kwargs)]
         if spec.name in ("backward", "backward_pre"):
-            handles.append(obj.register_forward_hook(self._eager(self._check_backward_output(info))))
+            handles.append(own(obj, obj.register_forward_hook(self._eager(self._check_backward_output(info)))))
         if spec.name in ("backward", "backward_pre", "legacy_backward"):  # their firings name the forward call
             target = info.target
-            handles.append(obj.register_forward_pre_hook(self._eager(lambda m, args: self._note_call_start(target))))
+            note_start = self._eager(lambda m, args: self._note_call_start(target))
+            handles.append(own(obj, obj.register_forward_pre_hook(note_start)))
         return handles
 
     def _eager(self, hook: Callable) -> Callable:
@@ -87,9 +89,6 @@ class KindRegistrations:
         self, spec: Kind, module: nn.Module, info: HookInfo, target: str, with_kwargs: bool
     ) -> RemovableHandle:
         kind, user = info.kind, info.action
-        if spec.name in ("backward_pre", "backward", "legacy_backward"):
-            owner = flag_owner(module)  # where torch's write of the flag lands
-            self._full_flags.setdefault(owner, (owner._is_full_backward_hook, set()))[1].add(module)
         if spec.name == "forward_pre":
 
             def forward_pre(mod, args, kwargs=None):
@@ -102,7 +101,7 @@ class KindRegistrations:
                     return (result, kwargs)  # an edit replaced args; torch wants (args, kwargs) here
                 return result
 
-            return module.register_forward_pre_hook(self._eager(forward_pre), with_kwargs=with_kwargs)
+            return own(module, module.register_forward_pre_hook(self._eager(forward_pre), with_kwargs=with_kwargs))
         if spec.name == "forward":
 
             def forward(mod, args, *rest):
@@ -116,7 +115,9 @@ class KindRegistrations:
                 return self._fire(info, "forward", firing, output, lambda o: named_tensors("output", o), call_user)
 
             # always_call: a forward that raises still reports (with output None) instead of vanishing.
-            return module.register_forward_hook(self._eager(forward), with_kwargs=with_kwargs, always_call=True)
+            return own(
+                module, module.register_forward_hook(self._eager(forward), with_kwargs=with_kwargs, always_call=True)
+            )
         if spec.name == "backward_pre":
 
             def backward_pre(mod, grad_output):
@@ -126,7 +127,7 @@ class KindRegistrations:
                 call_user = (lambda g: user(mod, g)) if callable(user) else None
                 return self._fire(info, "backward", firing, grad_output, _grad_outputs, call_user)
 
-            return module.register_full_backward_pre_hook(backward_pre)
+            return own(module, module.register_full_backward_pre_hook(backward_pre))
         if spec.name in ("backward", "legacy_backward"):
 
             def backward(mod, grad_input, grad_output):
@@ -144,12 +145,14 @@ class KindRegistrations:
                 return result
 
             if spec.name == "legacy_backward":
+                if flag_owner(module)._is_full_backward_hook is True:  # torch's own error names neither
+                    raise ValueError(FULL_REFUSES_LEGACY.format(target=target))
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", FutureWarning)
-                    return module.register_backward_hook(backward)
-            return module.register_full_backward_hook(backward)
+                    return own_backward(module, lambda: module.register_backward_hook(backward))
+            return own_backward(module, lambda: module.register_full_backward_hook(backward))
         if spec.name == "grad":
-            return module.register_forward_hook(self._eager(self._arm_tensor_hooks(info, target)))
+            return own(module, module.register_forward_hook(self._eager(self._arm_tensor_hooks(info, target))))
         raise AssertionError(f"unhandled module kind {spec.name}")
 
     def _arm_tensor_hooks(self, info: HookInfo, target: str) -> Callable:
@@ -210,9 +213,9 @@ class KindRegistrations:
 
         return param.register_post_accumulate_grad_hook(post_accumulate)
 
-    def _register_global(self, spec: Kind, info: HookInfo) -> RemovableHandle:
-        self._paths = {id(m): p for p, m in self._root.named_modules()}  # a shared module goes by its first path
-        paths, kind, user = self._paths, info.kind, info.action
+    def _register_global(self, spec: Kind, info: HookInfo) -> None:
+        """The global kind's hook on every module of the model, first among the module's own (see ModelWideHooks)."""
+        paths, kind, user = self._model_wide.paths, info.kind, info.action
         if spec.name == "global_grad":
 
             def arm(module: nn.Module, args: Any, output: Any) -> None:
@@ -220,12 +223,16 @@ class KindRegistrations:
                 if path is not None and info.active and not self._suspended:
                     self._arm_outputs(info, path, output)
 
-            return module_globals.register_module_forward_hook(self._eager(arm))
+            eager_arm = self._eager(arm)
+            self._model_wide.add(
+                info, lambda m, handles: handles.append(own(m, m.register_forward_hook(eager_arm, prepend=True)))
+            )
+            return
 
         def dispatch(module: nn.Module, *values: Any) -> Any:
             path = paths.get(id(module))
             if path is None or not info.active:
-                return None  # a module of another model: global hooks are process-wide in torch
+                return None  # a module that left the model (its hook goes at the next step's begin)
             if module is self._root and spec.phase == "forward" and spec.name.endswith("_pre"):
                 self._begin_step(values[0])
             if spec.phase == "forward":
@@ -247,24 +254,45 @@ class KindRegistrations:
                 return None
             return result
 
-        if spec.phase == "backward":
-            # Backward firings name their step and forward call (_backward_firing): note where each call of the
-            # model's modules begins; the handle goes with the hook's own.
-            def note_start(module: nn.Module, args: Any) -> None:
-                path = paths.get(id(module))
-                if path is not None and info.active:
-                    if module is self._root:  # global pre-hooks run before the step tracker: the root's call starts it
-                        self._begin_step(args)
-                    self._note_call_start(path)
+        def note_start(module: nn.Module, args: Any) -> None:
+            # Backward firings name their step and forward call (_backward_firing): note where each call begins.
+            path = paths.get(id(module))
+            if path is not None and info.active:
+                if module is self._root:  # this pre-hook may run before the step tracker: the root's call starts it
+                    self._begin_step(args)
+                self._note_call_start(path)
 
-            info._handles.append(module_globals.register_module_forward_pre_hook(self._eager(note_start)))
-        register = {
-            "global_forward_pre": module_globals.register_module_forward_pre_hook,
-            "global_forward": lambda h: module_globals.register_module_forward_hook(h, always_call=True),
-            "global_backward_pre": module_globals.register_module_full_backward_pre_hook,
-            "global_backward": module_globals.register_module_full_backward_hook,
-        }[spec.name]
-        return register(self._eager(dispatch) if spec.phase == "forward" else dispatch)
+        hook = self._eager(dispatch) if spec.phase == "forward" else dispatch
+        eager_note_start = self._eager(note_start) if spec.phase == "backward" else note_start
+
+        def place(module: nn.Module, handles: list[RemovableHandle]) -> str | None:
+            if spec.name == "global_forward_pre":
+                handles.append(own(module, module.register_forward_pre_hook(hook, prepend=True)))
+                return None
+            if spec.name == "global_forward":
+                handles.append(own(module, module.register_forward_hook(hook, prepend=True, always_call=True)))
+                return None
+            if spec.name == "global_backward_pre":
+                handles.append(own(module, module.register_full_backward_pre_hook(hook, prepend=True)))
+            elif flag_owner(module)._is_full_backward_hook is False:
+                return LEGACY_REFUSES_FULL
+            else:
+                handles.append(own_backward(module, lambda: module.register_full_backward_hook(hook, prepend=True)))
+            handles.append(own(module, module.register_forward_pre_hook(eager_note_start, prepend=True)))
+            return None
+
+        self._model_wide.add(info, place)
+
+
+FULL_REFUSES_LEGACY = (
+    "module {target!r} has a full backward hook (kind 'backward' or 'global_backward', or one attached by "
+    "others; torch keeps the mark of a removed one), and torch refuses a legacy backward hook beside one; "
+    "detach those first, or compare the two with ex.compare_backward({target!r}), which runs each on a copy"
+)
+LEGACY_REFUSES_FULL = (
+    "it has a legacy backward hook (register_backward_hook, or one removed since: torch keeps its mark), and torch "
+    "refuses a full backward hook beside one; hook it with 'grad' instead"
+)
 
 
 def _first(result: Any) -> Any:
@@ -286,17 +314,6 @@ def _grad_outputs(grad_output: Any) -> dict[str, torch.Tensor]:
 def _grads_both(grad_input: Any, grad_output: Any) -> dict[str, torch.Tensor]:
     """Output-side gradients first, so a backward record's primary tensor is grad_output.0."""
     return {**named_tensors("grad_output", grad_output), **named_tensors("grad_input", grad_input)}
-
-
-def flag_owner(module: nn.Module) -> nn.Module:
-    """The module whose ``_is_full_backward_hook`` torch sets when ``module`` gets a backward hook.
-
-    A ``torch.compile`` wrapper (OptimizedModule) reads its own attribute but forwards every write to
-    the module it wraps, so the flag to save and put back is the wrapped one's.
-    """
-    while type(module).__name__ == "OptimizedModule" and isinstance(module._modules.get("_orig_mod"), nn.Module):
-        module = module._modules["_orig_mod"]
-    return module
 
 
 def is_compiled(model: nn.Module) -> bool:

@@ -37,8 +37,11 @@ def global_hook_state() -> dict[str, Any]:
 
 
 def all_hook_state(model: nn.Module) -> dict[Any, Any]:
-    """Module hook dicts and backward flags, parameter tensor and post-accumulate hooks, and the globals."""
+    """Module hook dicts, backward flags and attribute names, parameter tensor and post-accumulate hooks, and
+    the globals (torch's global backward flag among them)."""
     state: dict[Any, Any] = dict(hook_state(model))
+    for path, module in model.named_modules():
+        state[(path, "__dict__")] = sorted(vars(module))  # nothing of an explorer left on the instance
     for name, param in model.named_parameters():
         state[(name, "_backward_hooks")] = list((param._backward_hooks or {}).items())
         state[(name, "_post_accumulate_grad_hooks")] = list((param._post_accumulate_grad_hooks or {}).items())

@@ -6,13 +6,18 @@ promised in-place collision (a ValueError at attach, or a warning and a detach a
 paths and probe shapes; graph op counts and persistent node ids; explorer runs leave parameters,
 ``.grad`` and buffers as found; hooks change no value in the user's own forward and backward; every
 hook fires where torch can fire it (or says why not) and a capture shows what the twin saw unless
-flagged stale; ``detach()`` and ``close()`` restore every hook dict and backward-hook flag.
+flagged stale; ``detach()`` and ``close()`` restore every hook dict and backward-hook flag. A second
+explorer (on the same model, a submodule or a model holding it) may share the modules, ended before or
+after the first, each closed or dropped unclosed; a deep copy taken mid-run carries no hook of either and
+runs as a hook-free copy does.
 """
 
 from __future__ import annotations
 
 import copy
+import gc
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +34,7 @@ from hookwidgets.core.kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, NODE_KINDS
 from ._archs import WIDTH, architectures, build_model, example_input, score
 from ._oracle import Observed, observe
 from ._profiles import SETTINGS
-from ._state import all_hook_state, assert_same_values, diff_keys, model_values
+from ._state import GLOBAL_DICTS, all_hook_state, assert_same_values, diff_keys, model_values
 from ._walk import graph_counts, op_counts
 
 NO_CUDA = "no CUDA device: torch.cuda.is_available() is False (the CPU-only machines of this project have none)"
@@ -37,6 +42,20 @@ FULL_KINDS = ("backward", "backward_pre")
 COLLISION = "collides with"
 ALWAYS_FIRE = ("forward_pre", "forward", "global_forward_pre", "global_forward", *NODE_KINDS)
 """Kinds that fire in every step here: every module is called, and every graph node leads to the score."""
+SECOND_KINDS = (
+    "forward_pre",
+    "forward",
+    "grad",
+    "backward",
+    "backward_pre",
+    "global_forward",
+    "global_grad",
+    "global_backward",
+    "global_backward_pre",
+)
+"""What the second explorer attaches from (full backward kinds only where no in-place op could collide)."""
+INPLACE_BLOCKS = {"linear_relu_inplace", "residual_inplace"}
+SETS_FLAG = {"backward", "global_backward"}  # torch then refuses the first explorer's legacy_backward there
 
 
 def attach_or_collide(ex: Explorer, target: str, kind: str, action: str | Callable) -> bool:
@@ -132,7 +151,8 @@ def test_fuzzed_model_round_trip_on_cuda(arch: dict[str, Any], data: st.DataObje
 
 
 def round_trip(arch: dict[str, Any], data: st.DataObject, device: str) -> None:
-    """One case: build, explore, attach everything, run, detach/close, and compare with the twin."""
+    """One case: build, explore (with a second explorer beside), attach everything, run, detach/close or drop,
+    and compare with the twin."""
     model = build_model(arch).to(device)
     x = example_input(arch).detach().to(device).requires_grad_(arch["input_grad"])
     note(f"model:\n{model}")
@@ -148,24 +168,96 @@ def round_trip(arch: dict[str, Any], data: st.DataObject, device: str) -> None:
         "example_inputs": data.draw(st.booleans(), label="example_inputs"),
         "record_graph": data.draw(st.booleans(), label="record_graph"),
         "detach_first": data.draw(st.booleans(), label="detach() before close()"),
+        "second": data.draw(st.sampled_from(["none", "same model", "submodule", "parent"]), label="second explorer"),
+        "order": data.draw(st.sampled_from(["second ends first", "first ends first"]), label="end order"),
+        "first_ends": data.draw(st.sampled_from(["closed", "dropped"]), label="first explorer"),
+        "second_ends": data.draw(st.sampled_from(["closed", "dropped"]), label="second explorer ends"),
+        "deepcopy": data.draw(st.sampled_from([None, "after attach", "after user step"]), label="deep copy"),
     }
+    event(f"second explorer: {case['second']}")
+    event(f"deep copy: {case['deepcopy'] or 'none'}")
+    explorers: dict[str, Explorer] = {}
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # legacy hooks, first-layer and dict-output warnings are expected here
-        ex = Explorer(model, x if case["example_inputs"] else None)
         try:
-            exercise(ex, model, reference, x, values_before, case, data)
+            second, flagged = second_explorer(model, arch, case["second"], data)
+            if second is not None:
+                explorers["second"] = second
+                del second
+            case["legacy_ok"] = not flagged
+            explorers["first"] = Explorer(model, x if case["example_inputs"] else None)
+            exercise(explorers["first"], model, reference, x, values_before, case, data, hooks_before)
             if case["detach_first"]:
-                ex.detach()
-                after = all_hook_state(model)
-                assert after == hooks_before, f"detach() did not restore: {diff_keys(hooks_before, after)}"
+                explorers["first"].detach()
+                if "second" not in explorers:
+                    after = all_hook_state(model)
+                    assert after == hooks_before, f"detach() did not restore: {diff_keys(hooks_before, after)}"
+            order = ["second", "first"] if case["order"] == "second ends first" else ["first", "second"]
+            for name in order:
+                if name in explorers:
+                    end(explorers, name, case[f"{name}_ends"])
         finally:
-            ex.close()  # also on failure: an unclosed explorer's finalizer would run during a later case
+            for explorer in explorers.values():  # on failure: a finalizer would run during a later case
+                explorer.close()
     after = all_hook_state(model)
     assert after == hooks_before, f"close() did not restore: {diff_keys(hooks_before, after)}"
     out, _ = user_step(model, x, seed=4)
     ref_out, _ = user_step(reference, x, seed=4)
     assert_same_output(out, ref_out, "after close")
+
+
+def second_explorer(
+    model: nn.Module, arch: dict[str, Any], where: str, data: st.DataObject
+) -> tuple[Explorer | None, bool]:
+    """An explorer of the model, of its body, or of a Sequential holding it, with one to three hooks; and
+    whether one of them set a module's full-backward flag."""
+    if where == "none":
+        return None, False
+    root = {"same model": model, "submodule": model.body, "parent": nn.Sequential(model)}[where]
+    full_ok = not blocks(arch["body"]) & INPLACE_BLOCKS  # its full backward hooks would meet the in-place op
+    kinds = [k for k in SECOND_KINDS if full_ok or k not in (*FULL_KINDS, "global_backward", "global_backward_pre")]
+    chosen = data.draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=3, unique=True), label="second's kinds")
+    paths = [path for path, _ in root.named_modules()]
+    explorer = Explorer(root)
+    for kind in chosen:
+        target = "" if kind.startswith("global_") else data.draw(st.sampled_from(paths), label=f"second's {kind}")
+        explorer.attach(target, kind)
+    return explorer, bool(SETS_FLAG & set(chosen))
+
+
+def end(explorers: dict[str, Explorer], name: str, how: str) -> None:
+    """Close one explorer, or drop it unclosed: its finalizer removes its hooks once it is collected."""
+    explorer = explorers.pop(name)
+    event(f"{name} explorer {how}")
+    if how == "closed":
+        explorer.close()
+        return
+    collected = weakref.ref(explorer)
+    del explorer
+    if collected() is not None:  # only a reference cycle keeps it: a full collection (~0.1 s) finds it
+        gc.collect()
+    assert collected() is None, f"the {name} explorer outlived its last reference: its finalizer has not run"
+
+
+def check_deepcopy(model: nn.Module, reference: nn.Module, x: torch.Tensor, hooks_before: dict, ex: Explorer) -> None:
+    """A deep copy taken now carries no hook, flag or attribute of any explorer, and runs as a copy of the
+    hook-free twin does; its forward is no step of the explorer's."""
+    clone, twin = copy.deepcopy(model), copy.deepcopy(reference)
+    copied = all_hook_state(clone)
+    # torch's global hook dicts and flag as before; the graph recorder's wrapper of Module.__call__ may be in place
+    global_keys = [*GLOBAL_DICTS, "_global_is_full_backward_hook"]
+    copied["globals"] = {k: copied["globals"][k] for k in global_keys}
+    expected = hooks_before | {"globals": {k: hooks_before["globals"][k] for k in global_keys}}
+    assert copied == expected, f"the deep copy is not hook-free: {diff_keys(expected, copied)}"
+    step = ex.step
+    out, xgrad = user_step(clone, x, seed=5)
+    ref_out, ref_xgrad = user_step(twin, x, seed=5)
+    assert_same_output(out, ref_out, "deep copy")
+    assert_same_grads(clone, twin, "deep copy")
+    if xgrad is not None:
+        torch.testing.assert_close(xgrad, ref_xgrad)
+    assert ex.step == step, "the copy's forward counted as a step of the explorer"
 
 
 def exercise(
@@ -176,8 +268,10 @@ def exercise(
     values_before: dict[str, Any],
     case: dict[str, Any],
     data: st.DataObject,
+    hooks_before: dict[Any, Any],
 ) -> None:
-    """Tree, graph, attach everything, an explorer run, and a user step compared with the hook-free twin."""
+    """Tree, graph, attach everything, an explorer run, and a user step compared with the hook-free twin;
+    a deep copy checked after the run or the user step, when the case asks for one."""
     assert ex.probe_error is None, ex.probe_error
     check_tree(ex.tree, model, arch_batch=x.shape[0] if case["example_inputs"] else None)
     assert_same_values(values_before, model_values(model), "probe")
@@ -192,7 +286,7 @@ def exercise(
     assert_same_values(values_before, model_values(model), "graph recording")
 
     calls: list[tuple[str, int]] = []
-    attached = attach_everything(ex, model, graph, case["action"], calls, data)
+    attached = attach_everything(ex, model, graph, case["action"], calls, data, case["legacy_ok"])
     note(f"attached: {sorted(attached)}")
     assert_same_values(values_before, model_values(model), "attach-time probes")
 
@@ -202,6 +296,8 @@ def exercise(
     assert graph_counts(recorded) == expected_ops, "hooks changed the recorded graph"
     assert sorted(n["id"] for n in recorded["nodes"]) == ids, "hooks changed the node ids"
     assert_same_values(values_before, model_values(model), "ex.graph(x)")
+    if case["deepcopy"] == "after attach":
+        check_deepcopy(model, reference, x, hooks_before, ex)
 
     out, xgrad = explained_collision(lambda: user_step(model, x, seed=3), ex)
     (ref_out, ref_xgrad), seen = observe(reference, lambda: user_step(reference, x, seed=3))
@@ -215,6 +311,8 @@ def exercise(
     if case["action"] == "capture":
         check_captures(ex, seen)
     assert ex.captures.nbytes <= ex.captures.memory_budget
+    if case["deepcopy"] == "after user step":
+        check_deepcopy(model, reference, x, hooks_before, ex)
 
 
 def check_tree(tree: dict[str, Any], model: nn.Module, arch_batch: int | None) -> None:
@@ -279,16 +377,18 @@ def check_captures(ex: Explorer, seen: Observed) -> None:
 
 
 def attach_everything(
-    ex: Explorer, model: nn.Module, graph: dict, action: str, calls: list, data: st.DataObject
+    ex: Explorer, model: nn.Module, graph: dict, action: str, calls: list, data: st.DataObject, legacy_ok: bool = True
 ) -> set[str]:
     """Every kind valid for each target (torch refuses legacy and full backward hooks on one module:
-    each module gets one of the two), global kinds on "", parameter kinds, node kinds on every graph id."""
+    each module gets one of the two; none legacy when another explorer's full hooks hold the flag), global
+    kinds on "", parameter kinds, node kinds on every graph id."""
 
     def act(kind: str) -> str | Callable:
         return spy(kind, calls) if action == "callable" else action
 
     attached: set[str] = set()
-    legacy = data.draw(st.sets(st.sampled_from([p for p, _ in model.named_modules()]), max_size=2), label="legacy")
+    paths = [p for p, _ in model.named_modules()]
+    legacy = data.draw(st.sets(st.sampled_from(paths), max_size=2), label="legacy") if legacy_ok else set()
     for path, _ in model.named_modules():
         for kind in MODULE_KINDS:
             if (kind == "legacy_backward") != (path in legacy) and kind in (*FULL_KINDS, "legacy_backward"):

@@ -153,13 +153,17 @@ def test_parameter_kinds_capture_the_same_gradients(net, x, generated):
 
 
 def test_global_forward_and_backward_cover_the_models_modules_only(net, x, generated):
-    other = nn.Linear(2, 2)
+    other = nn.Sequential(nn.Linear(2, 2), nn.ReLU(inplace=True))  # a process-wide backward hook breaks its forward
+    globals_before = [list(getattr(module_globals, name).items()) for name in GLOBAL_DICTS]
 
     def attach(ex):
         ex.attach("", ["global_forward_pre", "global_forward", "global_backward_pre", "global_backward"])
 
     ex, ns, _ = twin_run(net, attach, x, generated, steps=1)
-    other(torch.randn(1, 2)).sum().backward()  # another model's modules fire global hooks too
+    other(torch.randn(1, 2, requires_grad=True)).sum().backward()
+    assert [list(getattr(module_globals, name).items()) for name in GLOBAL_DICTS] == globals_before
+    assert module_globals._global_is_full_backward_hook is None
+    assert {t for t, _ in ns["captures"]} == {"", "act", "bn", "conv", "conv2", "fc"}
     for kind in ("global_forward_pre", "global_forward", "global_backward_pre", "global_backward"):
         paths = sorted({t for t, k in ns["captures"] if k == kind})
         assert paths == sorted(t for t in ex.captures if kind in ex.captures[t])
@@ -487,7 +491,7 @@ def test_removing_the_handles_restores_the_hook_dicts(net, x, generated):
     for handle in ns["handles"]:
         handle.remove()
     assert hook_dicts(twin) == before
-    assert len(ns["handles"]) == 10  # backward_pre adds a forward hook for a dict output
+    assert len(ns["handles"]) == 8 + 2 * 6  # backward_pre adds a forward hook for a dict output; globals: 6 modules
 
 
 def test_odd_names_are_emitted_safely(generated):
@@ -715,3 +719,24 @@ def test_a_node_hook_on_an_input_leaf_is_described_not_generated_as_a_parameter(
     assert f"# {leaf!r} is the AccumulateGrad node of an input that requires grad" in code
     exec(code, {"model": nn.Sequential(nn.Linear(4, 4), nn.Tanh())})  # runs: the rest of the code is unaffected
     ex.close()
+
+
+def test_generated_global_hooks_go_first_and_skip_a_module_with_a_legacy_hook(net, x, generated):
+    twin, seen, namespace = copy.deepcopy(net), [], {}
+    # the twin's own forward hook sees the global_forward record already made, as torch's global hooks run first
+    twin.conv2.register_forward_hook(
+        lambda m, a, o: seen.append(len(namespace["captures"][("conv2", "global_forward")]))
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        twin.fc.register_backward_hook(lambda *args: None)  # torch refuses a full backward hook beside it
+    with Explorer(net) as ex:
+        ex.attach("", ["global_forward", "global_backward"])
+        namespace.update(generated(hook_code(ex.hooks), twin))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        forward_backward(twin, x)
+    assert seen == [1]
+    assert ("fc", "global_backward") not in namespace["captures"] and ("conv2", "global_backward") in namespace[
+        "captures"
+    ]

@@ -147,6 +147,19 @@ def test_hooks_the_user_attached_neither_break_nor_change_the_comparison(mlp):
     assert mlp[1]._is_full_backward_hook is False and len(mlp[1]._backward_hooks) == 1
 
 
+def test_hooks_the_user_attached_beside_the_explorers_on_one_module_are_left_out_of_the_copies(mlp):
+    x = torch.randn(4, 3, requires_grad=True)
+    clean = compare_backward(mlp, "1", x)
+    owner = Locked()
+    mlp[1].register_forward_hook(owner.hook)  # in the dict that holds the explorer's hook too
+    with Explorer(mlp) as ex:
+        ex.attach("1", "forward")
+        result = ex.compare_backward("1", x)
+        assert ex.captures.snapshot()[1]["records"] == 0  # the copies' forwards are not the explorer's
+    assert result.matches is True and owner.calls == 0
+    assert torch.equal(result.full_grad_input[0], clean.full_grad_input[0])
+
+
 def test_a_module_called_twice_is_compared_on_the_call_that_fires_first():
     torch.manual_seed(0)
     block = SharedBlock()

@@ -1,6 +1,8 @@
 """Every hook kind against a hand-written torch hook on the same model, value by value."""
 
+import copy
 import warnings
+import weakref
 
 import pytest
 import torch
@@ -321,9 +323,7 @@ def test_global_grad_records_every_modules_output_gradient_even_past_in_place_op
             (record,) = ex.captures[path]["global_grad"]
             assert list(record.tensors) == ["grad_output"] and torch.equal(record.tensor, grad), path
         source = ex.code()
-        assert "not generated" not in source and "register_module_forward_hook(hook_1)" in source
-    other = nn.Linear(2, 2)  # global hooks are process-wide in torch: another model's modules are left alone
-    other(torch.randn(1, 2, requires_grad=True)).sum().backward()
+        assert "not generated" not in source and "register_forward_hook(hook_1, prepend=True)" in source
 
 
 def test_global_grad_stats_fill_the_gradient_columns_of_the_summary():
@@ -335,3 +335,158 @@ def test_global_grad_stats_fill_the_gradient_columns_of_the_summary():
         rows = {row["target"]: row for row in ex.summary()}
         assert set(rows) == {"", "0", "1", "2"}
         assert all(row["grad_norm"] > 0 and row["act_norm"] > 0 for row in rows.values())
+
+
+ALL_GLOBAL = ["global_forward_pre", "global_forward", "global_backward_pre", "global_backward", "global_grad"]
+
+
+class InPlaceAttention(nn.Module):
+    """A Linear, a ReLU on its output (in place by default), and self-attention whose weights the score does not use."""
+
+    def __init__(self, inplace: bool = True) -> None:
+        super().__init__()
+        self.fc, self.act = nn.Linear(4, 4), nn.ReLU(inplace=inplace)
+        self.attn = nn.MultiheadAttention(4, 2, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.act(self.fc(x))
+        return self.attn(h, h, h)
+
+
+@pytest.mark.parametrize("inplace", [True, False])
+def test_global_kinds_leave_other_models_as_without_the_explorer(mlp, x, inplace):
+    torch.manual_seed(1)
+    other = InPlaceAttention(inplace)
+    twin = copy.deepcopy(other)
+    inputs = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(3))
+
+    def step(model: nn.Module) -> tuple[torch.Tensor, list]:
+        fired = []
+        out, weights = model(inputs)  # the in-place ReLU broke this forward while a global backward hook was on
+        weights.register_hook(fired.append)  # unused by the score: gets no gradient (it got one, a wrapped output)
+        out.pow(2).sum().backward()
+        return out.detach(), fired
+
+    expected, _ = step(twin)
+    before, globals_before = hook_state(other), global_state()
+    with Explorer(mlp) as ex:
+        ex.attach("", ALL_GLOBAL)
+        ex.run(x, target=lambda out: out.sum())
+        out, fired = step(other)
+        assert fired == []
+        assert hook_state(other) == before and global_state() == globals_before
+        assert all(path in ex.captures for path in ("", "0", "1", "2"))
+        assert not any(path.startswith(("fc", "act", "attn")) for path in ex.captures)
+    torch.testing.assert_close(out, expected)
+    for (name, p), q in zip(other.named_parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(p.grad, q.grad, msg=name)
+
+
+def test_global_kinds_cover_modules_added_after_attach_from_the_next_step_and_leave_those_removed(x):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+    extra, fresh = nn.Linear(4, 2), hook_state(nn.Tanh())
+    with Explorer(model) as ex:
+        ex.attach("", ["global_forward", "global_backward"])
+        model(x).sum().backward()
+        model.append(extra)  # not called in this step
+        model(x).sum().backward()
+        assert [(r.step, r.call) for r in ex.captures["2"]["global_forward"]] == [(2, 0)]
+        assert [r.step for r in ex.captures["2"]["global_backward"]] == [2]
+        tanh = model[1]
+        del model[1]  # the appended Linear is "1" from now on
+        model(x).sum().backward()
+        assert hook_state(tanh) == fresh  # its hooks went at the step's begin, and the flag they set
+        assert [r.step for r in ex.captures["1"]["global_forward"]] == [1, 2, 3]
+        torch.testing.assert_close(ex.captures["1"]["global_forward"][-1].tensor, model(x).detach())
+        assert len(ex.captures["2"]["global_forward"]) == 1
+    assert hook_state(model) == hook_state(nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2)))  # no hooks, no flags
+
+
+def test_a_global_kind_attached_after_a_module_was_added_leaves_none_of_them_behind(mlp, x):
+    with Explorer(mlp) as ex:
+        ex.attach("", "global_forward")
+        mlp(x)
+        mlp.append(nn.Tanh())  # added between steps, and before the next kind is attached
+        ex.attach("", "global_forward_pre")
+        mlp(x)
+        assert [r.step for r in ex.captures["3"]["global_forward"]] == [2]
+        assert [r.step for r in ex.captures["3"]["global_forward_pre"]] == [2]
+
+
+def test_a_module_that_took_the_id_of_a_collected_one_gets_the_global_kinds(mlp, x):
+    with Explorer(mlp) as ex:
+        ex.attach("", "global_forward")
+        wide = ex._registry._model_wide
+        # As if mlp[1] were new, at the address of a hooked module collected since: no hook of ours, and the
+        # reference kept for its id is that dead module's.
+        mlp[1]._forward_hooks.clear()
+        mlp[1]._forward_hooks_always_called.clear()
+        collected = nn.Tanh()
+        wide._refs[id(mlp[1])] = weakref.ref(collected, wide._died.append)
+        del collected
+        mlp(x)
+        assert [r.step for r in ex.captures["1"]["global_forward"]] == [1]
+
+
+def test_a_step_that_adds_no_module_places_no_hook_again(mlp, x):
+    with Explorer(mlp) as ex:
+        ex.attach("", ALL_GLOBAL)
+        mlp(x).sum().backward()
+        placed = hook_state(mlp)
+        mlp(x).sum().backward()
+        assert hook_state(mlp) == placed
+
+
+def test_global_backward_skips_a_module_with_a_legacy_hook_and_says_so(mlp, x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        theirs = mlp[2].register_backward_hook(lambda *args: None)
+    with Explorer(mlp) as ex:
+        info = ex.attach("", "global_backward")
+        assert "not on 1 module(s)" in info.note and "'2': it has a legacy backward hook" in info.note
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            ex.run(x, target=lambda out: out.sum())
+        assert sorted(path for path in ex.captures) == ["", "0", "1"]
+    assert list(mlp[2]._backward_hooks) == [theirs.id] and mlp[2]._is_full_backward_hook is False
+
+
+def test_a_legacy_backward_hook_beside_global_backward_is_refused_naming_both(mlp):
+    with Explorer(mlp) as ex:
+        ex.attach("", "global_backward")
+        with pytest.raises(ValueError, match=r"module '2' has a full backward hook \(kind 'backward' or 'global_b"):
+            ex.attach("2", "legacy_backward")
+        assert [h.kind for h in ex.hooks] == ["global_backward"]
+
+
+def test_global_kinds_run_before_the_modules_own_hooks(mlp, x):
+    order = []
+    mlp[0].register_forward_pre_hook(lambda m, a: order.append("own forward_pre"))
+    mlp[0].register_forward_hook(lambda m, a, o: order.append("own forward"))
+    mlp[0].register_full_backward_pre_hook(lambda m, g: order.append("own backward_pre"))
+    mlp[0].register_full_backward_hook(lambda m, gi, go: order.append("own backward"))
+
+    def note(kind):
+        def hook(module, *args):
+            if module is mlp[0]:
+                order.append(kind)
+
+        return hook
+
+    with Explorer(mlp) as ex:
+        ex.attach("0", "forward", action=lambda m, a, o: order.append("explorer forward"))
+        for kind in ALL_GLOBAL[:4]:
+            ex.attach("", kind, action=note(kind))
+        mlp(x).sum().backward()
+    assert order == [
+        "global_forward_pre",
+        "own forward_pre",
+        "global_forward",
+        "own forward",
+        "explorer forward",
+        "global_backward_pre",
+        "own backward_pre",
+        "global_backward",
+        "own backward",
+    ]
