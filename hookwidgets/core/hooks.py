@@ -34,6 +34,7 @@ from .edits import normalize_edits
 from .foreign import foreign_hooks
 from .kinds import MODULE_KINDS, Kind, check_callable
 from .nodehooks import NodeHooks
+from .own_runs import OWN_RUN, own_run
 from .registration import KindRegistrations
 from .scope import next_sequence_nr
 from .stats import StatsMemo
@@ -128,7 +129,6 @@ class HookRegistry(KindRegistrations):
         self._paths: dict[int, str] = {}
         self._full_flags: dict[nn.Module, tuple[bool | None, set[nn.Module]]] = {}  # see KindRegistrations
         self._global_full_flag = module_globals._global_is_full_backward_hook
-        self._suspended = False
         self.explanations: deque[str] = deque(maxlen=100)
         self._pending_removal: list[RemovableHandle] = []
         self._lock = threading.Lock()
@@ -339,12 +339,15 @@ class HookRegistry(KindRegistrations):
 
     @contextlib.contextmanager
     def suspended(self) -> Iterator[None]:
-        """Hooks stay registered but do nothing (no records, no counts, no steps) inside the block."""
-        previous, self._suspended = self._suspended, True
-        try:
+        """Inside the block, on this thread, every explorer's hooks stay registered but do nothing (no records,
+        no counts, no steps): the explorer's own runs. Other threads go on recording."""
+        with own_run():
             yield
-        finally:
-            self._suspended = previous
+
+    @property
+    def _suspended(self) -> bool:
+        """Whether this thread is inside an own run of any explorer."""
+        return OWN_RUN.depth > 0
 
     def _flush_pending_removals(self) -> None:
         while self._pending_removal:
@@ -403,7 +406,7 @@ class HookRegistry(KindRegistrations):
 
     def _fire(self, info: HookInfo, phase: str, firing: Firing, editable: Any, tensors_of, call_user=None) -> Any:
         """Count, log and perform one firing; a failing action follows the ``on_error`` policy."""
-        if self._suspended:
+        if OWN_RUN.depth:
             return None
         info.fired += 1
         if info.fired == 1 and info.note is not None and NOT_RUN in info.note:

@@ -16,6 +16,7 @@ from .actions import Firing, named_tensors
 from .diagnostics import NO_INPUT_GRAD, backward_output_note, no_input_grad_note
 from .kinds import Kind
 from .nested import is_dataclass_value, tensors_in
+from .own_runs import OWN_RUN
 
 if TYPE_CHECKING:
     from .hooks import HookInfo
@@ -93,6 +94,8 @@ class KindRegistrations:
         if spec.name == "forward_pre":
 
             def forward_pre(mod, args, kwargs=None):
+                if OWN_RUN.depth:  # an own run of an explorer: no record, no call counted
+                    return None
                 firing = Firing(target, kind, self.step, self._next_call(target, kind))
                 call_user = None
                 if callable(user):
@@ -107,6 +110,8 @@ class KindRegistrations:
 
             def forward(mod, args, *rest):
                 kwargs, output = rest if with_kwargs else (None, rest[0])
+                if OWN_RUN.depth:
+                    return None
                 firing = Firing(target, kind, self.step, self._next_call(target, kind))
                 call_user = None
                 if callable(user):
@@ -120,7 +125,7 @@ class KindRegistrations:
         if spec.name == "backward_pre":
 
             def backward_pre(mod, grad_output):
-                if not info.active:  # detached after the forward: torch still runs what that forward armed
+                if not info.active or OWN_RUN.depth:  # detached (torch still runs what a forward armed), or an own run
                     return None
                 firing = Firing(target, kind, *self._backward_firing(target, kind))
                 call_user = (lambda g: user(mod, g)) if callable(user) else None
@@ -130,7 +135,7 @@ class KindRegistrations:
         if spec.name in ("backward", "legacy_backward"):
 
             def backward(mod, grad_input, grad_output):
-                if not info.active:  # detached after the forward: torch still runs what that forward armed
+                if not info.active or OWN_RUN.depth:  # detached (torch still runs what a forward armed), or an own run
                     return None
                 firing = Firing(target, kind, *self._backward_firing(target, kind))
                 call_user = (lambda g: user(mod, g, grad_output)) if callable(user) else None
@@ -160,6 +165,8 @@ class KindRegistrations:
 
     def _arm_outputs(self, info: HookInfo, target: str, output: Any) -> None:
         """Put a tensor hook on every output tensor of one call of ``target`` that requires grad."""
+        if OWN_RUN.depth:
+            return
         kind = info.kind
         step, call = self.step, self._next_call(target, kind)
         armed = 0
@@ -217,15 +224,15 @@ class KindRegistrations:
 
             def arm(module: nn.Module, args: Any, output: Any) -> None:
                 path = paths.get(id(module))
-                if path is not None and info.active and not self._suspended:
+                if path is not None and info.active:
                     self._arm_outputs(info, path, output)
 
             return module_globals.register_module_forward_hook(self._eager(arm))
 
         def dispatch(module: nn.Module, *values: Any) -> Any:
             path = paths.get(id(module))
-            if path is None or not info.active:
-                return None  # a module of another model: global hooks are process-wide in torch
+            if path is None or not info.active or OWN_RUN.depth:
+                return None  # a module of another model (global hooks are process-wide in torch), or an own run
             if module is self._root and spec.phase == "forward" and spec.name.endswith("_pre"):
                 self._begin_step(values[0])
             if spec.phase == "forward":

@@ -173,3 +173,25 @@ def test_a_second_backward_through_a_kept_graph_names_the_same_calls_the_model_i
         for kind in ("global_backward_pre", "global_backward", "global_grad"):
             assert [(r.step, r.call) for r in ex.captures[""][kind]] == [(1, 0), (1, 0)], kind
             assert [(r.step, r.call) for r in ex.captures["l"][kind]] == [(1, 1), (1, 0), (1, 1), (1, 0)], kind
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+def test_a_second_explorers_own_runs_add_no_step_and_no_record_to_the_first(cnn, image):
+    with Explorer(cnn) as ex:
+        ex.attach("features.conv", ["forward", "backward", "grad"])
+        ex.attach("", "global_forward", action="stats")
+        cnn(image).sum().backward()  # the user's step 1
+        before = (len(ex.timeline), {k: len(v) for k, v in ex.captures["features.conv"].items()})
+        with Explorer(cnn, example_inputs=image) as other:  # its shape probe
+            other.attach("features.conv", "backward")  # its attach-time collision check
+            other.graph()
+            other.first_nonfinite()
+            other.attribute(method="saliency")
+            other.gradcam()
+            other.compare_backward("features.conv")
+            assert ex.step == 1 and other.step == 0
+            assert (len(ex.timeline), {k: len(v) for k, v in ex.captures["features.conv"].items()}) == before
+            other.run(image, target=0)  # the user's run: every explorer records it
+            assert ex.step == 2 and other.step == 1
+            assert [r.step for r in ex.captures["features.conv"]["forward"]] == [1, 2]
+            assert [r.step for r in other.captures["features.conv"]["backward"]] == [1]
