@@ -24,18 +24,17 @@ if TYPE_CHECKING:
 
 
 class KindRegistrations:
-    """Registration of every kind; relies on the registry's ``_fire``, ``_next_call`` and ``step``."""
+    """Registration of every kind; relies on the registry's ``_fire`` and its clock (``calls.CallClock``)."""
 
     step: int
     _root: nn.Module
     _paths: dict[int, str]
-    _suspended: bool
     _full_flags: dict[nn.Module, tuple[bool | None, set[nn.Module]]]  # flag owner -> (flag found, hook holders)
     _node_hooks: NodeHooks
     _hooked_outputs: dict[str, list[weakref.ref]]  # module path -> its last outputs, for explain_collision
 
-    # HookRegistry provides _next_call(target, kind), _backward_firing(target, kind), _note_call_start(target),
-    # _begin_step(args) and _fire(info, phase, firing, ...).
+    # HookRegistry provides _forward_firing(target, kind), _backward_firing(target, kind), _tag_call(...),
+    # _next_call(target, kind), _begin_step(args) and _fire(info, phase, firing, ...).
 
     def _register(self, spec: Kind, obj: Any, info: HookInfo, with_kwargs: bool) -> list[RemovableHandle]:
         if spec.family == "global":
@@ -46,11 +45,12 @@ class KindRegistrations:
             self._node_hooks.add(info, self._root)  # placed on each forward's graph, by id
             return []
         handles = [self._register_module(spec, obj, info, info.target, with_kwargs)]
-        if spec.name in ("backward", "backward_pre"):
+        if spec.name in ("backward", "backward_pre"):  # their firings name the forward call that tagged its nodes
             handles.append(obj.register_forward_hook(self._eager(self._check_backward_output(info))))
-        if spec.name in ("backward", "backward_pre", "legacy_backward"):  # their firings name the forward call
-            target = info.target
-            handles.append(obj.register_forward_pre_hook(self._eager(lambda m, args: self._note_call_start(target))))
+        if spec.name == "legacy_backward":
+            target, kind = info.target, info.kind
+            tag = lambda m, args, output: self._tag_legacy_call(target, kind, output)  # noqa: E731
+            handles.append(obj.register_forward_hook(self._eager(tag)))
         return handles
 
     def _eager(self, hook: Callable) -> Callable:
@@ -62,24 +62,26 @@ class KindRegistrations:
         return torch.compiler.disable(hook, recursive=True) if is_compiled(self._root) else hook
 
     def _check_backward_output(self, info: HookInfo) -> Callable:
-        """A forward hook telling why a full backward hook cannot fire (dict output, no grad)."""
+        """A forward hook tagging the call's nodes for its backward firings, and telling why a full backward hook
+        cannot fire (dict output, no grad)."""
         target, kind = info.target, info.kind
 
         def check(mod: nn.Module, args: Any, output: Any) -> None:
-            # Kept even while suspended (the attach-time check runs so): the tensor an in-place op breaks is a
+            # Kept even in own runs (the attach-time check is one): the tensor an in-place op breaks is a
             # view of one of these, which tells whose full backward hook it collided with.
             # (each by the tensor it views, if a view: torch's wrapper is a view of that one too)
-            self._hooked_outputs[target] = [weakref.ref(t if t._base is None else t._base) for t in tensors_in(output)]
-            if self._suspended:
+            tensors = tensors_in(output)
+            self._hooked_outputs[target] = [weakref.ref(t if t._base is None else t._base) for t in tensors]
+            firing = self._tag_call(target, kind, args, output, tensors)
+            if firing is None:
                 return
             info.note = backward_output_note(kind, output)
             if kind == "backward_pre" and (isinstance(output, dict) or is_dataclass_value(output)):
                 # torch's full backward hooks see only a Tensor or a tuple of them: fall back to tensor
                 # hooks so the output gradients are still recorded.
-                firing_call = self._next_call(target, kind)
+                firing = Firing(target, kind, firing.step, firing.call)
                 for name, tensor in named_tensors("grad_output", output).items():
                     if tensor.requires_grad:
-                        firing = Firing(target, kind, self.step, firing_call)
                         tensor.register_hook(self._tensor_hook(info, firing, name, module=mod))
 
         return check
@@ -94,9 +96,9 @@ class KindRegistrations:
         if spec.name == "forward_pre":
 
             def forward_pre(mod, args, kwargs=None):
-                if OWN_RUN.depth:  # an own run of an explorer: no record, no call counted
+                firing = self._forward_firing(target, kind)
+                if firing is None:
                     return None
-                firing = Firing(target, kind, self.step, self._next_call(target, kind))
                 call_user = None
                 if callable(user):
                     call_user = (lambda a: user(mod, a, kwargs)) if with_kwargs else (lambda a: user(mod, a))
@@ -110,9 +112,9 @@ class KindRegistrations:
 
             def forward(mod, args, *rest):
                 kwargs, output = rest if with_kwargs else (None, rest[0])
-                if OWN_RUN.depth:
+                firing = self._forward_firing(target, kind)
+                if firing is None:
                     return None
-                firing = Firing(target, kind, self.step, self._next_call(target, kind))
                 call_user = None
                 if callable(user):
                     call_user = (
@@ -127,7 +129,7 @@ class KindRegistrations:
             def backward_pre(mod, grad_output):
                 if not info.active or OWN_RUN.depth:  # detached (torch still runs what a forward armed), or an own run
                     return None
-                firing = Firing(target, kind, *self._backward_firing(target, kind))
+                firing = self._backward_firing(target, kind)
                 call_user = (lambda g: user(mod, g)) if callable(user) else None
                 return self._fire(info, "backward", firing, grad_output, _grad_outputs, call_user)
 
@@ -137,7 +139,7 @@ class KindRegistrations:
             def backward(mod, grad_input, grad_output):
                 if not info.active or OWN_RUN.depth:  # detached (torch still runs what a forward armed), or an own run
                     return None
-                firing = Firing(target, kind, *self._backward_firing(target, kind))
+                firing = self._backward_firing(target, kind)
                 call_user = (lambda g: user(mod, g, grad_output)) if callable(user) else None
                 result = self._fire(
                     info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user
@@ -165,14 +167,15 @@ class KindRegistrations:
 
     def _arm_outputs(self, info: HookInfo, target: str, output: Any) -> None:
         """Put a tensor hook on every output tensor of one call of ``target`` that requires grad."""
-        if OWN_RUN.depth:
-            return
         kind = info.kind
-        step, call = self.step, self._next_call(target, kind)
+        firing = self._forward_firing(target, kind)
+        if firing is None:
+            return
+        firing = Firing(target, kind, firing.step, firing.call)  # its gradients are no recompute
         armed = 0
         for name, tensor in named_tensors("output", output).items():
             if tensor.requires_grad:
-                tensor.register_hook(self._tensor_hook(info, Firing(target, kind, step, call), "grad_" + name))
+                tensor.register_hook(self._tensor_hook(info, firing, "grad_" + name))
                 armed += 1
         if not armed and info.kind == "grad":  # a global hook also meets modules that output no tensor
             info.note = (
@@ -235,10 +238,7 @@ class KindRegistrations:
                 return None  # a module of another model (global hooks are process-wide in torch), or an own run
             if module is self._root and spec.phase == "forward" and spec.name.endswith("_pre"):
                 self._begin_step(values[0])
-            if spec.phase == "forward":
-                firing = Firing(path, kind, self.step, self._next_call(path, kind))
-            else:
-                firing = Firing(path, kind, *self._backward_firing(path, kind))
+            firing = self._forward_firing(path, kind) if spec.phase == "forward" else self._backward_firing(path, kind)
             call_user = (lambda v: user(module, *values[:-1], v)) if callable(user) else None
             if spec.name == "global_forward_pre":
                 return self._fire(info, "forward", firing, values[0], lambda a: named_tensors("args", a), call_user)
@@ -255,16 +255,14 @@ class KindRegistrations:
             return result
 
         if spec.phase == "backward":
-            # Backward firings name their step and forward call (_backward_firing): note where each call of the
-            # model's modules begins; the handle goes with the hook's own.
-            def note_start(module: nn.Module, args: Any) -> None:
+            # Backward firings name their step and forward call (_backward_firing): each call of the model's
+            # modules tags the nodes its backward runs; the handle goes with the hook's own.
+            def tag(module: nn.Module, args: Any, output: Any) -> None:
                 path = paths.get(id(module))
                 if path is not None and info.active:
-                    if module is self._root:  # global pre-hooks run before the step tracker: the root's call starts it
-                        self._begin_step(args)
-                    self._note_call_start(path)
+                    self._tag_call(path, kind, args, output)
 
-            info._handles.append(module_globals.register_module_forward_pre_hook(self._eager(note_start)))
+            info._handles.append(module_globals.register_module_forward_hook(self._eager(tag)))
         register = {
             "global_forward_pre": module_globals.register_module_forward_pre_hook,
             "global_forward": lambda h: module_globals.register_module_forward_hook(h, always_call=True),

@@ -16,7 +16,8 @@ import pytest
 import torch
 
 from hookwidgets import HookExplorer
-from hookwidgets.core.hooks import CALL_STEPS_KEPT, TIMELINE_CAP
+from hookwidgets.core.calls import CALL_STEPS_KEPT
+from hookwidgets.core.hooks import TIMELINE_CAP
 from hookwidgets.core.kinds import NODE_KINDS
 from hookwidgets.widget import live
 
@@ -109,4 +110,6 @@ def check_bounded(ex: HookExplorer, pushes: list[str]) -> None:
         assert info.last_error is None, f"{info}: {info.last_error}"
         assert info.fired >= STEPS, f"{info} fired {info.fired} times in {STEPS} steps"
         assert len(info._handles) <= 3, f"{info} keeps {len(info._handles)} handles"  # node hooks: one, checked above
-    assert len(ex._registry._calls) <= CALL_STEPS_KEPT  # call counters of the newest steps only
+    registry = ex._registry
+    # call counters, firing logs and step beginnings of the newest steps only
+    assert max(len(registry._calls), len(registry._logs), len(registry._begins)) <= CALL_STEPS_KEPT
