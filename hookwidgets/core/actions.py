@@ -21,7 +21,9 @@ BUILTIN_ACTIONS = ("capture", "stats", "print")
 class Firing:
     """One call of a hook: where it fired, and for which forward call.
 
-    ``recompute``: a forward firing that repeats one in a backward (``torch.utils.checkpoint``).
+    ``recompute``: a forward firing that repeats one in a backward (``torch.utils.checkpoint``). ``slots``: for a
+    module backward hook, the positions of the values it is given that torch passes on (the tensors); ``()``
+    when none takes a gradient, None when unknown.
     """
 
     target: str
@@ -29,6 +31,7 @@ class Firing:
     step: int
     call: int
     recompute: bool = False
+    slots: tuple[int, ...] | None = None
 
 
 def check_action(action: str | Callable) -> None:

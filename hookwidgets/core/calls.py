@@ -119,13 +119,16 @@ class CallClock:
         return Firing(target, kind, step, call)
 
     # Tags: written by a forward hook of each call of a module with backward hooks, read by its backward firings.
-    def _tag_call(self, target: str, kind: str, args: Any, output: Any, tensors: list | None = None) -> Firing | None:
+    def _tag_call(
+        self, target: str, kind: str, args: Any, output: Any, slots: bool = False, tensors: list | None = None
+    ) -> Firing | None:
         """Count this forward call of ``target`` for ``kind`` and tag the nodes its backward firings run.
 
         A full backward hook runs in the node torch wraps the inputs in (the ``grad_fn`` of the args a forward
         hook sees), or, when no input requires grad, after the node wrapping the outputs, whose inputs are the
-        outputs' ``grad_fn`` as a forward hook sees them; a backward pre-hook runs there too. ``tensors``: the
-        output's tensors, when the caller has them already.
+        outputs' ``grad_fn`` as a forward hook sees them; a backward pre-hook runs there too. With ``slots``, the
+        tags also say which positions of args and output are tensors (to check a callable's return value).
+        ``tensors``: the output's tensors, when the caller has them already.
         """
         firing = self._forward_firing(target, kind)
         if firing is None or not torch.is_grad_enabled():
@@ -135,12 +138,13 @@ class CallClock:
         for arg in args:
             node = arg.grad_fn if isinstance(arg, torch.Tensor) else None
             if node is not None:  # every input that requires grad has this one node
-                node.metadata[(token, target, kind, "in")] = label
+                node.metadata[(token, target, kind, "in")] = (*label, _slots(args) if slots else None)
                 break
+        out = (*label, _slots(output if isinstance(output, tuple) else (output,)) if slots else None)
         for tensor in tensors_in(output) if tensors is None else tensors:
             node = tensor.grad_fn
             if node is not None:
-                node.metadata[(token, target, kind, "out")] = label
+                node.metadata[(token, target, kind, "out")] = out
         return firing
 
     def _tag_legacy_call(self, target: str, kind: str, output: Any) -> None:
@@ -159,14 +163,15 @@ class CallClock:
         if node is not None:
             if kind in FULL_KINDS:
                 found = node.metadata.get((token, target, kind, "in"))
-                if found is None:  # it fired after the outputs' node: no input of the call requires grad
-                    found = _below(node, (token, target, kind, "out"))
                 if found is not None:
-                    return Firing(target, kind, *found)
+                    return Firing(target, kind, found[0], found[1], slots=found[2])
+                found = _below(node, (token, target, kind, "out"))
+                if found is not None:  # it fired after the outputs' node: no input of the call requires grad
+                    return Firing(target, kind, found[0], found[1], slots=())
             elif kind in PRE_KINDS:
                 found = _below(node, (token, target, kind, "out"))
                 if found is not None:
-                    return Firing(target, kind, *found)
+                    return Firing(target, kind, found[0], found[1], slots=found[2])
             else:  # legacy: on the output's own node (or below it, when a later forward hook replaced the output)
                 key = (token, target, kind, "out")
                 entry = node.metadata.get(key) or _below(node, key)
@@ -225,6 +230,10 @@ def _anchor(log: list[tuple[int, tuple[str, str], int]], key: tuple[str, str], s
     if reentrant:
         return next((i for i, (s, k, _) in enumerate(log) if k == key and s > seq), len(log))
     return next((i for i in range(len(log) - 1, -1, -1) if log[i][1] == key and log[i][0] <= seq), len(log))
+
+
+def _slots(values: tuple) -> tuple[int, ...]:
+    return tuple(i for i, value in enumerate(values) if isinstance(value, torch.Tensor))
 
 
 def _below(node: Any, key: tuple) -> Any:

@@ -35,6 +35,7 @@ from .kinds import MODULE_KINDS, Kind, check_callable
 from .nodehooks import NodeHooks
 from .own_runs import OWN_RUN, own_run
 from .registration import KindRegistrations
+from .returns import check_return
 from .stats import StatsMemo
 
 ON_ERROR = ("record", "raise")
@@ -325,8 +326,21 @@ class HookRegistry(KindRegistrations, CallClock):
         while self._pending_removal:
             self._pending_removal.pop().remove()
 
-    def _fire(self, info: HookInfo, phase: str, firing: Firing, editable: Any, tensors_of, call_user=None) -> Any:
-        """Count, log and perform one firing; a failing action follows the ``on_error`` policy."""
+    def _fire(
+        self,
+        info: HookInfo,
+        phase: str,
+        firing: Firing,
+        editable: Any,
+        tensors_of,
+        call_user=None,
+        returns: str | None = None,
+    ) -> Any:
+        """Count, log and perform one firing; a failing action follows the ``on_error`` policy.
+
+        What a user callable returns is checked by torch's rules for ``returns`` (default: the hook's kind)
+        before torch sees it: a value torch would refuse is the hook's error, and torch gets None.
+        """
         if OWN_RUN.depth:
             return None
         info.fired += 1
@@ -336,9 +350,13 @@ class HookRegistry(KindRegistrations, CallClock):
             TimelineEvent(firing.step, phase, firing.target, firing.kind, firing.call, firing.recompute)
         )
         try:
-            return perform(
+            result = perform(
                 self.store, info.action, info.edit, info.copy, firing, editable, tensors_of, call_user, self._stats_memo
             )
+            if call_user is not None and result is not None:
+                where = f"the {info.kind!r} hook on {firing.target!r}"
+                check_return(returns or info.spec, result, editable, info.action_name, where, firing.slots)
+            return result
         except Exception as exc:  # a failing hook must not break the user's forward or backward
             info.last_error = "".join(traceback.format_exception(exc)).rstrip()
             if self.on_error == "raise":

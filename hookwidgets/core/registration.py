@@ -65,6 +65,7 @@ class KindRegistrations:
         """A forward hook tagging the call's nodes for its backward firings, and telling why a full backward hook
         cannot fire (dict output, no grad)."""
         target, kind = info.target, info.kind
+        slots = callable(info.action)  # a callable's return value is checked against the tensors' positions
 
         def check(mod: nn.Module, args: Any, output: Any) -> None:
             # Kept even in own runs (the attach-time check is one): the tensor an in-place op breaks is a
@@ -72,7 +73,7 @@ class KindRegistrations:
             # (each by the tensor it views, if a view: torch's wrapper is a view of that one too)
             tensors = tensors_in(output)
             self._hooked_outputs[target] = [weakref.ref(t if t._base is None else t._base) for t in tensors]
-            firing = self._tag_call(target, kind, args, output, tensors)
+            firing = self._tag_call(target, kind, args, output, slots, tensors)
             if firing is None:
                 return
             info.note = backward_output_note(kind, output)
@@ -94,6 +95,7 @@ class KindRegistrations:
             owner = flag_owner(module)  # where torch's write of the flag lands
             self._full_flags.setdefault(owner, (owner._is_full_backward_hook, set()))[1].add(module)
         if spec.name == "forward_pre":
+            returns = "forward_pre_with_kwargs" if with_kwargs else None
 
             def forward_pre(mod, args, kwargs=None):
                 firing = self._forward_firing(target, kind)
@@ -102,7 +104,9 @@ class KindRegistrations:
                 call_user = None
                 if callable(user):
                     call_user = (lambda a: user(mod, a, kwargs)) if with_kwargs else (lambda a: user(mod, a))
-                result = self._fire(info, "forward", firing, args, lambda a: _forward_inputs(a, kwargs), call_user)
+                result = self._fire(
+                    info, "forward", firing, args, lambda a: _forward_inputs(a, kwargs), call_user, returns
+                )
                 if with_kwargs and result is not None and not callable(user):
                     return (result, kwargs)  # an edit replaced args; torch wants (args, kwargs) here
                 return result
@@ -146,7 +150,8 @@ class KindRegistrations:
                 )
                 if all(g is None for g in grad_input):
                     # torch refuses a changed grad_input here (and warns): say what that means
-                    info.note = NO_INPUT_GRAD if result is not None else no_input_grad_note(target)
+                    edited = result is not None and not callable(user)  # a callable's Nones are no edit
+                    info.note = NO_INPUT_GRAD if edited else no_input_grad_note(target)
                     return None
                 return result
 
@@ -197,7 +202,7 @@ class KindRegistrations:
             call_user = user if callable(user) else None
             if call_user is not None and module is not None:  # torch's backward_pre signature, one grad at a time
                 call_user = lambda g: _first(user(module, (g,)))  # noqa: E731
-            return self._fire(info, "backward", firing, grad, lambda g: {name: g}, call_user)
+            return self._fire(info, "backward", firing, grad, lambda g: {name: g}, call_user, "grad")
 
         return tensor_hook
 
@@ -250,17 +255,20 @@ class KindRegistrations:
             call_user = (lambda g: user(module, g, grad_output)) if callable(user) else None
             result = self._fire(info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user)
             if all(g is None for g in grad_input):
-                info.note = NO_INPUT_GRAD if result is not None else no_input_grad_note(path)
+                edited = result is not None and not callable(user)  # a callable's Nones are no edit
+                info.note = NO_INPUT_GRAD if edited else no_input_grad_note(path)
                 return None
             return result
 
         if spec.phase == "backward":
             # Backward firings name their step and forward call (_backward_firing): each call of the model's
             # modules tags the nodes its backward runs; the handle goes with the hook's own.
+            slots = callable(user)
+
             def tag(module: nn.Module, args: Any, output: Any) -> None:
                 path = paths.get(id(module))
                 if path is not None and info.active:
-                    self._tag_call(path, kind, args, output)
+                    self._tag_call(path, kind, args, output, slots)
 
             info._handles.append(module_globals.register_module_forward_hook(self._eager(tag)))
         register = {
