@@ -238,13 +238,12 @@ def _slots(values: tuple) -> tuple[int, ...]:
 
 def _below(node: Any, key: tuple) -> Any:
     """The tag under ``key`` on the nodes ``node`` passes gradients to, or on theirs (an edit between)."""
-    level = [fn for fn, _ in node.next_functions if fn is not None]
-    for _ in range(2):
+    children = [fn for fn, _ in node.next_functions if fn is not None]
+    for level in (children, (fn for child in children for fn, _ in child.next_functions if fn is not None)):
         for fn in level:
             found = fn.metadata.get(key)
             if found is not None:
                 return found
-        level = [fn for parent in level for fn, _ in parent.next_functions if fn is not None]
     return None
 
 

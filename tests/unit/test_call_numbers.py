@@ -352,3 +352,17 @@ def test_a_second_explorers_own_runs_add_no_step_and_no_record_to_the_first(cnn,
             assert ex.step == 2 and other.step == 1
             assert [r.step for r in ex.captures["features.conv"]["forward"]] == [1, 2]
             assert [r.step for r in other.captures["features.conv"]["backward"]] == [1]
+
+
+@pytest.mark.parametrize("kinds", [["backward_pre", "backward"], ["legacy_backward"]])
+def test_a_forward_edit_attached_after_a_backward_hook_leaves_its_calls_named(kinds):
+    # the edit's own node comes between the output the forward hook tagged and the node the backward runs in
+    torch.manual_seed(0)
+    model, x = Twice(), torch.randn(2, 4, requires_grad=True)
+    with Explorer(model) as ex, warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        ex.attach("l", kinds)
+        ex.attach("l", "forward", edit=("scale", 2.0))
+        model(x).sum().backward()
+        for kind in kinds:
+            assert [(r.step, r.call) for r in ex.captures["l"][kind]] == [(1, 1), (1, 0)], kind
