@@ -9,7 +9,9 @@ of each call writes its (step, call) on the autograd nodes the call's backward w
 ``node.metadata``), and the backward firing reads it there, on whatever thread the backward runs.
 
 A forward firing inside a backward is a recompute (``torch.utils.checkpoint``): it takes the (step, call)
-of the firing it repeats, found in the step's log of forward firings, and counts no new call.
+of the firing it repeats, found in the step's log of forward firings, and counts no new call. The log says
+for each firing where autograd's numbering was, and, inside a non-reentrant checkpoint's segment, which
+segment it was (the segment's saved-tensor hooks) and where its module's call began, as far as known.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from .stats import StatsMemo
 
 _current_autograd_node = getattr(torch._C, "_current_autograd_node", lambda: None)  # private; None outside backward
 _graph_task_id = getattr(torch._C, "_current_graph_task_id", lambda: -1)
+# private; the innermost saved-tensor hooks: a non-reentrant checkpoint's, inside one of its segments
+_saved_tensor_hooks = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", lambda ignore_tracing: None)
 CALL_STEPS_KEPT = 16  # steps whose call counters and logs are kept: a backward may come a few forwards later
 FULL_KINDS = ("backward", "global_backward")
 PRE_KINDS = ("backward_pre", "global_backward_pre")
@@ -51,7 +55,7 @@ class CallClock:
         self._lock = threading.Lock()
         self._tag = object()  # this registry's key in node.metadata (with target, kind and side)
         self._calls: dict[int, dict[tuple[str, str], int]] = {}  # call counters of the newest steps, by step
-        self._logs: dict[int, list[tuple[int, tuple[str, str], int]]] = {}  # step -> forward firings (seq, key, call)
+        self._logs: dict[int, list[LogEntry]] = {}  # step -> its forward firings, in order
         self._begins: dict[int, tuple[int, int]] = {}  # step -> (its thread, autograd's next number as it began)
 
     @property
@@ -90,8 +94,9 @@ class CallClock:
             counts[key] = call + 1
             return call
 
-    def _forward_firing(self, target: str, kind: str) -> Firing | None:
-        """The (step, call) of a forward-phase firing (None inside an own run: it does nothing).
+    def _forward_firing(self, target: str, kind: str, call_args: Any = None) -> Firing | None:
+        """The (step, call) of a forward-phase firing (None inside an own run: it does nothing); ``call_args``:
+        the args of the call a forward hook fires at the end of (None for a pre-hook, at its beginning).
 
         Outside any call of the model on this thread (``model.forward(x)`` skips the model's own hooks), the
         first such firing begins a step of its own, which lasts until the model's next call. Inside a
@@ -115,7 +120,11 @@ class CallClock:
             counts[key] = call + 1
             log = self._logs.get(step)
             if log is not None:
-                log.append((next_sequence_nr(), key, call))
+                seq, hooks = next_sequence_nr(), _saved_tensor_hooks(False)
+                if hooks is None:  # the usual case: in no checkpoint segment
+                    log.append((seq, key, call, 0, None))
+                else:  # the unpack hook lives as long as what the segment saved: its id tells segments apart
+                    log.append((seq, key, call, id(hooks[1]), seq if call_args is None else _call_start(call_args)))
         return Firing(target, kind, step, call)
 
     # Tags: written by a forward hook of each call of a module with backward hooks, read by its backward firings.
@@ -130,7 +139,7 @@ class CallClock:
         tags also say which positions of args and output are tensors (to check a callable's return value).
         ``tensors``: the output's tensors, when the caller has them already.
         """
-        firing = self._forward_firing(target, kind)
+        firing = self._forward_firing(target, kind, args)
         if firing is None or not torch.is_grad_enabled():
             return firing
         label = (firing.step, firing.call)
@@ -147,9 +156,9 @@ class CallClock:
                 node.metadata[(token, target, kind, "out")] = out
         return firing
 
-    def _tag_legacy_call(self, target: str, kind: str, output: Any) -> None:
+    def _tag_legacy_call(self, target: str, kind: str, args: Any, output: Any) -> None:
         """Count this forward call of ``target`` and tag the node torch puts its legacy backward hooks on."""
-        firing = self._forward_firing(target, kind)
+        firing = self._forward_firing(target, kind, args)
         node = _legacy_node(output) if firing is not None else None
         if node is not None:
             # A module returning its inner call's output hooks one node twice: both calls' labels, in firing order
@@ -202,7 +211,7 @@ class CallClock:
             log = self._logs.get(state[1], [])
             found = next((i for i in range(state[2], len(log)) if log[i][1] == key), None)
             if found is None:  # not in the log (attached since, or the log was dropped): the call last made
-                call = max((c for _, k, c in log if k == key), default=0)
+                call = max((entry[2] for entry in log if entry[1] == key), default=0)
             else:
                 call, state[2] = log[found][2], found + 1
         return Firing(target, kind, state[1], call, recompute=True)
@@ -220,16 +229,41 @@ class CallClock:
         return max((step for step, start in candidates if start <= seq), default=None)
 
 
-def _anchor(log: list[tuple[int, tuple[str, str], int]], key: tuple[str, str], seq: int, reentrant: bool) -> int:
+LogEntry = tuple[int, tuple[str, str], int, int, int | None]
+"""A forward firing: autograd's next number then, (target, kind), call, its checkpoint segment (0: none known)
+and, in a segment, the lowest number its module's call may have begun at (None: unknown)."""
+
+
+def _anchor(log: list[LogEntry], key: tuple[str, str], seq: int, reentrant: bool) -> int:
     """Where in a step's log the recomputed segment begins, from its first firing ``key`` and the running node.
 
     A reentrant checkpoint's node is made just before its segment runs (under no_grad: no node in it), so the
-    segment's first firing is the first of ``key`` after it; otherwise the node is one the segment made, and
-    its first firing is the last of ``key`` at or before the node.
+    segment's first firing is the first of ``key`` after it. Otherwise the node is one the segment made: the
+    firing of ``key`` whose call made it, else the last at or before it, is in the segment, and so is every
+    firing of ``key`` before it in the same segment; the first of those begins the recompute.
     """
+    mine = [i for i, entry in enumerate(log) if entry[1] == key]
     if reentrant:
-        return next((i for i, (s, k, _) in enumerate(log) if k == key and s > seq), len(log))
-    return next((i for i in range(len(log) - 1, -1, -1) if log[i][1] == key and log[i][0] <= seq), len(log))
+        return next((i for i in mine if log[i][0] > seq), len(log))
+    inside = [i for i in mine if log[i][4] is not None and log[i][4] <= seq < log[i][0]]
+    before = [i for i in mine if log[i][0] <= seq]
+    if inside:
+        found = mine.index(max(inside, key=lambda i: log[i][4]))  # the innermost call that made the node
+    elif before:
+        found = mine.index(before[-1])
+    else:
+        return mine[0] if mine else len(log)
+    segment = log[mine[found]][3]
+    while segment and found > 0 and log[mine[found - 1]][3] == segment:
+        found -= 1
+    return mine[found]
+
+
+def _call_start(args: Any) -> int | None:
+    """The lowest number a call of these args can have begun at: after the node of its first input (None:
+    no input has one)."""
+    node = next((a.grad_fn for a in args if isinstance(a, torch.Tensor) and a.grad_fn is not None), None)
+    return node._sequence_nr() + 1 if node is not None else None
 
 
 def _slots(values: tuple) -> tuple[int, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 import weakref
 from collections.abc import Callable
@@ -49,7 +50,7 @@ class KindRegistrations:
             handles.append(obj.register_forward_hook(self._eager(self._check_backward_output(info))))
         if spec.name == "legacy_backward":
             target, kind = info.target, info.kind
-            tag = lambda m, args, output: self._tag_legacy_call(target, kind, output)  # noqa: E731
+            tag = lambda m, args, output: self._tag_legacy_call(target, kind, args, output)  # noqa: E731
             handles.append(obj.register_forward_hook(self._eager(tag)))
         return handles
 
@@ -116,8 +117,8 @@ class KindRegistrations:
 
             def forward(mod, args, *rest):
                 kwargs, output = rest if with_kwargs else (None, rest[0])
-                firing = self._forward_firing(target, kind)
-                if firing is None:
+                firing = self._forward_firing(target, kind, args)
+                if firing is None or _stopped_recompute(firing, output):
                     return None
                 call_user = None
                 if callable(user):
@@ -166,14 +167,14 @@ class KindRegistrations:
 
     def _arm_tensor_hooks(self, info: HookInfo, target: str) -> Callable:
         def arm(mod: nn.Module, args: Any, output: Any) -> None:
-            self._arm_outputs(info, target, output)
+            self._arm_outputs(info, target, args, output)
 
         return arm
 
-    def _arm_outputs(self, info: HookInfo, target: str, output: Any) -> None:
+    def _arm_outputs(self, info: HookInfo, target: str, args: Any, output: Any) -> None:
         """Put a tensor hook on every output tensor of one call of ``target`` that requires grad."""
         kind = info.kind
-        firing = self._forward_firing(target, kind)
+        firing = self._forward_firing(target, kind, args)
         if firing is None:
             return
         firing = Firing(target, kind, firing.step, firing.call)  # its gradients are no recompute
@@ -233,7 +234,7 @@ class KindRegistrations:
             def arm(module: nn.Module, args: Any, output: Any) -> None:
                 path = paths.get(id(module))
                 if path is not None and info.active:
-                    self._arm_outputs(info, path, output)
+                    self._arm_outputs(info, path, args, output)
 
             return module_globals.register_module_forward_hook(self._eager(arm))
 
@@ -243,7 +244,12 @@ class KindRegistrations:
                 return None  # a module of another model (global hooks are process-wide in torch), or an own run
             if module is self._root and spec.phase == "forward" and spec.name.endswith("_pre"):
                 self._begin_step(values[0])
-            firing = self._forward_firing(path, kind) if spec.phase == "forward" else self._backward_firing(path, kind)
+            if spec.phase == "backward":
+                firing = self._backward_firing(path, kind)
+            else:  # a forward hook fires at the end of the call whose args it gets: values = (args, output)
+                firing = self._forward_firing(path, kind, values[0] if spec.name == "global_forward" else None)
+                if spec.name == "global_forward" and _stopped_recompute(firing, values[1]):
+                    return None
             call_user = (lambda v: user(module, *values[:-1], v)) if callable(user) else None
             if spec.name == "global_forward_pre":
                 return self._fire(info, "forward", firing, values[0], lambda a: named_tensors("args", a), call_user)
@@ -278,6 +284,12 @@ class KindRegistrations:
             "global_backward": module_globals.register_module_full_backward_hook,
         }[spec.name]
         return register(self._eager(dispatch) if spec.phase == "forward" else dispatch)
+
+
+def _stopped_recompute(firing: Firing, output: Any) -> bool:
+    """A recompute that torch stopped inside this call, once it had every tensor it needed (a checkpoint's early
+    stop): an always-called forward hook then fires with no output, for a forward that did not finish."""
+    return firing.recompute and output is None and sys.exc_info()[1] is not None
 
 
 def _first(result: Any) -> Any:

@@ -162,3 +162,48 @@ def test_recompute_is_said_in_the_export_the_print_action_and_the_records_repr(t
         "[step 1] block.0 forward call 0",
         "[step 1] block.0 forward call 0 (recompute)",
     ]
+
+
+class SharedAct(nn.Module):
+    """``block`` (with one Tanh used twice) called twice a step, each call checkpointed."""
+
+    def __init__(self, reentrant: bool) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.act = nn.Tanh()
+        self.lin1, self.lin2 = nn.Linear(4, 4), nn.Linear(4, 4)
+        self.reentrant = reentrant
+
+    def block(self, x: torch.Tensor) -> torch.Tensor:
+        return self.act(self.lin2(self.act(self.lin1(x))))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(2):
+            x = checkpoint(self.block, x, use_reentrant=self.reentrant)
+        return x
+
+
+@pytest.mark.parametrize("reentrant", [True, False], ids=["reentrant", "non-reentrant"])
+@pytest.mark.parametrize("kind", ["forward_pre", "forward", "grad", "backward_pre", "backward"])
+def test_each_kind_alone_names_the_recomputed_call(reentrant, kind):
+    # the recompute's first firing alone tells which segment is recomputed: a forward hook fires after the node
+    # that set the recompute off (made in its call), a pre-hook before it
+    model = Blocks(2, reentrant)
+    with Explorer(model) as ex, set_checkpoint_early_stop(False):
+        ex.attach("block", kind)
+        run(model, ex, 2)
+        forward, gradient = expected_labels(2, 2)
+        labels = [(r.step, r.call, r.recompute) for r in ex.captures["block"][kind]]
+        assert labels == (forward if kind.startswith("forward") else gradient)
+
+
+@pytest.mark.parametrize("reentrant", [True, False], ids=["reentrant", "non-reentrant"])
+@pytest.mark.parametrize("kind", ["forward_pre", "forward"])
+def test_a_module_called_twice_in_each_checkpointed_segment_keeps_its_calls_in_the_recompute(reentrant, kind):
+    model = SharedAct(reentrant)
+    with Explorer(model) as ex, set_checkpoint_early_stop(False):
+        ex.attach("act", kind)
+        model(step_input(1)).sum().backward()
+        labels = [(r.step, r.call, r.recompute) for r in ex.captures["act"][kind]]
+        # four calls in the forward; the backward recomputes the second segment (calls 2, 3), then the first
+        assert labels == [(1, c, False) for c in range(4)] + [(1, c, True) for c in (2, 3, 0, 1)]
