@@ -108,9 +108,11 @@ class CallClock:
         if node is not None:
             return self._recompute_firing(node, target, kind)
         local = self._local
+        step = local.step
         if local.root_args is None and target and not local.loose:  # the model's own hooks fire inside its call
-            self._new_step(loose=True)
-        step = self.step
+            step = self._new_step(loose=True)
+        elif step is None:
+            step = self.steps_seen
         key = (target, kind)
         with self._lock:
             counts = self._calls.get(step)
