@@ -19,12 +19,19 @@ BUILTIN_ACTIONS = ("capture", "stats", "print")
 
 @dataclass
 class Firing:
-    """One call of a hook: where it fired and the value an edit may replace."""
+    """One call of a hook: where it fired, and for which forward call.
+
+    ``recompute``: a forward firing that repeats one in a backward (``torch.utils.checkpoint``). ``slots``: for a
+    module backward hook, the positions of the values it is given that torch passes on (the tensors); ``()``
+    when none takes a gradient, None when unknown.
+    """
 
     target: str
     kind: str
     step: int
     call: int
+    recompute: bool = False
+    slots: tuple[int, ...] | None = None
 
 
 def check_action(action: str | Callable) -> None:
@@ -59,12 +66,18 @@ def perform(
         edited = editable
     tensors = tensors_of(edited)
     if action == "capture":
-        store.add(make_record(firing.target, firing.kind, firing.step, firing.call, tensors, copy, store.offload))
+        store.add(
+            make_record(
+                firing.target, firing.kind, firing.step, firing.call, tensors, copy, store.offload, firing.recompute
+            )
+        )
     elif action == "stats":
         primary = next((t for t in tensors.values() if t is not None), None)
         reduce = memo.stats if memo is not None else tensor_stats
         stats = reduce(primary) if primary is not None else None
-        store.add(Record(firing.target, firing.kind, firing.step, firing.call, {}, stats=stats))
+        store.add(
+            Record(firing.target, firing.kind, firing.step, firing.call, {}, stats=stats, recompute=firing.recompute)
+        )
     elif action == "print":
         print(describe_firing(firing, tensors))
     return edited if edits else None
@@ -84,5 +97,6 @@ def describe_firing(firing: Firing, tensors: dict[str, torch.Tensor | None]) -> 
             + (f" nan={int(stats['nan'])}" if stats["nan"] else "")
             + (f" inf={int(stats['inf'])}" if stats["inf"] else "")
         )
-    where = f"[step {firing.step}] {firing.target or '(model)'} {firing.kind} call {firing.call}"
+    again = " (recompute)" if firing.recompute else ""
+    where = f"[step {firing.step}] {firing.target or '(model)'} {firing.kind} call {firing.call}{again}"
     return f"{where}: " + ("; ".join(parts) if parts else "no tensors")

@@ -35,6 +35,8 @@ class Record:
     call: int
     tensors: dict[str, torch.Tensor] = field(default_factory=dict)
     stats: dict[str, float] | None = None
+    recompute: bool = False
+    """A forward firing repeated in a backward (``torch.utils.checkpoint``), with the original's step and call."""
     _versions: dict[str, int] = field(default_factory=dict, repr=False)
     _copy_done: Any = field(default=None, repr=False)  # a CUDA event while an offload copy is in flight
     _kept: bool = field(default=True, repr=False)  # False once the store evicted or cleared it
@@ -72,6 +74,7 @@ def make_record(
     tensors: dict[str, torch.Tensor | None],
     copy: bool,
     offload: str | None = None,
+    recompute: bool = False,
 ) -> Record:
     """A Record of detached tensors (cloned when ``copy``; None entries left out), remembering their
     version counters.
@@ -97,7 +100,7 @@ def make_record(
     # ._version. They stay out of the staleness check, so they are never reported stale, even if an
     # in-place op inside inference mode changes them later; copy=True keeps their values.
     versions = {name: t._version for name, t in kept.items() if not t.is_inference()}
-    record = Record(target, kind, step, call, kept, _versions=versions)
+    record = Record(target, kind, step, call, kept, recompute=recompute, _versions=versions)
     if pending and torch.cuda.is_available():
         record._copy_done = torch.cuda.Event()
         record._copy_done.record()

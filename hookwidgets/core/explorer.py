@@ -88,7 +88,8 @@ class Explorer:
         if self.example_inputs is None:
             return None
         try:
-            return probe(self.model, self._inputs(None))
+            with self._registry.suspended():  # an own run: other explorers of the model record nothing either
+                return probe(self.model, self._inputs(None))
         except Exception as exc:
             self.probe_error = explain_run_error(exc, self.example_inputs)
             warnings.warn(
@@ -366,7 +367,8 @@ class Explorer:
         """The legacy and the full backward hook's gradients on ``target`` side by side (on hook-free copies)."""
         inputs = self._inputs(inputs)
         self._materialize(inputs, "compare_backward()")
-        return compare_backward(self.model, target, inputs, score)
+        with self._registry.suspended():  # it runs copies of the model; no explorer records them
+            return compare_backward(self.model, target, inputs, score)
 
     def code(self) -> str:
         """Plain-torch Python (no hookwidgets) that registers hooks doing what the explorer's hooks do."""

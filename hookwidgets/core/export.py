@@ -74,7 +74,7 @@ def export_captures(store: CaptureStore, path: str | os.PathLike) -> Path:
 def load_captures(path: str | os.PathLike) -> list[dict[str, Any]]:
     """Read a capture file and its sidecar back: one dict per record, in store order.
 
-    Each dict has ``target``, ``kind``, ``step``, ``call``, ``stale``, ``nbytes``, ``stats`` (None for
+    Each dict has ``target``, ``kind``, ``step``, ``call``, ``recompute``, ``stale``, ``nbytes``, ``stats`` (None for
     records without) and ``tensors``, a list of ``{name, key, shape, dtype, tensor}``.
     """
     path = _checked_path(path)
@@ -124,6 +124,7 @@ def _record_entry(record: Record) -> dict[str, Any]:
         "kind": record.kind,
         "step": record.step,
         "call": record.call,
+        "recompute": record.recompute,
         "stale": record.stale,
         "nbytes": record.nbytes,
         "stats": record.stats,

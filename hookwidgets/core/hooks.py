@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import sys
-import threading
 import traceback
 import warnings
 import weakref
@@ -20,6 +18,7 @@ from torch.utils.hooks import RemovableHandle
 
 from . import native
 from .actions import Firing, check_action, named_tensors, perform
+from .calls import CallClock, _current_autograd_node
 from .capture import CaptureStore
 from .diagnostics import (
     NOT_RUN,
@@ -34,28 +33,28 @@ from .foreign import foreign_hooks
 from .kinds import MODULE_KINDS, Kind, check_callable
 from .modelwide import ModelWideHooks
 from .nodehooks import NodeHooks
+from .own_runs import OWN_RUN, own_run
 from .owned import own
 from .registration import KindRegistrations
-from .scope import next_sequence_nr
+from .returns import check_return
 from .stats import StatsMemo
 
 ON_ERROR = ("record", "raise")
-_current_autograd_node = getattr(torch._C, "_current_autograd_node", lambda: None)  # private; None outside backward
 FULL_BACKWARD_KINDS = ("backward", "backward_pre", "global_backward", "global_backward_pre")
 TIMELINE_CAP = 10_000
-CALL_STEPS_KEPT = 16  # steps whose call counters are kept: a backward may come a few forwards later
 
 __all__ = ["MODULE_KINDS", "HookInfo", "HookRegistry", "TimelineEvent", "named_tensors"]
 
 
 class TimelineEvent(NamedTuple):
-    """One hook firing, in the order it happened."""
+    """One hook firing, in the order it happened (``recompute``: repeated in a backward by a checkpoint)."""
 
     step: int
     phase: str
     target: str
     kind: str
     call: int
+    recompute: bool = False
 
 
 @dataclass
@@ -103,7 +102,7 @@ class HookInfo:
         }
 
 
-class HookRegistry(KindRegistrations):
+class HookRegistry(KindRegistrations, CallClock):
     """Owns every hook the explorer adds to one model; ``close()`` removes them all.
 
     Holds no reference to the explorer, so a finalizer on the explorer can call ``close()``.
@@ -114,35 +113,19 @@ class HookRegistry(KindRegistrations):
             raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
         self.store = store
         self.on_error = on_error
-        self.steps_seen = 0
-        """Root forwards seen, on every thread (``ex.step``)."""
-        self._local = threading.local()  # per thread: the step its firings belong to, the root call's args
+        self._init_clock()  # steps_seen: steps begun, on every thread (``ex.step``)
         self.timeline: deque[TimelineEvent] = deque(maxlen=TIMELINE_CAP)
         self._root_ref = weakref.ref(root)  # hooks live on the model and hold the registry: no cycle back
         self._hooks: dict[tuple[str, str], HookInfo] = {}
-        self._calls: dict[int, dict[tuple[str, str], int]] = {}  # call counters of the newest steps, by step
-        # step -> module path -> the sequence number autograd had when each forward call of it began
-        self._call_starts: dict[int, dict[str, list[int]]] = {}
-        # step -> (its thread, the sequence number autograd had when it began): the step a node was made in
-        self._step_begins: dict[int, tuple[int, int]] = {}
         self._step_handles: list[RemovableHandle] = []
         self._model_wide = ModelWideHooks(root)  # the global kinds' hooks, on every module of the model
-        self._suspended = False
         self.explanations: deque[str] = deque(maxlen=100)
         self._pending_removal: list[RemovableHandle] = []
-        self._lock = threading.Lock()
         self._node_hooks = NodeHooks(self)
         self._hooked_outputs: dict[str, list[weakref.ref]] = {}
         self._stats_memo = StatsMemo()
         self.step_listeners: list[Callable[[int], None]] = []
         """Called with the step number at the end of each forward of the model (not in suspended runs)."""
-
-    @property
-    def step(self) -> int:
-        """The step this thread's firings belong to: its own latest root forward, so forwards and backwards
-        run on several threads at once keep their own steps (a thread that ran none, such as an
-        autograd device thread, sees the latest step of any thread)."""
-        return getattr(self._local, "step", self.steps_seen)
 
     @property
     def _root(self) -> nn.Module | None:
@@ -251,30 +234,20 @@ class HookRegistry(KindRegistrations):
 
     def _begin_step(self, args: Any) -> None:
         self._flush_pending_removals()
-        if self._suspended:
-            return
+        if OWN_RUN.depth or _current_autograd_node() is not None:
+            return  # an own run, or the model's call recomputed inside a backward (checkpoint): no new step
         local = self._local
-        if getattr(local, "root_args", None) is args:
+        if local.root_args is args:
             return  # the same root call, seen by a global pre-hook and then by the step tracker
         local.root_args = args
         if self._model_wide:
             self._model_wide.sync()  # modules added to the model get the global kinds, from this step on
-        with self._lock:
-            self.steps_seen += 1
-            local.step = self.steps_seen
-            self._calls[local.step] = {}
-            self._call_starts[local.step] = {}
-            self._step_begins[local.step] = (threading.get_ident(), next_sequence_nr())
-            for old in [s for s in self._calls if s <= local.step - CALL_STEPS_KEPT]:
-                del self._calls[old]
-                self._call_starts.pop(old, None)
-                self._step_begins.pop(old, None)
-            self._stats_memo.clear()
+        self._new_step(loose=False)
         self.store.compact_if_faulting()  # the last step's graph is gone: captures can leave the heap
 
     def _end_step(self, module: nn.Module, args: Any, output: Any) -> None:
         self._local.root_args = None
-        if self._suspended:
+        if OWN_RUN.depth or _current_autograd_node() is not None:
             return
         if output is None:  # always_call: the forward raised; sys.exc_info says why
             exc = sys.exc_info()[1]
@@ -349,80 +322,51 @@ class HookRegistry(KindRegistrations):
 
     @contextlib.contextmanager
     def suspended(self) -> Iterator[None]:
-        """Hooks stay registered but do nothing (no records, no counts, no steps) inside the block."""
-        previous, self._suspended = self._suspended, True
-        try:
+        """Inside the block, on this thread, every explorer's hooks stay registered but do nothing (no records,
+        no counts, no steps): the explorer's own runs. Other threads go on recording."""
+        with own_run():
             yield
-        finally:
-            self._suspended = previous
+
+    @property
+    def _suspended(self) -> bool:
+        """Whether this thread is inside an own run of any explorer."""
+        return OWN_RUN.depth > 0
 
     def _flush_pending_removals(self) -> None:
         while self._pending_removal:
             self._pending_removal.pop().remove()
 
-    def _next_call(self, target: str, kind: str, step: int | None = None) -> int:
-        """0, 1, … for the firings of ``(target, kind)`` in ``step`` (default: this thread's step)."""
-        step = self.step if step is None else step
-        key = (target, kind)
-        with self._lock:
-            counts = self._calls.get(step)
-            if counts is None:
-                counts = self._calls[step] = {}
-            call = counts.get(key, 0)  # a plain dict: Counter's missing-key path runs Python code
-            counts[key] = call + 1
-            return call
+    def _fire(
+        self,
+        info: HookInfo,
+        phase: str,
+        firing: Firing,
+        editable: Any,
+        tensors_of,
+        call_user=None,
+        returns: str | None = None,
+    ) -> Any:
+        """Count, log and perform one firing; a failing action follows the ``on_error`` policy.
 
-    def _note_call_start(self, target: str) -> None:
-        """Remember where in autograd's numbering this forward call of ``target`` begins (see ``_backward_firing``)."""
-        if self._suspended:
-            return
-        starts = self._call_starts.setdefault(self.step, {}).setdefault(target, [])
-        seq = next_sequence_nr()
-        if not starts or starts[-1] != seq:  # two of our pre-hooks on one call (backward and backward_pre)
-            starts.append(seq)
-
-    def _backward_firing(self, target: str, kind: str) -> tuple[int, int]:
-        """The (step, call) of the forward call a backward firing of ``target`` belongs to, as ``grad`` names them.
-
-        One backward may run through the graphs of several forwards, each last call first; the node autograd
-        is running (the module's backward-hook node, or its last op for legacy hooks) was made during that
-        call, so its number tells the step, and between the starts of the step's calls, the call. Counting
-        firings is the fallback when that cannot be read.
+        What a user callable returns is checked by torch's rules for ``returns`` (default: the hook's kind)
+        before torch sees it: a value torch would refuse is the hook's error, and torch gets None.
         """
-        node = _current_autograd_node()
-        seq = node._sequence_nr() if node is not None else None
-        step = self._step_made(seq) if seq is not None else None
-        if step is None:
-            return self.step, self._next_call(target, kind)
-        starts = self._call_starts.get(step, {}).get(target)
-        call = bisect.bisect_right(starts, seq) - 1 if starts else -1
-        return step, call if call >= 0 else self._next_call(target, kind, step)
-
-    def _step_made(self, seq: int) -> int | None:
-        """The step whose forward made the node numbered ``seq``: the latest to begin at or before it.
-
-        Numbers are per thread, so only steps of this thread count; a thread that ran none (an autograd
-        device thread) goes by every thread's steps.
-        """
-        thread = threading.get_ident()
-        with self._lock:
-            begins = list(self._step_begins.items())
-        own = [(step, start) for step, (owner, start) in begins if owner == thread]
-        candidates = own or [(step, start) for step, (_, start) in begins]
-        return max((step for step, start in candidates if start <= seq), default=None)
-
-    def _fire(self, info: HookInfo, phase: str, firing: Firing, editable: Any, tensors_of, call_user=None) -> Any:
-        """Count, log and perform one firing; a failing action follows the ``on_error`` policy."""
-        if self._suspended:
+        if OWN_RUN.depth:
             return None
         info.fired += 1
         if info.fired == 1 and info.note is not None and NOT_RUN in info.note:
             info.note = None  # it runs after all (another input took another path)
-        self.timeline.append(TimelineEvent(firing.step, phase, firing.target, firing.kind, firing.call))
+        self.timeline.append(
+            TimelineEvent(firing.step, phase, firing.target, firing.kind, firing.call, firing.recompute)
+        )
         try:
-            return perform(
+            result = perform(
                 self.store, info.action, info.edit, info.copy, firing, editable, tensors_of, call_user, self._stats_memo
             )
+            if call_user is not None and result is not None:
+                where = f"the {info.kind!r} hook on {firing.target!r}"
+                check_return(returns or info.spec, result, editable, info.action_name, where, firing.slots)
+            return result
         except Exception as exc:  # a failing hook must not break the user's forward or backward
             info.last_error = "".join(traceback.format_exception(exc)).rstrip()
             if self.on_error == "raise":

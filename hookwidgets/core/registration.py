@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 import weakref
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from .diagnostics import NO_INPUT_GRAD, backward_output_note, no_input_grad_note
 from .kinds import Kind
 from .modelwide import ModelWideHooks
 from .nested import is_dataclass_value, tensors_in
+from .own_runs import OWN_RUN
 from .owned import flag_owner, own, own_backward
 
 if TYPE_CHECKING:
@@ -24,17 +26,16 @@ if TYPE_CHECKING:
 
 
 class KindRegistrations:
-    """Registration of every kind; relies on the registry's ``_fire``, ``_next_call`` and ``step``."""
+    """Registration of every kind; relies on the registry's ``_fire`` and its clock (``calls.CallClock``)."""
 
     step: int
     _root: nn.Module
-    _suspended: bool
     _model_wide: ModelWideHooks
     _node_hooks: NodeHooks
     _hooked_outputs: dict[str, list[weakref.ref]]  # module path -> its last outputs, for explain_collision
 
-    # HookRegistry provides _next_call(target, kind), _backward_firing(target, kind), _note_call_start(target),
-    # _begin_step(args) and _fire(info, phase, firing, ...).
+    # HookRegistry provides _forward_firing(target, kind), _backward_firing(target, kind), _tag_call(...),
+    # _next_call(target, kind), _begin_step(args) and _fire(info, phase, firing, ...).
 
     def _register(self, spec: Kind, obj: Any, info: HookInfo, with_kwargs: bool) -> list[RemovableHandle]:
         if spec.family == "global":
@@ -46,12 +47,12 @@ class KindRegistrations:
             self._node_hooks.add(info, self._root)  # placed on each forward's graph, by id
             return []
         handles = [self._register_module(spec, obj, info, info.target, with_kwargs)]
-        if spec.name in ("backward", "backward_pre"):
+        if spec.name in ("backward", "backward_pre"):  # their firings name the forward call that tagged its nodes
             handles.append(own(obj, obj.register_forward_hook(self._eager(self._check_backward_output(info)))))
-        if spec.name in ("backward", "backward_pre", "legacy_backward"):  # their firings name the forward call
-            target = info.target
-            note_start = self._eager(lambda m, args: self._note_call_start(target))
-            handles.append(own(obj, obj.register_forward_pre_hook(note_start)))
+        if spec.name == "legacy_backward":
+            target, kind = info.target, info.kind
+            tag = lambda m, args, output: self._tag_legacy_call(target, kind, args, output)  # noqa: E731
+            handles.append(own(obj, obj.register_forward_hook(self._eager(tag))))
         return handles
 
     def _eager(self, hook: Callable) -> Callable:
@@ -63,24 +64,27 @@ class KindRegistrations:
         return torch.compiler.disable(hook, recursive=True) if is_compiled(self._root) else hook
 
     def _check_backward_output(self, info: HookInfo) -> Callable:
-        """A forward hook telling why a full backward hook cannot fire (dict output, no grad)."""
+        """A forward hook tagging the call's nodes for its backward firings, and telling why a full backward hook
+        cannot fire (dict output, no grad)."""
         target, kind = info.target, info.kind
+        slots = callable(info.action)  # a callable's return value is checked against the tensors' positions
 
         def check(mod: nn.Module, args: Any, output: Any) -> None:
-            # Kept even while suspended (the attach-time check runs so): the tensor an in-place op breaks is a
+            # Kept even in own runs (the attach-time check is one): the tensor an in-place op breaks is a
             # view of one of these, which tells whose full backward hook it collided with.
             # (each by the tensor it views, if a view: torch's wrapper is a view of that one too)
-            self._hooked_outputs[target] = [weakref.ref(t if t._base is None else t._base) for t in tensors_in(output)]
-            if self._suspended:
+            tensors = tensors_in(output)
+            self._hooked_outputs[target] = [weakref.ref(t if t._base is None else t._base) for t in tensors]
+            firing = self._tag_call(target, kind, args, output, slots, tensors)
+            if firing is None:
                 return
             info.note = backward_output_note(kind, output)
             if kind == "backward_pre" and (isinstance(output, dict) or is_dataclass_value(output)):
                 # torch's full backward hooks see only a Tensor or a tuple of them: fall back to tensor
                 # hooks so the output gradients are still recorded.
-                firing_call = self._next_call(target, kind)
+                firing = Firing(target, kind, firing.step, firing.call)
                 for name, tensor in named_tensors("grad_output", output).items():
                     if tensor.requires_grad:
-                        firing = Firing(target, kind, self.step, firing_call)
                         tensor.register_hook(self._tensor_hook(info, firing, name, module=mod))
 
         return check
@@ -90,13 +94,18 @@ class KindRegistrations:
     ) -> RemovableHandle:
         kind, user = info.kind, info.action
         if spec.name == "forward_pre":
+            returns = "forward_pre_with_kwargs" if with_kwargs else None
 
             def forward_pre(mod, args, kwargs=None):
-                firing = Firing(target, kind, self.step, self._next_call(target, kind))
+                firing = self._forward_firing(target, kind)
+                if firing is None:
+                    return None
                 call_user = None
                 if callable(user):
                     call_user = (lambda a: user(mod, a, kwargs)) if with_kwargs else (lambda a: user(mod, a))
-                result = self._fire(info, "forward", firing, args, lambda a: _forward_inputs(a, kwargs), call_user)
+                result = self._fire(
+                    info, "forward", firing, args, lambda a: _forward_inputs(a, kwargs), call_user, returns
+                )
                 if with_kwargs and result is not None and not callable(user):
                     return (result, kwargs)  # an edit replaced args; torch wants (args, kwargs) here
                 return result
@@ -106,7 +115,9 @@ class KindRegistrations:
 
             def forward(mod, args, *rest):
                 kwargs, output = rest if with_kwargs else (None, rest[0])
-                firing = Firing(target, kind, self.step, self._next_call(target, kind))
+                firing = self._forward_firing(target, kind, args)
+                if firing is None or _stopped_recompute(firing, output):
+                    return None
                 call_user = None
                 if callable(user):
                     call_user = (
@@ -121,9 +132,9 @@ class KindRegistrations:
         if spec.name == "backward_pre":
 
             def backward_pre(mod, grad_output):
-                if not info.active:  # detached after the forward: torch still runs what that forward armed
+                if not info.active or OWN_RUN.depth:  # detached (torch still runs what a forward armed), or an own run
                     return None
-                firing = Firing(target, kind, *self._backward_firing(target, kind))
+                firing = self._backward_firing(target, kind)
                 call_user = (lambda g: user(mod, g)) if callable(user) else None
                 return self._fire(info, "backward", firing, grad_output, _grad_outputs, call_user)
 
@@ -131,16 +142,17 @@ class KindRegistrations:
         if spec.name in ("backward", "legacy_backward"):
 
             def backward(mod, grad_input, grad_output):
-                if not info.active:  # detached after the forward: torch still runs what that forward armed
+                if not info.active or OWN_RUN.depth:  # detached (torch still runs what a forward armed), or an own run
                     return None
-                firing = Firing(target, kind, *self._backward_firing(target, kind))
+                firing = self._backward_firing(target, kind)
                 call_user = (lambda g: user(mod, g, grad_output)) if callable(user) else None
                 result = self._fire(
                     info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user
                 )
                 if all(g is None for g in grad_input):
                     # torch refuses a changed grad_input here (and warns): say what that means
-                    info.note = NO_INPUT_GRAD if result is not None else no_input_grad_note(target)
+                    edited = result is not None and not callable(user)  # a callable's Nones are no edit
+                    info.note = NO_INPUT_GRAD if edited else no_input_grad_note(target)
                     return None
                 return result
 
@@ -157,18 +169,21 @@ class KindRegistrations:
 
     def _arm_tensor_hooks(self, info: HookInfo, target: str) -> Callable:
         def arm(mod: nn.Module, args: Any, output: Any) -> None:
-            self._arm_outputs(info, target, output)
+            self._arm_outputs(info, target, args, output)
 
         return arm
 
-    def _arm_outputs(self, info: HookInfo, target: str, output: Any) -> None:
+    def _arm_outputs(self, info: HookInfo, target: str, args: Any, output: Any) -> None:
         """Put a tensor hook on every output tensor of one call of ``target`` that requires grad."""
         kind = info.kind
-        step, call = self.step, self._next_call(target, kind)
+        firing = self._forward_firing(target, kind, args)
+        if firing is None:
+            return
+        firing = Firing(target, kind, firing.step, firing.call)  # its gradients are no recompute
         armed = 0
         for name, tensor in named_tensors("output", output).items():
             if tensor.requires_grad:
-                tensor.register_hook(self._tensor_hook(info, Firing(target, kind, step, call), "grad_" + name))
+                tensor.register_hook(self._tensor_hook(info, firing, "grad_" + name))
                 armed += 1
         if not armed and info.kind == "grad":  # a global hook also meets modules that output no tensor
             info.note = (
@@ -190,7 +205,7 @@ class KindRegistrations:
             call_user = user if callable(user) else None
             if call_user is not None and module is not None:  # torch's backward_pre signature, one grad at a time
                 call_user = lambda g: _first(user(module, (g,)))  # noqa: E731
-            return self._fire(info, "backward", firing, grad, lambda g: {name: g}, call_user)
+            return self._fire(info, "backward", firing, grad, lambda g: {name: g}, call_user, "grad")
 
         return tensor_hook
 
@@ -220,8 +235,8 @@ class KindRegistrations:
 
             def arm(module: nn.Module, args: Any, output: Any) -> None:
                 path = paths.get(id(module))
-                if path is not None and info.active and not self._suspended:
-                    self._arm_outputs(info, path, output)
+                if path is not None and info.active:
+                    self._arm_outputs(info, path, args, output)
 
             eager_arm = self._eager(arm)
             self._model_wide.add(
@@ -231,14 +246,16 @@ class KindRegistrations:
 
         def dispatch(module: nn.Module, *values: Any) -> Any:
             path = paths.get(id(module))
-            if path is None or not info.active:
-                return None  # a module that left the model (its hook goes at the next step's begin)
+            if path is None or not info.active or OWN_RUN.depth:
+                return None  # a module that left the model (its hook goes at the next step's begin), or an own run
             if module is self._root and spec.phase == "forward" and spec.name.endswith("_pre"):
                 self._begin_step(values[0])
-            if spec.phase == "forward":
-                firing = Firing(path, kind, self.step, self._next_call(path, kind))
-            else:
-                firing = Firing(path, kind, *self._backward_firing(path, kind))
+            if spec.phase == "backward":
+                firing = self._backward_firing(path, kind)
+            else:  # a forward hook fires at the end of the call whose args it gets: values = (args, output)
+                firing = self._forward_firing(path, kind, values[0] if spec.name == "global_forward" else None)
+                if spec.name == "global_forward" and _stopped_recompute(firing, values[1]):
+                    return None
             call_user = (lambda v: user(module, *values[:-1], v)) if callable(user) else None
             if spec.name == "global_forward_pre":
                 return self._fire(info, "forward", firing, values[0], lambda a: named_tensors("args", a), call_user)
@@ -250,20 +267,22 @@ class KindRegistrations:
             call_user = (lambda g: user(module, g, grad_output)) if callable(user) else None
             result = self._fire(info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user)
             if all(g is None for g in grad_input):
-                info.note = NO_INPUT_GRAD if result is not None else no_input_grad_note(path)
+                edited = result is not None and not callable(user)  # a callable's Nones are no edit
+                info.note = NO_INPUT_GRAD if edited else no_input_grad_note(path)
                 return None
             return result
 
-        def note_start(module: nn.Module, args: Any) -> None:
-            # Backward firings name their step and forward call (_backward_firing): note where each call begins.
+        # Backward firings name their step and forward call (_backward_firing): each call of the model's
+        # modules tags the nodes its backward runs.
+        slots = callable(user)  # a callable's return value is checked against the tensors' positions
+
+        def tag(module: nn.Module, args: Any, output: Any) -> None:
             path = paths.get(id(module))
             if path is not None and info.active:
-                if module is self._root:  # this pre-hook may run before the step tracker: the root's call starts it
-                    self._begin_step(args)
-                self._note_call_start(path)
+                self._tag_call(path, kind, args, output, slots)
 
         hook = self._eager(dispatch) if spec.phase == "forward" else dispatch
-        eager_note_start = self._eager(note_start) if spec.phase == "backward" else note_start
+        eager_tag = self._eager(tag)
 
         def place(module: nn.Module, handles: list[RemovableHandle]) -> str | None:
             if spec.name == "global_forward_pre":
@@ -278,7 +297,7 @@ class KindRegistrations:
                 return LEGACY_REFUSES_FULL
             else:
                 handles.append(own_backward(module, lambda: module.register_full_backward_hook(hook, prepend=True)))
-            handles.append(own(module, module.register_forward_pre_hook(eager_note_start, prepend=True)))
+            handles.append(own(module, module.register_forward_hook(eager_tag, prepend=True)))
             return None
 
         self._model_wide.add(info, place)
@@ -293,6 +312,12 @@ LEGACY_REFUSES_FULL = (
     "it has a legacy backward hook (register_backward_hook, or one removed since: torch keeps its mark), and torch "
     "refuses a full backward hook beside one; hook it with 'grad' instead"
 )
+
+
+def _stopped_recompute(firing: Firing, output: Any) -> bool:
+    """A recompute that torch stopped inside this call, once it had every tensor it needed (a checkpoint's early
+    stop): an always-called forward hook then fires with no output, for a forward that did not finish."""
+    return firing.recompute and output is None and sys.exc_info()[1] is not None
 
 
 def _first(result: Any) -> Any:

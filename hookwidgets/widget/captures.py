@@ -58,6 +58,8 @@ def _cached_png(record: Record, key: tuple, draw: Callable[[], Any]) -> bytes:
 def _title(record: Record) -> str:
     name = next(iter(record.tensors), "stats")  # output, output.0, args.0, grad_output…: says what is drawn
     title = f"{record.target or '(model)'} · {name}"
+    if record.recompute:
+        title += " · recomputed by a checkpoint"
     if record.stale:
         title += " · STALE: changed in place after capture"
     return title
@@ -118,13 +120,13 @@ def stats_item(kind: str, target: str, records: list[Record]) -> dict[str, Any]:
 
 def _pick(history: list[Record], chosen: tuple[int, int | None] | None) -> Record:
     """The record at ``chosen`` = (step, call), the newest of the step when call is None; the newest overall
-    when nothing is chosen or the choice is no longer held."""
+    when nothing is chosen or the choice is no longer held. A checkpoint's recompute (same step and call, the
+    same values, fired later) stands for its call only when the original is no longer held."""
+    matching = history
     if chosen is not None:
         step, call = chosen
-        for record in reversed(history):
-            if record.step == step and (call is None or record.call == call):
-                return record
-    return history[-1]
+        matching = [r for r in history if r.step == step and (call is None or r.call == call)] or history
+    return next((r for r in reversed(matching) if not r.recompute), matching[-1])
 
 
 def plot_items(

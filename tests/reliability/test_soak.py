@@ -16,7 +16,8 @@ import pytest
 import torch
 
 from hookwidgets import HookExplorer
-from hookwidgets.core.hooks import CALL_STEPS_KEPT, TIMELINE_CAP
+from hookwidgets.core.calls import CALL_STEPS_KEPT
+from hookwidgets.core.hooks import TIMELINE_CAP
 from hookwidgets.core.kinds import NODE_KINDS
 from hookwidgets.widget import live
 
@@ -112,4 +113,6 @@ def check_bounded(ex: HookExplorer, pushes: list[str]) -> None:
         # a global kind: one or two hooks on each module of the model; node hooks: one, checked above
         most = 2 * modules if info.kind.startswith("global_") else 3
         assert len(info._handles) <= most, f"{info} keeps {len(info._handles)} handles"
-    assert len(ex._registry._calls) <= CALL_STEPS_KEPT  # call counters of the newest steps only
+    registry = ex._registry
+    # call counters, firing logs and step beginnings of the newest steps only
+    assert max(len(registry._calls), len(registry._logs), len(registry._begins)) <= CALL_STEPS_KEPT

@@ -159,3 +159,53 @@ def test_records_from_concurrent_threads_are_neither_lost_nor_duplicated_nor_mix
                         record.tensors[name], tensor, msg=f"{kind} {name} on {target!r} of step {record.step}"
                     )
     assert all_hook_state(model) == before
+
+
+class Gate(nn.Module):
+    """Identity; while ``holder`` is a thread's id, a forward on that thread waits until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holder: int | None = None
+        self.inside, self.release = threading.Event(), threading.Event()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if threading.get_ident() == self.holder:
+            self.inside.set()
+            assert self.release.wait(timeout=60)
+        return x
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("whose", ["its-own", "another-explorers"])
+def test_an_own_run_silences_the_hooks_on_its_thread_only_while_a_loop_on_another_thread_records(whose):
+    torch.manual_seed(0)
+    model = nn.Sequential(OrderedDict(fc=nn.Linear(4, 4), gate=Gate(), out=nn.Linear(4, 2)))
+    x = torch.randn(2, 4)
+    with Explorer(model) as ex, Explorer(model) as other:
+        for explorer in (ex, other):
+            explorer.attach("fc", ["forward", "backward", "grad"])
+            explorer.attach("out.weight", "grad")
+        errors: list[BaseException] = []
+
+        def loop() -> None:  # the user's training loop, while the own run waits inside its forward
+            try:
+                assert model.gate.inside.wait(timeout=60)
+                for _ in range(3):
+                    model(x.clone().requires_grad_()).sum().backward()
+            except BaseException as exc:
+                errors.append(exc)
+            finally:
+                model.gate.release.set()
+
+        worker = threading.Thread(target=loop)
+        worker.start()
+        model.gate.holder = threading.get_ident()
+        (ex if whose == "its-own" else other).graph(x.clone().requires_grad_())  # an own run, on this thread
+        model.gate.holder = None
+        worker.join()
+        assert not errors, errors
+        for explorer in (ex, other):
+            assert explorer.step == 3
+            for target, kind in (("fc", "forward"), ("fc", "backward"), ("fc", "grad"), ("out.weight", "grad")):
+                assert [r.step for r in explorer.captures[target][kind]] == [1, 2, 3], (target, kind)

@@ -150,6 +150,41 @@ def test_the_slider_reaches_every_call_of_a_module_run_twice_a_step():
         assert (view.plots["items"][0]["step"], view.plots["items"][0]["call"]) == (1, 1)
 
 
+def test_the_inspector_shows_the_original_firing_of_a_call_a_checkpoint_recomputed():
+    class Checkpointed(torch.nn.Module):  # lin called twice a step, each call recomputed in the backward
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for _ in range(2):
+                x = torch.utils.checkpoint.checkpoint(self.lin, x, use_reentrant=False)
+            return x
+
+    x = torch.randn(2, 4, requires_grad=True)
+    with HookExplorer(Checkpointed()) as ex:
+        view = ex.view
+        ex.attach("lin", "forward")
+        with torch.utils.checkpoint.set_checkpoint_early_stop(False):  # each recompute runs lin to its end
+            for _ in range(2):
+                ex.model(x).sum().backward()
+        browser_sets(view, selected="lin")
+        records = ex.captures["lin"]["forward"]
+        assert [(r.step, r.call, r.recompute) for r in records][-4:] == [
+            (2, 0, False),
+            (2, 1, False),
+            (2, 1, True),
+            (2, 0, True),
+        ]
+        (item,) = view.plots["items"]
+        assert item["positions"] == [[1, 0], [1, 1], [2, 0], [2, 1]]
+        assert (item["step"], item["call"]) == (2, 1) and "recomputed" not in item["title"]
+        browser_sends(view, kind="plot_step", hook="forward", step=1)  # no call: the newest of that step
+        assert (view.plots["items"][0]["step"], view.plots["items"][0]["call"]) == (1, 1)
+        browser_sends(view, kind="plot_step", hook="forward", step=2, call=0)
+        assert "recomputed" not in view.plots["items"][0]["title"]
+
+
 def test_memory_meter_follows_the_store_and_counts_evictions(cnn, image):
     with HookExplorer(cnn, example_inputs=image, memory_budget=3000) as ex:
         view = ex.view
