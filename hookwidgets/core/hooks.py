@@ -36,6 +36,7 @@ from .kinds import MODULE_KINDS, Kind, check_callable
 from .nodehooks import NodeHooks
 from .registration import KindRegistrations
 from .scope import next_sequence_nr
+from .short_steps import with_note
 from .stats import StatsMemo
 
 ON_ERROR = ("record", "raise")
@@ -152,6 +153,7 @@ class HookRegistry(KindRegistrations):
     @property
     def hooks(self) -> list[HookInfo]:
         """The registry's live hooks in attach order, then hooks others attached (``foreign=True``)."""
+        self._note_short_steps()
         root = self._root
         if root is None:
             return list(self._hooks.values())
@@ -160,6 +162,19 @@ class HookRegistry(KindRegistrations):
             for target, kind, name in foreign_hooks(root, self._own_handle_ids())
         ]
         return list(self._hooks.values()) + others
+
+    def _note_short_steps(self) -> None:
+        """Say on each hook whose records the store evicted before their own step ended that the budget holds
+        less than one step (a global kind: for any module); drop the note once a later step was kept whole."""
+        short = self.store.short_steps()
+        for info in self._hooks.values():
+            note = short.get((info.target, info.kind))
+            if note is None and info.kind.startswith("global_"):
+                modules = [target for target, kind in short if kind == info.kind]
+                if modules:
+                    more = f" and {len(modules) - 1} more modules" if len(modules) > 1 else ""
+                    note = f"{short[(modules[0], info.kind)]} (on {modules[0] or '(model)'!r}{more})"
+            info.note = with_note(info.note, note)
 
     def attach(
         self,
