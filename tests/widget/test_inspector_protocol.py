@@ -155,9 +155,28 @@ def test_memory_meter_follows_the_store_and_counts_evictions(cnn, image):
         view = ex.view
         ex.attach("features.conv", "forward")  # 2×4×8×8 float32 = 2048 bytes a capture
         ex.run()
-        assert view.memory == {"bytes": 2048, "budget": 3000, "records": 1, "evicted": 0}
+        assert view.memory == {"bytes": 2048, "budget": 3000, "records": 1, "evicted": 0, "short_steps": []}
         ex.run()
         assert view.memory["evicted"] == 1 and view.memory["records"] == 1
+        assert view.memory["short_steps"] == []  # the previous step's record went: the budget holds a step
+
+
+def test_memory_meter_and_hook_say_when_the_budget_holds_less_than_one_step(cnn, image):
+    with HookExplorer(cnn, example_inputs=image, memory_budget=3000) as ex:
+        view = ex.view
+        ex.attach("features.conv", "forward")  # 2048 bytes a capture
+        ex.attach("features.act", "forward")  # 2048 more, in the same step
+        browser_sends(view, kind="run", mode="forward", target="top", train=False)
+        note = (
+            "the budget (2.9 KiB) holds less than one step: step 1 lost 1 'forward' record (call 0) before it "
+            "ended; raise memory_budget"
+        )
+        assert view.memory["short_steps"] == [{"target": "features.conv", "kind": "forward", "note": note}]
+        conv = next(h for h in view.hooks if h["target"] == "features.conv")
+        assert conv["note"] == note and conv["fired"] == 1
+        browser_sets(view, selected="features.conv")
+        assert view.plots["items"] == []  # nothing left to draw, and no error box
+        assert view.error == ""
 
 
 def test_foreign_hooks_reach_the_view_flagged(cnn, image):
