@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from . import capture_pool
+from . import capture_pool, fingerprint
 from .capture_pool import MIN_BYTES, PAGE, minor_faults, movable, shared
 from .short_steps import ShortSteps, describe, format_bytes
 
@@ -38,6 +38,7 @@ class Record:
     tensors: dict[str, torch.Tensor] = field(default_factory=dict)
     stats: dict[str, float] | None = None
     _versions: dict[str, int] = field(default_factory=dict, repr=False)
+    _prints: dict[str, fingerprint.Print] = field(default_factory=dict, repr=False)  # see fingerprint.take
     _copy_done: Any = field(default=None, repr=False)  # a CUDA event while an offload copy is in flight
     _kept: bool = field(default=True, repr=False)  # False once the store evicted or cleared it
     _arrival: int = field(default=0, repr=False)  # the store's count of records added when this one came
@@ -62,9 +63,26 @@ class Record:
 
     @property
     def stale(self) -> bool:
-        """True once a later in-place op changed a captured tensor (its version counter moved)."""
+        """True once a captured tensor changed after capture: its version counter moved (an in-place op), or
+        its fingerprint differs (a write that bumps no version, such as one through ``.data``)."""
         versions = self._versions  # inference tensors are not in it: they have no version counter
-        return any(name in versions and t._version != versions[name] for name, t in self.tensors.items())
+        prints = self._prints
+        for name, t in self.tensors.items():
+            if name in versions and t._version != versions[name]:
+                return True
+            kept = prints.get(name)
+            if kept is not None:
+                if not isinstance(kept, bytes):
+                    kept = prints[name] = fingerprint.as_bytes(kept)  # a device fingerprint: copied once
+                if not fingerprint.matches(t, kept):
+                    return True
+        return False
+
+    @property
+    def verified(self) -> bool:
+        """Whether ``stale`` can tell a change of every tensor: each has a version counter or a fingerprint."""
+        versions, prints = self._versions, self._prints
+        return all(name in versions or name in prints for name in self.tensors)
 
 
 def make_record(
@@ -83,6 +101,7 @@ def make_record(
     the store waits for the copy before handing the record out.
     """
     kept = {}
+    prints = {}
     pending = False
     for name, t in tensors.items():
         if t is None:
@@ -94,13 +113,17 @@ def make_record(
             host = torch.empty(t.shape, dtype=t.dtype, pin_memory=torch.cuda.is_available())
             kept[name] = host.copy_(t, non_blocking=True)
             pending = True
+            # the copy lands later: the values as they leave, lazy conjugation or negation applied as copy_ does
+            kept_print = fingerprint.take(t.resolve_conj().resolve_neg())
         else:
-            kept[name] = t.clone() if copy else t
+            kept[name] = t = t.clone() if copy else t
+            kept_print = fingerprint.take(t)
+        if kept_print is not None:
+            prints[name] = kept_print
     # Inference tensors (made under torch.inference_mode()) have no version counter: torch raises on
-    # ._version. They stay out of the staleness check, so they are never reported stale, even if an
-    # in-place op inside inference mode changes them later; copy=True keeps their values.
+    # ._version. Their fingerprint alone tells a later change; copy=True keeps their values.
     versions = {name: t._version for name, t in kept.items() if not t.is_inference()}
-    record = Record(target, kind, step, call, kept, _versions=versions)
+    record = Record(target, kind, step, call, kept, _versions=versions, _prints=prints)
     if pending and torch.cuda.is_available():
         record._copy_done = torch.cuda.Event()
         record._copy_done.record()

@@ -142,17 +142,19 @@ def test_none_entries_are_left_out_of_a_record():
     assert (empty.tensors, empty.tensor, empty.nbytes, empty.stale) == ({}, None, 0, False)
 
 
-def test_inference_tensors_are_kept_and_never_stale_while_the_others_still_can_be():
+def test_inference_tensors_have_no_version_counter_and_are_checked_by_their_fingerprint():
     plain = torch.zeros(3)
     with torch.inference_mode():
         frozen = torch.zeros(2)
     rec = make_record("m", "forward", 1, 0, {"output.0": frozen, "output.1": plain}, copy=False)
-    assert torch.equal(rec.tensors["output.0"], frozen) and not rec.stale
+    assert torch.equal(rec.tensors["output.0"], frozen) and not rec.stale and rec.verified
+    assert "output.0" not in rec._versions  # torch raises on an inference tensor's _version
     with torch.inference_mode():
-        frozen.add_(1)  # no version counter: this change cannot be seen
-    assert not rec.stale and torch.equal(rec.tensors["output.0"], torch.ones(2))
+        frozen.add_(1)  # no version counter: only the fingerprint sees this change
+    assert rec.stale and torch.equal(rec.tensors["output.0"], torch.ones(2))
+    other = make_record("m", "forward", 1, 0, {"output": plain}, copy=False)
     plain.add_(1)
-    assert rec.stale
+    assert other.stale
     with torch.inference_mode():
         copied = make_record("m", "forward", 1, 0, {"output": torch.ones(2)}, copy=True)
     assert copied.tensor.is_inference() and not copied.stale and torch.equal(copied.tensor, torch.ones(2))

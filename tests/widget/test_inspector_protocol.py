@@ -473,3 +473,22 @@ def test_record_graph_on_a_lazy_model_says_in_the_page_that_it_materialized_it()
         assert ex.view.status["state"] == "idle" and "0/AddmmBackward0#0" in ex.view.graph["autograd"]["ids"]
         assert ex.view.error.startswith("graph() materialized the lazy modules '0' (LazyLinear, now Linear)")
         assert ex.view.tree["children"][0]["trainable"] == 15
+
+
+def test_a_capture_changed_through_data_is_shown_stale(explorer, image):
+    view = explorer.view
+    explorer.attach("features.conv", "forward")
+    kept = []
+    handle = explorer.model.features.conv.register_forward_hook(lambda m, a, o: kept.append(o))
+    try:
+        explorer.run(image)
+    finally:
+        handle.remove()
+    browser_sets(view, selected="features.conv")
+    (item,) = view.plots["items"]
+    assert not item["stale"] and item["verified"] and "STALE" not in item["title"]
+    kept[0].data.mul_(2)  # the model's own tensor, through .data: no version bump
+    browser_sets(view, selected="features.act")
+    browser_sets(view, selected="features.conv")
+    (item,) = view.plots["items"]
+    assert item["stale"] and item["title"].endswith(" · STALE: changed after capture")
