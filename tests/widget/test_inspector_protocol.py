@@ -492,3 +492,61 @@ def test_a_capture_changed_through_data_is_shown_stale(explorer, image):
     browser_sets(view, selected="features.conv")
     (item,) = view.plots["items"]
     assert item["stale"] and item["title"].endswith(" · STALE: changed after capture")
+
+
+class _Spectrum(torch.nn.Module):
+    """A complex output whose real part is zero."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.complex(torch.zeros_like(x), x)
+
+
+class _Nothing(torch.nn.Module):
+    """An output of 0 elements."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[:0]
+
+
+class _Odd(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.spectrum, self.nothing = _Spectrum(), _Nothing()
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.spectrum(x), self.nothing(x)
+
+
+def test_complex_and_empty_captures_are_drawn_as_magnitude_and_as_empty_not_as_an_error(monkeypatch):
+    from hookwidgets.widget import captures
+
+    titles: list[str] = []
+
+    def titled(name: str):
+        real = getattr(captures, name)
+
+        def draw(*args, **kwargs):
+            fig = real(*args, **kwargs)
+            titles.append(fig.axes[0].get_title().replace("\n", " "))
+            return fig
+
+        return draw
+
+    for name in ("feature_map_figure", "histogram_figure"):
+        monkeypatch.setattr(captures, name, titled(name))
+    with HookExplorer(_Odd(), example_inputs=torch.randn(1, 2, 3, 3)) as ex:
+        view = ex.view
+        ex.attach("spectrum", "forward")
+        ex.attach("nothing", "forward")
+        browser_sends(view, kind="run", mode="forward", target="top", train=False)
+        browser_sets(view, selected="spectrum")
+        assert titles[-1] == "spectrum · output (magnitude)"  # not its real part, all zeros
+        browser_sends(view, kind="plot_view", hook="forward", view="histogram")
+        assert titles[-1] == "spectrum · output (magnitude)"
+        browser_sets(view, selected="nothing")
+        (item,) = view.plots["items"]
+        assert item["shape"] == [0, 2, 3, 3] and item["png"][:4] == b"\x89PNG"
+        assert titles[-1] == "nothing · output [empty (0 elements): shape (0, 2, 3, 3)]"
+        browser_sends(view, kind="plot_view", hook="forward", view="histogram")
+        assert titles[-1] == "nothing · output [empty (0 elements): shape (0, 2, 3, 3)]"
+        assert view.error == ""
