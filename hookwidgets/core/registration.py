@@ -13,7 +13,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from .actions import Firing, named_tensors
-from .diagnostics import NO_INPUT_GRAD, backward_output_note, no_input_grad_note
+from .diagnostics import backward_output_note, input_grad_note
 from .kinds import Kind
 from .nested import is_dataclass_value, tensors_in
 
@@ -139,7 +139,7 @@ class KindRegistrations:
                 )
                 if all(g is None for g in grad_input):
                     # torch refuses a changed grad_input here (and warns): say what that means
-                    info.note = NO_INPUT_GRAD if result is not None else no_input_grad_note(target)
+                    info.note = input_grad_note(target, grad_input, edited=result is not None)
                     return None
                 return result
 
@@ -243,7 +243,7 @@ class KindRegistrations:
             call_user = (lambda g: user(module, g, grad_output)) if callable(user) else None
             result = self._fire(info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user)
             if all(g is None for g in grad_input):
-                info.note = NO_INPUT_GRAD if result is not None else no_input_grad_note(path)
+                info.note = input_grad_note(path, grad_input, edited=result is not None)
                 return None
             return result
 
