@@ -28,6 +28,11 @@ NOT_ARMED = (
     "not armed: the forward ran without grad (torch.no_grad / inference_mode, or nothing upstream "
     "requires grad), so backward hooks cannot fire for this call"
 )
+STEP_NOT_ARMED = (
+    "not armed: the model's last forward ran without grad (torch.no_grad / inference_mode, or nothing upstream "
+    "requires grad), so no gradient comes back through it to this hook"
+)
+"""The note of a global backward or parameter hook after such a forward; the next forward with grad clears it."""
 
 
 NO_INPUT_GRAD = (

@@ -24,6 +24,7 @@ from .actions import Firing, check_action, named_tensors, perform
 from .capture import CaptureStore
 from .diagnostics import (
     NOT_RUN,
+    STEP_NOT_ARMED,
     explain_collision,
     explain_foreign_collision,
     inplace_culprit,
@@ -33,6 +34,7 @@ from .diagnostics import (
 from .edits import normalize_edits
 from .foreign import foreign_hooks
 from .kinds import MODULE_KINDS, Kind, check_callable
+from .nested import tensors_in
 from .nodehooks import NodeHooks
 from .registration import KindRegistrations
 from .scope import next_sequence_nr
@@ -42,6 +44,8 @@ from .stats import StatsMemo
 ON_ERROR = ("record", "raise")
 _current_autograd_node = getattr(torch._C, "_current_autograd_node", lambda: None)  # private; None outside backward
 FULL_BACKWARD_KINDS = ("backward", "backward_pre", "global_backward", "global_backward_pre")
+ARMED_BY_THE_STEP = ("global_backward", "global_backward_pre", "global_grad", "param_grad", "post_accumulate")
+"""Kinds (engine names) whose firing a whole forward arms: not armed when the model's output needs no grad."""
 TIMELINE_CAP = 10_000
 CALL_STEPS_KEPT = 16  # steps whose call counters are kept: a backward may come a few forwards later
 
@@ -120,6 +124,7 @@ class HookRegistry(KindRegistrations):
         self.timeline: deque[TimelineEvent] = deque(maxlen=TIMELINE_CAP)
         self._root_ref = weakref.ref(root)  # hooks live on the model and hold the registry: no cycle back
         self._hooks: dict[tuple[str, str], HookInfo] = {}
+        self._step_armed: dict[tuple[str, str], HookInfo] = {}  # the hooks of ARMED_BY_THE_STEP kinds
         self._calls: dict[int, dict[tuple[str, str], int]] = {}  # call counters of the newest steps, by step
         # step -> module path -> the sequence number autograd had when each forward call of it began
         self._call_starts: dict[int, dict[str, list[int]]] = {}
@@ -207,6 +212,8 @@ class HookRegistry(KindRegistrations):
         info = HookInfo(target, kind, action, edits, copy, spec=spec.name, with_kwargs=with_kwargs)
         info._handles.extend(self._register(spec, obj, info, with_kwargs))
         self._hooks[(target, kind)] = info
+        if spec.name in ARMED_BY_THE_STEP:
+            self._step_armed[(target, kind)] = info
         self._ensure_step_tracker()
         return info
 
@@ -245,6 +252,7 @@ class HookRegistry(KindRegistrations):
             module_globals._global_forward_hooks_with_kwargs.pop(handle.id, None)
         info._handles.clear()
         self._hooks.pop((info.target, info.kind), None)
+        self._step_armed.pop((info.target, info.kind), None)
         self._node_hooks.discard(info)
         self._restore_backward_flags()
 
@@ -285,11 +293,30 @@ class HookRegistry(KindRegistrations):
             exc = sys.exc_info()[1]
             if is_inplace_collision(exc):
                 self.explain_collision(exc, in_forward=True)
+        elif self._step_armed:
+            self._note_armed(output)
         for listener in list(self.step_listeners):
             try:
                 listener(self.step)
             except Exception as exc:  # a display update must never break the user's forward
                 warnings.warn(f"updating the explorer's view failed: {exc!r}", stacklevel=2)
+
+    def _note_armed(self, output: Any) -> None:
+        """Say "not armed" on the global backward and parameter hooks after a forward whose output needs no grad
+        (under no_grad or inference_mode, or nothing upstream requires grad); clear it after one that does."""
+        if torch.is_grad_enabled():
+            tensors = tensors_in(output)
+            if not tensors:
+                return  # no output tensor to tell (a forward that runs its own backward): the notes stay
+            armed = any(t.requires_grad for t in tensors)
+        else:
+            armed = False
+        for info in self._step_armed.values():
+            if armed:
+                if info.note is not None and info.note.startswith(STEP_NOT_ARMED):
+                    info.note = None
+            elif info.note is None or info.note.startswith(STEP_NOT_ARMED):
+                info.note = STEP_NOT_ARMED  # (a note saying more, such as a compiled model's, is left)
 
     def explain_collision(self, exc: BaseException, in_forward: bool = False) -> list[HookInfo]:
         """Detach the full backward hooks an in-place op collided with, say why on each; returns them.

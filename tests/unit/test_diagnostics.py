@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.diagnostics import NOT_ARMED
+from hookwidgets.core.diagnostics import NOT_ARMED, STEP_NOT_ARMED
 
 from ..conftest import hook_state
 
@@ -301,3 +301,33 @@ def test_an_edit_of_a_keyword_only_calls_grad_input_says_why_it_had_no_effect():
     assert info.note.startswith("the edit had no effect: 'scale' was called with no positional argument")
     assert info.note.endswith("or edit 'grad' or 'backward_pre' on the module that produces it")
     assert model.first.weight.grad.abs().sum() > 0  # the gradient went on unchanged
+
+
+STEP_KINDS = [("", "global_backward"), ("", "global_backward_pre"), ("", "global_grad"), ("0.weight", "grad")]
+STEP_KINDS += [("0.bias", "post_accumulate")]
+
+
+@pytest.mark.parametrize("no_grad", [torch.no_grad, torch.inference_mode])
+def test_global_and_parameter_hooks_say_they_are_not_armed_after_a_forward_without_grad(no_grad):
+    model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 2))
+    with Explorer(model) as ex:
+        infos = [ex.attach(target, kind) for target, kind in STEP_KINDS]
+        with no_grad():
+            model(torch.randn(2, 4))
+        assert [info.note for info in infos] == [STEP_NOT_ARMED] * len(infos)
+        assert [(h.kind, h.note) for h in ex.hooks] == [(k, STEP_NOT_ARMED) for _, k in STEP_KINDS]
+        model(torch.randn(2, 4, requires_grad=True)).sum().backward()  # a forward that arms them clears it
+        assert [info.note for info in infos] == [None] * len(infos)
+        assert all(info.fired for info in infos)
+
+
+def test_a_forward_with_nothing_requiring_grad_does_not_arm_them_either():
+    model = nn.Sequential(nn.Linear(4, 2))
+    with Explorer(model) as ex:
+        info = ex.attach("", "global_grad")
+        model.requires_grad_(False)
+        model(torch.randn(2, 4))
+        assert info.note == STEP_NOT_ARMED
+        model.requires_grad_(True)
+        model(torch.randn(2, 4))
+        assert info.note is None
