@@ -174,11 +174,10 @@ class HookRegistry(KindRegistrations):
         short = self.store.short_steps()
         for info in self._hooks.values():
             note = short.get((info.target, info.kind))
-            if note is None and info.kind.startswith("global_"):
+            if info.kind.startswith("global_"):  # its records are each module's
                 modules = [target for target, kind in short if kind == info.kind]
-                if modules:
-                    more = f" and {len(modules) - 1} more modules" if len(modules) > 1 else ""
-                    note = f"{short[(modules[0], info.kind)]} (on {modules[0] or '(model)'!r}{more})"
+                more = f" and {len(modules) - 1} more modules" if len(modules) > 1 else ""
+                note = f"{short[(modules[0], info.kind)]} (on {modules[0] or '(model)'!r}{more})" if modules else None
             info.note = with_note(info.note, note)
 
     def attach(

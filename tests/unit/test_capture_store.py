@@ -313,3 +313,16 @@ def test_evictions_across_steps_are_not_a_short_step():
     with pytest.raises(KeyError, match=r"^\"no captures for target '0'; targets with captures: none yet"):
         ex.captures["0"]
     ex.close()
+
+
+def test_a_global_hook_names_the_model_itself_among_the_modules_that_lost_records():
+    from hookwidgets.core import Explorer
+
+    model = torch.nn.Sequential(torch.nn.Identity())
+    ex = Explorer(model, memory_budget=MIB + 4096)
+    ex.attach("", "global_forward")
+    ex.captures.add(make_record("", "global_forward", 7, 0, {"output": torch.zeros(MIB // 4)}, copy=False))
+    ex.captures.add(make_record("0", "global_forward", 7, 0, {"output": torch.zeros(MIB // 4)}, copy=False))
+    (hook,) = ex.hooks
+    assert hook.note.endswith("raise memory_budget (on '(model)')")
+    ex.close()
