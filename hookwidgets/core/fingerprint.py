@@ -60,7 +60,7 @@ def _device_print(t: torch.Tensor, b: int, c: int, d: int) -> torch.Tensor | Non
     try:
         base = t.storage_offset()
         return torch.stack([t.as_strided((), (), base + offset) for offset in (0, b, c, d)])
-    except RuntimeError:  # tensors without storage (functorch wrappers) or a backend without as_strided
+    except Exception:  # tensors without storage (functorch wrappers), a backend without as_strided: unchecked
         return None
 
 
