@@ -24,7 +24,6 @@ from .actions import Firing, check_action, named_tensors, perform
 from .capture import CaptureStore
 from .diagnostics import (
     NOT_RUN,
-    STEP_NOT_ARMED,
     explain_collision,
     explain_foreign_collision,
     inplace_culprit,
@@ -34,18 +33,15 @@ from .diagnostics import (
 from .edits import normalize_edits
 from .foreign import foreign_hooks
 from .kinds import MODULE_KINDS, Kind, check_callable
-from .nested import tensors_in
 from .nodehooks import NodeHooks
 from .registration import KindRegistrations
 from .scope import next_sequence_nr
-from .short_steps import with_note
 from .stats import StatsMemo
+from .step_notes import ARMED_BY_THE_STEP, note_armed, note_short_steps
 
 ON_ERROR = ("record", "raise")
 _current_autograd_node = getattr(torch._C, "_current_autograd_node", lambda: None)  # private; None outside backward
 FULL_BACKWARD_KINDS = ("backward", "backward_pre", "global_backward", "global_backward_pre")
-ARMED_BY_THE_STEP = ("global_backward", "global_backward_pre", "global_grad", "param_grad", "post_accumulate")
-"""Kinds (engine names) whose firing a whole forward arms: not armed when the model's output needs no grad."""
 TIMELINE_CAP = 10_000
 CALL_STEPS_KEPT = 16  # steps whose call counters are kept: a backward may come a few forwards later
 
@@ -158,7 +154,7 @@ class HookRegistry(KindRegistrations):
     @property
     def hooks(self) -> list[HookInfo]:
         """The registry's live hooks in attach order, then hooks others attached (``foreign=True``)."""
-        self._note_short_steps()
+        note_short_steps(self._hooks.values(), self.store)
         root = self._root
         if root is None:
             return list(self._hooks.values())
@@ -167,18 +163,6 @@ class HookRegistry(KindRegistrations):
             for target, kind, name in foreign_hooks(root, self._own_handle_ids())
         ]
         return list(self._hooks.values()) + others
-
-    def _note_short_steps(self) -> None:
-        """Say on each hook whose records the store evicted before their own step ended that the budget holds
-        less than one step (a global kind: for any module); drop the note once a later step was kept whole."""
-        short = self.store.short_steps()
-        for info in self._hooks.values():
-            note = short.get((info.target, info.kind))
-            if info.kind.startswith("global_"):  # its records are each module's
-                modules = [target for target, kind in short if kind == info.kind]
-                more = f" and {len(modules) - 1} more modules" if len(modules) > 1 else ""
-                note = f"{short[(modules[0], info.kind)]} (on {modules[0] or '(model)'!r}{more})" if modules else None
-            info.note = with_note(info.note, note)
 
     def attach(
         self,
@@ -293,29 +277,12 @@ class HookRegistry(KindRegistrations):
             if is_inplace_collision(exc):
                 self.explain_collision(exc, in_forward=True)
         elif self._step_armed:
-            self._note_armed(output)
+            note_armed(self._step_armed.values(), output)
         for listener in list(self.step_listeners):
             try:
                 listener(self.step)
             except Exception as exc:  # a display update must never break the user's forward
                 warnings.warn(f"updating the explorer's view failed: {exc!r}", stacklevel=2)
-
-    def _note_armed(self, output: Any) -> None:
-        """Say "not armed" on the global backward and parameter hooks after a forward whose output needs no grad
-        (under no_grad or inference_mode, or nothing upstream requires grad); clear it after one that does."""
-        if torch.is_grad_enabled():
-            tensors = tensors_in(output)
-            if not tensors:
-                return  # no output tensor to tell (a forward that runs its own backward): the notes stay
-            armed = any(t.requires_grad for t in tensors)
-        else:
-            armed = False
-        for info in self._step_armed.values():
-            if armed:
-                if info.note is not None and info.note.startswith(STEP_NOT_ARMED):
-                    info.note = None
-            elif info.note is None or info.note.startswith(STEP_NOT_ARMED):
-                info.note = STEP_NOT_ARMED  # (a note saying more, such as a compiled model's, is left)
 
     def explain_collision(self, exc: BaseException, in_forward: bool = False) -> list[HookInfo]:
         """Detach the full backward hooks an in-place op collided with, say why on each; returns them.
