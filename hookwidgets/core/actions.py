@@ -75,6 +75,8 @@ def perform(
         primary = next((t for t in tensors.values() if t is not None), None)
         reduce = memo.stats if memo is not None else tensor_stats
         stats = reduce(primary) if primary is not None else None
+        if stats is not None and primary.is_complex():
+            stats = {**stats, "magnitude": True}  # the statistics are of |x|: said wherever they are shown
         store.add(
             Record(firing.target, firing.kind, firing.step, firing.call, {}, stats=stats, recompute=firing.recompute)
         )
@@ -90,9 +92,13 @@ def describe_firing(firing: Firing, tensors: dict[str, torch.Tensor | None]) -> 
         if t is None:
             parts.append(f"{name} is None")
             continue
+        described = f"{name} {tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}"
+        if t.numel() == 0:
+            parts.append(f"{described} empty (0 elements)")
+            continue
         stats = tensor_stats(t)
         parts.append(
-            f"{name} {tuple(t.shape)} {str(t.dtype).removeprefix('torch.')} "
+            f"{described}{' magnitude' if t.is_complex() else ''} "
             f"mean={stats['mean']:.4g} std={stats['std']:.4g} min={stats['min']:.4g} max={stats['max']:.4g}"
             + (f" nan={int(stats['nan'])}" if stats["nan"] else "")
             + (f" inf={int(stats['inf'])}" if stats["inf"] else "")

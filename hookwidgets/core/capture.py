@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import sys
 import threading
 import weakref
@@ -12,8 +13,9 @@ from typing import Any
 
 import torch
 
-from . import capture_pool
+from . import capture_pool, fingerprint
 from .capture_pool import MIN_BYTES, PAGE, minor_faults, movable, shared
+from .short_steps import ShortSteps, describe, format_bytes
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 MAX_RECORDS = 100_000
@@ -38,8 +40,10 @@ class Record:
     recompute: bool = False
     """A forward firing repeated in a backward (``torch.utils.checkpoint``), with the original's step and call."""
     _versions: dict[str, int] = field(default_factory=dict, repr=False)
+    _prints: dict[str, fingerprint.Print] = field(default_factory=dict, repr=False)  # see fingerprint.take
     _copy_done: Any = field(default=None, repr=False)  # a CUDA event while an offload copy is in flight
     _kept: bool = field(default=True, repr=False)  # False once the store evicted or cleared it
+    _arrival: int = field(default=0, repr=False)  # the store's count of records added when this one came
     nbytes: int = field(init=False)
     """Bytes held by this record's tensors (computed once: the store reads it on every add and eviction)."""
 
@@ -61,9 +65,26 @@ class Record:
 
     @property
     def stale(self) -> bool:
-        """True once a later in-place op changed a captured tensor (its version counter moved)."""
+        """True once a captured tensor changed after capture: its version counter moved (an in-place op), or
+        its fingerprint differs (a write that bumps no version, such as one through ``.data``)."""
         versions = self._versions  # inference tensors are not in it: they have no version counter
-        return any(name in versions and t._version != versions[name] for name, t in self.tensors.items())
+        prints = self._prints
+        for name, t in self.tensors.items():
+            if name in versions and t._version != versions[name]:
+                return True
+            kept = prints.get(name)
+            if kept is not None:
+                if not isinstance(kept, bytes):
+                    kept = prints[name] = fingerprint.as_bytes(kept)  # a device fingerprint: copied once
+                if not fingerprint.matches(t, kept):
+                    return True
+        return False
+
+    @property
+    def verified(self) -> bool:
+        """Whether ``stale`` can tell a change of every tensor: each has a version counter or a fingerprint."""
+        versions, prints = self._versions, self._prints
+        return all(name in versions or name in prints for name in self.tensors)
 
 
 def make_record(
@@ -83,6 +104,7 @@ def make_record(
     the store waits for the copy before handing the record out.
     """
     kept = {}
+    prints = {}
     pending = False
     for name, t in tensors.items():
         if t is None:
@@ -94,13 +116,17 @@ def make_record(
             host = torch.empty(t.shape, dtype=t.dtype, pin_memory=torch.cuda.is_available())
             kept[name] = host.copy_(t, non_blocking=True)
             pending = True
+            # the copy lands later: the values as they leave, lazy conjugation or negation applied as copy_ does
+            kept_print = fingerprint.take(t.resolve_conj().resolve_neg())
         else:
-            kept[name] = t.clone() if copy else t
+            kept[name] = t = t.clone() if copy else t
+            kept_print = fingerprint.take(t)
+        if kept_print is not None:
+            prints[name] = kept_print
     # Inference tensors (made under torch.inference_mode()) have no version counter: torch raises on
-    # ._version. They stay out of the staleness check, so they are never reported stale, even if an
-    # in-place op inside inference mode changes them later; copy=True keeps their values.
+    # ._version. Their fingerprint alone tells a later change; copy=True keeps their values.
     versions = {name: t._version for name, t in kept.items() if not t.is_inference()}
-    record = Record(target, kind, step, call, kept, recompute=recompute, _versions=versions)
+    record = Record(target, kind, step, call, kept, recompute=recompute, _versions=versions, _prints=prints)
     if pending and torch.cuda.is_available():
         record._copy_done = torch.cuda.Event()
         record._copy_done.record()
@@ -111,7 +137,9 @@ class CaptureStore(Mapping):
     """Records by target and kind, newest last, evicting the oldest once over ``memory_budget`` bytes
     of tensors or over ``max_records`` records.
 
-    ``store[target][kind]`` is a list of Records. Safe when hooks fire on other threads.
+    The byte budget evicts only records holding tensor bytes (stats and tensor-less records hold none: the
+    record count bounds them). ``store[target][kind]`` is a list of Records. Safe when hooks fire on other
+    threads.
     """
 
     def __init__(
@@ -128,7 +156,13 @@ class CaptureStore(Mapping):
         self.offload = offload
         self.evicted = 0
         self.nbytes = 0
-        self._order: deque[Record] = deque()
+        # Records in arrival order, those holding tensor bytes apart from those holding none, so that the byte
+        # budget evicts the oldest with bytes while the count cap evicts the oldest of both.
+        self._heavy: deque[Record] = deque()
+        self._light: deque[Record] = deque()
+        self._arrivals = 0
+        self._short = ShortSteps()
+        self._emptied: dict[str, str] = {}  # target -> the limit that evicted its last record
         self._by_target: dict[str, OrderedDict[str, deque[Record]]] = {}
         self._lock = threading.Lock()
         # Records whose tensors are still the model's own memory, with the moves tried: see compact(). Weak, so
@@ -143,14 +177,26 @@ class CaptureStore(Mapping):
         """Keep ``record``; evict the oldest records until the store fits its budget again."""
         size = record.nbytes
         with self._lock:
-            self._by_target.setdefault(record.target, OrderedDict()).setdefault(record.kind, deque()).append(record)
-            self._order.append(record)
-            self.nbytes += size
-            if size >= MIN_BYTES and self._pool is not None:
-                self._unmoved.append([weakref.ref(record), 0])
-                self._added_since += size
-            while (self.nbytes > self.memory_budget or len(self._order) > self.max_records) and len(self._order) > 1:
-                self._evict_oldest()
+            kinds = self._by_target.get(record.target)
+            if kinds is None:
+                kinds = self._by_target[record.target] = OrderedDict()
+                self._emptied.pop(record.target, None)
+            kinds.setdefault(record.kind, deque()).append(record)
+            self._arrivals += 1
+            record._arrival = self._arrivals
+            if not size:
+                self._light.append(record)
+            else:
+                self._heavy.append(record)
+                self.nbytes += size
+                if size >= MIN_BYTES and self._pool is not None:
+                    self._unmoved.append([weakref.ref(record), 0])
+                    self._added_since += size
+                heavy = self._heavy
+                while self.nbytes > self.memory_budget and len(heavy) > 1:  # the newest is always kept
+                    self._evict(heavy.popleft(), record.step, "memory_budget")
+            if len(self._heavy) + len(self._light) > self.max_records:
+                self._evict_over_count(record.step)
 
     def compact_if_faulting(self) -> int:
         """``compact()`` when the last step page-faulted in at least the bytes it captured; returns how many moved.
@@ -214,14 +260,29 @@ class CaptureStore(Mapping):
         record._versions[name] = copy._version
         return "moved"
 
-    def _evict_oldest(self) -> None:
-        old = self._order.popleft()
-        history = self._by_target[old.target][old.kind]
-        history.popleft()  # records of one (target, kind) are kept in arrival order too
+    def _evict_over_count(self, step: int) -> None:
+        """Evict the oldest records, with bytes or not, until ``max_records`` are left (at least the newest)."""
+        heavy, light = self._heavy, self._light
+        while len(heavy) + len(light) > self.max_records:
+            older = heavy if not light or (heavy and heavy[0]._arrival < light[0]._arrival) else light
+            self._evict(older.popleft(), step, "max_records")
+
+    def _evict(self, old: Record, step: int, limit: str) -> None:
+        """Drop ``old``, already taken off its arrival queue, from its history; note it when it belongs to
+        ``step``, the step of the record being added (the limit holds less than one step)."""
+        kinds = self._by_target[old.target]
+        history = kinds[old.kind]
+        if history[0] is old:  # the usual case: histories keep arrival order too
+            history.popleft()
+        else:  # a history mixing records with and without bytes: by identity (== would compare tensors)
+            del history[next(i for i, r in enumerate(history) if r is old)]
         if not history:
-            del self._by_target[old.target][old.kind]
-            if not self._by_target[old.target]:
+            del kinds[old.kind]
+            if not kinds:
                 del self._by_target[old.target]
+                self._emptied[old.target] = limit
+        if old.step == step:
+            self._short.note(old.target, old.kind, old.step, old.call, limit)
         self.nbytes -= old.nbytes
         self.evicted += 1
         old._kept = False
@@ -235,21 +296,35 @@ class CaptureStore(Mapping):
     def snapshot(self) -> tuple[list[Record], dict[str, int]]:
         """Every record in arrival order and the store's counts, read together so they agree."""
         with self._lock:
-            records = [r.wait() for r in self._order]
+            records = [r.wait() for r in self._in_order()]
             return records, {"records": len(records), "nbytes": self.nbytes, "evicted": self.evicted}
+
+    def _in_order(self) -> list[Record]:
+        """Every record in arrival order (the two queues merged)."""
+        heavy, light = self._heavy, self._light
+        if not light or not heavy:
+            return list(heavy or light)
+        return list(heapq.merge(heavy, light, key=lambda r: r._arrival))
 
     def clear(self, target: str | None = None) -> None:
         """Forget every record, or those of one target."""
         with self._lock:
-            keep = [r for r in self._order if target is not None and r.target != target]
-            for r in self._order:
+            records = self._in_order()
+            keep = [r for r in records if target is not None and r.target != target]
+            for r in records:
                 r._kept = target is not None and r.target != target
-            self._order = deque(keep)
+            self._heavy = deque(r for r in keep if r.nbytes)
+            self._light = deque(r for r in keep if not r.nbytes)
             self._by_target = {}
             self.nbytes = 0
             for r in keep:
                 self._by_target.setdefault(r.target, OrderedDict()).setdefault(r.kind, deque()).append(r)
                 self.nbytes += r.nbytes
+            self._short.forget(target)
+            if target is None:
+                self._emptied.clear()
+            else:
+                self._emptied.pop(target, None)
 
     def __len__(self) -> int:
         return len(self._by_target)
@@ -262,20 +337,57 @@ class CaptureStore(Mapping):
             kinds = self._by_target.get(target)
             if kinds is None:
                 known = ", ".join(repr(t) for t in self._by_target) or "none yet: attach a hook and run"
-                raise KeyError(f"no captures for target {target!r}; targets with captures: {known}")
+                raise KeyError(
+                    f"no captures for target {target!r}{self._why_gone(target)}; targets with captures: {known}"
+                )
             return {kind: [r.wait() for r in records] for kind, records in kinds.items()}
 
+    def _why_gone(self, target: str) -> str:
+        """Why a target that had records holds none: ``": its records were all evicted …"``, else ``""``."""
+        limit = self._emptied.get(target)
+        if limit is None:
+            return ""
+        notes = [self._short_note(t, k) for t, k in self._short.hooks() if t == target]
+        notes = [n for n in notes if n is not None]
+        if notes:
+            return f": its records were all evicted: {'; '.join(notes)}"
+        what = f"memory_budget ({format_bytes(self.memory_budget)})" if limit == "memory_budget" else "max_records"
+        return f": its records were all evicted, oldest first, to stay under {what}"
+
+    def short_steps(self) -> dict[tuple[str, str], str]:
+        """Why records of each ``(target, kind)`` went before their own step ended (the budget holds less than
+        one step), for those where it is still so: a later step kept whole drops the note."""
+        with self._lock:
+            return {(s["target"], s["kind"]): s["note"] for s in self._short_steps()}
+
+    def _short_note(self, target: str, kind: str) -> str | None:
+        history = self._by_target.get(target, {}).get(kind)
+        short = self._short.current(target, kind, history[-1].step if history else None)
+        return describe(short, kind, self.memory_budget, self.max_records) if short is not None else None
+
+    def _short_steps(self) -> list[dict[str, Any]]:
+        """Every (target, kind) whose records went before their own step ended, as plain data."""
+        found = []
+        for target, kind in self._short.hooks():
+            note = self._short_note(target, kind)
+            if note is not None:
+                found.append({"target": target, "kind": kind, "note": note})
+        return found
+
     def __repr__(self) -> str:
-        n = len(self._order)
+        n = len(self._heavy) + len(self._light)
         mib = self.nbytes / 2**20
         return f"<CaptureStore {n} records, {mib:.1f} of {self.memory_budget / 2**20:.0f} MiB, {self.evicted} evicted>"
 
     def summary(self) -> dict[str, Any]:
-        """Counts for display: records, bytes, budget, evictions."""
+        """Counts for display: records, bytes, budget, evictions, and ``short_steps``: the hooks whose records
+        went before their own step ended (``{"target", "kind", "note"}`` each; the budget holds less than one
+        step)."""
         with self._lock:
             return {
-                "records": len(self._order),
+                "records": len(self._heavy) + len(self._light),
                 "nbytes": self.nbytes,
                 "budget": self.memory_budget,
                 "evicted": self.evicted,
+                "short_steps": self._short_steps(),
             }

@@ -16,6 +16,8 @@ from .stats import combine_stats
 from .tree import forward_hooks
 
 SUMMARY_FIELDS = ("norm", "mean", "std", "zero_fraction", "nan", "inf")
+NO_VALUE_WHEN_EMPTY = ("mean", "std")
+"""Statistics a tensor of 0 elements does not have (its norm is 0, its counts 0)."""
 SUMMARY_KINDS = {
     "forward": "act",
     "global_forward": "act",
@@ -107,6 +109,9 @@ def summary_rows(store: CaptureStore) -> list[dict[str, Any]]:
         stats = record.stats if stats is None else combine_stats(stats, record.stats)
         seen[key] = (calls + 1, stats)
         for field in SUMMARY_FIELDS:
+            if field in NO_VALUE_WHEN_EMPTY and not stats["numel"]:
+                row.pop(f"{prefix}_{field}", None)  # a tensor of 0 elements has no mean: no value, not a NaN
+                continue
             row[f"{prefix}_{field}"] = stats[field]
         row[f"{prefix}_calls"] = calls + 1
         if f"{prefix}_order" not in row:

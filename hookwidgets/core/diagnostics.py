@@ -28,6 +28,11 @@ NOT_ARMED = (
     "not armed: the forward ran without grad (torch.no_grad / inference_mode, or nothing upstream "
     "requires grad), so backward hooks cannot fire for this call"
 )
+STEP_NOT_ARMED = (
+    "not armed: the model's last forward ran without grad (torch.no_grad / inference_mode, or nothing upstream "
+    "requires grad), so no gradient comes back through it to this hook"
+)
+"""The note of a global backward or parameter hook after such a forward; the next forward with grad clears it."""
 
 
 NO_INPUT_GRAD = (
@@ -37,11 +42,39 @@ NO_INPUT_GRAD = (
 
 
 def no_input_grad_note(path: str) -> str:
-    """Why a full backward hook's grad_input is all None (P6: the first layer)."""
+    """Why a full backward hook's grad_input is all None: none of the module's inputs requires grad."""
     return (
         f"grad_input of {path or '(model)'!r} is all None: none of its inputs requires grad (e.g. the first layer), "
         "so only grad_output is recorded; pass inputs with requires_grad=True to see input gradients"
     )
+
+
+def keyword_inputs_note(path: str, edited: bool) -> str:
+    """Why a full backward hook's grad_input is empty: the module got no positional argument, and torch leaves
+    tensors passed by keyword out of grad_input (whether they require grad or not)."""
+    name = path or "(model)"
+    cause = (
+        f"{name!r} was called with no positional argument, and torch leaves tensors passed by keyword "
+        "(module(x=t)) out of grad_input"
+    )
+    if edited:
+        return (
+            f"the edit had no effect: {cause}, so there is nothing to change; pass the tensor positionally, "
+            "or edit 'grad' or 'backward_pre' on the module that produces it"
+        )
+    return (
+        f"grad_input of {name!r} is empty: {cause}, so only grad_output is recorded; pass the tensor "
+        "positionally, or attach 'grad' or 'backward_pre' to the module that produces it (its grad_output is "
+        "this input's gradient)"
+    )
+
+
+def input_grad_note(path: str, grad_input: tuple, edited: bool) -> str:
+    """Why a full backward hook got no input gradient (``grad_input`` all None, or empty), and whether its edit
+    of grad_input was lost (``edited``)."""
+    if not grad_input:  # torch gives one entry per positional argument: there was none
+        return keyword_inputs_note(path, edited)
+    return NO_INPUT_GRAD if edited else no_input_grad_note(path)
 
 
 def is_inplace_collision(exc: BaseException | None) -> bool:

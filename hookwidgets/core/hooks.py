@@ -38,6 +38,7 @@ from .owned import own
 from .registration import KindRegistrations
 from .returns import check_return
 from .stats import StatsMemo
+from .step_notes import ARMED_BY_THE_STEP, note_armed, note_short_steps
 
 ON_ERROR = ("record", "raise")
 FULL_BACKWARD_KINDS = ("backward", "backward_pre", "global_backward", "global_backward_pre")
@@ -117,6 +118,7 @@ class HookRegistry(KindRegistrations, CallClock):
         self.timeline: deque[TimelineEvent] = deque(maxlen=TIMELINE_CAP)
         self._root_ref = weakref.ref(root)  # hooks live on the model and hold the registry: no cycle back
         self._hooks: dict[tuple[str, str], HookInfo] = {}
+        self._step_armed: dict[tuple[str, str], HookInfo] = {}  # the hooks of ARMED_BY_THE_STEP kinds
         self._step_handles: list[RemovableHandle] = []
         self._model_wide = ModelWideHooks(root)  # the global kinds' hooks, on every module of the model
         self.explanations: deque[str] = deque(maxlen=100)
@@ -134,6 +136,7 @@ class HookRegistry(KindRegistrations, CallClock):
     @property
     def hooks(self) -> list[HookInfo]:
         """The registry's live hooks in attach order, then hooks others attached (``foreign=True``)."""
+        note_short_steps(self._hooks.values(), self.store)
         root = self._root
         if root is None:
             return list(self._hooks.values())
@@ -181,6 +184,8 @@ class HookRegistry(KindRegistrations, CallClock):
             self._drop_idle_step_tracker()
             raise
         self._hooks[(target, kind)] = info
+        if spec.name in ARMED_BY_THE_STEP:
+            self._step_armed[(target, kind)] = info
         return info
 
     def detach(self, target: str | None = None, kind: str | None = None) -> list[HookInfo]:
@@ -212,6 +217,7 @@ class HookRegistry(KindRegistrations, CallClock):
             handle.remove()  # the ledger (owned.py) puts a backward-hook flag back with the last hook needing it
         info._handles.clear()
         self._hooks.pop((info.target, info.kind), None)
+        self._step_armed.pop((info.target, info.kind), None)
         self._node_hooks.discard(info)
 
     # Steps: one call of the root module; the first pre-hook to see a root call starts the step.
@@ -253,6 +259,8 @@ class HookRegistry(KindRegistrations, CallClock):
             exc = sys.exc_info()[1]
             if is_inplace_collision(exc):
                 self.explain_collision(exc, in_forward=True)
+        elif self._step_armed:
+            note_armed(self._step_armed.values(), output)
         for listener in list(self.step_listeners):
             try:
                 listener(self.step)

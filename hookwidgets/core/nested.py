@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 
 import torch
@@ -61,23 +62,46 @@ def first_tensor(value: Any) -> torch.Tensor | None:
 
 
 def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
-    """``value`` with ``fn`` applied to every tensor inside; containers are rebuilt with their types
-    (namedtuples, dict subclasses, dataclasses through ``dataclasses.replace``), anything else passes."""
+    """``value`` with ``fn`` applied to every tensor inside; containers are rebuilt with their types and their
+    own state (namedtuples, a defaultdict's factory, attributes of list and dict subclasses, dataclasses through
+    ``dataclasses.replace``), anything else passes."""
     if isinstance(value, torch.Tensor):
         return fn(value)
     if isinstance(value, tuple):
         items = [map_tensors(v, fn) for v in value]
         return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)  # namedtuples too
     if isinstance(value, list):
-        return type(value)(map_tensors(v, fn) for v in value)
+        items = [map_tensors(v, fn) for v in value]
+        if type(value) is list:
+            return items
+        rebuilt = copy.copy(value)  # a subclass: its attributes kept, its __init__ (maybe other arguments) not called
+        rebuilt[:] = items
+        return rebuilt
     if isinstance(value, Mapping):
-        mapped = {k: map_tensors(v, fn) for k, v in value.items()}
-        try:
-            return type(value)(mapped)
-        except TypeError:  # a mapping type not built from a dict (defaultdict, MappingProxyType): a plain dict
-            return mapped
+        return _rebuilt_mapping(value, {k: map_tensors(v, fn) for k, v in value.items()})
     if is_dataclass_value(value):
         # replace() passes init fields only (it refuses the others); __post_init__ recomputes those.
         changes = {f.name: map_tensors(getattr(value, f.name), fn) for f in dataclasses.fields(value) if f.init}
         return dataclasses.replace(value, **changes)
     return value
+
+
+def _rebuilt_mapping(value: Mapping, mapped: dict) -> Mapping:
+    """A mapping of ``value``'s type holding ``mapped``'s items."""
+    if type(value) is dict:
+        return mapped
+    if isinstance(value, MutableMapping) and not is_dataclass_value(value):
+        # A copy with its items replaced keeps what a subclass holds besides them (a defaultdict's
+        # default_factory, attributes) and needs no particular __init__ (a defaultdict's takes a factory first).
+        try:
+            rebuilt = copy.copy(value)
+        except Exception:  # a mapping that cannot be copied: built from the dict below
+            rebuilt = None
+        if rebuilt is not None and rebuilt is not value:
+            for key, item in mapped.items():
+                rebuilt[key] = item
+            return rebuilt
+    try:  # HF's ModelOutput (a dataclass and a dict) rebuilds its fields from a dict; a read-only mapping too
+        return type(value)(mapped)
+    except TypeError:  # a mapping type not built from a dict: a plain dict
+        return mapped

@@ -13,7 +13,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from .actions import Firing, named_tensors
-from .diagnostics import NO_INPUT_GRAD, backward_output_note, no_input_grad_note
+from .diagnostics import backward_output_note, input_grad_note
 from .kinds import Kind
 from .modelwide import ModelWideHooks
 from .nested import is_dataclass_value, tensors_in
@@ -152,7 +152,7 @@ class KindRegistrations:
                 if all(g is None for g in grad_input):
                     # torch refuses a changed grad_input here (and warns): say what that means
                     edited = result is not None and not callable(user)  # a callable's Nones are no edit
-                    info.note = NO_INPUT_GRAD if edited else no_input_grad_note(target)
+                    info.note = input_grad_note(target, grad_input, edited=edited)
                     return None
                 return result
 
@@ -268,7 +268,7 @@ class KindRegistrations:
             result = self._fire(info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user)
             if all(g is None for g in grad_input):
                 edited = result is not None and not callable(user)  # a callable's Nones are no edit
-                info.note = NO_INPUT_GRAD if edited else no_input_grad_note(path)
+                info.note = input_grad_note(path, grad_input, edited=edited)
                 return None
             return result
 

@@ -1,4 +1,5 @@
-"""What every figure shares: float32 arrays from any tensor, NaN/Inf marking, margins for labels, PNG bytes."""
+"""What every figure shares: float32 arrays from any tensor (complex ones as their magnitude), NaN/Inf marking,
+a figure for an empty tensor, margins for labels, PNG bytes."""
 
 from __future__ import annotations
 
@@ -19,13 +20,40 @@ from matplotlib.textpath import text_to_path
 
 NONFINITE_COLOR = "#ff00ff"
 MISSING_COLOR = "#d9d9d9"
+MAGNITUDE = " (magnitude)"
+"""After the title of a figure of complex values: they are drawn as their magnitude."""
+EMPTY = "empty (0 elements)"
 
 
 def as_float_array(tensor: torch.Tensor | np.ndarray) -> np.ndarray:
-    """A float32 NumPy copy on the CPU: float16, bfloat16, integer and bool tensors are cast first."""
+    """A float32 NumPy copy on the CPU: float16, bfloat16, integer and bool tensors are cast first, complex
+    ones become their magnitude (casting would keep only the real part)."""
     if isinstance(tensor, np.ndarray):
-        return tensor.astype(np.float32, copy=True)
-    return tensor.detach().to("cpu", torch.float32).numpy()
+        return (np.abs(tensor) if np.iscomplexobj(tensor) else tensor).astype(np.float32, copy=True)
+    tensor = tensor.detach()
+    if tensor.is_complex():
+        tensor = tensor.abs()
+    return tensor.to("cpu", torch.float32).numpy()
+
+
+def magnitude_note(*tensors: torch.Tensor | np.ndarray) -> str:
+    """``MAGNITUDE`` when any of ``tensors`` is complex (drawn as its magnitude), else ``""``."""
+    complex_ = any(t.is_complex() if isinstance(t, torch.Tensor) else np.iscomplexobj(t) for t in tensors)
+    return MAGNITUDE if complex_ else ""
+
+
+def is_empty(tensor: torch.Tensor | np.ndarray) -> bool:
+    """Whether ``tensor`` holds no element (a zero-size dimension)."""
+    return (tensor.numel() if isinstance(tensor, torch.Tensor) else tensor.size) == 0
+
+
+def empty_figure(title: str, shape: Sequence[int]) -> Figure:
+    """A small figure that says there is nothing to draw: its title is ``title [empty (0 elements): shape (…)]``."""
+    fig = Figure(figsize=(3.6, 0.5))
+    ax = fig.add_axes((0.02, 0.02, 0.96, 0.02))
+    ax.set_axis_off()
+    fit_title(fig, ax, f"{literal(title)} [{EMPTY}: shape {tuple(shape)}]".lstrip())
+    return fig
 
 
 def literal(text: str) -> str:

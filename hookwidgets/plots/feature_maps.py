@@ -9,7 +9,16 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ._common import NONFINITE_COLOR, as_float_array, finite_range, literal, nonfinite_note
+from ._common import (
+    NONFINITE_COLOR,
+    as_float_array,
+    empty_figure,
+    finite_range,
+    is_empty,
+    literal,
+    magnitude_note,
+    nonfinite_note,
+)
 from ._pixels import show_pixels
 from ._tiles import choose, compose, per_channel, plan
 from .tensors import bars_figure
@@ -45,18 +54,18 @@ def feature_map_figure(
     draws the ``max_channels`` channels of highest mean activation first (labels keep channel numbers);
     ``scale="channel"`` gives each tile its own range. ``diverging`` centres a red–blue scale on zero.
     The tiles are one pre-coloured RGBA image (labels and NaN/Inf marks burned in, shown 1:1): pass
-    ``cmap`` to recolour them; the image's ``get_clim()`` and the colour bar give the scale.
+    ``cmap`` to recolour them; the image's ``get_clim()`` and the colour bar give the scale. Complex values
+    are drawn as their magnitude; a tensor of 0 elements gives a figure saying "empty (0 elements)".
     """
     if scale not in ("shared", "channel"):
         raise ValueError(f"scale must be 'shared' or 'channel', not {scale!r}")
+    if is_empty(tensor):
+        return empty_figure(title, tensor.shape)
     if tensor.ndim in (1, 2):  # (N, F): a Linear output or logits
-        values = as_float_array(tensor)
-        return bars_figure(values[item] if values.ndim == 2 else values, title=title, diverging=diverging)
+        return bars_figure(tensor[item] if tensor.ndim == 2 else tensor, title=title, diverging=diverging)
     if tensor.ndim not in (3, 4):
         raise ValueError(f"cannot draw a tensor of shape {tuple(tensor.shape)} as feature maps")
     values = _one_item(tensor, item)
-    if values.size == 0:
-        return _empty_figure(f"{title} [empty: shape {tuple(tensor.shape)}]")
     chosen = choose(values, order, max_channels)
     shown = values[chosen]
     limits = finite_range(shown, diverging)
@@ -76,7 +85,8 @@ def feature_map_figure(
     more = f" ({which} {len(shown)} of {len(values)} channels)" if len(values) > len(shown) else ""
     unlabelled = "" if labelled else " [tiles too small for channel numbers]"
     # An explicit y keeps the title where it is: the automatic placement measures hidden ticks on every draw.
-    ax.set_title(f"{literal(title)}{more}{nonfinite_note(values[chosen])}{unlabelled}", fontsize=9, y=1.0, pad=5)
+    text = f"{literal(title)}{magnitude_note(tensor)}{more}{nonfinite_note(values[chosen])}{unlabelled}"
+    ax.set_title(text, fontsize=9, y=1.0, pad=5)
     bar = fig.colorbar(image, cax=bar_ax)
     bar.ax.tick_params(labelsize=7)
     if scale == "channel":
@@ -95,15 +105,6 @@ def _figure(height_px: int, width_px: int) -> tuple[Figure, Axes, Axes]:
     ax = fig.add_axes((left / fig_w, bottom / fig_h, width_px / fig_w, height_px / fig_h))
     bar_ax = fig.add_axes(((left + width_px + 8) / fig_w, bottom / fig_h, 10 / fig_w, height_px / fig_h))
     return fig, ax, bar_ax
-
-
-def _empty_figure(title: str) -> Figure:
-    """A small figure that says there was nothing to draw (a zero-size batch, channel or map)."""
-    fig, ax, bar_ax = _figure(60, 100)
-    fig.delaxes(bar_ax)
-    ax.set_axis_off()
-    ax.set_title(literal(title), fontsize=9, y=1.0, pad=5)
-    return fig
 
 
 def gradient_map_figure(tensor: torch.Tensor, *, title: str = "", **kwargs) -> Figure:

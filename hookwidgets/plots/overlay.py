@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from matplotlib.figure import Figure
 
-from ._common import as_float_array, literal, nonfinite_note, show_image
+from ._common import as_float_array, empty_figure, is_empty, literal, magnitude_note, nonfinite_note, show_image
 
 
 def _display_image(image: torch.Tensor, item: int) -> tuple[np.ndarray, str | None]:
@@ -29,7 +29,8 @@ def _display_image(image: torch.Tensor, item: int) -> tuple[np.ndarray, str | No
 
 def _cam_map(cam: torch.Tensor, item: int, size: tuple[int, int]) -> np.ndarray:
     """One item's map ``(H, W)`` at the image's size: a pixel attribution ``(N, C, H, W)`` becomes max |value|."""
-    values = cam.detach().to("cpu", torch.float32)
+    values = cam.detach()
+    values = (values.abs() if values.is_complex() else values).to("cpu", torch.float32)
     if values.dim() == 4:
         values = values[item].abs().amax(dim=0)
     elif values.dim() == 3:
@@ -54,10 +55,13 @@ def cam_overlay_figure(
 
     The title defaults to what an ``ex.gradcam`` result says about itself (method, layer, class).
     """
-    picture, picture_cmap = _display_image(image, item)
-    heat = _cam_map(cam, item, picture.shape[:2])
     if title is None:
         title = _describe(cam, item)
+    for tensor in (image, cam):
+        if is_empty(tensor):
+            return empty_figure(title, tensor.shape)
+    picture, picture_cmap = _display_image(image, item)
+    heat = _cam_map(cam, item, picture.shape[:2])
     fig = Figure(figsize=(3.6, 3.3))
     ax = fig.add_subplot()
     ax.imshow(picture, cmap=picture_cmap, interpolation="nearest")
@@ -65,7 +69,7 @@ def cam_overlay_figure(
     high = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
     layer = show_image(ax, heat, cmap, float(min(finite.min(), 0.0)) if finite.size else 0.0, high, alpha=alpha)
     ax.set_axis_off()
-    ax.set_title(f"{literal(title)}{nonfinite_note(heat)}", fontsize=9)
+    ax.set_title(f"{literal(title)}{magnitude_note(cam)}{nonfinite_note(heat)}", fontsize=9)
     fig.colorbar(layer, ax=ax, fraction=0.046, pad=0.03)
     fig.tight_layout()
     return fig

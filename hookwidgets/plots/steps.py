@@ -12,7 +12,16 @@ from matplotlib.collections import PatchCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from ._common import MISSING_COLOR, NONFINITE_COLOR, finite_range, fit_title, label_width, literal, set_margins
+from ._common import (
+    MAGNITUDE,
+    MISSING_COLOR,
+    NONFINITE_COLOR,
+    finite_range,
+    fit_title,
+    label_width,
+    literal,
+    set_margins,
+)
 
 STATS = ("mean", "std", "min", "max")
 MAX_STEP_LABELS = 12
@@ -24,7 +33,8 @@ and hundreds of them (a long run's history) would also overlap."""
 def stats_figure(records: Iterable[Any], *, stats: Sequence[str] = STATS, title: str = "", log: bool = False) -> Figure:
     """One line per statistic over steps, from the Records of a ``stats`` hook; steps with NaN/Inf are shaded.
 
-    A module called several times per step gives one point per call, at ``step + call / calls``.
+    A module called several times per step gives one point per call, at ``step + call / calls``. Statistics of
+    a complex tensor (of its magnitude) say "(magnitude)" in the title.
     """
     kept = [r for r in records if getattr(r, "stats", None)]
     if not kept:
@@ -48,6 +58,8 @@ def stats_figure(records: Iterable[Any], *, stats: Sequence[str] = STATS, title:
     ax.tick_params(labelsize=7)
     ax.legend(fontsize=7, frameon=False, ncols=min(4, len(stats)))
     note = f" [NaN/Inf at step {', '.join(map(str, bad))}, shaded magenta]" if bad else ""
+    if any(r.stats.get("magnitude") for r in kept):  # statistics of a complex tensor's magnitude
+        note = f"{MAGNITUDE}{note}"
     # Margins from the tick labels this data gives, without tight_layout's extra draw of the figure.
     locator, formatter = ax.yaxis.get_major_locator(), ax.yaxis.get_major_formatter()
     low, high = ax.get_ylim()

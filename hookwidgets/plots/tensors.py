@@ -9,13 +9,26 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ._common import NONFINITE_COLOR, as_float_array, finite_range, literal, nonfinite_note, show_image
+from ._common import (
+    NONFINITE_COLOR,
+    as_float_array,
+    empty_figure,
+    finite_range,
+    is_empty,
+    literal,
+    magnitude_note,
+    nonfinite_note,
+    show_image,
+)
 
 MAX_LABELS = 64  # beyond this, tick labels overlap into a black bar
 
 
 def bars_figure(values: torch.Tensor | np.ndarray, *, title: str = "", diverging: bool = False) -> Figure:
     """A 1-D tensor (a Linear output, logits) as one bar per feature; NaN/Inf bars are drawn magenta at full height."""
+    if is_empty(values):
+        return empty_figure(title, values.shape)
+    magnitude = magnitude_note(values)
     values = as_float_array(values).reshape(-1)
     fig = Figure(figsize=(min(9.0, 2.0 + 0.12 * len(values)), 2.6))
     ax = fig.add_subplot()
@@ -29,7 +42,7 @@ def bars_figure(values: torch.Tensor | np.ndarray, *, title: str = "", diverging
     ax.axhline(0, color="#444", linewidth=0.6)
     ax.set_xlabel("feature", fontsize=8)
     ax.tick_params(labelsize=7)
-    ax.set_title(f"{literal(title)}{nonfinite_note(values)}", fontsize=9)
+    ax.set_title(f"{literal(title)}{magnitude}{nonfinite_note(values)}", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -63,6 +76,8 @@ def matrix_figure(
     item: int | None = None,
 ) -> Figure:
     """A 2-D tensor as a heatmap (rows × columns), e.g. a batch of Linear outputs; ``item`` picks from a 3-D one."""
+    if is_empty(tensor):
+        return empty_figure(title, tensor.shape)
     values = as_float_array(tensor)
     if values.ndim == 3 and item is not None:
         values = values[item]
@@ -78,7 +93,7 @@ def matrix_figure(
     image = show_image(ax, values, "RdBu_r" if diverging else "viridis", vmin, vmax, aspect="auto")
     _label_axis(ax, "x", column_labels, columns)
     _label_axis(ax, "y", row_labels, rows)
-    ax.set_title(f"{literal(title)}{nonfinite_note(values)}", fontsize=9)
+    ax.set_title(f"{literal(title)}{magnitude_note(tensor)}{nonfinite_note(values)}", fontsize=9)
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
     fig.tight_layout()
     return fig
@@ -96,6 +111,8 @@ def attention_figure(
 
     Rows are queries, columns keys, both labelled with ``tokens``; all heads share one scale.
     """
+    if is_empty(weights):
+        return empty_figure(title, weights.shape)
     values = as_float_array(weights)
     if values.ndim == 4:
         values = values[item]
@@ -123,6 +140,6 @@ def attention_figure(
         ax.set_axis_off()
     axes[0, 0].set_ylabel("query", fontsize=7)
     axes[-1, 0].set_xlabel("key", fontsize=7)
-    fig.suptitle(f"{literal(title)}{nonfinite_note(values[chosen])}", fontsize=9)
+    fig.suptitle(f"{literal(title)}{magnitude_note(weights)}{nonfinite_note(values[chosen])}", fontsize=9)
     fig.colorbar(image, ax=list(axes.flat), fraction=0.03, pad=0.02)
     return fig

@@ -61,7 +61,9 @@ def _title(record: Record) -> str:
     if record.recompute:
         title += " · recomputed by a checkpoint"
     if record.stale:
-        title += " · STALE: changed in place after capture"
+        title += " · STALE: changed after capture"
+    elif not record.verified:
+        title += " · unchecked: a change after capture could not be seen"
     return title
 
 
@@ -92,6 +94,7 @@ def plot_item(record: Record, positions: list[Position] | None = None, view: str
         "call": record.call,
         "positions": [list(p) for p in positions] if positions is not None else [[record.step, record.call]],
         "stale": record.stale,
+        "verified": record.verified,
         "view": view,
         "views": list(TENSOR_VIEWS),
         "png": png,
@@ -111,6 +114,7 @@ def stats_item(kind: str, target: str, records: list[Record]) -> dict[str, Any]:
         "call": last.call,
         "positions": [],
         "stale": False,
+        "verified": True,
         "view": "stats",
         "views": ["stats"],
         # the last record stands for the history: a new step brings a new last record, hence a new image

@@ -33,13 +33,15 @@ def _plain_hook(hook: dict[str, Any]) -> dict[str, Any]:
 
 
 def memory_payload(explorer: Explorer) -> dict[str, Any]:
-    """The ``memory`` traitlet: what the capture store holds against its budget."""
+    """The ``memory`` traitlet: what the capture store holds against its budget, and ``short_steps``, the hooks
+    whose records went before their own step ended (``{"target", "kind", "note"}``: the budget holds less)."""
     summary = explorer.captures.summary()
     return {
         "bytes": summary["nbytes"],
         "budget": summary["budget"],
         "records": summary["records"],
         "evicted": summary["evicted"],
+        "short_steps": summary["short_steps"],
     }
 
 

@@ -1,4 +1,4 @@
-/** Binary buffers from ipywidgets as bytes; pure, no DOM. */
+/** Binary buffers from ipywidgets as bytes, and byte counts for people; pure, no DOM. */
 
 /**
  * View `value` (DataView, ArrayBuffer, typed array or list of byte values) as a Uint8Array;
@@ -26,4 +26,24 @@ export function formatBytes(n) {
     if (scaled < 1024 || unit === "TiB") return `${scaled < 10 ? scaled.toFixed(1) : Math.round(scaled)} ${unit}`;
   }
   return `${value} B`;
+}
+
+const SHORT_STEP = "The budget holds less than one step: raise memory_budget.";
+
+/**
+ * The memory meter's words for a `memory` payload: `text` ("1.5 MiB of 256 MiB"), `warning` ("" or
+ * "less than one step" when the budget evicted records of the step being recorded) and `title` (the
+ * details: counts, then each hook that lost records and its note).
+ */
+export function describeMemory(memory) {
+  const used = Number(memory?.bytes ?? 0);
+  const budget = Number(memory?.budget ?? 0);
+  const short = Array.isArray(memory?.short_steps) ? memory.short_steps : [];
+  const counts = `${memory?.records ?? 0} records kept, ${Number(memory?.evicted ?? 0)} evicted (oldest first) to stay under the budget`;
+  const lines = short.map((s) => `${s.kind} on ${s.target === "" ? "(model)" : s.target}: ${s.note}`);
+  return {
+    text: budget > 0 ? `${formatBytes(used)} of ${formatBytes(budget)}` : "",
+    warning: short.length > 0 ? "less than one step" : "",
+    title: short.length > 0 ? [SHORT_STEP, ...lines, counts].join("\n") : counts,
+  };
 }

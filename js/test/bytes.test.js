@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { toBytes } from "../src/bytes.js";
+import { describeMemory, toBytes } from "../src/bytes.js";
 
 const PNG_MAGIC = [0x89, 0x50, 0x4e, 0x47];
 
@@ -32,4 +32,28 @@ test("formatBytes reads like a person would write it", async () => {
   assert.equal(formatBytes(256 * 2 ** 20), "256 MiB");
   assert.equal(formatBytes(1.25 * 2 ** 30), "1.3 GiB");
   assert.equal(formatBytes(-1), "—");
+});
+
+test("describeMemory says when the budget holds less than one step, and which hooks lost records", () => {
+  const fine = describeMemory({ bytes: 1536, budget: 256 * 1024 ** 2, records: 3, evicted: 0, short_steps: [] });
+  assert.deepEqual(fine, {
+    text: "1.5 KiB of 256 MiB",
+    warning: "",
+    title: "3 records kept, 0 evicted (oldest first) to stay under the budget",
+  });
+  const note = "the budget (1.0 MiB) holds less than one step: step 1 lost 1 'forward' record (call 0) before it ended; raise memory_budget";
+  const short = describeMemory({
+    bytes: 1024 ** 2,
+    budget: 1024 ** 2,
+    records: 1,
+    evicted: 1,
+    short_steps: [{ target: "", kind: "forward", note }],
+  });
+  assert.equal(short.warning, "less than one step");
+  assert.deepEqual(short.title.split("\n"), [
+    "The budget holds less than one step: raise memory_budget.",
+    `forward on (model): ${note}`,
+    "1 records kept, 1 evicted (oldest first) to stay under the budget",
+  ]);
+  assert.equal(describeMemory({}).warning, "");
 });

@@ -52,6 +52,19 @@ ex = HookExplorer(model, example_inputs=torch.randn(2, 1, 32, 32))
 ex
 """
 
+SHORT_BUDGET_MODEL = """
+import torch
+from hookwidgets import HookExplorer
+from hookwidgets.examples import DigitsCNN
+
+torch.manual_seed(0)
+model = DigitsCNN().eval()
+ex = HookExplorer(model, example_inputs=torch.randn(2, 1, 32, 32), memory_budget=64 * 1024)
+ex.attach("features.conv1", "forward")
+ex.attach("features.conv2", "forward")
+ex
+"""
+
 
 def _open(lab: Lab, name: str, source: str, timeout: float = 180) -> str:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
@@ -201,3 +214,23 @@ def test_one_explorer_shown_in_two_cells_stays_consistent_and_close_closes_it(la
     with lab.kernel(path) as kernel:
         kernel.evaluate("ex.close()")
     lab.page.wait_for_function("() => document.querySelectorAll('.hw-explorer').length === 0", timeout=15_000)
+
+
+def test_the_memory_meter_says_when_the_budget_holds_less_than_one_step(lab: Lab) -> None:
+    path = _open(lab, "short-budget.ipynb", SHORT_BUDGET_MODEL)
+    explorer = lab.page.locator(".hw-explorer")
+    explorer.locator(".hw-row").first.wait_for(timeout=30_000)
+    warning = explorer.locator(".hw-meter-short")
+    assert warning.is_hidden()
+    explorer.locator("button.hw-run").click()
+    warning.wait_for(state="visible", timeout=60_000)
+    assert warning.inner_text() == "⚠ less than one step"
+    with lab.kernel(path) as kernel:
+        note = kernel.evaluate_json("ex.captures.short_steps()[('features.conv1', 'forward')]")
+    title = explorer.locator(".hw-meter").get_attribute("title").split("\n")
+    assert title[:2] == [
+        "The budget holds less than one step: raise memory_budget.",
+        f"forward on features.conv1: {note}",
+    ]
+    assert "hw-meter-over" in explorer.locator(".hw-meter").get_attribute("class")
+    explorer.locator(".hw-header-line").screenshot(path=str(lab.artifacts_dir / "memory-meter-short-step.png"))

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.diagnostics import NOT_ARMED
+from hookwidgets.core.diagnostics import NOT_ARMED, STEP_NOT_ARMED
 
 from ..conftest import hook_state
 
@@ -248,3 +248,86 @@ def test_first_nonfinite_leaves_the_users_hooks_silent(cnn, image):
         ex.attach("features.conv", "forward")
         assert ex.first_nonfinite(image) is None
         assert ex.hooks[0].fired == 0 and ex.step == 0
+
+
+class KeywordOnly(nn.Module):
+    """Takes its tensor by keyword only: torch's full backward hooks leave it out of grad_input."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(4))
+
+    def forward(self, *, x):
+        return x * self.weight
+
+
+class CallsByKeyword(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Linear(4, 4)
+        self.scale = KeywordOnly()
+
+    def forward(self, x):
+        return self.scale(x=self.first(x))
+
+
+@pytest.mark.parametrize("kind", ["backward", "global_backward"])
+def test_a_keyword_only_call_is_named_as_why_grad_input_is_empty_not_inputs_without_grad(kind):
+    model = CallsByKeyword()
+    x = torch.randn(2, 4, requires_grad=True)  # every other module gets an input gradient
+    with Explorer(model) as ex:
+        info = ex.attach("scale" if kind == "backward" else "", kind)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # torch: "no inputs require gradients"
+            model(x).sum().backward()
+        assert model.first(x).requires_grad  # its input does require grad: torch left it out
+        record = ex.captures["scale"][kind][-1]
+    assert list(record.tensors) == ["grad_output.0"]
+    assert info.note == (
+        "grad_input of 'scale' is empty: 'scale' was called with no positional argument, and torch leaves tensors "
+        "passed by keyword (module(x=t)) out of grad_input, so only grad_output is recorded; pass the tensor "
+        "positionally, or attach 'grad' or 'backward_pre' to the module that produces it (its grad_output is "
+        "this input's gradient)"
+    )
+
+
+def test_an_edit_of_a_keyword_only_calls_grad_input_says_why_it_had_no_effect():
+    model = CallsByKeyword()
+    with Explorer(model) as ex:
+        info = ex.attach("scale", "backward", edit=("zero",))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            model(torch.randn(2, 4)).sum().backward()
+    assert info.note.startswith("the edit had no effect: 'scale' was called with no positional argument")
+    assert info.note.endswith("or edit 'grad' or 'backward_pre' on the module that produces it")
+    assert model.first.weight.grad.abs().sum() > 0  # the gradient went on unchanged
+
+
+STEP_KINDS = [("", "global_backward"), ("", "global_backward_pre"), ("", "global_grad"), ("0.weight", "grad")]
+STEP_KINDS += [("0.bias", "post_accumulate")]
+
+
+@pytest.mark.parametrize("no_grad", [torch.no_grad, torch.inference_mode])
+def test_global_and_parameter_hooks_say_they_are_not_armed_after_a_forward_without_grad(no_grad):
+    model = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 2))
+    with Explorer(model) as ex:
+        infos = [ex.attach(target, kind) for target, kind in STEP_KINDS]
+        with no_grad():
+            model(torch.randn(2, 4))
+        assert [info.note for info in infos] == [STEP_NOT_ARMED] * len(infos)
+        assert [(h.kind, h.note) for h in ex.hooks] == [(k, STEP_NOT_ARMED) for _, k in STEP_KINDS]
+        model(torch.randn(2, 4, requires_grad=True)).sum().backward()  # a forward that arms them clears it
+        assert [info.note for info in infos] == [None] * len(infos)
+        assert all(info.fired for info in infos)
+
+
+def test_a_forward_with_nothing_requiring_grad_does_not_arm_them_either():
+    model = nn.Sequential(nn.Linear(4, 2))
+    with Explorer(model) as ex:
+        info = ex.attach("", "global_grad")
+        model.requires_grad_(False)
+        model(torch.randn(2, 4))
+        assert info.note == STEP_NOT_ARMED
+        model.requires_grad_(True)
+        model(torch.randn(2, 4))
+        assert info.note is None

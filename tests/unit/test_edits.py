@@ -1,10 +1,12 @@
 import math
-from collections import namedtuple
+from collections import defaultdict, namedtuple
 from dataclasses import dataclass, field
 
 import pytest
 import torch
+from torch import nn
 
+from hookwidgets.core import Explorer
 from hookwidgets.core.edits import VALID_FORMS, apply_edits, normalize_edits
 
 
@@ -217,3 +219,29 @@ def test_unknown_edit_suggests_a_close_match_and_lists_the_forms():
 def test_bad_edits_say_what_is_expected(edit, message):
     with pytest.raises(ValueError, match=message):
         normalize_edits(edit)
+
+
+class Heads(nn.Module):
+    """Returns its heads in a defaultdict: a missing head reads as an empty list."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> defaultdict:
+        out = defaultdict(list)
+        out["logits"] = self.fc(x)
+        return out
+
+
+def test_an_edit_keeps_a_defaultdict_output_a_defaultdict():
+    model = Heads()
+    x = torch.randn(3, 4)
+    with Explorer(model) as ex:
+        ex.attach("", "forward", edit=("scale", 2.0))
+        out = model(x)
+        (record,) = ex.captures[""]["forward"]
+    assert type(out) is defaultdict and out.default_factory is list
+    assert out["aux"] == []  # the model's callers may rely on the factory
+    torch.testing.assert_close(out["logits"], 2 * model.fc(x))
+    torch.testing.assert_close(record.tensors["output.logits"], out["logits"].detach())

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import torch
 from torch import nn
@@ -97,9 +99,51 @@ def test_a_layer_tap_finds_the_tensor_of_a_dataclass_output():
     torch.testing.assert_close(tap.gradient(score), torch.tensor([[0.0, 0.0, 1.0]] * 2))
 
 
-def test_mappings_not_built_from_a_dict_come_back_as_plain_dicts():
-    from collections import defaultdict
+class Batch(dict):
+    """A dict subclass with state of its own and an __init__ that does not take a dict."""
 
-    value = defaultdict(list, {"a": torch.ones(2)})
-    mapped = map_tensors(value, lambda t: t * 2)
-    assert type(mapped) is dict and torch.equal(mapped["a"], torch.full((2,), 2.0))
+    def __init__(self, source: str, **items: torch.Tensor) -> None:
+        super().__init__(**items)
+        self.source = source
+
+
+class Stack(list):
+    def __init__(self, name: str, items=()) -> None:
+        super().__init__(items)
+        self.name = name
+
+
+class ReadOnly(Mapping):
+    """A mapping that cannot be copied item by item nor built from a dict."""
+
+    def __init__(self, *, a: torch.Tensor) -> None:
+        self._a = a
+
+    def __getitem__(self, key):
+        return {"a": self._a}[key]
+
+    def __iter__(self):
+        return iter(["a"])
+
+    def __len__(self) -> int:
+        return 1
+
+
+def test_map_tensors_keeps_mapping_and_list_subclasses_with_their_own_state():
+    doubled = lambda t: t * 2  # noqa: E731
+    factory = defaultdict(list, {"a": torch.ones(2)})
+    out = map_tensors(factory, doubled)
+    assert type(out) is defaultdict and out.default_factory is list and out is not factory
+    assert torch.equal(out["a"], torch.full((2,), 2.0)) and out["missing"] == []
+    assert torch.equal(factory["a"], torch.ones(2))  # the original is left as it was
+    ordered = map_tensors(OrderedDict([("z", torch.ones(1)), ("a", torch.ones(1))]), doubled)
+    assert type(ordered) is OrderedDict and list(ordered) == ["z", "a"]
+    batch = map_tensors(Batch("loader", x=torch.ones(1)), doubled)
+    assert type(batch) is Batch and batch.source == "loader" and torch.equal(batch["x"], torch.full((1,), 2.0))
+    stack = map_tensors(Stack("layers", [torch.ones(1), 3]), doubled)
+    assert type(stack) is Stack and stack.name == "layers" and stack[1] == 3
+    assert torch.equal(stack[0], torch.full((1,), 2.0))
+    proxy = map_tensors(MappingProxyType({"a": torch.ones(1)}), doubled)
+    assert type(proxy) is MappingProxyType and torch.equal(proxy["a"], torch.full((1,), 2.0))
+    plain = map_tensors(ReadOnly(a=torch.ones(1)), doubled)
+    assert type(plain) is dict and torch.equal(plain["a"], torch.full((1,), 2.0))

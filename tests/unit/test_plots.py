@@ -212,7 +212,7 @@ def test_cmap_recolours_the_tiles_and_the_colour_bar():
 
 def test_an_empty_tensor_is_a_figure_that_says_so():
     fig = feature_map_figure(torch.zeros(2, 0, 4, 4), title="conv")
-    assert fig.axes[0].get_title() == "conv [empty: shape (2, 0, 4, 4)]"
+    assert fig.axes[0].get_title() == "conv [empty (0 elements): shape (2, 0, 4, 4)]"
     assert _png(fig).shape[2] == 3
 
 

@@ -190,9 +190,28 @@ def test_memory_meter_follows_the_store_and_counts_evictions(cnn, image):
         view = ex.view
         ex.attach("features.conv", "forward")  # 2×4×8×8 float32 = 2048 bytes a capture
         ex.run()
-        assert view.memory == {"bytes": 2048, "budget": 3000, "records": 1, "evicted": 0}
+        assert view.memory == {"bytes": 2048, "budget": 3000, "records": 1, "evicted": 0, "short_steps": []}
         ex.run()
         assert view.memory["evicted"] == 1 and view.memory["records"] == 1
+        assert view.memory["short_steps"] == []  # the previous step's record went: the budget holds a step
+
+
+def test_memory_meter_and_hook_say_when_the_budget_holds_less_than_one_step(cnn, image):
+    with HookExplorer(cnn, example_inputs=image, memory_budget=3000) as ex:
+        view = ex.view
+        ex.attach("features.conv", "forward")  # 2048 bytes a capture
+        ex.attach("features.act", "forward")  # 2048 more, in the same step
+        browser_sends(view, kind="run", mode="forward", target="top", train=False)
+        note = (
+            "the budget (2.9 KiB) holds less than one step: step 1 lost 1 'forward' record (call 0) before it "
+            "ended; raise memory_budget"
+        )
+        assert view.memory["short_steps"] == [{"target": "features.conv", "kind": "forward", "note": note}]
+        conv = next(h for h in view.hooks if h["target"] == "features.conv")
+        assert conv["note"] == note and conv["fired"] == 1
+        browser_sets(view, selected="features.conv")
+        assert view.plots["items"] == []  # nothing left to draw, and no error box
+        assert view.error == ""
 
 
 def test_foreign_hooks_reach_the_view_flagged(cnn, image):
@@ -489,3 +508,80 @@ def test_record_graph_on_a_lazy_model_says_in_the_page_that_it_materialized_it()
         assert ex.view.status["state"] == "idle" and "0/AddmmBackward0#0" in ex.view.graph["autograd"]["ids"]
         assert ex.view.error.startswith("graph() materialized the lazy modules '0' (LazyLinear, now Linear)")
         assert ex.view.tree["children"][0]["trainable"] == 15
+
+
+def test_a_capture_changed_through_data_is_shown_stale(explorer, image):
+    view = explorer.view
+    explorer.attach("features.conv", "forward")
+    kept = []
+    handle = explorer.model.features.conv.register_forward_hook(lambda m, a, o: kept.append(o))
+    try:
+        explorer.run(image)
+    finally:
+        handle.remove()
+    browser_sets(view, selected="features.conv")
+    (item,) = view.plots["items"]
+    assert not item["stale"] and item["verified"] and "STALE" not in item["title"]
+    kept[0].data.mul_(2)  # the model's own tensor, through .data: no version bump
+    browser_sets(view, selected="features.act")
+    browser_sets(view, selected="features.conv")
+    (item,) = view.plots["items"]
+    assert item["stale"] and item["title"].endswith(" · STALE: changed after capture")
+
+
+class _Spectrum(torch.nn.Module):
+    """A complex output whose real part is zero."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.complex(torch.zeros_like(x), x)
+
+
+class _Nothing(torch.nn.Module):
+    """An output of 0 elements."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[:0]
+
+
+class _Odd(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.spectrum, self.nothing = _Spectrum(), _Nothing()
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.spectrum(x), self.nothing(x)
+
+
+def test_complex_and_empty_captures_are_drawn_as_magnitude_and_as_empty_not_as_an_error(monkeypatch):
+    from hookwidgets.widget import captures
+
+    titles: list[str] = []
+
+    def titled(name: str):
+        real = getattr(captures, name)
+
+        def draw(*args, **kwargs):
+            fig = real(*args, **kwargs)
+            titles.append(fig.axes[0].get_title().replace("\n", " "))
+            return fig
+
+        return draw
+
+    for name in ("feature_map_figure", "histogram_figure"):
+        monkeypatch.setattr(captures, name, titled(name))
+    with HookExplorer(_Odd(), example_inputs=torch.randn(1, 2, 3, 3)) as ex:
+        view = ex.view
+        ex.attach("spectrum", "forward")
+        ex.attach("nothing", "forward")
+        browser_sends(view, kind="run", mode="forward", target="top", train=False)
+        browser_sets(view, selected="spectrum")
+        assert titles[-1] == "spectrum · output (magnitude)"  # not its real part, all zeros
+        browser_sends(view, kind="plot_view", hook="forward", view="histogram")
+        assert titles[-1] == "spectrum · output (magnitude)"
+        browser_sets(view, selected="nothing")
+        (item,) = view.plots["items"]
+        assert item["shape"] == [0, 2, 3, 3] and item["png"][:4] == b"\x89PNG"
+        assert titles[-1] == "nothing · output [empty (0 elements): shape (0, 2, 3, 3)]"
+        browser_sends(view, kind="plot_view", hook="forward", view="histogram")
+        assert titles[-1] == "nothing · output [empty (0 elements): shape (0, 2, 3, 3)]"
+        assert view.error == ""

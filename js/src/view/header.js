@@ -1,6 +1,6 @@
 /** Header and run bar: model name, module count, run mode and target, progress, memory meter, status. */
 
-import { formatBytes } from "../bytes.js";
+import { describeMemory } from "../bytes.js";
 import { countModules, isTree } from "../tree.js";
 import { h, listen, subscribe } from "./dom.js";
 
@@ -30,9 +30,10 @@ export function createHeader(model) {
   const meterFill = h("span", { cls: "hw-meter-fill" });
   const meter = h("span", { cls: "hw-meter", attrs: { role: "meter", "aria-label": "Capture memory" } }, [meterFill]);
   const meterText = h("span", { cls: "hw-meter-text" });
+  const meterWarning = h("span", { cls: "hw-meter-short", attrs: { hidden: true } });
   const errors = h("span", { cls: "hw-error-count", attrs: { hidden: true } });
   const el = h("div", { cls: "hw-header" }, [
-    h("div", { cls: "hw-header-line" }, [title, count, errors, h("span", { cls: "hw-spacer" }), meter, meterText]),
+    h("div", { cls: "hw-header-line" }, [title, count, errors, h("span", { cls: "hw-spacer" }), meter, meterText, meterWarning]),
     h("div", { cls: "hw-run-bar" }, [mode, target, trainLabel, run, progress, status]),
   ]);
 
@@ -74,10 +75,14 @@ export function createHeader(model) {
     const fraction = budget > 0 ? Math.min(1, used / budget) : 0;
     meterFill.style.width = `${(fraction * 100).toFixed(1)}%`;
     meter.setAttribute("aria-valuenow", String(Math.round(fraction * 100)));
-    const evicted = Number(memory.evicted ?? 0);
-    meterText.textContent = budget > 0 ? `${formatBytes(used)} of ${formatBytes(budget)}` : "";
-    meter.title = `${memory.records ?? 0} records kept, ${evicted} evicted (oldest first) to stay under the budget`;
-    meterText.title = meter.title;
+    const words = describeMemory(memory);
+    meterText.textContent = words.text;
+    meterWarning.textContent = words.warning ? `⚠ ${words.warning}` : "";
+    meterWarning.hidden = !words.warning;
+    meter.classList.toggle("hw-meter-over", Boolean(words.warning));
+    meter.title = words.title;
+    meterText.title = words.title;
+    meterWarning.title = words.title;
   }
 
   function updateErrors() {

@@ -1,0 +1,51 @@
+"""Notes a whole step puts on hooks: a capture budget that holds less than one step, and "not armed" after a
+forward whose output needs no grad."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from .capture import CaptureStore
+from .diagnostics import STEP_NOT_ARMED
+from .nested import tensors_in
+from .short_steps import with_note
+
+if TYPE_CHECKING:
+    from .hooks import HookInfo
+
+ARMED_BY_THE_STEP = ("global_backward", "global_backward_pre", "global_grad", "param_grad", "post_accumulate")
+"""Kinds (engine names) whose firing a whole forward arms: not armed when the model's output needs no grad."""
+
+
+def note_short_steps(hooks: Iterable[HookInfo], store: CaptureStore) -> None:
+    """Say on each hook whose records the store evicted before their own step ended that the budget holds less
+    than one step (a global kind: naming the modules); drop the note once a later step was kept whole."""
+    short = store.short_steps()
+    for info in hooks:
+        note = short.get((info.target, info.kind))
+        if info.kind.startswith("global_"):  # its records are each module's
+            modules = [target for target, kind in short if kind == info.kind]
+            more = f" and {len(modules) - 1} more modules" if len(modules) > 1 else ""
+            note = f"{short[(modules[0], info.kind)]} (on {modules[0] or '(model)'!r}{more})" if modules else None
+        info.note = with_note(info.note, note)
+
+
+def note_armed(hooks: Iterable[HookInfo], output: Any) -> None:
+    """Say "not armed" on ``hooks`` (of ``ARMED_BY_THE_STEP`` kinds) after a forward whose ``output`` needs no
+    grad (under no_grad or inference_mode, or nothing upstream requires grad); clear it after one that does."""
+    if torch.is_grad_enabled():
+        tensors = tensors_in(output)
+        if not tensors:
+            return  # no output tensor to tell (a forward that runs its own backward): the notes stay
+        armed = any(t.requires_grad for t in tensors)
+    else:
+        armed = False
+    for info in hooks:
+        if armed:
+            if info.note is not None and info.note.startswith(STEP_NOT_ARMED):
+                info.note = None
+        elif info.note is None or info.note.startswith(STEP_NOT_ARMED):
+            info.note = STEP_NOT_ARMED  # (a note saying more, such as a compiled model's, is left)
