@@ -1,7 +1,7 @@
 """Legacy and full module backward hooks side by side, run on hook-free copies of the model.
 
-torch refuses both kinds on one module and keeps the legacy flag after the hook is removed
-(REPORT P2), so each kind gets its own ``copy.deepcopy`` of the model; the user's model is only read.
+torch refuses both kinds on one module and keeps the legacy flag after the hook is removed,
+so each kind gets its own ``copy.deepcopy`` of the model; the user's model is only read.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ def _hookless_copy(model: nn.Module) -> nn.Module:
     """A deep copy of ``model`` with no module hooks (torch's weight-computing pre-hooks aside) and no legacy flag.
 
     The hook dicts are swapped for fresh ones through deepcopy's memo, so hook objects are never copied:
-    deepcopy would otherwise copy them (REPORT P19), closures, registries and all.
+    deepcopy would otherwise copy them (torch copies a module's hooks with it), closures, registries and all.
     """
     memo: dict[int, Any] = {}
     for module in model.modules():
@@ -219,7 +219,8 @@ def _notes(result: BackwardComparison, legacy: _Seen, full: _Seen, torch_warning
         verdict = (
             "here the same as the module's input gradient"
             if result.matches
-            else "not the module's input gradient; it attaches to the last autograd node of the forward (REPORT P1)"
+            else "not the module's input gradient: torch attaches a legacy hook to the last autograd op of the "
+            "module's forward, so it sees the gradients of that op's inputs"
         )
         notes.append(f"the legacy hook reports the grads of {result.legacy_node}'s inputs: {slots} — {verdict}")
     if result.full_grad_input is not None:
@@ -230,7 +231,7 @@ def _notes(result: BackwardComparison, legacy: _Seen, full: _Seen, torch_warning
             said = torch_warnings["no_input_grad"]
             notes.append(
                 f"no input of {target} requires grad (as for a first layer fed a plain tensor), so the full hook "
-                "fires with grad_input=(None,) (REPORT P6)"
+                "fires with grad_input=(None,)"
                 + (f"; torch warns: {said[0]!r}" if said else "")
                 + "; pass the input with requires_grad=True to see its gradient"
             )
@@ -322,7 +323,7 @@ def _score(output: Any, score: Any) -> torch.Tensor:
 
 
 def _hookable(output: Any) -> bool:
-    """Whether full backward hooks can fire on this output: a tensor or a tuple holding one (REPORT P7)."""
+    """Whether full backward hooks can fire on this output: a tensor or a tuple holding one (torch skips others)."""
     return isinstance(output, torch.Tensor) or (
         isinstance(output, tuple) and any(isinstance(t, torch.Tensor) for t in output)
     )

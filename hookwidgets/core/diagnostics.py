@@ -37,7 +37,7 @@ NO_INPUT_GRAD = (
 
 
 def no_input_grad_note(path: str) -> str:
-    """Why a full backward hook's grad_input is all None (P6: the first layer)."""
+    """Why a full backward hook's grad_input is all None (e.g. the first layer: its input needs no grad)."""
     return (
         f"grad_input of {path or '(model)'!r} is all None: none of its inputs requires grad (e.g. the first layer), "
         "so only grad_output is recorded; pass inputs with requires_grad=True to see input gradients"
@@ -172,7 +172,7 @@ def unwatched_note(unwatched: list[str]) -> str | None:
 
 
 def compiled_note(model: nn.Module) -> str | None:
-    """A warning for compiled models, whose hooks added after compilation are ignored by default (P8)."""
+    """A warning for compiled models, whose hooks added after compilation are ignored by default."""
     compiled = type(model).__name__ == "OptimizedModule" or any(
         getattr(m, "_compiled_call_impl", None) is not None for m in model.modules()
     )

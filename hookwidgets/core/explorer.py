@@ -299,7 +299,7 @@ class Explorer:
         return f"run(target=...) has nothing to backpropagate: {reason}"
 
     def graph(self, inputs: Inputs | None = None, *, saved_tensors: bool = True) -> dict[str, Any]:
-        """The autograd graph of the last recorded run as plain data (DESIGN.md, Data shapes).
+        """The autograd graph of the last recorded run as plain data (``docs/api.md`` has its shape).
 
         With ``inputs``, or when no run was recorded yet, records a forward of ``inputs`` (default: the
         example inputs) first; the model is left as found. A ValueError says why a run left no graph; a

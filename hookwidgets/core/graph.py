@@ -1,4 +1,4 @@
-"""The autograd graph of one forward as plain data (DESIGN.md, Data shapes), and how to record it.
+"""The autograd graph of one forward as plain data, and how to record it.
 
 ``record_graph(model, inputs)`` runs one forward and returns a ``GraphRecording``: live nodes by id
 and ``data()``, the plain graph. ``GraphRecorder`` does the same for every call of the model made
@@ -53,7 +53,7 @@ def _saved_entry(entry: tuple) -> dict:
 
 
 class GraphRecording:
-    """One forward's autograd graph: live nodes by id, and the plain data of DESIGN.md (``data()``).
+    """One forward's autograd graph: live nodes by id, and its plain data (``data()``).
 
     ``output`` is the model's output (graph alive); ``error`` the text of the exception when the forward
     raised (the graph is then the part built before it). ``node(id)`` is the live node with an id
@@ -142,7 +142,7 @@ class GraphRecording:
         self._table.nodes = []
 
     def data(self) -> dict:
-        """The graph as plain data: nodes, edges, clusters (DESIGN.md, Data shapes), and the output node ids.
+        """The graph as plain data: nodes, edges, clusters, and the output node ids.
 
         Nodes come in forward (creation) order, an AccumulateGrad just before its first user. An edge
         goes from a node to one it sends gradient to: ``src``'s grad_input ``slot`` flows into ``dst``'s

@@ -33,7 +33,8 @@ class NodeHooks:
         self._registry = registry
         self._infos: dict[str, HookInfo] = {}  # by kind + target, in attach order
         self._recorder: GraphRecorder | None = None
-        self._kept: dict[str, Node] = {}  # hooked AccumulateGrad nodes: torch holds them only weakly (P14)
+        # hooked AccumulateGrad nodes: torch holds them only weakly, and a node let go never fires
+        self._kept: dict[str, Node] = {}
 
     def __bool__(self) -> bool:
         return bool(self._infos)
