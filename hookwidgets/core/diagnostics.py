@@ -7,6 +7,7 @@ import types
 import torch
 from torch import nn
 
+from .compiled import is_compiled
 from .nested import is_dataclass_value
 
 _INPLACE_VIEW_ERROR = "BackwardHookFunction is a view and is being modified inplace"
@@ -171,15 +172,23 @@ def unwatched_note(unwatched: list[str]) -> str | None:
     return f"torch.jit.script modules take no hooks: {names} (and {theirs} submodules) show no shape and fire no hooks"
 
 
+COMPILED = (
+    "the model is compiled: hooks added after its first compiled call do not fire unless "
+    "torch._dynamo.config.skip_nnmodule_hook_guards = False (then it recompiles once); "
+    "attach hooks before compiling, or explore the uncompiled module"
+)
+"""The warning of attach() on a compiled model."""
+
+NOT_FIRED = "not fired since it was attached"
+"""How the note of a hook on a compiled model begins: it goes once the hook fires."""
+
+
 def compiled_note(model: nn.Module) -> str | None:
-    """A warning for compiled models, whose hooks added after compilation are ignored by default."""
-    compiled = type(model).__name__ == "OptimizedModule" or any(
-        getattr(m, "_compiled_call_impl", None) is not None for m in model.modules()
-    )
-    if not compiled:
-        return None
-    return (
-        "the model is compiled: hooks added after its first compiled call do not fire unless "
-        "torch._dynamo.config.skip_nnmodule_hook_guards = False (then it recompiles once); "
-        "attach hooks before compiling, or explore the uncompiled module"
-    )
+    """The note of a hook just attached to a compiled model, which may ignore it; None for a model not compiled."""
+    return f"{NOT_FIRED}, and {COMPILED}" if is_compiled(model) else None
+
+
+def note_until_fired(note: str) -> bool:
+    """Whether ``note`` says why a hook may not fire (never run in the example forward, compiled model): it
+    stops being true when the hook fires."""
+    return NOT_RUN in note or note.startswith(NOT_FIRED)

@@ -23,6 +23,7 @@ from .compare import BackwardComparison, compare_backward
 from .dataflow import dataflow_graph
 from .diagnose import first_nonfinite, summary_rows
 from .diagnostics import (
+    COMPILED,
     SCRIPTED_ROOT,
     compiled_note,
     explain_collision,
@@ -204,8 +205,8 @@ class Explorer:
                 info.note = not_run_note(target, obj)
         note = compiled_note(self.model)
         if note:
-            warnings.warn(note, stacklevel=2)
-            for info in infos:
+            warnings.warn(COMPILED, stacklevel=2)
+            for info in infos:  # until each fires: a hook attached before the model's first compiled call does
                 info.note = note
         if target != given:
             note = alias_note(given, target)

@@ -23,12 +23,12 @@ from . import native
 from .actions import Firing, check_action, named_tensors, perform
 from .capture import CaptureStore
 from .diagnostics import (
-    NOT_RUN,
     explain_collision,
     explain_foreign_collision,
     inplace_culprit,
     is_inplace_collision,
     modified_view,
+    note_until_fired,
 )
 from .edits import normalize_edits
 from .foreign import foreign_hooks
@@ -406,8 +406,8 @@ class HookRegistry(KindRegistrations):
         if self._suspended:
             return None
         info.fired += 1
-        if info.fired == 1 and info.note is not None and NOT_RUN in info.note:
-            info.note = None  # it runs after all (another input took another path)
+        if info.fired == 1 and info.note is not None and note_until_fired(info.note):
+            info.note = None  # it runs after all (another input took another path, a compiled model ran it)
         self.timeline.append(TimelineEvent(firing.step, phase, firing.target, firing.kind, firing.call))
         try:
             return perform(

@@ -13,6 +13,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from .actions import Firing, named_tensors
+from .compiled import is_compiled
 from .diagnostics import NO_INPUT_GRAD, backward_output_note, no_input_grad_note
 from .kinds import Kind
 from .nested import is_dataclass_value, tensors_in
@@ -297,10 +298,3 @@ def flag_owner(module: nn.Module) -> nn.Module:
     while type(module).__name__ == "OptimizedModule" and isinstance(module._modules.get("_orig_mod"), nn.Module):
         module = module._modules["_orig_mod"]
     return module
-
-
-def is_compiled(model: nn.Module) -> bool:
-    """Whether ``model`` is a ``torch.compile`` wrapper or holds a module compiled in place (``module.compile()``)."""
-    return type(model).__name__ == "OptimizedModule" or any(
-        getattr(m, "_compiled_call_impl", None) is not None for m in model.modules()
-    )
