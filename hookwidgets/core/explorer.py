@@ -8,7 +8,7 @@ import os
 import traceback
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from .attribution import CAM_METHODS, attribute, check_method
 from .capture import DEFAULT_MEMORY_BUDGET, CaptureStore
 from .codegen import hook_code
 from .compare import BackwardComparison, compare_backward
+from .compiled import run_eagerly
 from .dataflow import dataflow_graph
 from .diagnose import first_nonfinite, summary_rows
 from .diagnostics import (
@@ -89,7 +90,8 @@ class Explorer:
         if self.example_inputs is None:
             return None
         try:
-            return probe(self.model, self._inputs(None))
+            with run_eagerly(self.model):
+                return probe(self.model, self._inputs(None))
         except Exception as exc:
             self.probe_error = explain_run_error(exc, self.example_inputs)
             warnings.warn(
@@ -113,7 +115,7 @@ class Explorer:
         """
         if not has_lazy(self.model):
             return
-        with self._registry.suspended():  # the user's hooks see the run itself, not this forward
+        with self._own_run():  # the user's hooks see the run itself, not this forward
             done = materialize(self.model, inputs)
         if done:
             warnings.warn(
@@ -228,7 +230,7 @@ class Explorer:
         if not infos or self.example_inputs is None or has_lazy(self.model):
             return  # a lazy module would be materialized by the check: the run that meets the collision explains it
         try:
-            with self._registry.suspended(), preserved_state(self.model), torch.enable_grad():
+            with self._own_run(), preserved_state(self.model), torch.enable_grad():
                 call_model(self.model, self._inputs(None))
         except Exception as exc:
             if not isinstance(exc, RuntimeError) or not is_inplace_collision(exc):
@@ -239,6 +241,13 @@ class Explorer:
             culprit = inplace_culprit(exc, self.model)
             text = explain_collision(colliding[0].kind, colliding[0].target, culprit, self.model)
             raise ValueError(text) from None
+
+    @contextlib.contextmanager
+    def _own_run(self) -> Iterator[None]:
+        """A run the explorer makes for itself: the user's hooks record nothing, and a compiled model runs
+        its Python code (``run_eagerly``), leaving the user's compiled code as it was."""
+        with self._registry.suspended(), run_eagerly(self.model):
+            yield
 
     @property
     def timeline(self) -> list[TimelineEvent]:
@@ -309,7 +318,7 @@ class Explorer:
         if inputs is not None or self._graph.data is None:
             inputs = self._inputs(inputs)
             self._materialize(inputs, "graph()")
-            with self._registry.suspended():  # a diagnostic run: the user's hooks record nothing
+            with self._own_run():  # a diagnostic run: the user's hooks record nothing
                 self._graph.record(self.model, inputs, saved_tensors)
                 # each round detaches the hooks one collision broke (at least one), until the whole graph comes
                 while is_inplace_collision_text(self._graph.data.get("error")) and self._detach_colliding(inputs):
@@ -352,7 +361,7 @@ class Explorer:
         """
         inputs = self._inputs(inputs)
         self._materialize(inputs, "first_nonfinite()")
-        with self._registry.suspended():  # a diagnostic run: the user's hooks record nothing
+        with self._own_run():  # a diagnostic run: the user's hooks record nothing
             return first_nonfinite(self.model, inputs, train=train)
 
     def summary(self) -> list[dict[str, Any]]:
@@ -367,7 +376,8 @@ class Explorer:
         """The legacy and the full backward hook's gradients on ``target`` side by side (on hook-free copies)."""
         inputs = self._inputs(inputs)
         self._materialize(inputs, "compare_backward()")
-        return compare_backward(self.model, target, inputs, score)
+        with run_eagerly(self.model):  # on copies, which would compile anew
+            return compare_backward(self.model, target, inputs, score)
 
     def code(self) -> str:
         """Plain-torch Python (no hookwidgets) that registers hooks doing what the explorer's hooks do."""
@@ -411,7 +421,7 @@ class Explorer:
         """
         inputs = self._inputs(inputs)
         self._materialize(inputs, "the attribution run")
-        with self._registry.suspended():
+        with self._own_run():
             while True:  # ends: each collision detaches at least one hook, or raises
                 try:
                     return attribute(self.model, inputs, target, method, layer).annotated()

@@ -124,3 +124,59 @@ def test_only_a_hook_that_has_not_fired_since_attach_says_the_compiled_model_may
         assert after.note.startswith("not fired since it was attached, and the model is compiled")
         assert [hook["note"] for hook in hooks_payload(ex.hooks)] == [None, after.note]  # what the widget shows
         torch.testing.assert_close(ex.captures[prefix + "fc1"]["forward"][-1].tensor, net.fc1(x))
+
+
+def user_calls(model: nn.Module, mode: str, x: torch.Tensor) -> None:
+    """Two calls of the user's own loop: inference (eval, no grad) or training (train mode, backward)."""
+    for _ in range(2):
+        if mode == "inference":
+            model.eval()
+            with torch.no_grad():
+                model(x)
+        else:
+            model.train()
+            model(x).sum().backward()
+
+
+def compiled_so_far() -> tuple[int, int]:
+    """(graphs compiled, graph breaks) since the counters were last cleared."""
+    counters = torch._dynamo.utils.counters
+    return counters["stats"]["unique_graphs"], sum(counters["graph_break"].values())
+
+
+@pytest.mark.parametrize("mode", ["inference", "training"])
+@pytest.mark.parametrize("how", ["torch.compile", "module.compile"])
+def test_the_explorers_own_runs_leave_the_users_compiled_code_as_it_was(how, mode):
+    x = torch.randn(2, 4)
+
+    def session(explore_at: int | None, run: bool = False) -> tuple[tuple[int, int], tuple[int, int], str | None]:
+        """The user's calls in two turns, the explorer used before the first (0) or the second (1): (graphs
+        compiled and graph breaks in all, those of the last turn's calls, what first_nonfinite found)."""
+        torch._dynamo.reset()
+        torch._dynamo.utils.counters.clear()
+        net, model, prefix = compile_net(how)
+        with torch.no_grad():
+            net.fc2.weight[0, 0] = float("nan")
+        found, last = None, (0, 0)
+        for turn in range(2):
+            if turn == explore_at:
+                with Explorer(model, x) as ex:  # the shape probe runs the model
+                    ex.attach(prefix + "fc1", "backward")  # checked for in-place collisions by a run
+                    found = ex.first_nonfinite()
+                    ex.graph()
+                    if run:
+                        ex.run()  # the model as compiled: the run itself may compile for its modes
+                    ex.detach()
+            last = compiled_so_far()
+            user_calls(model, mode, x)
+        total = compiled_so_far()
+        return total, (total[0] - last[0], total[1] - last[1]), found
+
+    alone, alone_last, _ = session(None)
+    assert alone[0] >= 1  # the user's model really is compiled
+    for explore_at in (0, 1):
+        compiled, _, found = session(explore_at)
+        assert found == ("_orig_mod.fc2" if how == "torch.compile" else "fc2")  # the explorer's name for it
+        assert compiled == alone, f"explored at turn {explore_at}"
+    _, last, _ = session(1, run=True)
+    assert last == alone_last  # after ex.run() too, the user's next calls compile and break as before
