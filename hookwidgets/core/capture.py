@@ -14,6 +14,7 @@ import torch
 
 from . import capture_pool
 from .capture_pool import MIN_BYTES, PAGE, minor_faults, movable, shared
+from .display import quoted
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 MAX_RECORDS = 100_000
@@ -258,8 +259,8 @@ class CaptureStore(Mapping):
         with self._lock:
             kinds = self._by_target.get(target)
             if kinds is None:
-                known = ", ".join(repr(t) for t in self._by_target) or "none yet: attach a hook and run"
-                raise KeyError(f"no captures for target {target!r}; targets with captures: {known}")
+                known = ", ".join(quoted(t) for t in self._by_target) or "none yet: attach a hook and run"
+                raise KeyError(f"no captures for target {quoted(target)}; targets with captures: {known}")
             return {kind: [r.wait() for r in records] for kind, records in kinds.items()}
 
     def __repr__(self) -> str:

@@ -33,6 +33,7 @@ from .diagnostics import (
     is_inplace_collision_text,
     not_run_note,
 )
+from .display import display_name, quoted
 from .export import export_captures
 from .graph import GraphRecorder, no_graph_reason
 from .graph_state import RecordedGraph
@@ -67,7 +68,7 @@ class Explorer:
         if not isinstance(model, nn.Module):
             raise TypeError(f"HookExplorer needs a torch.nn.Module, got {type(model).__name__}")
         self._model: nn.Module | None = model
-        self._model_name = type(model).__name__
+        self._model_name = display_name(type(model).__name__)  # for messages
         self._module_count = sum(1 for _ in model.modules())
         self.example_inputs = example_inputs
         self.captures = CaptureStore(memory_budget, offload)
@@ -171,14 +172,15 @@ class Explorer:
         specs = [resolve_kind(k, target, family) for k in kinds]  # all validated before any is attached
         if isinstance(obj, torch.jit.ScriptModule) and any(s.family == "module" for s in specs):
             raise ValueError(
-                f"module {target!r} is a torch.jit.script module ({type(obj).__name__}): ScriptModules take no "
-                "hooks; hook a module around it, or its parameters (kind 'grad'), or explore it before scripting"
+                f"module {quoted(target)} is a torch.jit.script module ({display_name(type(obj).__name__)}): "
+                "ScriptModules take no hooks; hook a module around it, or its parameters (kind 'grad'), or explore it "
+                "before scripting"
             )
         if type(obj).__name__ == "OptimizedModule" and any(s.name in LEGACY_AND_FULL_BACKWARD for s in specs):
             inner = f"{target}._orig_mod" if target else "_orig_mod"
             raise ValueError(
-                f"module {target!r} is torch.compile's wrapper (OptimizedModule): torch never fires backward "
-                f"hooks registered on the wrapper itself; attach them to {inner!r}, the module it compiles"
+                f"module {quoted(target)} is torch.compile's wrapper (OptimizedModule): torch never fires backward "
+                f"hooks registered on the wrapper itself; attach them to {quoted(inner)}, the module it compiles"
             )
         if family == "node":
             self._check_node_id(target)
@@ -190,8 +192,8 @@ class Explorer:
             and any(s.name in ("param_grad", "post_accumulate") for s in specs)
         ):
             raise ValueError(
-                f"parameter {target!r} does not require grad (frozen), so it gets no gradient to hook; "
-                f"unfreeze it with model.get_parameter({target!r}).requires_grad_() or hook a parameter that trains"
+                f"parameter {quoted(target)} does not require grad (frozen), so it gets no gradient to hook; unfreeze "
+                f"it with model.get_parameter({quoted(target)}).requires_grad_() or hook a parameter that trains"
             )
         infos: list[HookInfo] = []
         try:  # all or nothing: a kind refused halfway takes back the kinds of this call attached before it

@@ -19,6 +19,7 @@ from torch.autograd.graph import Node
 from torch.utils._pytree import tree_leaves
 
 from .dataflow import dataflow_graph
+from .display import display_name, quoted
 from .gc_pause import no_gc
 from .graph_names import ParamNames
 from .graph_walk import Table, walk_graph
@@ -126,13 +127,13 @@ class GraphRecording:
     def node(self, node_id: str) -> Node:
         """The live autograd Node with this id; a KeyError naming close ids when there is none."""
         if self._nodes is None and self._count:
-            raise KeyError(f"this recording was released; record the graph again to reach node {node_id!r}")
+            raise KeyError(f"this recording was released; record the graph again to reach node {quoted(node_id)}")
         node = self.find(node_id)
         if node is not None:
             return node
         close = difflib.get_close_matches(node_id, list(self._rows), n=3, cutoff=0.6)
-        hint = " — did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
-        raise KeyError(f"no node {node_id!r} in this graph ({self._count} nodes){hint}")
+        hint = " — did you mean " + " or ".join(quoted(c) for c in close) + "?" if close else ""
+        raise KeyError(f"no node {quoted(node_id)} in this graph ({self._count} nodes){hint}")
 
     def release(self) -> None:
         """Drop the output and every live node (the plain data stays), so the graph can be freed."""
@@ -271,7 +272,7 @@ def output_roots(output: Any) -> list[Node]:
 
 def no_graph_reason(model: nn.Module, output: Any, grad_mode: tuple[bool, bool], inputs_grad: bool) -> str:
     """Why a forward left no autograd graph, and what to do about it."""
-    name = type(model).__name__
+    name = display_name(type(model).__name__)
     grad_enabled, inference = grad_mode
     if inference:
         return f"no graph: {name} ran under torch.inference_mode(), so autograd recorded nothing; run it outside"

@@ -30,6 +30,7 @@ from .diagnostics import (
     modified_view,
     note_until_fired,
 )
+from .display import display_name, quoted
 from .edits import normalize_edits
 from .foreign import foreign_hooks
 from .kinds import MODULE_KINDS, Kind, check_callable
@@ -82,11 +83,13 @@ class HookInfo:
 
     def __repr__(self) -> str:
         if self.foreign:
-            return f"<foreign hook {self.kind} on {self.target!r}: {self.action_name} (not the explorer's; left alone)>"
+            action = display_name(self.action_name)
+            return f"<foreign hook {self.kind} on {quoted(self.target)}: {action} (not the explorer's; left alone)>"
         edit = f" + edit {list(self.edit)}" if self.edit else ""
         error = ", last error: " + self.last_error.splitlines()[-1] if self.last_error else ""
         note = f", note: {self.note}" if self.note else ""
-        return f"<hook {self.kind} on {self.target!r}: {self.action_name}{edit}, fired {self.fired}{error}{note}>"
+        action = display_name(self.action_name)
+        return f"<hook {self.kind} on {quoted(self.target)}: {action}{edit}, fired {self.fired}{error}{note}>"
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for display and export."""
@@ -418,7 +421,7 @@ class HookRegistry(KindRegistrations):
             if self.on_error == "raise":
                 raise
             warnings.warn(
-                f"hook {info.kind!r} on {firing.target!r} failed: {exc!r} (recorded on ex.hooks)", stacklevel=2
+                f"hook {info.kind!r} on {quoted(firing.target)} failed: {exc!r} (recorded on ex.hooks)", stacklevel=2
             )
             return None
 

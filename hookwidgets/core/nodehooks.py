@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from torch.autograd.graph import Node
 
 from .actions import Firing, named_tensors
+from .display import quoted
 from .graph import GraphRecorder, GraphRecording
 from .scope import op_name
 
@@ -119,8 +120,8 @@ def _grad_outputs(grad_outputs: Any) -> dict:
 def _missing_note(node_id: str, recording: GraphRecording, step: int) -> str:
     """Why a node hook did not fire in this step: its id is not in the graph, with the closest ids."""
     close = difflib.get_close_matches(node_id, recording.ids(), n=3, cutoff=0.6)
-    hint = "; closest ids now: " + ", ".join(repr(c) for c in close) if close else ""
+    hint = "; closest ids now: " + ", ".join(quoted(c) for c in close) if close else ""
     return (
-        f"not placed in step {step}: the forward's graph has no node {node_id!r} (control flow or shapes changed, "
-        f"or an op moved){hint}; it is placed again whenever a forward makes that node"
+        f"not placed in step {step}: the forward's graph has no node {quoted(node_id)} (control flow or shapes "
+        f"changed, or an op moved){hint}; it is placed again whenever a forward makes that node"
     )
