@@ -1,8 +1,9 @@
 /** Header and run bar: model name, module count, run mode and target, progress, memory meter, status. */
 
 import { formatBytes } from "../bytes.js";
+import { displayName, displayPath } from "../format.js";
 import { countModules, isTree } from "../tree.js";
-import { h, listen, subscribe } from "./dom.js";
+import { h, listen, setAttr, setText, subscribe } from "./dom.js";
 
 /** Build the header for `model`; returns {el, destroy}. */
 export function createHeader(model) {
@@ -39,12 +40,12 @@ export function createHeader(model) {
   function updateTree() {
     const tree = model.get("tree");
     if (isTree(tree)) {
-      title.textContent = tree.name || tree.cls || "model";
+      setText(title, displayName(tree.name || tree.cls || "model"));
       const n = countModules(tree);
-      count.textContent = `${n.toLocaleString("en-US")} ${n === 1 ? "module" : "modules"}`;
+      setText(count, `${n.toLocaleString("en-US")} ${n === 1 ? "module" : "modules"}`);
     } else {
-      title.textContent = "—";
-      count.textContent = "";
+      setText(title, "—");
+      setText(count, "");
     }
   }
 
@@ -52,7 +53,7 @@ export function createHeader(model) {
     const state = model.get("status") ?? {};
     const name = typeof state.state === "string" ? state.state : "idle";
     status.setAttribute("data-state", name);
-    status.textContent = state.message ?? "";
+    setText(status, state.message ?? "");
     run.disabled = name === "busy";
     progress.hidden = name !== "busy" && name !== "live";
     if (Array.isArray(state.top) && state.top.length > 0) {
@@ -75,16 +76,16 @@ export function createHeader(model) {
     meterFill.style.width = `${(fraction * 100).toFixed(1)}%`;
     meter.setAttribute("aria-valuenow", String(Math.round(fraction * 100)));
     const evicted = Number(memory.evicted ?? 0);
-    meterText.textContent = budget > 0 ? `${formatBytes(used)} of ${formatBytes(budget)}` : "";
-    meter.title = `${memory.records ?? 0} records kept, ${evicted} evicted (oldest first) to stay under the budget`;
-    meterText.title = meter.title;
+    setText(meterText, budget > 0 ? `${formatBytes(used)} of ${formatBytes(budget)}` : "");
+    setAttr(meter, "title", `${memory.records ?? 0} records kept, ${evicted} evicted (oldest first) to stay under the budget`);
+    setAttr(meterText, "title", meter.title);
   }
 
   function updateErrors() {
     const failing = (model.get("hooks") ?? []).filter((hook) => hook.error && !hook.foreign);
     errors.hidden = failing.length === 0;
-    errors.textContent = `⚠ ${failing.length} failing ${failing.length === 1 ? "hook" : "hooks"}`;
-    errors.title = failing.map((hook) => `${hook.kind} on ${hook.target || "(model)"}`).join("\n");
+    setText(errors, `⚠ ${failing.length} failing ${failing.length === 1 ? "hook" : "hooks"}`);
+    setAttr(errors, "title", failing.map((hook) => `${hook.kind} on ${displayPath(hook.target)}`).join("\n"));
   }
 
   function onErrorsClick() {
