@@ -58,9 +58,14 @@ def test_hostile_module_and_class_names_become_literals_and_escaped_comments(gen
     for name in INJECTIONS:
         ex.attach(name, ["forward", "grad"])
         ex.attach(f"{name}.weight", "grad", action="stats")
-    ex.attach("", "backward")  # on a dataclass output: never fires, and its note names the class
+    never = ex.attach("", "backward")  # on a dataclass output: never fires, and its note names the class
+    # node ids hold the module names too: "<name>/AddmmBackward0#0", "<name>/AccumulateGrad#weight"
+    nodes = [n["id"] for n in ex.graph()["nodes"] if n["op"] in ("AddmmBackward0", "AccumulateGrad")]
+    assert len(nodes) == 3 * len(INJECTIONS)
+    for node in nodes:
+        ex.attach(node, "node_pre")
     ex.run(x)
-    assert "dataclass" in ex.hooks[-1].note
+    assert "dataclass" in never.note
     ex.captures.clear()  # the records to compare are the next forward's
 
     source = ex.code()
@@ -77,6 +82,8 @@ def test_hostile_module_and_class_names_become_literals_and_escaped_comments(gen
         assert_same_records(ex, namespace["captures"], name, "forward")
         assert_same_records(ex, namespace["captures"], name, "grad")
         assert_same_records(ex, namespace["captures"], f"{name}.weight", "grad")
+    for node in nodes:
+        assert_same_records(ex, namespace["captures"], node, "node_pre")
     assert ("", "backward") not in namespace["captures"]  # it never fires there either
     ex.close()
 
