@@ -15,6 +15,7 @@ import torch
 
 from . import capture_pool, fingerprint
 from .capture_pool import MIN_BYTES, PAGE, minor_faults, movable, shared
+from .display import quoted
 from .short_steps import ShortSteps, describe, format_bytes
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
@@ -336,9 +337,9 @@ class CaptureStore(Mapping):
         with self._lock:
             kinds = self._by_target.get(target)
             if kinds is None:
-                known = ", ".join(repr(t) for t in self._by_target) or "none yet: attach a hook and run"
+                known = ", ".join(quoted(t) for t in self._by_target) or "none yet: attach a hook and run"
                 raise KeyError(
-                    f"no captures for target {target!r}{self._why_gone(target)}; targets with captures: {known}"
+                    f"no captures for target {quoted(target)}{self._why_gone(target)}; targets with captures: {known}"
                 )
             return {kind: [r.wait() for r in records] for kind, records in kinds.items()}
 

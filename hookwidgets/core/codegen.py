@@ -5,11 +5,13 @@ from __future__ import annotations
 import builtins
 import keyword
 import math
+import unicodedata
 from typing import Any
 
 from torch import nn
 
 from .diagnostics import CANNOT_FIRE
+from .display import display_name, quoted, visible
 from .hooks import HookInfo
 from .kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS
 from .scope import parse_node_id
@@ -513,12 +515,12 @@ def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[st
     """One commented block: the hook function(s), then the line registering it; ``hide_edits``: a forward
     edit goes through ``_edit_hidden`` (op-node hooks are placed)."""
     if callable(info.action):
-        what = f"your callable {info.action_name!r}"
+        what = f"your callable {quoted(info.action_name)}"
     else:
         edit = f"edit {', '.join(_literal(e) for e in info.edit)}, then " if info.edit else ""
         copy = " (copies, so later in-place ops cannot change them)" if info.copy and info.action == "capture" else ""
         what = edit + info.action + copy
-    lines = [f"# Hook {index}: {info.kind} on {info.target!r} -> {what}"]
+    lines = [_comment(f"Hook {index}: {info.kind} on {quoted(info.target)} -> {what}")]
     if spec not in SUPPORTED:
         return lines[0] + f"\n# not generated: hookwidgets has no plain-torch code for kind {info.kind!r} yet"
     if spec == "legacy_backward":
@@ -566,7 +568,7 @@ def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[st
             )
         if info.note and CANNOT_FIRE in info.note:  # the explorer saw a dict or dataclass output
             return "\n".join(
-                [*lines, "", "", f"handles.append({registration})", f"# this hook never fires: {info.note}"]
+                [*lines, "", "", f"handles.append({registration})", _comment(f"this hook never fires: {info.note}")]
             )
     return "\n".join([*lines, "", "", f"handles.append({registration})"])
 
@@ -611,8 +613,8 @@ def _node_hook(info: HookInfo, spec: str, fn: str, signature: str, model_name: s
             *body,
             "",
             "",
-            f"# {info.target!r} is the AccumulateGrad node of an input that requires grad: register {fn} on that",
-            f"# input's node yourself: x.view_as(x).grad_fn.next_functions[0][0].{method}({fn})",
+            _comment(f"{quoted(info.target)} is the AccumulateGrad node of an input that requires grad:"),
+            f"# register {fn} on that input's node yourself: x.view_as(x).grad_fn.next_functions[0][0].{method}({fn})",
         ]
     param = f"{scope}.{ordinal}" if scope else ordinal
     register = NODE_REGISTER.format(model=model_name, param=_quote(param), method=method, fn=fn)
@@ -702,12 +704,14 @@ def _body(
 
 
 def _placeholder(info: HookInfo, fn: str, signature: str) -> str:
-    shown = repr(info.action_name)[1:-1]  # escapes newlines and control characters in the name
+    shown = display_name(info.action_name)  # in a comment: one line, whatever the name holds
     return PLACEHOLDER.format(fn=fn, signature=signature, name=shown)
 
 
 def _name(names: set[str], wanted: str, fallback: str) -> str:
     """``wanted`` if it is a free identifier (not a builtin either), else ``fallback`` (numbered when taken)."""
+    # Python reads identifiers in NFKC form: a fullwidth "ｔｏｒｃｈ" would define `torch` and shadow the module.
+    wanted = unicodedata.normalize("NFKC", str(wanted))
     free = wanted.isidentifier() and not keyword.iskeyword(wanted) and not hasattr(builtins, wanted)
     name = wanted if free and wanted not in names else fallback
     base, n = name, 2
@@ -715,6 +719,11 @@ def _name(names: set[str], wanted: str, fallback: str) -> str:
         name, n = f"{base}_{n}", n + 1
     names.add(name)
     return name
+
+
+def _comment(text: str) -> str:
+    """A one-line comment of ``text``: a line break or other invisible character in it is escaped, never output."""
+    return "# " + visible(text)
 
 
 def _key(info: HookInfo) -> str:
@@ -727,17 +736,22 @@ def _where(info: HookInfo) -> str:
 
 def _quote(text: str) -> str:
     """A string literal for ``text``: ``repr``, in double quotes when that needs no escape."""
+    text = str.__str__(text)  # the characters alone: a str subclass's own __repr__ could write any code
     literal = repr(text)
     return f'"{literal[1:-1]}"' if literal[0] == "'" and '"' not in text else literal
 
 
 def _literal(value: Any) -> str:
-    """Source for a (nested) tuple of numbers and strings; non-finite floats as ``float("inf")``."""
+    """Source for a (nested) tuple of numbers and strings; non-finite floats as ``float("inf")``; else a ValueError."""
     if isinstance(value, (tuple, list)):
         items = [_literal(v) for v in value]
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
     if isinstance(value, str):
         return _quote(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return f'float("{value}")'
-    return repr(value)
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, int):
+        return repr(int(value))  # the plain int's repr: a subclass could write any code in its own
+    if isinstance(value, float):
+        return repr(float(value)) if math.isfinite(value) else f'float("{float(value)}")'
+    raise ValueError(f"hook_code writes edits of numbers and strings only, not {type(value).__name__}")

@@ -1,7 +1,7 @@
 """Legacy and full module backward hooks side by side, run on hook-free copies of the model.
 
-torch refuses both kinds on one module and keeps the legacy flag after the hook is removed
-(REPORT P2), so each kind gets its own ``copy.deepcopy`` of the model; the user's model is only read.
+torch refuses both kinds on one module and keeps the legacy flag after the hook is removed,
+so each kind gets its own ``copy.deepcopy`` of the model; the user's model is only read.
 """
 
 from __future__ import annotations
@@ -180,9 +180,10 @@ def _run(model: nn.Module, target: str, inputs: Inputs, score: Any, devices: lis
 def _hookless_copy(model: nn.Module) -> nn.Module:
     """A deep copy of ``model`` with no module hooks (torch's weight-computing pre-hooks aside) and no legacy flag.
 
-    Hook objects are never copied (deepcopy would otherwise copy them, closures, registries and all): the
-    memo swaps each hook dict for a fresh one, and maps each hook to itself for the dicts that hold hooks
-    of hookwidgets too (those reach the copy filtered into new dicts, which the memo cannot know).
+    Hook objects are never copied (deepcopy would otherwise copy them, closures, registries and all: torch
+    copies a module's hooks with it): the memo swaps each hook dict for a fresh one, and maps each hook to
+    itself for the dicts that hold hooks of hookwidgets too (those reach the copy filtered into new dicts,
+    which the memo cannot know).
     """
     memo: dict[int, Any] = {}
     for module in model.modules():
@@ -220,7 +221,8 @@ def _notes(result: BackwardComparison, legacy: _Seen, full: _Seen, torch_warning
         verdict = (
             "here the same as the module's input gradient"
             if result.matches
-            else "not the module's input gradient; it attaches to the last autograd node of the forward (REPORT P1)"
+            else "not the module's input gradient: torch attaches a legacy hook to the last autograd op of the "
+            "module's forward, so it sees the gradients of that op's inputs"
         )
         notes.append(f"the legacy hook reports the grads of {result.legacy_node}'s inputs: {slots} — {verdict}")
     if result.full_grad_input is not None:
@@ -231,7 +233,7 @@ def _notes(result: BackwardComparison, legacy: _Seen, full: _Seen, torch_warning
             said = torch_warnings["no_input_grad"]
             notes.append(
                 f"no input of {target} requires grad (as for a first layer fed a plain tensor), so the full hook "
-                "fires with grad_input=(None,) (REPORT P6)"
+                "fires with grad_input=(None,)"
                 + (f"; torch warns: {said[0]!r}" if said else "")
                 + "; pass the input with requires_grad=True to see its gradient"
             )
@@ -323,7 +325,7 @@ def _score(output: Any, score: Any) -> torch.Tensor:
 
 
 def _hookable(output: Any) -> bool:
-    """Whether full backward hooks can fire on this output: a tensor or a tuple holding one (REPORT P7)."""
+    """Whether full backward hooks can fire on this output: a tensor or a tuple holding one (torch skips others)."""
     return isinstance(output, torch.Tensor) or (
         isinstance(output, tuple) and any(isinstance(t, torch.Tensor) for t in output)
     )

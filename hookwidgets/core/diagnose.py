@@ -10,6 +10,7 @@ from torch import nn
 
 from .actions import named_tensors
 from .capture import CaptureStore
+from .display import quoted
 from .inputs import Inputs, call_model
 from .modelstate import preserved_state
 from .stats import combine_stats
@@ -42,9 +43,9 @@ def _holds_nonfinite(value: Any) -> bool:
 
 
 def _warn_unwatched(unwatched: list[str], path: str) -> None:
-    names = ", ".join(repr(outer) for outer in unwatched)
+    names = ", ".join(quoted(outer) for outer in unwatched)
     warnings.warn(
-        f"first_nonfinite could not watch the ScriptModule(s) {names} (they take no hooks) and {path!r} received "
+        f"first_nonfinite could not watch the ScriptModule(s) {names} (they take no hooks) and {quoted(path)} received "
         f"NaN/Inf already, so it may have started inside one of them; pass the unscripted module to check them",
         stacklevel=3,
     )

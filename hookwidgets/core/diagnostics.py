@@ -7,6 +7,8 @@ import types
 import torch
 from torch import nn
 
+from .compiled import is_compiled
+from .display import display_name, quoted
 from .nested import is_dataclass_value
 
 _INPLACE_VIEW_ERROR = "BackwardHookFunction is a view and is being modified inplace"
@@ -18,9 +20,10 @@ NOT_RUN = "did not run in the example forward"
 def not_run_note(target: str, module: nn.Module) -> str:
     """Why module hooks on a module the model never calls will not fire, and what to hook instead."""
     return (
-        f"{target!r} ({type(module).__name__}) {NOT_RUN}: its parent never calls it (it may use its parameters "
-        "directly, as MultiheadAttention does with out_proj, or hold modules it runs itself, as a ModuleDict "
-        "does), so its module hooks will not fire there; hook the module that calls it, or its parameters (kind 'grad')"
+        f"{quoted(target)} ({display_name(type(module).__name__)}) {NOT_RUN}: its parent never calls it (it may use "
+        "its parameters directly, as MultiheadAttention does with out_proj, or hold modules it runs itself, as a "
+        "ModuleDict does), so its module hooks will not fire there; hook the module that calls it, or its parameters "
+        "(kind 'grad')"
     )
 
 
@@ -44,8 +47,8 @@ NO_INPUT_GRAD = (
 def no_input_grad_note(path: str) -> str:
     """Why a full backward hook's grad_input is all None: none of the module's inputs requires grad."""
     return (
-        f"grad_input of {path or '(model)'!r} is all None: none of its inputs requires grad (e.g. the first layer), "
-        "so only grad_output is recorded; pass inputs with requires_grad=True to see input gradients"
+        f"grad_input of {quoted(path or '(model)')} is all None: none of its inputs requires grad (e.g. the first "
+        "layer), so only grad_output is recorded; pass inputs with requires_grad=True to see input gradients"
     )
 
 
@@ -127,7 +130,7 @@ def modified_view(exc: BaseException) -> torch.Tensor | None:
 def explain_foreign_collision(culprit: str | None, model: nn.Module, hooks: list[tuple[str, str, str]]) -> str:
     """What went wrong when an in-place op met a full backward hook that the explorer did not attach."""
     where, fix = _where_and_fix(culprit, model)
-    owners = ", ".join(f"{kind} {name} on {target or '(model)'!r}" for target, kind, name in hooks)
+    owners = ", ".join(f"{kind} {display_name(name)} on {quoted(target or '(model)')}" for target, kind, name in hooks)
     whose = f" ({owners})" if owners else ""
     return (
         f"{where} modifies the output of a module with a full backward hook that the explorer did not "
@@ -142,9 +145,9 @@ def _where_and_fix(culprit: str | None, model: nn.Module) -> tuple[str, str]:
     where, fix = "an in-place op", "make the in-place op out of place"
     if culprit is not None:
         module = model.get_submodule(culprit)
-        where = f"the in-place module {culprit!r} ({type(module).__name__})"
+        where = f"the in-place module {quoted(culprit)} ({display_name(type(module).__name__)})"
         if hasattr(module, "inplace"):
-            fix = f"set model.get_submodule({culprit!r}).inplace = False"
+            fix = f"set model.get_submodule({quoted(culprit)}).inplace = False"
     return where, fix
 
 
@@ -152,7 +155,7 @@ def explain_collision(kind: str, target: str, culprit: str | None, model: nn.Mod
     """What went wrong when a full backward hook met an in-place op, and the two ways out."""
     where, fix = _where_and_fix(culprit, model)
     return (
-        f"the full backward hook {kind!r} on {target!r} collides with {where}: torch wraps the hooked "
+        f"the full backward hook {kind!r} on {quoted(target)} collides with {where}: torch wraps the hooked "
         "module's output in a view for the backward hook, and modifying that view in place makes the "
         f"forward raise. The hook was detached so the next forward works. Attach 'grad' instead (tensor "
         f"hooks are robust to in-place ops), or {fix}."
@@ -183,7 +186,7 @@ def _unhookable_output(output: object) -> str | None:
     if isinstance(output, dict):  # before dataclasses: HF's ModelOutput is both, and reads as a dict
         return "a dict"
     if is_dataclass_value(output):
-        return f"a dataclass ({type(output).__name__})"
+        return f"a dataclass ({display_name(type(output).__name__)})"
     return None
 
 
@@ -199,20 +202,28 @@ def unwatched_note(unwatched: list[str]) -> str | None:
         return None
     if "" in unwatched:
         return SCRIPTED_ROOT
-    names = ", ".join(repr(path) for path in unwatched)
+    names = ", ".join(quoted(path) for path in unwatched)
     theirs = "its" if len(unwatched) == 1 else "their"
     return f"torch.jit.script modules take no hooks: {names} (and {theirs} submodules) show no shape and fire no hooks"
 
 
+COMPILED = (
+    "the model is compiled: hooks added after its first compiled call do not fire unless "
+    "torch._dynamo.config.skip_nnmodule_hook_guards = False (then it recompiles once); "
+    "attach hooks before compiling, or explore the uncompiled module"
+)
+"""The warning of attach() on a compiled model."""
+
+NOT_FIRED = "not fired since it was attached"
+"""How the note of a hook on a compiled model begins: it goes once the hook fires."""
+
+
 def compiled_note(model: nn.Module) -> str | None:
-    """A warning for compiled models, whose hooks added after compilation are ignored by default (P8)."""
-    compiled = type(model).__name__ == "OptimizedModule" or any(
-        getattr(m, "_compiled_call_impl", None) is not None for m in model.modules()
-    )
-    if not compiled:
-        return None
-    return (
-        "the model is compiled: hooks added after its first compiled call do not fire unless "
-        "torch._dynamo.config.skip_nnmodule_hook_guards = False (then it recompiles once); "
-        "attach hooks before compiling, or explore the uncompiled module"
-    )
+    """The note of a hook just attached to a compiled model, which may ignore it; None for a model not compiled."""
+    return f"{NOT_FIRED}, and {COMPILED}" if is_compiled(model) else None
+
+
+def note_until_fired(note: str) -> bool:
+    """Whether ``note`` says why a hook may not fire (never run in the example forward, compiled model): it
+    stops being true when the hook fires."""
+    return NOT_RUN in note or note.startswith(NOT_FIRED)

@@ -8,7 +8,7 @@ import os
 import traceback
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +20,11 @@ from .attribution import CAM_METHODS, attribute, check_method
 from .capture import DEFAULT_MEMORY_BUDGET, CaptureStore
 from .codegen import hook_code
 from .compare import BackwardComparison, compare_backward
+from .compiled import run_eagerly
 from .dataflow import dataflow_graph
 from .diagnose import first_nonfinite, summary_rows
 from .diagnostics import (
+    COMPILED,
     SCRIPTED_ROOT,
     compiled_note,
     explain_collision,
@@ -31,6 +33,7 @@ from .diagnostics import (
     is_inplace_collision_text,
     not_run_note,
 )
+from .display import display_name, quoted
 from .export import export_captures
 from .graph import GraphRecorder, no_graph_reason
 from .graph_state import RecordedGraph
@@ -65,7 +68,7 @@ class Explorer:
         if not isinstance(model, nn.Module):
             raise TypeError(f"HookExplorer needs a torch.nn.Module, got {type(model).__name__}")
         self._model: nn.Module | None = model
-        self._model_name = type(model).__name__
+        self._model_name = display_name(type(model).__name__)  # for messages
         self._module_count = sum(1 for _ in model.modules())
         self.example_inputs = example_inputs
         self.captures = CaptureStore(memory_budget, offload)
@@ -88,7 +91,7 @@ class Explorer:
         if self.example_inputs is None:
             return None
         try:
-            with self._registry.suspended():  # an own run: other explorers of the model record nothing either
+            with self._own_run():  # other explorers record nothing, and a compiled model compiles nothing
                 return probe(self.model, self._inputs(None))
         except Exception as exc:
             self.probe_error = explain_run_error(exc, self.example_inputs)
@@ -113,7 +116,7 @@ class Explorer:
         """
         if not has_lazy(self.model):
             return
-        with self._registry.suspended():  # the user's hooks see the run itself, not this forward
+        with self._own_run():  # the user's hooks see the run itself, not this forward
             done = materialize(self.model, inputs)
         if done:
             warnings.warn(
@@ -169,14 +172,15 @@ class Explorer:
         specs = [resolve_kind(k, target, family) for k in kinds]  # all validated before any is attached
         if isinstance(obj, torch.jit.ScriptModule) and any(s.family == "module" for s in specs):
             raise ValueError(
-                f"module {target!r} is a torch.jit.script module ({type(obj).__name__}): ScriptModules take no "
-                "hooks; hook a module around it, or its parameters (kind 'grad'), or explore it before scripting"
+                f"module {quoted(target)} is a torch.jit.script module ({display_name(type(obj).__name__)}): "
+                "ScriptModules take no hooks; hook a module around it, or its parameters (kind 'grad'), or explore it "
+                "before scripting"
             )
         if type(obj).__name__ == "OptimizedModule" and any(s.name in LEGACY_AND_FULL_BACKWARD for s in specs):
             inner = f"{target}._orig_mod" if target else "_orig_mod"
             raise ValueError(
-                f"module {target!r} is torch.compile's wrapper (OptimizedModule): torch never fires backward "
-                f"hooks registered on the wrapper itself; attach them to {inner!r}, the module it compiles"
+                f"module {quoted(target)} is torch.compile's wrapper (OptimizedModule): torch never fires backward "
+                f"hooks registered on the wrapper itself; attach them to {quoted(inner)}, the module it compiles"
             )
         if family == "node":
             self._check_node_id(target)
@@ -188,8 +192,8 @@ class Explorer:
             and any(s.name in ("param_grad", "post_accumulate") for s in specs)
         ):
             raise ValueError(
-                f"parameter {target!r} does not require grad (frozen), so it gets no gradient to hook; "
-                f"unfreeze it with model.get_parameter({target!r}).requires_grad_() or hook a parameter that trains"
+                f"parameter {quoted(target)} does not require grad (frozen), so it gets no gradient to hook; unfreeze "
+                f"it with model.get_parameter({quoted(target)}).requires_grad_() or hook a parameter that trains"
             )
         infos: list[HookInfo] = []
         try:  # all or nothing: a kind refused halfway takes back the kinds of this call attached before it
@@ -205,8 +209,8 @@ class Explorer:
                 info.note = not_run_note(target, obj)
         note = compiled_note(self.model)
         if note:
-            warnings.warn(note, stacklevel=2)
-            for info in infos:
+            warnings.warn(COMPILED, stacklevel=2)
+            for info in infos:  # until each fires: a hook attached before the model's first compiled call does
                 info.note = note
         if target != given:
             note = alias_note(given, target)
@@ -228,7 +232,7 @@ class Explorer:
         if not infos or self.example_inputs is None or has_lazy(self.model):
             return  # a lazy module would be materialized by the check: the run that meets the collision explains it
         try:
-            with self._registry.suspended(), preserved_state(self.model), torch.enable_grad():
+            with self._own_run(), preserved_state(self.model), torch.enable_grad():
                 call_model(self.model, self._inputs(None))
         except Exception as exc:
             if not isinstance(exc, RuntimeError) or not is_inplace_collision(exc):
@@ -239,6 +243,13 @@ class Explorer:
             culprit = inplace_culprit(exc, self.model)
             text = explain_collision(colliding[0].kind, colliding[0].target, culprit, self.model)
             raise ValueError(text) from None
+
+    @contextlib.contextmanager
+    def _own_run(self) -> Iterator[None]:
+        """A run the explorer makes for itself: the user's hooks record nothing, and a compiled model runs
+        its Python code (``run_eagerly``), leaving the user's compiled code as it was."""
+        with self._registry.suspended(), run_eagerly(self.model):
+            yield
 
     @property
     def timeline(self) -> list[TimelineEvent]:
@@ -300,7 +311,7 @@ class Explorer:
         return f"run(target=...) has nothing to backpropagate: {reason}"
 
     def graph(self, inputs: Inputs | None = None, *, saved_tensors: bool = True) -> dict[str, Any]:
-        """The autograd graph of the last recorded run as plain data (DESIGN.md, Data shapes).
+        """The autograd graph of the last recorded run as plain data (``docs/api.md`` has its shape).
 
         With ``inputs``, or when no run was recorded yet, records a forward of ``inputs`` (default: the
         example inputs) first; the model is left as found. A ValueError says why a run left no graph; a
@@ -309,7 +320,7 @@ class Explorer:
         if inputs is not None or self._graph.data is None:
             inputs = self._inputs(inputs)
             self._materialize(inputs, "graph()")
-            with self._registry.suspended():  # a diagnostic run: the user's hooks record nothing
+            with self._own_run():  # a diagnostic run: the user's hooks record nothing
                 self._graph.record(self.model, inputs, saved_tensors)
                 # each round detaches the hooks one collision broke (at least one), until the whole graph comes
                 while is_inplace_collision_text(self._graph.data.get("error")) and self._detach_colliding(inputs):
@@ -352,7 +363,7 @@ class Explorer:
         """
         inputs = self._inputs(inputs)
         self._materialize(inputs, "first_nonfinite()")
-        with self._registry.suspended():  # a diagnostic run: the user's hooks record nothing
+        with self._own_run():  # a diagnostic run: the user's hooks record nothing
             return first_nonfinite(self.model, inputs, train=train)
 
     def summary(self) -> list[dict[str, Any]]:
@@ -367,7 +378,7 @@ class Explorer:
         """The legacy and the full backward hook's gradients on ``target`` side by side (on hook-free copies)."""
         inputs = self._inputs(inputs)
         self._materialize(inputs, "compare_backward()")
-        with self._registry.suspended():  # it runs copies of the model; no explorer records them
+        with self._own_run():  # on copies: no explorer records them, and they would compile anew
             return compare_backward(self.model, target, inputs, score)
 
     def code(self) -> str:
@@ -412,7 +423,7 @@ class Explorer:
         """
         inputs = self._inputs(inputs)
         self._materialize(inputs, "the attribution run")
-        with self._registry.suspended():
+        with self._own_run():
             while True:  # ends: each collision detaches at least one hook, or raises
                 try:
                     return attribute(self.model, inputs, target, method, layer).annotated()

@@ -1,4 +1,4 @@
-"""The autograd graph of one forward as plain data (DESIGN.md, Data shapes), and how to record it.
+"""The autograd graph of one forward as plain data, and how to record it.
 
 ``record_graph(model, inputs)`` runs one forward and returns a ``GraphRecording``: live nodes by id
 and ``data()``, the plain graph. ``GraphRecorder`` does the same for every call of the model made
@@ -19,6 +19,7 @@ from torch.autograd.graph import Node
 from torch.utils._pytree import tree_leaves
 
 from .dataflow import dataflow_graph
+from .display import display_name, quoted
 from .gc_pause import no_gc
 from .graph_names import ParamNames
 from .graph_walk import Table, walk_graph
@@ -53,7 +54,7 @@ def _saved_entry(entry: tuple) -> dict:
 
 
 class GraphRecording:
-    """One forward's autograd graph: live nodes by id, and the plain data of DESIGN.md (``data()``).
+    """One forward's autograd graph: live nodes by id, and its plain data (``data()``).
 
     ``output`` is the model's output (graph alive); ``error`` the text of the exception when the forward
     raised (the graph is then the part built before it). ``node(id)`` is the live node with an id
@@ -126,13 +127,13 @@ class GraphRecording:
     def node(self, node_id: str) -> Node:
         """The live autograd Node with this id; a KeyError naming close ids when there is none."""
         if self._nodes is None and self._count:
-            raise KeyError(f"this recording was released; record the graph again to reach node {node_id!r}")
+            raise KeyError(f"this recording was released; record the graph again to reach node {quoted(node_id)}")
         node = self.find(node_id)
         if node is not None:
             return node
         close = difflib.get_close_matches(node_id, list(self._rows), n=3, cutoff=0.6)
-        hint = " — did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
-        raise KeyError(f"no node {node_id!r} in this graph ({self._count} nodes){hint}")
+        hint = " — did you mean " + " or ".join(quoted(c) for c in close) + "?" if close else ""
+        raise KeyError(f"no node {quoted(node_id)} in this graph ({self._count} nodes){hint}")
 
     def release(self) -> None:
         """Drop the output and every live node (the plain data stays), so the graph can be freed."""
@@ -142,7 +143,7 @@ class GraphRecording:
         self._table.nodes = []
 
     def data(self) -> dict:
-        """The graph as plain data: nodes, edges, clusters (DESIGN.md, Data shapes), and the output node ids.
+        """The graph as plain data: nodes, edges, clusters, and the output node ids.
 
         Nodes come in forward (creation) order, an AccumulateGrad just before its first user. An edge
         goes from a node to one it sends gradient to: ``src``'s grad_input ``slot`` flows into ``dst``'s
@@ -271,7 +272,7 @@ def output_roots(output: Any) -> list[Node]:
 
 def no_graph_reason(model: nn.Module, output: Any, grad_mode: tuple[bool, bool], inputs_grad: bool) -> str:
     """Why a forward left no autograd graph, and what to do about it."""
-    name = type(model).__name__
+    name = display_name(type(model).__name__)
     grad_enabled, inference = grad_mode
     if inference:
         return f"no graph: {name} ran under torch.inference_mode(), so autograd recorded nothing; run it outside"

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from .display import quoted
 from .graph import GraphRecorder, GraphRecording, record_graph
 from .inputs import Inputs
 
@@ -50,8 +51,8 @@ class RecordedGraph:
         if self.data is None or node_id in self._ids:
             return
         close = difflib.get_close_matches(node_id, sorted(self._ids), n=3, cutoff=0.6)
-        hint = " — did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
+        hint = " — did you mean " + " or ".join(quoted(c) for c in close) + "?" if close else ""
         raise KeyError(
-            f"no autograd node {node_id!r} in the recorded graph of {model_name} ({len(self._ids)} nodes){hint}; "
+            f"no autograd node {quoted(node_id)} in the recorded graph of {model_name} ({len(self._ids)} nodes){hint}; "
             "node ids are the 'id' fields of ex.graph()['nodes']"
         )

@@ -21,13 +21,14 @@ from .actions import Firing, check_action, named_tensors, perform
 from .calls import CallClock, _current_autograd_node
 from .capture import CaptureStore
 from .diagnostics import (
-    NOT_RUN,
     explain_collision,
     explain_foreign_collision,
     inplace_culprit,
     is_inplace_collision,
     modified_view,
+    note_until_fired,
 )
+from .display import display_name, quoted
 from .edits import normalize_edits
 from .foreign import foreign_hooks
 from .kinds import MODULE_KINDS, Kind, check_callable
@@ -83,11 +84,13 @@ class HookInfo:
 
     def __repr__(self) -> str:
         if self.foreign:
-            return f"<foreign hook {self.kind} on {self.target!r}: {self.action_name} (not the explorer's; left alone)>"
+            action = display_name(self.action_name)
+            return f"<foreign hook {self.kind} on {quoted(self.target)}: {action} (not the explorer's; left alone)>"
         edit = f" + edit {list(self.edit)}" if self.edit else ""
         error = ", last error: " + self.last_error.splitlines()[-1] if self.last_error else ""
         note = f", note: {self.note}" if self.note else ""
-        return f"<hook {self.kind} on {self.target!r}: {self.action_name}{edit}, fired {self.fired}{error}{note}>"
+        action = display_name(self.action_name)
+        return f"<hook {self.kind} on {quoted(self.target)}: {action}{edit}, fired {self.fired}{error}{note}>"
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data for display and export."""
@@ -362,8 +365,8 @@ class HookRegistry(KindRegistrations, CallClock):
         if OWN_RUN.depth:
             return None
         info.fired += 1
-        if info.fired == 1 and info.note is not None and NOT_RUN in info.note:
-            info.note = None  # it runs after all (another input took another path)
+        if info.fired == 1 and info.note is not None and note_until_fired(info.note):
+            info.note = None  # it runs after all (another input took another path, a compiled model ran it)
         self.timeline.append(
             TimelineEvent(firing.step, phase, firing.target, firing.kind, firing.call, firing.recompute)
         )
@@ -372,7 +375,7 @@ class HookRegistry(KindRegistrations, CallClock):
                 self.store, info.action, info.edit, info.copy, firing, editable, tensors_of, call_user, self._stats_memo
             )
             if call_user is not None and result is not None:
-                where = f"the {info.kind!r} hook on {firing.target!r}"
+                where = f"the {info.kind!r} hook on {quoted(firing.target)}"
                 check_return(returns or info.spec, result, editable, info.action_name, where, firing.slots)
             return result
         except Exception as exc:  # a failing hook must not break the user's forward or backward
@@ -380,6 +383,6 @@ class HookRegistry(KindRegistrations, CallClock):
             if self.on_error == "raise":
                 raise
             warnings.warn(
-                f"hook {info.kind!r} on {firing.target!r} failed: {exc!r} (recorded on ex.hooks)", stacklevel=2
+                f"hook {info.kind!r} on {quoted(firing.target)} failed: {exc!r} (recorded on ex.hooks)", stacklevel=2
             )
             return None

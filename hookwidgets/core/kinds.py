@@ -7,6 +7,8 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .display import quoted
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -70,7 +72,7 @@ def resolve_kind(kind: str, target: str, family: str) -> Kind:
             close = difflib.get_close_matches(str(kind), valid, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ValueError(
-            f"hook kind {kind!r} is not valid for {what} {target!r}{hint}; valid kinds there: {', '.join(valid)}"
+            f"hook kind {kind!r} is not valid for {what} {quoted(target)}{hint}; valid kinds there: {', '.join(valid)}"
         )
     return KINDS["param_grad" if family == "param" and kind == "grad" else kind]
 
@@ -87,6 +89,6 @@ def check_callable(fn: Callable, spec: Kind, with_kwargs: bool = False) -> None:
     except TypeError as exc:
         expected = spec.signature if not with_kwargs else spec.signature.replace("args", "args, kwargs")
         raise TypeError(
-            f"the callable {getattr(fn, '__name__', fn)!r} cannot be a {spec.name!r} hook: torch calls it as "
+            f"the callable {quoted(getattr(fn, '__name__', fn))} cannot be a {spec.name!r} hook: torch calls it as "
             f"{expected} ({arity} positional arguments), and binding them failed: {exc}"
         ) from None

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
+from .display import display_name, quoted
 from .foreign import HOOK_DICTS
 from .inputs import Inputs, call_model
 from .modelstate import preserved_state
@@ -39,13 +40,13 @@ def has_lazy(model: nn.Module) -> bool:
 
 def describe_lazy(modules: dict[str, nn.Module]) -> str:
     """``'0' (LazyConv2d), 'head' (LazyLinear)`` for messages."""
-    return ", ".join(f"{path!r} ({type(m).__name__})" for path, m in modules.items())
+    return ", ".join(f"{quoted(path)} ({display_name(type(m).__name__)})" for path, m in modules.items())
 
 
 def unmaterialized_param(target: str) -> str:
     """Why a parameter of a lazy module takes no hook yet, and what to run first."""
     return (
-        f"parameter {target!r} is not materialized yet: it belongs to a lazy module, which gives its parameters "
+        f"parameter {quoted(target)} is not materialized yet: it belongs to a lazy module, which gives its parameters "
         "their shapes in its first forward; run one first (ex.run(), or model(x)), then hook it"
     )
 
@@ -72,9 +73,10 @@ def probe_copy(model: nn.Module) -> nn.Module:
         return copy.deepcopy(model, memo)
     except Exception as exc:
         raise ValueError(
-            f"the lazy modules {describe_lazy(lazy_modules(model))} of {type(model).__name__} are not materialized, "
-            f"and copy.deepcopy of the model, which the shape probe runs instead so as to leave them so, failed: "
-            f"{exc}; materialize them with one forward of your own, model(example_inputs), before HookExplorer"
+            f"the lazy modules {describe_lazy(lazy_modules(model))} of {display_name(type(model).__name__)} are not "
+            "materialized, and copy.deepcopy of the model, which the shape probe runs instead so as to leave them "
+            f"so, failed: {exc}; materialize them with one forward of your own, model(example_inputs), before "
+            "HookExplorer"
         ) from exc
 
 
@@ -105,7 +107,7 @@ def materialize(model: nn.Module, inputs: Inputs) -> list[str]:
 def _materialized(model: nn.Module, before: dict[str, str]) -> list[str]:
     left = lazy_modules(model)
     return [
-        f"{path!r} ({cls}, now {type(model.get_submodule(path)).__name__})"
+        f"{quoted(path)} ({display_name(cls)}, now {display_name(type(model.get_submodule(path)).__name__)})"
         for path, cls in before.items()
         if path not in left
     ]

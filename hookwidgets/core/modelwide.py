@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from .display import quoted
 from .gc_pause import no_gc
 
 if TYPE_CHECKING:
@@ -151,7 +152,7 @@ def _say_refused(placed: _Placed) -> None:
             info.note = None
         return
     listed = sorted(placed.refused.values())
-    shown = "; ".join(f"{path or '(model)'!r}: {why}" for path, why in listed[:5])
+    shown = "; ".join(f"{quoted(path or '(model)')}: {why}" for path, why in listed[:5])
     more = f"; and {len(listed) - 5} more" if len(listed) > 5 else ""
     info.note = f"{_REFUSED} {len(listed)} module(s) of the model, so it does not fire there: {shown}{more}"
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from torch.autograd.graph import Node
 
 from .actions import Firing, named_tensors
+from .display import quoted
 from .graph import GraphRecorder, GraphRecording
 from .scope import op_name
 
@@ -33,7 +34,8 @@ class NodeHooks:
         self._registry = registry
         self._infos: dict[str, HookInfo] = {}  # by kind + target, in attach order
         self._recorder: GraphRecorder | None = None
-        self._kept: dict[str, Node] = {}  # hooked AccumulateGrad nodes: torch holds them only weakly (P14)
+        # hooked AccumulateGrad nodes: torch holds them only weakly, and a node let go never fires
+        self._kept: dict[str, Node] = {}
 
     def __bool__(self) -> bool:
         return bool(self._infos)
@@ -118,8 +120,8 @@ def _grad_outputs(grad_outputs: Any) -> dict:
 def _missing_note(node_id: str, recording: GraphRecording, step: int) -> str:
     """Why a node hook did not fire in this step: its id is not in the graph, with the closest ids."""
     close = difflib.get_close_matches(node_id, recording.ids(), n=3, cutoff=0.6)
-    hint = "; closest ids now: " + ", ".join(repr(c) for c in close) if close else ""
+    hint = "; closest ids now: " + ", ".join(quoted(c) for c in close) if close else ""
     return (
-        f"not placed in step {step}: the forward's graph has no node {node_id!r} (control flow or shapes changed, "
-        f"or an op moved){hint}; it is placed again whenever a forward makes that node"
+        f"not placed in step {step}: the forward's graph has no node {quoted(node_id)} (control flow or shapes "
+        f"changed, or an op moved){hint}; it is placed again whenever a forward makes that node"
     )

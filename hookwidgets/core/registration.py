@@ -13,7 +13,9 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from .actions import Firing, named_tensors
+from .compiled import is_compiled
 from .diagnostics import backward_output_note, input_grad_note
+from .display import quoted
 from .kinds import Kind
 from .modelwide import ModelWideHooks
 from .nested import is_dataclass_value, tensors_in
@@ -158,7 +160,7 @@ class KindRegistrations:
 
             if spec.name == "legacy_backward":
                 if flag_owner(module)._is_full_backward_hook is True:  # torch's own error names neither
-                    raise ValueError(FULL_REFUSES_LEGACY.format(target=target))
+                    raise ValueError(FULL_REFUSES_LEGACY.format(target=quoted(target)))
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", FutureWarning)
                     return own_backward(module, lambda: module.register_backward_hook(backward))
@@ -304,9 +306,9 @@ class KindRegistrations:
 
 
 FULL_REFUSES_LEGACY = (
-    "module {target!r} has a full backward hook (kind 'backward' or 'global_backward', or one attached by "
+    "module {target} has a full backward hook (kind 'backward' or 'global_backward', or one attached by "
     "others; torch keeps the mark of a removed one), and torch refuses a legacy backward hook beside one; "
-    "detach those first, or compare the two with ex.compare_backward({target!r}), which runs each on a copy"
+    "detach those first, or compare the two with ex.compare_backward({target}), which runs each on a copy"
 )
 LEGACY_REFUSES_FULL = (
     "it has a legacy backward hook (register_backward_hook, or one removed since: torch keeps its mark), and torch "
@@ -339,10 +341,3 @@ def _grad_outputs(grad_output: Any) -> dict[str, torch.Tensor]:
 def _grads_both(grad_input: Any, grad_output: Any) -> dict[str, torch.Tensor]:
     """Output-side gradients first, so a backward record's primary tensor is grad_output.0."""
     return {**named_tensors("grad_output", grad_output), **named_tensors("grad_input", grad_input)}
-
-
-def is_compiled(model: nn.Module) -> bool:
-    """Whether ``model`` is a ``torch.compile`` wrapper or holds a module compiled in place (``module.compile()``)."""
-    return type(model).__name__ == "OptimizedModule" or any(
-        getattr(m, "_compiled_call_impl", None) is not None for m in model.modules()
-    )

@@ -5,9 +5,9 @@ thread), and ``torch._C._autograd._get_sequence_nr()`` reads the thread's next n
 a tracker runs, ``nn.Module.__call__`` is wrapped (``_tracked_call``): for each thread running a call of
 the model it keeps a stack of this model's module paths and logs, at every push and pop, the next
 sequence number with the path now current; a node's scope is then the log entry at or before its
-number. This gives the same scopes as tagging every op through a TorchFunctionMode (reference script
-15, approach A: ops inside ``F.linear``, in-place ops and tensors a parent stashed on an attribute
-included) at no cost per op, only per module call. ``graph_walk`` reads the log.
+number. This gives the same scopes as tagging every op through a TorchFunctionMode (ops inside
+``F.linear``, in-place ops and tensors a parent stashed on an attribute included) at no cost per op, only
+per module call. ``graph_walk`` reads the log.
 
 Why a wrapper and not global forward hooks: once any global hook exists, torch sends every module
 call through its hooked path, which costs ~3 µs a call (16 ms of a 2,000-block MLP's 90 ms forward);

@@ -10,6 +10,7 @@ import torch
 
 from .capture import CaptureStore
 from .diagnostics import STEP_NOT_ARMED
+from .display import quoted
 from .nested import tensors_in
 from .short_steps import with_note
 
@@ -29,7 +30,7 @@ def note_short_steps(hooks: Iterable[HookInfo], store: CaptureStore) -> None:
         if info.kind.startswith("global_"):  # its records are each module's
             modules = [target for target, kind in short if kind == info.kind]
             more = f" and {len(modules) - 1} more modules" if len(modules) > 1 else ""
-            note = f"{short[(modules[0], info.kind)]} (on {modules[0] or '(model)'!r}{more})" if modules else None
+            note = f"{short[(modules[0], info.kind)]} (on {quoted(modules[0] or '(model)')}{more})" if modules else None
         info.note = with_note(info.note, note)
 
 

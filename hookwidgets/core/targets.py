@@ -6,6 +6,7 @@ import difflib
 
 from torch import nn
 
+from .display import display_name, quoted
 from .scope import parse_node_id
 
 
@@ -16,7 +17,7 @@ def module_paths(model: nn.Module) -> list[str]:
 
 def describe_path(path: str) -> str:
     """How a path is shown in messages: the root has no name of its own."""
-    return "'' (the model itself)" if path == "" else repr(path)
+    return "'' (the model itself)" if path == "" else quoted(path)
 
 
 def resolve_module(model: nn.Module, path: str) -> nn.Module:
@@ -29,14 +30,14 @@ def resolve_module(model: nn.Module, path: str) -> nn.Module:
     candidates = [p for p in module_paths(model) if p]
     close = difflib.get_close_matches(path, candidates, n=3, cutoff=0.5)
     if close:
-        hint = " — did you mean " + " or ".join(repr(c) for c in close) + "?"
+        hint = " — did you mean " + " or ".join(quoted(c) for c in close) + "?"
     elif candidates:
-        hint = f"; its modules are {', '.join(repr(c) for c in candidates[:8])}" + (
+        hint = f"; its modules are {', '.join(quoted(c) for c in candidates[:8])}" + (
             ", …" if len(candidates) > 8 else ""
         )
     else:
         hint = "; it has no submodules, so only '' (the model itself) can be a target"
-    raise KeyError(f"no module {path!r} in {type(model).__name__}{hint}")
+    raise KeyError(f"no module {quoted(path)} in {display_name(type(model).__name__)}{hint}")
 
 
 def submodule_or_none(model: nn.Module, path: str) -> nn.Module | None:
@@ -74,15 +75,15 @@ def resolve_target(model: nn.Module, target: str) -> tuple[str, nn.Module | nn.P
     candidates = [p for p in module_paths(model) if p] + list(params)
     close = difflib.get_close_matches(target, candidates, n=3, cutoff=0.5)
     hint = (
-        " — did you mean " + " or ".join(repr(c) for c in close) + "?"
+        " — did you mean " + " or ".join(quoted(c) for c in close) + "?"
         if close
         else (
             "; targets are module paths such as "
-            + ", ".join(repr(c) for c in candidates[:4])
+            + ", ".join(quoted(c) for c in candidates[:4])
             + ", parameter names, '' for the model itself, or autograd node ids from ex.graph()"
         )
     )
-    raise KeyError(f"no module or parameter {target!r} in {type(model).__name__}{hint}")
+    raise KeyError(f"no module or parameter {quoted(target)} in {display_name(type(model).__name__)}{hint}")
 
 
 def first_name(model: nn.Module, family: str, obj: object) -> str | None:
@@ -95,8 +96,8 @@ def first_name(model: nn.Module, family: str, obj: object) -> str | None:
 def alias_note(given: str, first: str) -> str:
     """Why a hook asked for at ``given`` sits at ``first``, the same module or parameter under its first name."""
     return (
-        f"{given!r} is another path to {first!r} (the same object, registered twice): the hook is attached and "
-        f"records under {first!r}, the name the tree, the graph and ex.captures use"
+        f"{quoted(given)} is another path to {quoted(first)} (the same object, registered twice): the hook is attached "
+        f"and records under {quoted(first)}, the name the tree, the graph and ex.captures use"
     )
 
 
@@ -118,8 +119,9 @@ def _parametrized_hint(model: nn.Module, target: str, params: dict[str, nn.Param
         return None
     base = f"{owner_path}.parametrizations.{name}" if owner_path else f"parametrizations.{name}"
     originals = [p for p in params if p.startswith(base + ".original")]
-    kinds = ", ".join(type(m).__name__ for m in parametrizations[name])
+    kinds = ", ".join(display_name(type(m).__name__) for m in parametrizations[name])
     return (
-        f"{target!r} is no parameter: a parametrization ({kinds}) computes it from {', '.join(map(repr, originals))}; "
-        f"hook those parameters (kind 'grad'), or the module {base!r}, whose forward output is the computed {name}"
+        f"{quoted(target)} is no parameter: a parametrization ({kinds}) computes it from "
+        f"{', '.join(map(quoted, originals))}; hook those parameters (kind 'grad'), or the module {quoted(base)}, "
+        f"whose forward output is the computed {display_name(name)}"
     )

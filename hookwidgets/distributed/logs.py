@@ -64,21 +64,75 @@ def load_records(log_dir: str | os.PathLike, kind: str | None = "bucket", *, las
 
 
 def _read(path: Path, last_run: bool) -> list[dict]:
+    """The records of one rank file, each checked; a ValueError names the file, the line and what is wrong."""
     lines: list[dict] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, text in enumerate(handle, 1):
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            where = f"{path}:{number}"
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(
+                    f"{where} is not UTF-8 text ({exc.reason} at byte {exc.start}): not a DDPInspector log"
+                ) from None
             if not text.strip():
                 continue
             try:
                 record = json.loads(text)
-            except json.JSONDecodeError:
+            except json.JSONDecodeError as exc:
                 if text.endswith("\n"):
-                    raise ValueError(f"{path}:{number} is not a JSON line: {text[:80]!r}") from None
+                    raise ValueError(f"{where} is not a JSON line ({exc.msg}): {text[:80]!r}") from None
                 continue  # the last line of a rank killed mid-write
-            if record.get("kind") == "start" and last_run:
+            except RecursionError:
+                raise ValueError(f"{where} nests JSON too deeply to read: not a DDPInspector log line") from None
+            problem = _problem(record)
+            if problem:
+                raise ValueError(f"{where} is not a DDPInspector record: {problem}; the line begins {text[:80]!r}")
+            if record["kind"] == "start" and last_run:
                 lines.clear()
             lines.append(record)
     return lines
+
+
+# The fields each kind of line must have, with their types; the writer adds others (host, pid, ...).
+_INT, _NUMBER = (int,), (int, float)
+FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    "start": {"rank": _INT},
+    "bucket": {
+        "rank": _INT,
+        "step": _INT,
+        "bucket": _INT,
+        "numel": _INT,
+        "bytes": _INT,
+        "params": (list,),
+        "seconds": _NUMBER,
+        "grad_norm": _NUMBER,
+        "reduced_norm": _NUMBER,
+    },
+    "ready": {"rank": _INT, "step": _INT, "order": _INT, "param": (str,), "seconds": _NUMBER},
+}
+_NAMES = {int: "an integer", float: "a number", list: "a list", str: "a string"}
+
+
+def _problem(record: object) -> str | None:
+    """Why ``record`` is no line of a DDPInspector log (a JSON object of a known kind, its fields typed); else None."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    kind = record.get("kind")
+    if kind not in FIELDS:
+        return f"its kind is {kind!r}, not one of {', '.join(map(repr, FIELDS))}"
+    for name, types in FIELDS[kind].items():
+        if name not in record:
+            return f"a {kind!r} line without {name!r}"
+        value = record[name]
+        if isinstance(value, bool) or not isinstance(value, types):  # JSON true is no count
+            return f"{name!r} is {json.dumps(value)[:40]}, not {_NAMES[types[-1]]}"
+    if kind == "bucket" and not all(isinstance(name, str) for name in record["params"]):
+        return "'params' holds something other than parameter names"
+    error = record.get("compression_error")  # None when the hook does not compress
+    if kind == "bucket" and error is not None and (isinstance(error, bool) or not isinstance(error, _NUMBER)):
+        return f"'compression_error' is {json.dumps(error)[:40]}, not a number or null"
+    return None
 
 
 def sort_records(records: list[dict]) -> list[dict]:

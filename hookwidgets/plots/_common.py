@@ -18,6 +18,8 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.image import AxesImage
 from matplotlib.textpath import text_to_path
 
+from ..core.display import shortened, visible
+
 NONFINITE_COLOR = "#ff00ff"
 MISSING_COLOR = "#d9d9d9"
 MAGNITUDE = " (magnitude)"
@@ -57,8 +59,15 @@ def empty_figure(title: str, shape: Sequence[int]) -> Figure:
 
 
 def literal(text: str) -> str:
-    """``text`` as matplotlib must draw a model's string: as it is, never as mathtext (``$…$``)."""
-    return text.replace("$", r"\$")
+    """``text`` as matplotlib must draw a model's string: as it is, never as mathtext (``$…$``), with the
+    characters that do not print (line breaks, bidi controls, zero-width spaces) escaped as ``\\u202e``."""
+    return visible(text).replace("$", r"\$")
+
+
+def name_label(name: str) -> str:
+    """A model's name (a module path, a parameter, a label) as a figure draws it: ``literal``, and cut to 200
+    characters with "…" (matplotlib takes seconds to lay out 100,000)."""
+    return literal(shortened(str(name)))
 
 
 def nonfinite_note(values: np.ndarray) -> str:

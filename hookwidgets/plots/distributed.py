@@ -7,7 +7,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from ..distributed.summary import bucket_rows, rank_steps
-from ._common import literal
+from ._common import name_label
 
 COLUMNS = ("bucket", "numel", "MiB", "params", "first params", "grad norm", "ms (median)", "fp err")
 
@@ -28,7 +28,7 @@ def bucket_table_figure(records: list[dict[str, Any]], step: int | None = None) 
             f"{r['numel']:,}",
             f"{r['bytes'] / 2**20:.2f}",
             str(r["params"]),
-            literal(r["names"]),
+            name_label(r["names"]),
             f"{r['grad_norm_mean']:.3g}",
             f"{r['seconds_median'] * 1e3:.2f}",
             "—" if r["compression_error_max"] is None else f"{r['compression_error_max']:.2e}",

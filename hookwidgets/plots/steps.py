@@ -20,6 +20,7 @@ from ._common import (
     fit_title,
     label_width,
     literal,
+    name_label,
     set_margins,
 )
 
@@ -156,7 +157,7 @@ def summary_heatmap_figure(
     # A tick per layer up to MAX_LAYER_LABELS; beyond, evenly spaced ones: a tick is a matplotlib object
     # costing ~1 ms, and labels of thousands of rows 0.003 inch apart could not be read anyway.
     rows_shown = _labelled_columns(len(order), MAX_LAYER_LABELS)
-    labels = [literal(order[i]) or "(model)" for i in rows_shown]  # "" is the root
+    labels = [name_label(order[i]) or "(model)" for i in rows_shown]  # "" is the root
     ax.set_yticks(rows_shown, labels, fontsize=7)
     if len(rows_shown) < len(order):
         ax.set_ylabel(f"{len(order):,} layers in model order (one named every {rows_shown[1]})", fontsize=8)

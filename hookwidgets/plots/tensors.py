@@ -17,6 +17,7 @@ from ._common import (
     is_empty,
     literal,
     magnitude_note,
+    name_label,
     nonfinite_note,
     show_image,
 )
@@ -54,16 +55,16 @@ def _label_axis(ax, axis: str, labels: Sequence[str] | None, count: int) -> None
         raise ValueError(f"{len(labels)} {axis} labels for {count} {'rows' if axis == 'y' else 'columns'}")
     ticks = np.arange(count)
     if axis == "x":
-        ax.set_xticks(ticks, [literal(str(t)) for t in labels], rotation=90, fontsize=7)
+        ax.set_xticks(ticks, [name_label(t) for t in labels], rotation=90, fontsize=7)
     else:
-        ax.set_yticks(ticks, [literal(str(t)) for t in labels], fontsize=7)
+        ax.set_yticks(ticks, [name_label(t) for t in labels], fontsize=7)
 
 
 def _label_room(labels: Sequence[str] | None, count: int) -> float:
     """Inches the longest tick label of an axis needs (none when the labels are not drawn)."""
     if labels is None or count > MAX_LABELS or not labels:
         return 0.0
-    return 0.06 * max(len(str(t)) for t in labels)
+    return 0.06 * max(len(name_label(t)) for t in labels)
 
 
 def matrix_figure(

@@ -7,7 +7,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from ._common import literal
+from ._common import name_label
 
 # The rule of thumb for the update-to-weight ratio: about 1e-3 per step is healthy; far below means
 # a learning rate too low, far above one too high.
@@ -30,7 +30,7 @@ def update_ratio_figure(records: list[dict[str, Any]], params: list[str] | None 
     fig = Figure(figsize=(7.5, 3.6))
     ax = fig.add_subplot()
     for name, (steps, ratios) in series.items():
-        ax.plot(steps, ratios, marker="o", ms=2.5, linewidth=1, label=literal(name))
+        ax.plot(steps, ratios, marker="o", ms=2.5, linewidth=1, label=name_label(name))
     ax.axhline(HEALTHY_RATIO, color="#888", linestyle="--", linewidth=0.8, label="1e-3 guide")
     plotted = [r for _, ratios in series.values() for r in ratios] + [HEALTHY_RATIO]
     ax.set_ylim(min(plotted) / 3, max(plotted) * 3)  # some room, and a range even when every ratio is equal

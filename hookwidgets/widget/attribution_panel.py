@@ -9,6 +9,7 @@ import torch
 from matplotlib.figure import Figure
 
 from ..core.attribution import CAM_METHODS, METHODS
+from ..core.display import display_name
 from ..core.explorer import Explorer
 from ..plots import cam_overlay_figure, figure_png, gradient_map_figure
 from ..plots.overlay import _display_image
@@ -58,7 +59,7 @@ def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any
     classes = [int(c) for c in getattr(result, "classes", []) or []]
     used = getattr(result, "layer", None) or layer
     what = f"class {classes[0]}" if classes else "the top class"
-    caption = f"{method} of {what} at {used or '(input)'}"
+    caption = f"{method} of {what} at {display_name(used or '(input)')}"
     if result.dim() == 3:  # a CAM (N, H, W) in [0, 1]
         figure = cam_overlay_figure(inputs, result, title=caption)
     else:  # pixel attributions are input-shaped and signed

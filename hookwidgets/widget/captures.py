@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core.capture import CaptureStore, Record
+from ..core.display import display_name
 from ..plots import feature_map_figure, figure_png, gradient_map_figure, histogram_figure, stats_figure
 
 # Kinds whose captures the inspector draws, in display order; gradient kinds on a diverging scale.
@@ -57,7 +58,7 @@ def _cached_png(record: Record, key: tuple, draw: Callable[[], Any]) -> bytes:
 
 def _title(record: Record) -> str:
     name = next(iter(record.tensors), "stats")  # output, output.0, args.0, grad_output…: says what is drawn
-    title = f"{record.target or '(model)'} · {name}"
+    title = f"{display_name(record.target or '(model)')} · {display_name(name)}"
     if record.recompute:
         title += " · recomputed by a checkpoint"
     if record.stale:
@@ -103,7 +104,7 @@ def plot_item(record: Record, positions: list[Position] | None = None, view: str
 
 def stats_item(kind: str, target: str, records: list[Record]) -> dict[str, Any]:
     """The item of a ``stats`` hook: its statistics over every step it has recorded, as lines."""
-    title = f"{target or '(model)'} · {kind} statistics"
+    title = f"{display_name(target or '(model)')} · {kind} statistics"
     last = records[-1]
     return {
         "kind": kind,

@@ -14,6 +14,7 @@ from torch import nn
 
 from ..core.capture import DEFAULT_MEMORY_BUDGET
 from ..core.diagnostics import SCRIPTED_ROOT, unwatched_note
+from ..core.display import display_name, quoted
 from ..core.explorer import Explorer, explain_run_error
 from ..core.hooks import HookInfo
 from ..core.inputs import Inputs, Target
@@ -224,7 +225,7 @@ class HookExplorer(Explorer):
         """Run the example inputs once and name the first module whose output holds NaN or Inf."""
         found = self.first_nonfinite()
         self._summary_choice["first_nonfinite"] = found
-        name = found or "(model)"  # the root's path is "", named as the tree and the plots name it
+        name = display_name(found or "(model)")  # the root's path is "", named as the tree and the plots name it
         message = f"first NaN/Inf output: {name}" if found is not None else "no module output held NaN or Inf"
         self.view.status = {**self.view.status, "state": "idle", "message": message}
         self._sync_summary()
@@ -349,7 +350,7 @@ class HookExplorer(Explorer):
                 self._plot_cost = time.monotonic() - started
             view.plots = {"target": view.selected, "items": items}
         except Exception as exc:
-            view.error = f"could not draw the captures of {view.selected!r}: {type(exc).__name__}: {exc}"
+            view.error = f"could not draw the captures of {quoted(view.selected)}: {type(exc).__name__}: {exc}"
 
 
 def _message(exc: BaseException) -> str:

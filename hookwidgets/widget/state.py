@@ -9,6 +9,7 @@ import torch
 from torch.nn.parameter import is_lazy
 
 from ..core.codegen import hook_code
+from ..core.display import display_name, quoted
 from ..core.explorer import Explorer
 from ..core.export import plain_number
 from ..core.hooks import HookInfo
@@ -60,7 +61,7 @@ def selection_payload(explorer: Explorer, target: str) -> dict[str, Any]:
     details: list[list[str]] = []
     params: list[dict[str, Any]] = []
     if family == "module":
-        details.append(["Class", type(obj).__name__])
+        details.append(["Class", display_name(type(obj).__name__)])
         for name, param in obj.named_parameters(recurse=False):
             path = f"{target}.{name}" if target else name
             params.append({"name": name, "path": path, "shape": _shape(param), "trainable": param.requires_grad})
@@ -103,10 +104,10 @@ def _scripted_problem(explorer: Explorer, target: str, module: Any) -> str:
     where = (
         "is a torch.jit.script module"
         if outer in (None, target)
-        else f"is inside the torch.jit.script module {outer!r}"
+        else f"is inside the torch.jit.script module {quoted(outer)}"
     )
     return (
-        f"module {target!r} {where}: ScriptModules take no hooks; hook a module around it, or its parameters "
+        f"module {quoted(target)} {where}: ScriptModules take no hooks; hook a module around it, or its parameters "
         "(kind 'grad'), or explore it before scripting"
     )
 
@@ -117,9 +118,9 @@ def _node_details(explorer: Explorer, node_id: str) -> list[list[str]]:
     node = next((n for n in data["nodes"] if n["id"] == node_id), None) if data else None
     if node is None:
         return [["Node", "not in the recorded graph: its hook is placed when a forward makes it"]]
-    rows = [["Op", node["op"]], ["Module", node["module"] or "(model)"]]
+    rows = [["Op", node["op"]], ["Module", display_name(node["module"] or "(model)")]]
     if node["param"]:
-        rows.append(["Parameter", node["param"]])
+        rows.append(["Parameter", display_name(node["param"])])
     saved = node.get("saved") or []
     if saved:
         total = sum(s["bytes"] for s in saved if s.get("alias") is None)

@@ -1,5 +1,7 @@
 /** Binary buffers from ipywidgets as bytes, and byte counts for people; pure, no DOM. */
 
+import { displayPath } from "./format.js";
+
 /**
  * View `value` (DataView, ArrayBuffer, typed array or list of byte values) as a Uint8Array;
  * null when it holds no bytes. Views keep their offset: ipywidgets may slice a larger buffer.
@@ -40,7 +42,7 @@ export function describeMemory(memory) {
   const budget = Number(memory?.budget ?? 0);
   const short = Array.isArray(memory?.short_steps) ? memory.short_steps : [];
   const counts = `${memory?.records ?? 0} records kept, ${Number(memory?.evicted ?? 0)} evicted (oldest first) to stay under the budget`;
-  const lines = short.map((s) => `${s.kind} on ${s.target === "" ? "(model)" : s.target}: ${s.note}`);
+  const lines = short.map((s) => `${s.kind} on ${displayPath(s.target)}: ${s.note}`);
   return {
     text: budget > 0 ? `${formatBytes(used)} of ${formatBytes(budget)}` : "",
     warning: short.length > 0 ? "less than one step" : "",

@@ -54,9 +54,73 @@ export function formatFired(n) {
   return `fired ${count} ${count === 1 ? "time" : "times"}`;
 }
 
-/** Display name of a module path: the root ("") reads "(model)". */
+/** Characters of a model's name that are shown; a longer name is cut there and ends in "…" (as in Python). */
+export const SHOWN_LENGTH = 200;
+
+// What Python's str.isprintable() rejects: control, format (bidi controls, zero-width), surrogate, private-use
+// and unassigned characters, line and paragraph separators, and every space separator but the space itself.
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}]|(?! )\p{Zs}/gu;
+// The same, but for a text's own line breaks and tabs (messages, tracebacks, multi-line tooltips).
+const INVISIBLE_IN_TEXT = /(?![\n\t])[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}]|(?! )\p{Zs}/gu;
+const NAMED_ESCAPES = new Map([
+  ["\n", "\\n"],
+  ["\r", "\\r"],
+  ["\t", "\\t"],
+]);
+
+function escapeChar(char) {
+  const named = NAMED_ESCAPES.get(char);
+  if (named) return named;
+  const code = char.codePointAt(0);
+  const hex = code.toString(16);
+  if (code < 0x100) return `\\x${hex.padStart(2, "0")}`;
+  if (code < 0x10000) return `\\u${hex.padStart(4, "0")}`;
+  return `\\U${hex.padStart(8, "0")}`;
+}
+
+function escaped(text, pattern) {
+  const source = String(text ?? "");
+  pattern.lastIndex = 0;
+  return pattern.test(source) ? source.replace(pattern, escapeChar) : source;
+}
+
+/**
+ * `text` with every character that does not print escaped as Python's repr escapes it ("\\u202e", "\\n"),
+ * as Python's `hookwidgets.core.display.visible` does: a right-to-left override in a module name would
+ * otherwise turn the text after it around on the page. For names; `visibleText` for whole texts.
+ */
+export function visible(text) {
+  return escaped(text, INVISIBLE);
+}
+
+/** `visible`, but keeping the text's own line breaks and tabs: every text the page shows goes through it
+ * (the DOM helpers in view/dom.js), so a name inside a message or a traceback cannot reorder the page either. */
+export function visibleText(text) {
+  return escaped(text, INVISIBLE_IN_TEXT);
+}
+
+/** `name`, or its first SHOWN_LENGTH characters (code points, as Python counts) and "…" when longer. */
+export function shortened(name) {
+  const source = String(name ?? "");
+  if (source.length <= SHOWN_LENGTH) return source; // UTF-16 units are never fewer than code points
+  let end = 0;
+  let count = 0;
+  for (const char of source) {
+    if (count === SHOWN_LENGTH) return `${source.slice(0, end)}…`;
+    end += char.length;
+    count += 1;
+  }
+  return source;
+}
+
+/** A model's name (module path, class, parameter) as the page shows it: cut, and invisible characters escaped. */
+export function displayName(name) {
+  return visible(shortened(name));
+}
+
+/** Display name of a module path: the root ("") reads "(model)"; others as `displayName`. */
 export function displayPath(path) {
-  return path === "" ? "(model)" : path;
+  return path === "" ? "(model)" : displayName(path);
 }
 
 /** Where a capture sits in its history: "step 3", or "step 3 · call 1" when the target ran more than once a step. */

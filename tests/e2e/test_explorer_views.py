@@ -1,4 +1,5 @@
-"""The explorer's views in a real JupyterLab: a huge tree, hostile names, the summary, node hooks, two displays."""
+"""The explorer's views in a real JupyterLab: a huge tree, hostile names, invisible and huge names, the summary, node
+hooks, two displays."""
 
 from __future__ import annotations
 
@@ -41,6 +42,34 @@ ex.run()
 ex
 """
 
+INVISIBLE_MODEL = """
+import torch
+from torch import nn
+from hookwidgets import HookExplorer
+
+BIDI = "txt\\u202eexe"  # a right-to-left override: shown raw, the text after it reads backwards
+LONG = "L" * 100_000
+
+class Named(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.add_module(BIDI, type("Lin\\u202ear", (nn.Linear,), {})(4, 4))
+        self.add_module(LONG, nn.Linear(4, 2))
+
+    def forward(self, x):
+        return self._modules[LONG](torch.relu(self._modules[BIDI](x)))
+
+def explode(module, args):
+    raise ValueError(f"bad {BIDI}")
+
+model = Named()
+ex = HookExplorer(model, example_inputs=torch.randn(1, 4))
+ex.attach("", ["global_forward", "global_grad"], action="stats")
+ex.attach(BIDI, "forward_pre", action=explode)
+ex.run(target=0)
+ex
+"""
+
 SUMMARY_MODEL = """
 import torch
 from hookwidgets import HookExplorer
@@ -64,6 +93,19 @@ ex.attach("features.conv1", "forward")
 ex.attach("features.conv2", "forward")
 ex
 """
+
+
+# Every text of the explorer a person reads: [whether one holds a bidi control or zero-width character, the longest].
+SHOWN_TEXTS = """() => {
+    const root = document.querySelector('.hw-explorer');
+    const texts = [root.innerText];
+    for (const el of root.querySelectorAll('[title], [aria-label], [alt], title')) {
+        for (const name of ['title', 'aria-label', 'alt']) texts.push(el.getAttribute(name) ?? '');
+        if (el.tagName === 'title') texts.push(el.textContent);
+    }
+    const hidden = /[\\u202a-\\u202e\\u2066-\\u2069\\u200b-\\u200f\\u061c]/;
+    return [texts.some((text) => hidden.test(text)), Math.max(...texts.map((text) => text.length))];
+}"""
 
 
 def _open(lab: Lab, name: str, source: str, timeout: float = 180) -> str:
@@ -116,6 +158,35 @@ def test_model_strings_reach_the_page_as_text(frontend: str, request: pytest.Fix
     )
     assert injected == 0 and dialogs == []
     lab.screenshot("hostile-names" if frontend == "lab" else f"{frontend}-hostile-names")
+
+
+def test_invisible_characters_are_shown_escaped_and_a_huge_name_cut(lab: Lab) -> None:
+    _open(lab, "invisible.ipynb", INVISIBLE_MODEL)
+    page, bidi, long = lab.page, "txt\u202eexe", "L" * 100_000
+    explorer = page.locator(".hw-explorer")
+    explorer.locator(".hw-summary-row").first.wait_for(timeout=30_000)
+    panel = explorer.locator(".hw-graph-panel")
+    panel.locator("button.hw-graph-record").click()
+    panel.locator('.hw-graph-status[data-state="ready"]').wait_for(timeout=30_000)
+    rows = explorer.locator(".hw-row")
+    # rows keep the real path (what a click sends back) and show it escaped: the tree, then the summary
+    shown = rows.evaluate_all("els => els.map((e) => [e.dataset.path, e.querySelector('.hw-name').innerText])")
+    assert shown[1:] == [[bidi, "txt\\u202eexe"], [long, "L" * 200 + "…"]]
+    assert rows.nth(1).locator(".hw-cls").inner_text() == "Lin\\u202ear"
+    summary = explorer.locator(".hw-summary-row").evaluate_all(
+        "els => els.map((e) => [e.dataset.path, e.querySelector('td').innerText])"
+    )
+    assert [bidi, "txt\\u202eexe"] in summary and [long, "L" * 200 + "…"] in summary
+    rows.nth(1).click()
+    explorer.locator(".hw-hook-error summary").wait_for(timeout=10_000)
+    assert "bad txt\\u202eexe" in explorer.locator(".hw-hook-error summary").inner_text()
+    assert explorer.locator(".hw-info dd").first.inner_text() == "txt\\u202eexe"
+    labels = panel.locator(".hw-gbox-label, .hw-glabel").all_text_contents()  # SVG text: no innerText
+    assert any("txt\\u202eexe" in label for label in labels) and max(map(len, labels)) < 210
+    # nowhere on the explorer, text or tooltip, does the override itself appear; the longest text is cut
+    leaked = page.evaluate(SHOWN_TEXTS)
+    assert leaked[0] is False and leaked[1] < 20_000, leaked
+    lab.screenshot("invisible-names")
 
 
 @pytest.mark.parametrize("frontend", ["lab", "notebook7"])

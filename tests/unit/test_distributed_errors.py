@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 
 import pytest
 import torch
@@ -137,13 +138,72 @@ def test_load_errors_name_the_log_dir(tmp_path):
         DDPInspector.load(tmp_path / "missing")
     with pytest.raises(FileNotFoundError, match=r"holds no rank<N>.jsonl files"):
         DDPInspector.load(tmp_path)
-    (tmp_path / "rank0.jsonl").write_text('{"kind": "bucket", "step": 0}\n{"kind": "buck')  # killed mid-write
-    assert DDPInspector.load(tmp_path) == [{"kind": "bucket", "step": 0}]
+    (tmp_path / "rank0.jsonl").write_text(json.dumps(BUCKET) + '\n{"kind": "buck')  # killed mid-write
+    assert DDPInspector.load(tmp_path) == [BUCKET]
     with pytest.raises(ValueError, match="kind must be one of"):
         DDPInspector.load(tmp_path, kind="buckets")
     (tmp_path / "rank1.jsonl").write_text("not json\n")
     with pytest.raises(ValueError, match=r"rank1.jsonl:1 is not a JSON line"):
         DDPInspector.load(tmp_path)
+
+
+BUCKET = {
+    "kind": "bucket",
+    "rank": 0,
+    "step": 0,
+    "bucket": 0,
+    "numel": 4,
+    "bytes": 16,
+    "params": ["fc.weight"],
+    "seconds": 0.001,
+    "grad_norm": 1.5,
+    "reduced_norm": 1.5,
+    "compression_error": None,
+}
+READY = {"kind": "ready", "rank": 1, "step": 0, "order": 0, "param": "fc.weight", "seconds": 0.0}
+
+
+@pytest.mark.parametrize(
+    ("line", "what"),
+    [
+        ("[1, 2]", "a JSON list, not an object"),
+        ('"bucket"', "a JSON str, not an object"),
+        (json.dumps({**BUCKET, "kind": "buckets"}), "its kind is 'buckets', not one of 'start', 'bucket', 'ready'"),
+        (json.dumps({k: v for k, v in BUCKET.items() if k != "step"}), "a 'bucket' line without 'step'"),
+        (json.dumps({k: v for k, v in READY.items() if k != "param"}), "a 'ready' line without 'param'"),
+        (json.dumps({**BUCKET, "step": "3"}), "'step' is \"3\", not an integer"),
+        (json.dumps({**BUCKET, "rank": True}), "'rank' is true, not an integer"),
+        (json.dumps({**BUCKET, "seconds": None}), "'seconds' is null, not a number"),
+        (json.dumps({**BUCKET, "params": [1]}), "'params' holds something other than parameter names"),
+        (json.dumps({**BUCKET, "compression_error": "high"}), "'compression_error' is \"high\", not a number or null"),
+        ('{"kind": "start"}', "a 'start' line without 'rank'"),
+        ("[" * 100_000 + "]" * 100_000, "nests JSON too deeply to read"),
+        ('{"kind": "bucket", "step": 0', "is not a JSON line"),
+    ],
+)
+def test_a_malformed_log_line_is_a_value_error_naming_the_file_and_line(tmp_path, line, what):
+    good = "\n".join(json.dumps(r) for r in (BUCKET, READY)) + "\n"
+    (tmp_path / "rank0.jsonl").write_text(good)
+    (tmp_path / "rank1.jsonl").write_text(good + line + "\n" + good)  # the bad file among good ones, line 3
+    with pytest.raises(ValueError, match=re.escape(what)) as caught:
+        DDPInspector.load(tmp_path, kind=None)
+    assert str(caught.value).startswith(f"{tmp_path / 'rank1.jsonl'}:3 ")
+
+
+def test_a_log_file_that_is_not_utf8_text_is_named(tmp_path):
+    (tmp_path / "rank0.jsonl").write_bytes(json.dumps(BUCKET).encode() + b"\n\xff\xfe\x00garbage\n")
+    with pytest.raises(ValueError, match=r"rank0\.jsonl:2 is not UTF-8 text"):
+        DDPInspector.load(tmp_path)
+
+
+def test_well_formed_logs_with_nan_norms_and_extra_fields_load(tmp_path):
+    lines = [
+        {"kind": "start", "rank": 0, "time": 1.0, "host": "h"},
+        {**BUCKET, "grad_norm": float("nan"), "extra": [1]},
+    ]
+    (tmp_path / "rank0.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    (loaded,) = DDPInspector.load(tmp_path)
+    assert loaded["extra"] == [1] and loaded["grad_norm"] != loaded["grad_norm"]  # NaN, as written
 
 
 def test_compression_round_trips_of_torch_hooks():

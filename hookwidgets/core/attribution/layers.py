@@ -9,6 +9,7 @@ import torch
 from torch import nn
 from torch.autograd.graph import GradientEdge, get_gradient_edge
 
+from ..display import display_name, quoted
 from ..inputs import Inputs, call_model
 from ..targets import resolve_module
 from .grid import as_grid, is_spatial
@@ -62,8 +63,8 @@ def default_layer(model: nn.Module, inputs: Inputs, image_size: tuple[int, int])
     if preferred or candidates:
         return (preferred or candidates)[-1]
     raise ValueError(
-        f"no layer of {type(model).__name__} has a spatial output for these inputs: CAM methods need a layer "
-        "output of shape (N, C, H, W) or ViT tokens (N, 1+H·W, C); use a pixel method such as "
+        f"no layer of {display_name(type(model).__name__)} has a spatial output for these inputs: CAM methods need "
+        "a layer output of shape (N, C, H, W) or ViT tokens (N, 1+H·W, C); use a pixel method such as "
         "method='saliency' instead"
     )
 
@@ -74,7 +75,10 @@ def resolve_layer(model: nn.Module, layer: str | nn.Module) -> tuple[str, nn.Mod
         for path, module in model.named_modules():
             if module is layer:
                 return path, module
-        raise ValueError(f"the {type(layer).__name__} given as layer is not a submodule of {type(model).__name__}")
+        raise ValueError(
+            f"the {display_name(type(layer).__name__)} given as layer is not a submodule of "
+            f"{display_name(type(model).__name__)}"
+        )
     return layer, resolve_module(model, layer)
 
 
@@ -83,12 +87,12 @@ def not_spatial_error(
 ) -> ValueError:
     """The error for a layer without a spatial output, naming the layers that have one."""
     suitable = spatial_layers(model, inputs, image_size)
-    shown = ", ".join(repr(p) for p in suitable[-SHOWN:])
+    shown = ", ".join(quoted(p) for p in suitable[-SHOWN:])
     more = f" (the last {SHOWN} of {len(suitable)})" if len(suitable) > SHOWN else ""
     what = f"output of shape {shape}" if shape is not None else "no tensor output in the forward"
     hint = f"suitable layers{more}: {shown}" if suitable else "no layer of this model has one"
     return ValueError(
-        f"layer {path!r} has {what}, not a spatial map: CAM methods need an output (N, C, H, W) "
+        f"layer {quoted(path)} has {what}, not a spatial map: CAM methods need an output (N, C, H, W) "
         f"or ViT tokens (N, 1+H·W, C); {hint}"
     )
 
@@ -136,9 +140,9 @@ def blank_map_warning(path: str, method: str, items: list[int], batch: int, toke
     why = (
         "at a vision transformer's final norm: the head reads only the class token" if tokens else "on an unused branch"
     )
-    shown = ", ".join(repr(p) for p in others[-3:])
+    shown = ", ".join(quoted(p) for p in others[-3:])
     hint = f"pass a layer whose grid gets one, such as {shown}" if others else "no spatial layer gets one here"
     return (
-        f"layer {path!r} gets a zero gradient at every {where}{which}, so its {method} map is blank (all zeros): "
+        f"layer {quoted(path)} gets a zero gradient at every {where}{which}, so its {method} map is blank (all zeros): "
         f"the score does not depend on them (as {why}); {hint}"
     )

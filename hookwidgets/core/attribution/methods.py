@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
+from ..display import display_name
 from ..inputs import Inputs, call_model
 from ..modelstate import preserved_state
 from .cams import CAM_FUNCTIONS, gradcam
@@ -182,8 +183,8 @@ def _cam(
 def _check_relus(model: nn.Module, guided: GuidedReLUs) -> None:
     if guided.relus == 0:
         raise ValueError(
-            f"guided backprop found no ReLU in the forward of {type(model).__name__}: its rule changes ReLU "
-            "gradients only, so it would equal plain gradients here; use method='saliency'"
+            f"guided backprop found no ReLU in the forward of {display_name(type(model).__name__)}: its rule changes "
+            "ReLU gradients only, so it would equal plain gradients here; use method='saliency'"
         )
 
 

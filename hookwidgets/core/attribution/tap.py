@@ -8,6 +8,7 @@ import torch
 from torch import nn
 from torch.autograd.graph import GradientEdge, get_gradient_edge
 
+from ..display import quoted
 from ..nested import first_tensor as first_tensor  # re-exported: layers.py imports it here
 
 
@@ -46,10 +47,10 @@ class LayerTap:
     def gradient(self, score: torch.Tensor, retain_graph: bool = False) -> torch.Tensor:
         """∂score/∂(layer output), through ``torch.autograd.grad``: no parameter's ``.grad`` is touched."""
         if self.activations is None:
-            raise RuntimeError(f"layer {self.path!r} did not run in the forward, so it has nothing to attribute")
+            raise RuntimeError(f"layer {quoted(self.path)} did not run in the forward, so it has nothing to attribute")
         if self.edge is None:
             raise RuntimeError(
-                f"the output of layer {self.path!r} does not depend on anything that requires grad "
+                f"the output of layer {quoted(self.path)} does not depend on anything that requires grad "
                 "(was the forward run under torch.no_grad, or detached inside the model?)"
             )
         (grad,) = torch.autograd.grad(score, [self.edge], retain_graph=retain_graph, allow_unused=True)

@@ -1,5 +1,6 @@
 /** The `graph` traitlet turned into one shape for both views (nodes, forward edges, module clusters); pure, no DOM. */
 
+import { displayName, displayPath } from "../format.js";
 import { savedTitle } from "./text.js";
 
 /*
@@ -8,11 +9,11 @@ import { savedTitle } from "./text.js";
  * root, byId: Map<id, node index>, byPath: Map<module path, cluster index>}. Edges run forward.
  */
 
-/** Last segment of a module path ("layer1.0.conv1" -> "conv1"); the root reads "(model)". */
+/** Last segment of a module path ("layer1.0.conv1" -> "conv1") as shown (`displayName`); the root reads "(model)". */
 export function shortName(path) {
   if (path === "") return "(model)";
   const dot = path.lastIndexOf(".");
-  return dot < 0 ? path : path.slice(dot + 1);
+  return displayName(dot < 0 ? path : path.slice(dot + 1));
 }
 
 function newCluster(path, parent) {
@@ -69,12 +70,12 @@ export function autogradModel(payload) {
     const cluster = payload.module?.[index] ?? -1;
     const module = modules[cluster] ?? "";
     const accumulate = op === "AccumulateGrad";
-    const lines = [id, param ? `${op} of ${param}` : op, `module: ${module === "" ? "(model)" : module}`];
+    const lines = [displayName(id), param ? `${op} of ${displayName(param)}` : op, `module: ${displayPath(module)}`];
     const entry = saved.get(index);
     if (entry) lines.push(...savedTitle(entry));
     return {
       id,
-      label: accumulate ? (param ?? "input leaf") : op,
+      label: accumulate ? (param === null ? "input leaf" : displayName(param)) : op,
       kind: accumulate ? (param ? "param" : "leaf") : "op",
       op,
       cluster,
@@ -111,7 +112,7 @@ export function dataflowModel(payload) {
   const nodes = flowNodes.map(({ module, ops }, k) => {
     const end = ENDS.has(module);
     const own = !end && hasChildren.has(cluster[k]);
-    const name = module === "" ? "(model)" : module;
+    const name = displayPath(module);
     return {
       id: module,
       label: end ? module : own ? `${shortName(module)} (own ops)` : shortName(module),
@@ -129,7 +130,8 @@ export function dataflowModel(payload) {
     if (src === undefined || dst === undefined) continue;
     const shapes = (edge.shapes ?? []).filter(Array.isArray).map((shape) => shape.join("×") || "scalar");
     const tensors = `${edge.tensors} tensor${edge.tensors === 1 ? "" : "s"}`;
-    edges.push([src, dst, `${edge.src} → ${edge.dst}: ${tensors}${shapes.length ? ` (${shapes.join(", ")})` : ""}`]);
+    const route = `${displayName(edge.src)} → ${displayName(edge.dst)}`;
+    edges.push([src, dst, `${route}: ${tensors}${shapes.length ? ` (${shapes.join(", ")})` : ""}`]);
   }
   return assemble("dataflow", nodes, edges, paths, parents);
 }

@@ -1,6 +1,6 @@
 /** "Attribution here": a method and class picker for the selected layer, and the map over the input image. */
 
-import { h, listen, pngUrls, subscribe } from "./dom.js";
+import { h, listen, pngUrls, setText, subscribe } from "./dom.js";
 
 const METHODS = [
   "gradcam",
@@ -52,9 +52,9 @@ export function createAttributionView(model) {
   function updateResult() {
     const result = model.get("attribution") ?? {};
     const mine = result.layer === model.get("selected") || (result.error && result.method);
-    error.textContent = mine ? (result.error ?? "") : "";
-    caption.textContent = mine && !result.error ? (result.caption ?? "") : "";
-    note.textContent = mine && !result.error ? (result.note ?? "") : ""; // e.g. why the map is blank
+    setText(error, mine ? (result.error ?? "") : "");
+    setText(caption, mine && !result.error ? (result.caption ?? "") : "");
+    setText(note, mine && !result.error ? (result.note ?? "") : ""); // e.g. why the map is blank
     images.revoke();
     const ok = mine && !result.error;
     images.show(image, ok ? result.png : null);

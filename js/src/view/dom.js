@@ -1,6 +1,29 @@
-/** Small DOM helpers: every string goes in as text or as an attribute value, never as markup. */
+/**
+ * Small DOM helpers: every string goes in as text or as an attribute value, never as markup, and every
+ * text a person reads (content, title, aria-label, alt) with its invisible characters escaped (`visibleText`).
+ */
 
 import { toBytes } from "../bytes.js";
+import { visibleText } from "../format.js";
+
+// Attributes people read: tooltips and what assistive technology says. Others (data-path…) keep the real value.
+const READ_ATTRIBUTES = new Set(["title", "aria-label", "alt"]);
+
+/** Set an attribute, its value escaped when people read it. */
+export function setAttr(node, name, value) {
+  const text = String(value);
+  node.setAttribute(name, READ_ATTRIBUTES.has(name) ? visibleText(text) : text);
+}
+
+/** Set the text a node shows (null and undefined show nothing). */
+export function setText(node, text) {
+  node.textContent = visibleText(text ?? "");
+}
+
+/** A text node of `text`, for mixing with elements. */
+export function textNode(text) {
+  return document.createTextNode(visibleText(text));
+}
 
 /**
  * Create `<tag>` with a class, attributes, text and children.
@@ -11,9 +34,9 @@ export function h(tag, opts = {}, children = []) {
   if (opts.cls) node.className = opts.cls;
   for (const [name, value] of Object.entries(opts.attrs ?? {})) {
     if (value === null || value === undefined || value === false) continue;
-    node.setAttribute(name, value === true ? "" : String(value));
+    setAttr(node, name, value === true ? "" : value);
   }
-  if (opts.text !== undefined && opts.text !== null) node.textContent = String(opts.text);
+  if (opts.text !== undefined && opts.text !== null) setText(node, opts.text);
   for (const child of children) if (child) node.append(child);
   return node;
 }

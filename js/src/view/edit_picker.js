@@ -1,7 +1,7 @@
 /** Action and edit pickers: what a hook attached from the inspector does when it fires. */
 
 import { EDITS, parseEdit } from "../edits.js";
-import { h, listen } from "./dom.js";
+import { h, listen, setText } from "./dom.js";
 
 const ACTIONS = [
   ["capture", "capture the tensors"],
@@ -35,16 +35,16 @@ export function createEditPicker() {
     arg.hidden = !spec?.arg;
     arg.placeholder = spec?.arg ?? "";
     arg.value = spec?.initial ?? "";
-    problem.textContent = "";
+    setText(problem, "");
   }
 
   function value() {
     const parsed = parseEdit(edit.value, arg.value);
     if (parsed && !Array.isArray(parsed)) {
-      problem.textContent = parsed.error;
+      setText(problem, parsed.error);
       return { action: action.value, edit: null, error: parsed.error };
     }
-    problem.textContent = "";
+    setText(problem, "");
     return { action: action.value, edit: parsed };
   }
 

@@ -1,6 +1,6 @@
 /** Error box: the `error` traitlet as preformatted text, hidden when empty, with a dismiss button. */
 
-import { h, listen, subscribe } from "./dom.js";
+import { h, listen, setText, subscribe } from "./dom.js";
 
 /** Build the error box for `model`; returns {el, destroy}. */
 export function createErrorBox(model) {
@@ -14,7 +14,7 @@ export function createErrorBox(model) {
 
   function update() {
     const error = model.get("error") || "";
-    text.textContent = error;
+    setText(text, error);
     el.hidden = error === "";
   }
 

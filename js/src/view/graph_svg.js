@@ -1,6 +1,6 @@
 /** Draws a laid-out graph as SVG: boxes, edges, nodes, blocks and hook badges; strings only as text or attributes. */
 
-import { badgeLabel } from "../format.js";
+import { badgeLabel, displayPath, visibleText } from "../format.js";
 import { BOX_LABEL, blockDetail, itemLabel } from "../graph/layout.js";
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -12,7 +12,7 @@ export function tooltip(model, key) {
   const cluster = model.clusters[index];
   if (!cluster) return "";
   const count = `${cluster.total.toLocaleString("en-US")} node${cluster.total === 1 ? "" : "s"}`;
-  return `${cluster.path}\n${count} — click to expand (shift: every level) or collapse`;
+  return `${displayPath(cluster.path)}\n${count} — click to expand (shift: every level) or collapse`;
 }
 
 /** Give the drawn item `el` its `<title>` tooltip when it has none yet (made on first hover, not per draw). */
@@ -20,13 +20,13 @@ export function ensureTooltip(el, text) {
   if (!el.querySelector(":scope > title")) el.prepend(s("title", {}, [], text));
 }
 
-/** Create an SVG element with attributes (null/undefined skipped), optional text and children. */
+/** Create an SVG element with attributes (null/undefined skipped), optional text (escaped as dom.js escapes it) and children. */
 export function s(tag, attrs = {}, children = [], text = null) {
   const node = document.createElementNS(SVG, tag);
   for (const [name, value] of Object.entries(attrs)) {
     if (value !== null && value !== undefined && value !== false) node.setAttribute(name, String(value));
   }
-  if (text !== null) node.textContent = String(text);
+  if (text !== null) node.textContent = visibleText(text);
   for (const child of children) if (child) node.append(child);
   return node;
 }

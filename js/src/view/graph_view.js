@@ -13,7 +13,7 @@ import {
   selectionKey,
   visibleGraph,
 } from "../graph/visible.js";
-import { h, listen, subscribe } from "./dom.js";
+import { h, listen, setText, subscribe } from "./dom.js";
 import { drawBadges, drawSteps, ensureTooltip, s, tooltip } from "./graph_svg.js";
 import { createPanZoom } from "./pan_zoom.js";
 
@@ -78,7 +78,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient() } =
 
   function setStatus(state, text) {
     status.setAttribute("data-state", state);
-    status.textContent = text;
+    setText(status, text);
     el.setAttribute("data-state", state);
   }
 
@@ -106,7 +106,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient() } =
     for (const key of Object.keys(expanded)) delete expanded[key];
     recording = false;
     const error = payload?.error ?? "";
-    errorText.textContent = error;
+    setText(errorText, error);
     errorText.hidden = error === "";
     if (!payload?.[mode]) mode = VIEWS.map(([m]) => m).find((m) => payload?.[m]) ?? mode;
     show({ fit: true });

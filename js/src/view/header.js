@@ -1,8 +1,9 @@
 /** Header and run bar: model name, module count, run mode and target, progress, memory meter, status. */
 
 import { describeMemory } from "../bytes.js";
+import { displayName, displayPath } from "../format.js";
 import { countModules, isTree } from "../tree.js";
-import { h, listen, subscribe } from "./dom.js";
+import { h, listen, setAttr, setText, subscribe } from "./dom.js";
 
 /** Build the header for `model`; returns {el, destroy}. */
 export function createHeader(model) {
@@ -40,12 +41,12 @@ export function createHeader(model) {
   function updateTree() {
     const tree = model.get("tree");
     if (isTree(tree)) {
-      title.textContent = tree.name || tree.cls || "model";
+      setText(title, displayName(tree.name || tree.cls || "model"));
       const n = countModules(tree);
-      count.textContent = `${n.toLocaleString("en-US")} ${n === 1 ? "module" : "modules"}`;
+      setText(count, `${n.toLocaleString("en-US")} ${n === 1 ? "module" : "modules"}`);
     } else {
-      title.textContent = "—";
-      count.textContent = "";
+      setText(title, "—");
+      setText(count, "");
     }
   }
 
@@ -53,7 +54,7 @@ export function createHeader(model) {
     const state = model.get("status") ?? {};
     const name = typeof state.state === "string" ? state.state : "idle";
     status.setAttribute("data-state", name);
-    status.textContent = state.message ?? "";
+    setText(status, state.message ?? "");
     run.disabled = name === "busy";
     progress.hidden = name !== "busy" && name !== "live";
     if (Array.isArray(state.top) && state.top.length > 0) {
@@ -76,20 +77,18 @@ export function createHeader(model) {
     meterFill.style.width = `${(fraction * 100).toFixed(1)}%`;
     meter.setAttribute("aria-valuenow", String(Math.round(fraction * 100)));
     const words = describeMemory(memory);
-    meterText.textContent = words.text;
-    meterWarning.textContent = words.warning ? `⚠ ${words.warning}` : "";
+    setText(meterText, words.text);
+    setText(meterWarning, words.warning ? `⚠ ${words.warning}` : "");
     meterWarning.hidden = !words.warning;
     meter.classList.toggle("hw-meter-over", Boolean(words.warning));
-    meter.title = words.title;
-    meterText.title = words.title;
-    meterWarning.title = words.title;
+    for (const el of [meter, meterText, meterWarning]) setAttr(el, "title", words.title);
   }
 
   function updateErrors() {
     const failing = (model.get("hooks") ?? []).filter((hook) => hook.error && !hook.foreign);
     errors.hidden = failing.length === 0;
-    errors.textContent = `⚠ ${failing.length} failing ${failing.length === 1 ? "hook" : "hooks"}`;
-    errors.title = failing.map((hook) => `${hook.kind} on ${hook.target || "(model)"}`).join("\n");
+    setText(errors, `⚠ ${failing.length} failing ${failing.length === 1 ? "hook" : "hooks"}`);
+    setAttr(errors, "title", failing.map((hook) => `${hook.kind} on ${displayPath(hook.target)}`).join("\n"));
   }
 
   function onErrorsClick() {

@@ -1,9 +1,9 @@
 /** Inspector: details, hook toggles with action and edit pickers, live hooks, code and plots of the selection. */
 
-import { displayPath, formatCount, formatFired, formatParams, formatShape } from "../format.js";
+import { displayName, displayPath, formatCount, formatFired, formatParams, formatShape } from "../format.js";
 import { hasHook, hooksAt, indexHooks } from "../hooks.js";
 import { findNode, isTree } from "../tree.js";
-import { h, listen, subscribe } from "./dom.js";
+import { h, listen, setText, subscribe } from "./dom.js";
 import { createAttributionView } from "./attribution_view.js";
 import { createEditPicker } from "./edit_picker.js";
 import { createPlots } from "./plots.js";
@@ -64,7 +64,7 @@ export function createInspector(model) {
     const node = family === "module" && isTree(tree) ? findNode(tree, path) : null;
     if (node) {
       const dtype = node.dtype ? ` ${node.dtype}` : "";
-      entries.push(["Class", node.cls ?? ""]);
+      entries.push(["Class", displayName(node.cls ?? "")]);
       entries.push(["Output", `${formatShape(node.shape)}${dtype}`]);
       entries.push(["Parameters", formatParams(node.trainable, node.frozen)]);
     } else if (sel) {
@@ -81,13 +81,13 @@ export function createInspector(model) {
           attrs: {
             type: "button",
             "data-path": param.path,
-            title: `select ${param.path} (${param.trainable ? "trainable" : "frozen"}) to hook its gradient`,
+            title: `select ${displayName(param.path)} (${param.trainable ? "trainable" : "frozen"}) to hook its gradient`,
           },
-          text: `${param.name} ${formatShape(param.shape)}`,
+          text: `${displayName(param.name)} ${formatShape(param.shape)}`,
         }),
       ),
     );
-    codeText.textContent = sel?.code ?? "";
+    setText(codeText, sel?.code ?? "");
     code.hidden = !sel?.code;
   }
 
@@ -128,7 +128,7 @@ export function createInspector(model) {
         const edit = Array.isArray(hook.edit) && hook.edit.length > 0 ? ` + ${hook.edit.map((e) => e.join(" ")).join(", ")}` : "";
         const parts = [
           h("span", { cls: "hw-hook-kind", attrs: { "data-kind": hook.kind }, text: hook.kind }),
-          h("span", { cls: "hw-hook-action", text: hook.foreign ? `${hook.action} (someone else's; left alone)` : `${hook.action ?? ""}${edit}` }),
+          h("span", { cls: "hw-hook-action", text: hook.foreign ? `${displayName(hook.action)} (someone else's; left alone)` : `${displayName(hook.action ?? "")}${edit}` }),
         ];
         if (!hook.foreign) {
           parts.push(

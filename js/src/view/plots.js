@@ -1,7 +1,7 @@
 /** Plots area: the PNG captures of the selection as Blob-URL images, each with a step slider over its history. */
 
 import { formatPosition, formatShape, plotPositions } from "../format.js";
-import { h, pngUrls, subscribe } from "./dom.js";
+import { h, pngUrls, setText, subscribe } from "./dom.js";
 
 const HINT = "Attach a hook and press Run (or run your own code) to see captures.";
 const SLIDE_DELAY_MS = 150;
@@ -41,7 +41,7 @@ export function createPlots(model) {
     const text = h("span", { cls: "hw-step-label", text: label(at) });
     input.addEventListener("input", () => {
       const [step, call] = positions[Number(input.value)];
-      text.textContent = label(Number(input.value));
+      setText(text, label(Number(input.value)));
       if (slideTimer !== null) clearTimeout(slideTimer);
       // Python redraws on each message: send only where the slider comes to rest.
       slideTimer = setTimeout(() => {

@@ -1,7 +1,8 @@
 /** Summary view: per-layer statistics of one step as a sortable table, every step as a heatmap. */
 
+import { displayPath } from "../format.js";
 import { COLUMNS, formatStat, rowObjects, sortRows } from "../summary.js";
-import { h, listen, pngUrls, sortableHeader, subscribe } from "./dom.js";
+import { h, listen, pngUrls, setText, sortableHeader, subscribe } from "./dom.js";
 
 /** Build the summary panel for `model`; returns {el, destroy}. */
 export function createSummaryView(model) {
@@ -51,7 +52,7 @@ export function createSummaryView(model) {
         "tr",
         { cls: cls.join(" "), attrs: { "data-path": row.target } },
         COLUMNS.map(([key]) =>
-          h("td", { text: key === "target" ? row.target || "(model)" : formatStat(key, row[key]) }),
+          h("td", { text: key === "target" ? displayPath(row.target) : formatStat(key, row[key]) }),
         ),
       );
     });
@@ -62,11 +63,11 @@ export function createSummaryView(model) {
     const summary = model.get("summary") ?? {};
     options(field, summary.fields ?? [], summary.field, (f) => f);
     options(step, summary.steps ?? [], summary.step, (s) => `step ${s}`);
-    message.textContent = summary.message ?? "";
+    setText(message, summary.message ?? "");
     message.hidden = !summary.message;
     const first = summary.first_nonfinite;
     banner.hidden = first === null || first === undefined;
-    banner.textContent = banner.hidden ? "" : `First module whose output held NaN/Inf: ${first || "(model)"}`;
+    setText(banner, banner.hidden ? "" : `First module whose output held NaN/Inf: ${displayPath(first)}`);
     renderTable(summary);
     images.revoke();
     images.show(heatmap, summary.heatmap);

@@ -1,7 +1,8 @@
 /** Training panel: update-to-weight ratios (chart and last-step table), DDP buckets, ranks and gradient-ready order. */
 
+import { displayName } from "../format.js";
 import { RATIO_COLUMNS, flagText, formatRatio, sortRatioRows } from "../training.js";
-import { h, listen, pngUrls, sortableHeader, subscribe } from "./dom.js";
+import { h, listen, pngUrls, setText, sortableHeader, subscribe } from "./dom.js";
 
 /** Build the training panel for `model` (hidden until an optimizer or DDP is watched); returns {el, destroy}. */
 export function createTrainingView(model) {
@@ -46,8 +47,9 @@ export function createTrainingView(model) {
   let sort = { field: "param", descending: false };
   const images = pngUrls();
 
-  function setText(node, text) {
-    node.textContent = text ?? "";
+  /** The text in `node`, hidden when there is none. */
+  function showText(node, text) {
+    setText(node, text ?? "");
     node.hidden = !text;
   }
 
@@ -58,7 +60,7 @@ export function createTrainingView(model) {
     const lines = sortRatioRows(ratios.rows ?? [], sort.field, sort.descending).map((row) => {
       const cls = row.flag ? `hw-ratio-row hw-ratio-${row.flag}` : "hw-ratio-row";
       const cells = columns.map(([key]) => {
-        if (key === "param" || key === "optimizer") return h("td", { text: row[key] });
+        if (key === "param" || key === "optimizer") return h("td", { text: displayName(row[key]) });
         if (key === "flag") return h("td", { cls: "hw-ratio-flag", text: flagText(row.flag, ratios.low, ratios.high) });
         return h("td", { text: formatRatio(row[key]) });
       });
@@ -70,7 +72,7 @@ export function createTrainingView(model) {
   function updateRatios(ratios) {
     ratioSection.hidden = !ratios;
     if (!ratios) return;
-    setText(ratioMessage, ratios.message);
+    showText(ratioMessage, ratios.message);
     const rows = ratios.rows ?? [];
     const step = rows.length > 0 ? Math.max(...rows.map((r) => r.step)) : null;
     const parts = [];
@@ -78,7 +80,7 @@ export function createTrainingView(model) {
     parts.push((ratios.optimizers ?? []).join(", "));
     if (rows.length > 0) parts.push(ratios.flagged > 0 ? `${ratios.flagged} of ${rows.length} flagged` : "none flagged");
     if (ratios.caption) parts.push(ratios.caption);
-    ratioCaption.textContent = parts.filter(Boolean).join(" · ");
+    setText(ratioCaption, parts.filter(Boolean).join(" · "));
     images.show(ratioChart, ratios.png);
     renderRatioTable(ratios);
   }
@@ -88,7 +90,7 @@ export function createTrainingView(model) {
     ready.hidden = rows.length === 0;
     if (rows.length === 0) return;
     const note = order.note ? ` · ${order.note}` : "";
-    readyCaption.textContent = `Gradient-ready order at step ${order.step} (rank ${order.rank})${note}`;
+    setText(readyCaption, `Gradient-ready order at step ${order.step} (rank ${order.rank})${note}`);
     const head = h("tr", {}, [
       h("th", { text: "#" }),
       h("th", { text: "parameter" }),
@@ -97,7 +99,7 @@ export function createTrainingView(model) {
     const lines = rows.map((row) =>
       h("tr", { cls: "hw-ready-row", attrs: { "data-param": row.param } }, [
         h("td", { text: String(row.order) }),
-        h("td", { text: row.param }),
+        h("td", { text: displayName(row.param) }),
         h("td", { text: typeof row.ms === "number" ? row.ms.toFixed(2) : String(row.ms) }),
       ]),
     );
@@ -110,8 +112,8 @@ export function createTrainingView(model) {
     const ranks = ddp.ranks ?? [];
     const facts = [ddp.source];
     if (ddp.steps > 0) facts.push(`${ddp.steps} step${ddp.steps === 1 ? "" : "s"}, ${ranks.length} rank${ranks.length === 1 ? "" : "s"}`);
-    ddpSource.textContent = facts.filter(Boolean).join(" · ");
-    setText(ddpMessage, ddp.message);
+    setText(ddpSource, facts.filter(Boolean).join(" · "));
+    showText(ddpMessage, ddp.message);
     images.show(bucketImage, ddp.buckets_png);
     images.show(rankImage, ddp.ranks_png);
     updateReady(ddp.ready);
@@ -121,7 +123,7 @@ export function createTrainingView(model) {
     const training = model.get("training") ?? {};
     el.hidden = !training.visible;
     const shown = [training.ratios && "update ratios", training.ddp && "DDP communication"].filter(Boolean);
-    title.textContent = shown.length > 0 ? `Training: ${shown.join(" and ")}` : "Training";
+    setText(title, shown.length > 0 ? `Training: ${shown.join(" and ")}` : "Training");
     images.revoke();
     updateRatios(training.ratios);
     updateDdp(training.ddp);

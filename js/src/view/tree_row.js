@@ -1,14 +1,14 @@
 /** One row of the module tree: caret, highlighted name, class, shape, parameters, hook badges. */
 
-import { badgeLabel, formatCount, formatFired, formatParams, formatShape } from "../format.js";
+import { badgeLabel, displayName, formatCount, formatFired, formatParams, formatShape } from "../format.js";
 import { hooksAt } from "../hooks.js";
 import { highlightParts } from "../tree.js";
-import { h } from "./dom.js";
+import { h, textNode } from "./dom.js";
 
 /** Text with every occurrence of `query` wrapped in <mark>; built from text nodes, never markup. */
 function highlighted(cls, text, query) {
   const parts = highlightParts(text, query).map((part) =>
-    part.match ? h("mark", { cls: "hw-mark", text: part.text }) : document.createTextNode(part.text),
+    part.match ? h("mark", { cls: "hw-mark", text: part.text }) : textNode(part.text),
   );
   return h("span", { cls }, parts);
 }
@@ -32,7 +32,7 @@ export function fillBadges(container, path, { hookIndex, order }) {
         cls: hook.error ? "hw-badge hw-badge-error" : "hw-badge",
         attrs: {
           "data-kind": hook.kind,
-          title: `${hook.kind} · ${hook.action ?? "capture"}: ${formatFired(hook.fired)}${hook.error ? " (failed)" : ""}`,
+          title: `${hook.kind} · ${displayName(hook.action ?? "capture")}: ${formatFired(hook.fired)}${hook.error ? " (failed)" : ""}`,
         },
       },
       [
@@ -42,7 +42,7 @@ export function fillBadges(container, path, { hookIndex, order }) {
     ),
   );
   if (foreign.length > 0) {
-    const names = foreign.map((hook) => `${hook.kind}: ${hook.action ?? "?"}`).join("\n");
+    const names = foreign.map((hook) => `${hook.kind}: ${displayName(hook.action ?? "?")}`).join("\n");
     badges.push(
       h("span", {
         cls: "hw-badge hw-badge-foreign",
@@ -82,9 +82,10 @@ export function buildRow(row, { hookIndex, selected, query, matchSet, order }) {
     ? h("span", { cls: "hw-caret", attrs: { "aria-hidden": "true" }, text: row.expanded ? "▾" : "▸" })
     : h("span", { cls: "hw-caret-spacer", attrs: { "aria-hidden": "true" } });
   const isMatch = matchSet.has(path);
-  const label = h("span", { cls: "hw-label", attrs: { title: path === "" ? (node.cls ?? "") : path } }, [
-    highlighted("hw-name", node.name || node.cls || path, isMatch ? query : ""),
-    path === "" ? null : highlighted("hw-cls", node.cls ?? "", isMatch ? query : ""),
+  // Names as shown (cut, invisible characters escaped); the row's data-path keeps the real path.
+  const label = h("span", { cls: "hw-label", attrs: { title: displayName(path === "" ? (node.cls ?? "") : path) } }, [
+    highlighted("hw-name", displayName(node.name || node.cls || path), isMatch ? query : ""),
+    path === "" ? null : highlighted("hw-cls", displayName(node.cls ?? ""), isMatch ? query : ""),
   ]);
   const { trainable, frozen } = node; // null: lazy parameters not materialized yet
   const badges = h("span", { cls: "hw-badges" });

@@ -18,7 +18,7 @@ import {
   stepPath,
   visibleWindow,
 } from "../tree.js";
-import { h, listen, subscribe } from "./dom.js";
+import { h, listen, setText, subscribe } from "./dom.js";
 import { buildRow, fillBadges } from "./tree_row.js";
 
 export const ROW_HEIGHT = 22; // px; must match `.hw-row` height in widget.css
@@ -202,11 +202,11 @@ export function createTreeView(model) {
     matches = searchTree(tree, query, MAX_MATCHES);
     matchSet = new Set(matches);
     matchCursor = -1;
-    if (query.trim() === "") matchInfo.textContent = "";
-    else if (matches.length === 0) matchInfo.textContent = "no match";
+    if (query.trim() === "") setText(matchInfo, "");
+    else if (matches.length === 0) setText(matchInfo, "no match");
     else {
       const more = matches.length >= MAX_MATCHES ? "+" : "";
-      matchInfo.textContent = `${formatCount(matches.length)}${more} ${matches.length === 1 ? "match" : "matches"}`;
+      setText(matchInfo, `${formatCount(matches.length)}${more} ${matches.length === 1 ? "match" : "matches"}`);
     }
     openAncestors(matches);
   }

@@ -1,0 +1,34 @@
+"""Models that run through ``torch.compile``: recognised, so the explorer's hooks and runs stay out of the compiler."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+
+
+def is_compiled(model: nn.Module) -> bool:
+    """Whether ``model`` is, or holds, a ``torch.compile`` wrapper (OptimizedModule) or a module compiled in
+    place (``module.compile()``)."""
+    return any(
+        type(m).__name__ == "OptimizedModule" or getattr(m, "_compiled_call_impl", None) is not None
+        for m in model.modules()
+    )
+
+
+@contextlib.contextmanager
+def run_eagerly(model: nn.Module) -> Iterator[None]:
+    """Inside the body a compiled ``model`` runs its Python code: no compiled code is made or reused for it.
+
+    For the explorer's own runs (probe, checks, diagnostics): they run with other grad modes, train/eval
+    modes and temporary hooks than the user's calls, so compiling them would cost a compilation each and
+    leave graphs (with graph breaks at those hooks) that the user's next calls could pick up. torch's
+    stance is process-wide: while the body runs, other compiled code of the process runs eagerly too.
+    """
+    if not is_compiled(model):
+        yield
+        return
+    with torch.compiler.set_stance("force_eager"):
+        yield
