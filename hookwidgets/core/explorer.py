@@ -44,7 +44,7 @@ from .lazy import MaterializedWarning, has_lazy, materialize, unmaterialized_par
 from .modelstate import preserved_state
 from .nested import map_tensors, tensors_in
 from .optim import UpdateRatioMonitor
-from .targets import alias_note, first_name, resolve_target
+from .targets import alias_note, first_name, resolve_target, without_compiled_steps
 from .tree import ProbeResult, build_tree, hookable_modules, probe
 
 
@@ -212,7 +212,7 @@ class Explorer:
             warnings.warn(COMPILED, stacklevel=2)
             for info in infos:  # until each fires: a hook attached before the model's first compiled call does
                 info.note = note
-        if target != given:
+        if target != given and without_compiled_steps(target) != given:  # not merely inside torch.compile's wrapper
             note = alias_note(given, target)
             warnings.warn(note, stacklevel=2)
             for info in infos:

@@ -58,7 +58,11 @@ def submodule_or_none(model: nn.Module, path: str) -> nn.Module | None:
 
 
 def resolve_target(model: nn.Module, target: str) -> tuple[str, nn.Module | nn.Parameter]:
-    """``("module", module)`` or ``("param", parameter)`` for a path; a KeyError with close matches."""
+    """``("module", module)`` or ``("param", parameter)`` for a path; a KeyError with close matches.
+
+    Inside a ``torch.compile`` wrapper the path may leave out torch's ``_orig_mod`` step, as the compiled
+    model's attributes do (``"fc2"`` for ``"_orig_mod.fc2"``).
+    """
     if not isinstance(target, str):
         raise TypeError(f"a target must be a string such as 'layer1.0.conv1', not {type(target).__name__}")
     module = submodule_or_none(model, target)
@@ -67,13 +71,18 @@ def resolve_target(model: nn.Module, target: str) -> tuple[str, nn.Module | nn.P
     params = dict(model.named_parameters(remove_duplicate=False))
     if target in params:
         return "param", params[target]
+    inside = through_compiled(model, target)
+    if inside is not None and (submodule_or_none(model, inside) is not None or inside in params):
+        return resolve_target(model, inside)
     if _is_node_id(target):
         return "node", target
     parametrized = _parametrized_hint(model, target, params)
     if parametrized:
         raise KeyError(parametrized)
     candidates = [p for p in module_paths(model) if p] + list(params)
-    close = difflib.get_close_matches(target, candidates, n=3, cutoff=0.5)
+    short = {without_compiled_steps(c): c for c in candidates if COMPILED_INNER in c.split(".")}
+    close = difflib.get_close_matches(target, candidates + [c for c in short if c], n=3, cutoff=0.5)
+    close = list(dict.fromkeys(short.get(c, c) for c in close))  # named as the tree names them
     hint = (
         " — did you mean " + " or ".join(quoted(c) for c in close) + "?"
         if close
@@ -84,6 +93,32 @@ def resolve_target(model: nn.Module, target: str) -> tuple[str, nn.Module | nn.P
         )
     )
     raise KeyError(f"no module or parameter {quoted(target)} in {display_name(type(model).__name__)}{hint}")
+
+
+COMPILED_INNER = "_orig_mod"
+"""Where torch.compile's wrapper (OptimizedModule) keeps the module it compiles."""
+
+
+def through_compiled(model: nn.Module, path: str) -> str | None:
+    """``path`` with the ``_orig_mod`` step put back at each compiled wrapper it passes (``"fc2"`` ->
+    ``"_orig_mod.fc2"``); None when it passes none, or leads to no module."""
+    module, parts, inserted = model, [], False
+    for name in path.split(".") if path else ():
+        inner = module._modules.get(COMPILED_INNER) if type(module).__name__ == "OptimizedModule" else None
+        if name not in module._modules and isinstance(inner, nn.Module):
+            parts.append(COMPILED_INNER)
+            module, inserted = inner, True
+        parts.append(name)
+        child = module._modules.get(name)
+        if not isinstance(child, nn.Module):  # a parameter's name ends the path, or nothing is there
+            return ".".join(parts) if inserted and name == path.rsplit(".", 1)[-1] else None
+        module = child
+    return ".".join(parts) if inserted else None
+
+
+def without_compiled_steps(path: str) -> str:
+    """``path`` as the compiled model's own attributes name it: its ``_orig_mod`` steps left out."""
+    return ".".join(part for part in path.split(".") if part != COMPILED_INNER)
 
 
 def first_name(model: nn.Module, family: str, obj: object) -> str | None:

@@ -180,3 +180,20 @@ def test_the_explorers_own_runs_leave_the_users_compiled_code_as_it_was(how, mod
         assert compiled == alone, f"explored at turn {explore_at}"
     _, last, _ = session(1, run=True)
     assert last == alone_last  # after ex.run() too, the user's next calls compile and break as before
+
+
+def test_paths_inside_a_compile_wrapper_may_leave_out_its_orig_mod_step():
+    net, compiled, prefix = compile_net("torch.compile")
+    x = torch.randn(2, 4)
+    with warnings.catch_warnings(record=True) as caught, Explorer(compiled, x) as ex:
+        warnings.simplefilter("always")
+        module_hook = ex.attach("fc2", "forward")
+        param_hook = ex.attach("fc1.weight", "grad")
+        assert (module_hook.target, param_hook.target) == (prefix + "fc2", prefix + "fc1.weight")
+        assert not any("another path" in str(w.message) for w in caught)  # not an alias of a module named twice
+        ex.run(x, target=0)
+        assert ex.captures[prefix + "fc2"]["forward"][-1].tensor.shape == (2, 3)
+        assert ex.captures[prefix + "fc1.weight"]["grad"][-1].tensor.shape == (4, 4)
+        assert [info.target for info in ex.detach("fc2")] == [prefix + "fc2"]
+        with pytest.raises(KeyError, match=r"'fc9' in OptimizedModule — did you mean '_orig_mod.fc\d'"):
+            ex.attach("fc9", "forward")
