@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
+
 import torch.nn.modules.module as module_globals
 from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
@@ -45,27 +47,45 @@ def _name(hook: object) -> str:
     return getattr(hook, "__qualname__", None) or getattr(hook, "__name__", None) or type(hook).__name__
 
 
-def foreign_hooks(model: nn.Module, own_ids: set[int]) -> list[tuple[str, str, str]]:
+def foreign_hooks(
+    model: nn.Module,
+    own_ids: set[int],
+    explorers: Mapping[int, tuple[str, str, str]] | None = None,
+    hidden: Set[int] = frozenset(),
+) -> list[tuple[str, str, str]]:
     """``(target, kind, hook name)`` for every hook on the model whose handle id is not in ``own_ids``.
 
     Covers module hook dicts, parameter tensor and post-accumulate hooks, and the process-wide
-    global module hooks (shown on target ``""``, since they fire for this model too).
+    global module hooks (shown on target ``""``, since they fire for this model too). ``explorers`` maps
+    the handle ids of other explorers' hooks to the one entry each such hook is listed as (a global kind
+    is one hook on every module); ``hidden``: ids of their machinery (step trackers), not listed.
     """
-    found = []
+    explorers = explorers or {}
+    found: list[tuple[str, str, str]] = []
+    listed: set[tuple[str, str, str]] = set()
+
+    def add(key: int, entry: tuple[str, str, str]) -> None:
+        if key in own_ids:
+            return
+        entry = explorers.get(key, entry)
+        if key in explorers and entry in listed:
+            return  # another explorer's hook, listed once
+        if key in hidden and key not in explorers:
+            return
+        listed.add(entry)
+        found.append(entry)
+
     for path, module in model.named_modules():
         for attr, kind in MODULE_DICTS.items():
-            found += [
-                (path, kind, _name(h))
-                for key, h in getattr(module, attr).items()
-                if key not in own_ids and not _is_lazy_init(module, h)
-            ]
+            for key, h in getattr(module, attr).items():
+                if not _is_lazy_init(module, h):
+                    add(key, (path, kind, _name(h)))
     for name, param in model.named_parameters():
         for key, hook in (param._backward_hooks or {}).items():
-            if key not in own_ids:
-                found.append((name, "grad", _name(hook)))
+            add(key, (name, "grad", _name(hook)))
         for key, hook in (getattr(param, "_post_accumulate_grad_hooks", None) or {}).items():
-            if key not in own_ids:
-                found.append((name, "post_accumulate", _name(hook)))
+            add(key, (name, "post_accumulate", _name(hook)))
     for attr, kind in GLOBAL_DICTS.items():
-        found += [("", kind, _name(h)) for key, h in getattr(module_globals, attr).items() if key not in own_ids]
+        for key, h in getattr(module_globals, attr).items():
+            add(key, ("", kind, _name(h)))
     return found

@@ -35,13 +35,14 @@ from .kinds import MODULE_KINDS, Kind, check_callable
 from .modelwide import ModelWideHooks
 from .nodehooks import NodeHooks
 from .own_runs import OWN_RUN, own_run
-from .owned import own
+from .owned import own, owned_ids
 from .registration import KindRegistrations
 from .returns import check_return
 from .stats import StatsMemo
 from .step_notes import ARMED_BY_THE_STEP, note_armed, note_short_steps
 
 ON_ERROR = ("record", "raise")
+_REGISTRIES: weakref.WeakSet[HookRegistry] = weakref.WeakSet()  # every live registry of the process
 FULL_BACKWARD_KINDS = ("backward", "backward_pre", "global_backward", "global_backward_pre")
 TIMELINE_CAP = 10_000
 
@@ -131,6 +132,7 @@ class HookRegistry(KindRegistrations, CallClock):
         self._stats_memo = StatsMemo()
         self.step_listeners: list[Callable[[int], None]] = []
         """Called with the step number at the end of each forward of the model (not in suspended runs)."""
+        _REGISTRIES.add(self)
 
     @property
     def _root(self) -> nn.Module | None:
@@ -145,7 +147,7 @@ class HookRegistry(KindRegistrations, CallClock):
             return list(self._hooks.values())
         others = [
             HookInfo(target, kind, name, foreign=True, active=False)
-            for target, kind, name in foreign_hooks(root, self._own_handle_ids())
+            for target, kind, name in foreign_hooks(root, self._own_handle_ids(), *self._other_explorers())
         ]
         return list(self._hooks.values()) + others
 
@@ -323,7 +325,19 @@ class HookRegistry(KindRegistrations, CallClock):
         root = self._root
         if root is None:
             return []
-        return [hook for hook in foreign_hooks(root, self._own_handle_ids()) if hook[1] in FULL_BACKWARD_KINDS]
+        found = foreign_hooks(root, self._own_handle_ids(), *self._other_explorers())
+        return [hook for hook in found if hook[1] in FULL_BACKWARD_KINDS]
+
+    def _other_explorers(self) -> tuple[dict[int, tuple[str, str, str]], set[int]]:
+        """The hooks of the process's other explorers as they are listed, by handle id (one entry per hook: a
+        global kind has a handle on every module), and the ids of every explorer's machinery to leave unlisted."""
+        listed: dict[int, tuple[str, str, str]] = {}
+        for registry in list(_REGISTRIES):
+            if registry is not self:
+                for info in list(registry._hooks.values()):
+                    entry = (info.target, info.kind, f"{info.action_name} (another explorer's)")
+                    listed.update(dict.fromkeys((handle.id for handle in info._handles), entry))
+        return listed, owned_ids()
 
     def _own_handle_ids(self) -> set[int]:
         """Ids of every handle the explorer holds: its hooks' and its step tracker's."""

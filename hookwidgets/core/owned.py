@@ -97,6 +97,12 @@ def own_backward(module: nn.Module, register: Callable[[], RemovableHandle]) -> 
     return OwnedHandle(handle, module, flag_owner=owner)
 
 
+def owned_ids() -> set[int]:
+    """Ids of every live hookwidgets handle on a module, all explorers together."""
+    with _lock:
+        return set(_own_ids)
+
+
 def flag_owner(module: nn.Module) -> nn.Module:
     """The module whose ``_is_full_backward_hook`` torch sets when ``module`` gets a backward hook.
 

@@ -126,3 +126,30 @@ def test_a_refused_legacy_hook_counts_nothing(mlp):
             ex.attach("0", "legacy_backward")
         ex.detach("0", "backward")
         assert hook_state(mlp) == before and dict_keys(mlp) == keys
+
+
+def test_another_explorers_hooks_are_listed_once_each_as_its_and_its_machinery_not_at_all(mlp, x):
+    def mine(module, args, output):
+        return None
+
+    mlp[2].register_forward_hook(mine)
+    first = Explorer(mlp, x)
+    first.attach("", ["global_forward", "global_backward"], action="stats")
+    first.attach("0", "backward")
+    second = Explorer(mlp, x)
+    second.attach("2", "forward")
+    listed = {(h.target, h.kind, h.action) for h in second.hooks if h.foreign}
+    assert listed == {
+        ("", "global_forward", "stats (another explorer's)"),
+        ("", "global_backward", "stats (another explorer's)"),
+        ("0", "backward", "capture (another explorer's)"),
+        (
+            "2",
+            "forward",
+            "test_another_explorers_hooks_are_listed_once_each_as_its_and_its_machinery_not_at_all.<locals>.mine",
+        ),
+    }
+    assert len([h for h in second.hooks if h.foreign]) == len(listed)
+    first.close()
+    assert [(h.target, h.kind) for h in second.hooks if h.foreign] == [("2", "forward")]
+    second.close()
