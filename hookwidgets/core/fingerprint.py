@@ -23,8 +23,14 @@ call than ``ctypes.string_at``."""
 
 
 def take(t: torch.Tensor) -> Print | None:
-    """The fingerprint of ``t``; None where its values cannot be read (another layout, a tensor subclass,
-    a tensor without storage)."""
+    """The fingerprint of ``t`` as it is now; None where its values cannot be read (another layout, a tensor
+    subclass, a tensor without storage). For a tensor just made (a capture): its memory is its own."""
+    return _take(t, bounded=False)
+
+
+def _take(t: torch.Tensor, bounded: bool) -> Print | None:
+    """``take``; ``bounded``: first check that ``t``'s storage still spans the four elements (one kept a while
+    may have been freed or shrunk since, and is then not read)."""
     if type(t) is not torch.Tensor or t.layout is not torch.strided:
         return None
     n = t.numel()
@@ -40,11 +46,10 @@ def take(t: torch.Tensor) -> Print | None:
     size = t.element_size()
     try:
         pointer = t.data_ptr()
-        storage = t.untyped_storage().nbytes()
+        # strides are never negative, so the last element lies furthest
+        if bounded and (t.storage_offset() + d + 1) * size > t.untyped_storage().nbytes():
+            return None
     except RuntimeError:  # tensors without storage (functorch wrappers)
-        return None
-    # strides are never negative, so the last element lies furthest; a storage freed or shrunk is not read
-    if (t.storage_offset() + d + 1) * size > storage:
         return None
     cell = _CELLS.get(size) or (ctypes.c_char * size).from_address
     return (
@@ -66,7 +71,7 @@ def _device_print(t: torch.Tensor, b: int, c: int, d: int) -> torch.Tensor | Non
 
 def matches(t: torch.Tensor, kept: Print) -> bool:
     """Whether ``t`` still holds the values of its fingerprint ``kept`` (compared bit for bit: NaN matches NaN)."""
-    now = take(t)
+    now = _take(t, bounded=True)
     if now is None:
         return False  # its memory went (a storage freed, resized or swapped for something unreadable)
     return as_bytes(now) == as_bytes(kept)
