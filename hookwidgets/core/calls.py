@@ -9,9 +9,11 @@ of each call writes its (step, call) on the autograd nodes the call's backward w
 ``node.metadata``), and the backward firing reads it there, on whatever thread the backward runs.
 
 A forward firing inside a backward is a recompute (``torch.utils.checkpoint``): it takes the (step, call)
-of the firing it repeats, found in the step's log of forward firings, and counts no new call. The log says
-for each firing where autograd's numbering was, and, inside a non-reentrant checkpoint's segment, which
-segment it was (the segment's saved-tensor hooks) and where its module's call began, as far as known.
+of the firing it repeats, found in the step's log of the forward firings a checkpoint may recompute (those
+inside a non-reentrant checkpoint's segment, or inside an autograd.Function's forward, where a reentrant
+checkpoint runs its segment), and counts no new call. The log says for each where autograd's numbering was,
+and, inside a non-reentrant checkpoint's segment, which segment it was (the segment's saved-tensor hooks) and
+where its module's call began, as far as known.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from .stats import StatsMemo
 _current_autograd_node = getattr(torch._C, "_current_autograd_node", lambda: None)  # private; None outside backward
 _graph_task_id = getattr(torch._C, "_current_graph_task_id", lambda: -1)
 # private; the innermost saved-tensor hooks: a non-reentrant checkpoint's, inside one of its segments
+# private; False inside an autograd.Function's forward (where a reentrant checkpoint runs its segment) and under
+# inference_mode
+_forward_grad_enabled = getattr(torch._C, "_is_fwd_grad_enabled", lambda: False)
 _saved_tensor_hooks = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", lambda ignore_tracing: None)
 CALL_STEPS_KEPT = 16  # steps whose call counters and logs are kept: a backward may come a few forwards later
 FULL_KINDS = ("backward", "global_backward")
@@ -121,12 +126,13 @@ class CallClock:
             call = counts.get(key, 0)
             counts[key] = call + 1
             log = self._logs.get(step)
-            if log is not None:
-                seq, hooks = next_sequence_nr(), _saved_tensor_hooks(False)
-                if hooks is None:  # the usual case: in no checkpoint segment
-                    log.append((seq, key, call, 0, None))
-                else:  # the unpack hook lives as long as what the segment saved: its id tells segments apart
+            if log is not None:  # only firings a checkpoint may recompute are logged (the usual case: none)
+                hooks = _saved_tensor_hooks(False)
+                if hooks is not None:  # the unpack hook lives as long as what the segment saved: it names the segment
+                    seq = next_sequence_nr()
                     log.append((seq, key, call, id(hooks[1]), seq if call_args is None else _call_start(call_args)))
+                elif not _forward_grad_enabled():  # inside an autograd.Function's forward (a reentrant checkpoint's)
+                    log.append((next_sequence_nr(), key, call, 0, None))
         return Firing(target, kind, step, call)
 
     # Tags: written by a forward hook of each call of a module with backward hooks, read by its backward firings.
