@@ -48,6 +48,7 @@ BENCHES: dict[str, list[str]] = {
     "frontend": [],
     "live_overhead": ["--pairs", "30"],
     "ddp_overhead": ["--pairs", "60"],
+    "other_models": ["--pairs", "30"],
 }
 """Every benchmark ``make bench`` runs, in this order, with its flags."""
 
