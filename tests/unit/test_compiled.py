@@ -183,7 +183,7 @@ def test_the_explorers_own_runs_leave_the_users_compiled_code_as_it_was(how, mod
 
 
 def test_paths_inside_a_compile_wrapper_may_leave_out_its_orig_mod_step():
-    net, compiled, prefix = compile_net("torch.compile")
+    _, compiled, prefix = compile_net("torch.compile")
     x = torch.randn(2, 4)
     with warnings.catch_warnings(record=True) as caught, Explorer(compiled, x) as ex:
         warnings.simplefilter("always")
