@@ -30,7 +30,7 @@ frontend: $(BUNDLE)
 chromium:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update && $(SUDO) apt-get install -y chromium fonts-liberation; }
 
-# The stats action compiles a small C kernel on first use (hookwidgets/core/native.py); the tests check it loads.
+# The stats action compiles a small C kernel on first use (hookwidgets/core/capture/native.py); the tests check it loads.
 compiler:
 	@command -v cc >/dev/null 2>&1 || { $(SUDO) apt-get update && $(SUDO) apt-get install -y gcc libc6-dev; }
 

@@ -56,12 +56,12 @@ from torch import nn
 
 from hookwidgets.core import Explorer
 from hookwidgets.core.gc_pause import no_gc
-from hookwidgets.core.graph import GraphRecorder, output_roots, record_graph
-from hookwidgets.core.graph_names import ParamNames
-from hookwidgets.core.graph_saved import read_saved
-from hookwidgets.core.graph_state import RecordedGraph
-from hookwidgets.core.graph_walk import walk_graph
-from hookwidgets.core.scope import Call, ScopeTracker
+from hookwidgets.core.graph.record import GraphRecorder, output_roots, record_graph
+from hookwidgets.core.graph.saved import read_saved
+from hookwidgets.core.graph.state import RecordedGraph
+from hookwidgets.core.graph.walk import walk_graph
+from hookwidgets.core.model.names import ParamNames
+from hookwidgets.core.model.scope import Call, ScopeTracker
 
 BLOCKS = 2000
 CHAIN_STEPS = 10_000

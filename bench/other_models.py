@@ -32,7 +32,7 @@ from models import ResNet18
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.kinds import GLOBAL_KINDS
+from hookwidgets.core.hooks.kinds import GLOBAL_KINDS
 
 BAR = 1.05
 

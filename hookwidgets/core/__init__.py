@@ -1,11 +1,11 @@
 """Torch-only engine of hookwidgets: targets, hooks, captures, module tree. No display code."""
 
-from .capture import CaptureStore, Record
+from .capture.store import CaptureStore, Record
 from .explorer import Explorer
-from .hooks import HookInfo, HookRegistry, TimelineEvent
-from .kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, PARAM_KINDS
-from .targets import resolve_module, resolve_target
-from .tree import build_tree, probe
+from .hooks.kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, PARAM_KINDS
+from .hooks.registry import HookInfo, HookRegistry, TimelineEvent
+from .model.targets import resolve_module, resolve_target
+from .model.tree import build_tree, probe
 
 __all__ = [
     "GLOBAL_KINDS",

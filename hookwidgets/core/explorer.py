@@ -17,13 +17,12 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 
 from .attribution import CAM_METHODS, attribute, check_method
-from .capture import DEFAULT_MEMORY_BUDGET, CaptureStore
-from .codegen import hook_code
-from .compare import BackwardComparison, compare_backward
-from .compiled import run_eagerly
-from .dataflow import dataflow_graph
-from .diagnose import first_nonfinite, summary_rows
-from .diagnostics import (
+from .capture.export import export_captures
+from .capture.store import DEFAULT_MEMORY_BUDGET, CaptureStore
+from .codegen.generate import hook_code
+from .diagnostics.compare import BackwardComparison, compare_backward
+from .diagnostics.nonfinite import first_nonfinite, summary_rows
+from .diagnostics.notes import (
     COMPILED,
     SCRIPTED_ROOT,
     compiled_note,
@@ -34,18 +33,19 @@ from .diagnostics import (
     not_run_note,
 )
 from .display import display_name, quoted
-from .export import export_captures
-from .graph import GraphRecorder, no_graph_reason
-from .graph_state import RecordedGraph
-from .hooks import FULL_BACKWARD_KINDS, HookInfo, HookRegistry, TimelineEvent
-from .inputs import Inputs, Target, backward_score, call_model, describe_inputs
-from .kinds import KINDS, resolve_kind
-from .lazy import MaterializedWarning, has_lazy, materialize, unmaterialized_param
-from .modelstate import preserved_state
-from .nested import map_tensors, tensors_in
-from .optim import UpdateRatioMonitor
-from .targets import alias_note, first_name, resolve_target, without_compiled_steps
-from .tree import ProbeResult, build_tree, hookable_modules, probe
+from .graph.dataflow import dataflow_graph
+from .graph.record import GraphRecorder, no_graph_reason
+from .graph.state import RecordedGraph
+from .hooks.kinds import KINDS, resolve_kind
+from .hooks.optim import UpdateRatioMonitor
+from .hooks.registry import FULL_BACKWARD_KINDS, HookInfo, HookRegistry, TimelineEvent
+from .model.compiled import run_eagerly
+from .model.inputs import Inputs, Target, backward_score, call_model, describe_inputs
+from .model.lazy import MaterializedWarning, has_lazy, materialize, unmaterialized_param
+from .model.nested import map_tensors, tensors_in
+from .model.state import preserved_state
+from .model.targets import alias_note, first_name, resolve_target, without_compiled_steps
+from .model.tree import ProbeResult, build_tree, hookable_modules, probe
 
 
 class Explorer:

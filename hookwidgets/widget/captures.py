@@ -8,7 +8,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from ..core.capture import CaptureStore, Record
+from ..core.capture.store import CaptureStore, Record
 from ..core.display import display_name
 from ..plots import feature_map_figure, figure_png, gradient_map_figure, histogram_figure, stats_figure
 

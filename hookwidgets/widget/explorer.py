@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ..core.capture import DEFAULT_MEMORY_BUDGET
-from ..core.diagnostics import SCRIPTED_ROOT, unwatched_note
+from ..core.capture.store import DEFAULT_MEMORY_BUDGET
+from ..core.diagnostics.notes import SCRIPTED_ROOT, unwatched_note
 from ..core.display import display_name, quoted
 from ..core.explorer import Explorer, explain_run_error
-from ..core.hooks import HookInfo
-from ..core.inputs import Inputs, Target
-from ..core.lazy import materialize_notices
-from ..core.optim import UpdateRatioMonitor
-from ..core.tree import ProbeResult
+from ..core.hooks.optim import UpdateRatioMonitor
+from ..core.hooks.registry import HookInfo
+from ..core.model.inputs import Inputs, Target
+from ..core.model.lazy import materialize_notices
+from ..core.model.tree import ProbeResult
 from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
 from .attribution_panel import attribution_payload
 from .captures import plot_items

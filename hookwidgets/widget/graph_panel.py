@@ -11,8 +11,8 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from ..core.dataflow import dataflow_graph
-from ..core.lazy import materialize_notices
+from ..core.graph.dataflow import dataflow_graph
+from ..core.model.lazy import materialize_notices
 
 if TYPE_CHECKING:
     from .explorer import HookExplorer

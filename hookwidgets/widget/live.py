@@ -14,8 +14,8 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from ..core.gc_pause import no_gc
-from ..core.hooks import HookRegistry
-from ..core.inputs import class_scores
+from ..core.hooks.registry import HookRegistry
+from ..core.model.inputs import class_scores
 from .captures import plot_items
 from .state import hooks_payload, memory_payload, plain_number
 

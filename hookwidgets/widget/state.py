@@ -8,14 +8,14 @@ from typing import Any
 import torch
 from torch.nn.parameter import is_lazy
 
-from ..core.codegen import hook_code
+from ..core.capture.export import plain_number
+from ..core.codegen.generate import hook_code
 from ..core.display import display_name, quoted
 from ..core.explorer import Explorer
-from ..core.export import plain_number
-from ..core.hooks import HookInfo
-from ..core.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS, valid_kinds
-from ..core.lazy import unmaterialized_param
-from ..core.targets import resolve_target
+from ..core.hooks.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS, valid_kinds
+from ..core.hooks.registry import HookInfo
+from ..core.model.lazy import unmaterialized_param
+from ..core.model.targets import resolve_target
 
 # Every kind in display order: badges and toggles keep this order.
 ALL_KINDS = [*MODULE_KINDS, *GLOBAL_KINDS, *(k for k in PARAM_KINDS if k not in MODULE_KINDS), *NODE_KINDS]

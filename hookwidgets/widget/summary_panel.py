@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..core.diagnose import SUMMARY_FIELDS, first_nonfinite_row
+from ..core.diagnostics.nonfinite import SUMMARY_FIELDS, first_nonfinite_row
 from ..core.explorer import Explorer
 from ..plots import figure_png, summary_heatmap_figure
 from .state import plain_number

@@ -10,7 +10,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from ..core.optim import UpdateRatioMonitor
+from ..core.hooks.optim import UpdateRatioMonitor
 from ..plots import figure_png, update_ratio_figure
 from .state import plain_number
 

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from hookwidgets.core.actions import named_tensors
+from hookwidgets.core.hooks.actions import named_tensors
 
 from ._walk import graph_params
 

@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from hookwidgets import HookExplorer
-from hookwidgets.core.calls import CALL_STEPS_KEPT
-from hookwidgets.core.hooks import TIMELINE_CAP
-from hookwidgets.core.kinds import NODE_KINDS
+from hookwidgets.core.hooks.clock import CALL_STEPS_KEPT
+from hookwidgets.core.hooks.kinds import NODE_KINDS
+from hookwidgets.core.hooks.registry import TIMELINE_CAP
 from hookwidgets.widget import live
 
 from ..widget._messages import browser_sets

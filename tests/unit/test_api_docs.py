@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from hookwidgets.core.actions import BUILTIN_ACTIONS
 from hookwidgets.core.attribution import METHODS
-from hookwidgets.core.edits import EDIT_NAMES
-from hookwidgets.core.kinds import KINDS
+from hookwidgets.core.hooks.actions import BUILTIN_ACTIONS
+from hookwidgets.core.hooks.edits import EDIT_NAMES
+from hookwidgets.core.hooks.kinds import KINDS
 from hookwidgets.ipython import USAGE
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "api.md"

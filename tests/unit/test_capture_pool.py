@@ -9,9 +9,11 @@ import pytest
 import torch
 from torch import nn
 
-from hookwidgets.core import Explorer, capture, capture_pool
-from hookwidgets.core.capture import CaptureStore, make_record
-from hookwidgets.core.capture_pool import MAX_BYTES, MIN_BYTES, PAGE, CapturePool, movable, shared, size_class
+from hookwidgets.core import Explorer
+from hookwidgets.core.capture import pool as capture_pool
+from hookwidgets.core.capture import store as capture
+from hookwidgets.core.capture.pool import MAX_BYTES, MIN_BYTES, PAGE, CapturePool, movable, shared, size_class
+from hookwidgets.core.capture.store import CaptureStore, make_record
 
 BIG = MIN_BYTES // 4 * 2  # float32 elements: twice the smallest tensor that moves
 

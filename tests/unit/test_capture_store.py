@@ -3,7 +3,7 @@ import threading
 import pytest
 import torch
 
-from hookwidgets.core.capture import CaptureStore, Record, make_record
+from hookwidgets.core.capture.store import CaptureStore, Record, make_record
 
 
 def _record(target="a", kind="forward", step=1, numel=256):

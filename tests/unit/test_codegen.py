@@ -11,8 +11,8 @@ import torch.nn.modules.module as module_globals
 from torch import nn
 
 from hookwidgets.core import Explorer, HookInfo
-from hookwidgets.core.codegen import hook_code
-from hookwidgets.core.edits import apply_edits
+from hookwidgets.core.codegen.generate import hook_code
+from hookwidgets.core.hooks.edits import apply_edits
 
 from ..conftest import HOOK_DICTS, TupleOut
 from .test_diagnostics import UsesDataclass, UsesDict
@@ -291,7 +291,7 @@ def test_stats_action_gives_the_same_statistics(net, x, generated):
 
 
 def test_stats_helper_counts_nan_and_inf_like_the_engine(generated):
-    from hookwidgets.core.stats import tensor_stats
+    from hookwidgets.core.capture.stats import tensor_stats
 
     ns = generated(hook_code([HookInfo("", "forward", "stats")]), nn.Identity())
     for t in [

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer, HookInfo
-from hookwidgets.core.codegen import hook_code
+from hookwidgets.core.codegen.generate import hook_code
 
 from .test_codegen import assert_same_records, generated  # noqa: F401 (a fixture)
 

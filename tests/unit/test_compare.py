@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.compare import compare_backward
+from hookwidgets.core.diagnostics.compare import compare_backward
 
 from ..conftest import SharedBlock, hook_state
 

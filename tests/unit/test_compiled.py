@@ -7,9 +7,9 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.capture import CaptureStore
-from hookwidgets.core.hooks import HookRegistry
-from hookwidgets.core.kinds import GLOBAL_KINDS, KINDS
+from hookwidgets.core.capture.store import CaptureStore
+from hookwidgets.core.hooks.kinds import GLOBAL_KINDS, KINDS
+from hookwidgets.core.hooks.registry import HookRegistry
 from hookwidgets.widget.state import hooks_payload
 
 from ..conftest import hook_state

@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.diagnose import first_nonfinite, first_nonfinite_row
+from hookwidgets.core.diagnostics.nonfinite import first_nonfinite, first_nonfinite_row
 
 from ..conftest import RefusesHooks, hook_state
 
@@ -170,7 +170,7 @@ def test_summary_rows_of_a_module_called_twice_cover_both_calls():
 
 
 def test_combined_statistics_equal_those_of_the_tensors_concatenated():
-    from hookwidgets.core.stats import combine_stats, tensor_stats
+    from hookwidgets.core.capture.stats import combine_stats, tensor_stats
 
     torch.manual_seed(0)
     a, b = torch.randn(50) * 3 + 1, torch.cat([torch.zeros(5), torch.tensor([math.inf, math.nan]), torch.randn(20)])

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.diagnostics import NOT_ARMED, STEP_NOT_ARMED
+from hookwidgets.core.diagnostics.notes import NOT_ARMED, STEP_NOT_ARMED
 
 from ..conftest import hook_state
 

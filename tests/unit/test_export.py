@@ -7,8 +7,8 @@ from safetensors import safe_open
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.capture import CaptureStore, Record, make_record
-from hookwidgets.core.export import export_captures, load_captures, sidecar_path
+from hookwidgets.core.capture.export import export_captures, load_captures, sidecar_path
+from hookwidgets.core.capture.store import CaptureStore, Record, make_record
 
 
 def _store(*records):

@@ -6,10 +6,11 @@ import pytest
 import torch
 from torch import nn
 
-from hookwidgets.core import Explorer, fingerprint
-from hookwidgets.core.capture import CaptureStore, make_record
-from hookwidgets.core.capture_pool import MIN_BYTES
-from hookwidgets.core.export import export_captures, sidecar_path
+from hookwidgets.core import Explorer
+from hookwidgets.core.capture import fingerprint
+from hookwidgets.core.capture.export import export_captures, sidecar_path
+from hookwidgets.core.capture.pool import MIN_BYTES
+from hookwidgets.core.capture.store import CaptureStore, make_record
 
 
 def _record(t: torch.Tensor, copy: bool = False):

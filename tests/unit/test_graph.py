@@ -12,7 +12,7 @@ import torch
 import torch.nn.modules.module as module_globals
 from torch import nn
 
-from hookwidgets.core.graph import GraphRecorder, dataflow_graph, node_id, parse_node_id, record_graph
+from hookwidgets.core.graph.record import GraphRecorder, dataflow_graph, node_id, parse_node_id, record_graph
 
 from .test_graph_scoping import ResidualCNN
 

@@ -10,7 +10,7 @@ import torch.nn.modules.module as module_globals
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.graph import record_graph
+from hookwidgets.core.graph.record import record_graph
 
 from ..conftest import SharedBlock
 from .test_graph_scoping import Outer, ResidualCNN, TransformerBlock, mlp

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils._pytree import tree_leaves
 
-from hookwidgets.core.graph import GraphRecorder, hidden_ops, record_graph
+from hookwidgets.core.graph.record import GraphRecorder, hidden_ops, record_graph
 
 from ..conftest import SharedBlock
 
@@ -431,8 +431,8 @@ def test_forwards_overlapping_on_threads_each_get_the_graph_a_forward_alone_gets
 @pytest.mark.parametrize("case", list(CASES))
 def test_without_torchs_private_sequence_reader_the_probe_gives_the_same_ids_and_scopes(case, monkeypatch):
     """The fallback for a torch without ``_get_sequence_nr`` (one probe node per mark) scopes every node alike."""
-    import hookwidgets.core.graph as graph_module
-    import hookwidgets.core.scope as scope_module
+    import hookwidgets.core.graph.record as graph_module
+    import hookwidgets.core.model.scope as scope_module
 
     torch.manual_seed(0)
     make, inputs = CASES[case]

@@ -9,9 +9,9 @@ import time
 import pytest
 import torch
 
-import hookwidgets.core.stats as stats_module
-from hookwidgets.core import native
-from hookwidgets.core.stats import STAT_KEYS, tensor_stats
+import hookwidgets.core.capture.stats as stats_module
+from hookwidgets.core.capture import native
+from hookwidgets.core.capture.stats import STAT_KEYS, tensor_stats
 
 
 def torch_path_stats(t: torch.Tensor) -> dict[str, float]:

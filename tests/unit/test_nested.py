@@ -12,8 +12,8 @@ import torch
 from torch import nn
 
 from hookwidgets.core.attribution.tap import LayerTap
-from hookwidgets.core.edits import apply_edits
-from hookwidgets.core.nested import first_tensor, map_tensors, named_tensors, tensors_in
+from hookwidgets.core.hooks.edits import apply_edits
+from hookwidgets.core.model.nested import first_tensor, map_tensors, named_tensors, tensors_in
 
 
 @dataclass

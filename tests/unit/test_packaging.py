@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.package import PackageImporter
 
-from hookwidgets.core.packaging import default_intern, package_report
+from hookwidgets.core.hooks.packaging import default_intern, package_report
 from tests.unit._pkgmodel.net import ScaledNet
 
 NET = "tests.unit._pkgmodel.net"

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.actions import Firing, describe_firing
+from hookwidgets.core.hooks.actions import Firing, describe_firing
 from hookwidgets.plots import (
     attention_figure,
     bars_figure,

@@ -7,7 +7,7 @@ import torch
 
 from hookwidgets.core import Explorer
 from hookwidgets.core.attribution.targets import target_score
-from hookwidgets.core.inputs import backward_score, class_scores
+from hookwidgets.core.model.inputs import backward_score, class_scores
 
 
 def test_run_with_a_target_leaves_grads_buffers_rng_and_mode_as_found(cnn, image):

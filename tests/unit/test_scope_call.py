@@ -8,9 +8,9 @@ import contextlib
 import torch
 from torch import nn
 
-from hookwidgets.core import scope
-from hookwidgets.core.graph import GraphRecorder, record_graph
-from hookwidgets.core.scope import ScopeTracker
+from hookwidgets.core.graph.record import GraphRecorder, record_graph
+from hookwidgets.core.model import scope
+from hookwidgets.core.model.scope import ScopeTracker
 
 TORCH_CALL = nn.Module.__call__
 

@@ -3,8 +3,8 @@ import math
 import pytest
 import torch
 
-import hookwidgets.core.stats as stats_path
-from hookwidgets.core.stats import STAT_KEYS, StatsMemo, stats_of, tensor_stats
+import hookwidgets.core.capture.stats as stats_path
+from hookwidgets.core.capture.stats import STAT_KEYS, StatsMemo, stats_of, tensor_stats
 
 
 @pytest.fixture(autouse=True, params=["fused kernel", "torch reductions"])
@@ -195,7 +195,7 @@ def test_stats_of_names_each_tensor():
 
 
 def test_stats_memo_reduces_one_tensor_once_until_it_changes_in_place(monkeypatch):
-    import hookwidgets.core.stats as stats_module
+    import hookwidgets.core.capture.stats as stats_module
 
     calls = []
     real = stats_module.tensor_stats
@@ -213,7 +213,7 @@ def test_stats_memo_reduces_one_tensor_once_until_it_changes_in_place(monkeypatc
 
 
 def test_a_container_and_its_last_child_share_one_reduction_per_step(monkeypatch):
-    import hookwidgets.core.stats as stats_module
+    import hookwidgets.core.capture.stats as stats_module
     from hookwidgets.core import Explorer
 
     calls = []

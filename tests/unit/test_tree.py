@@ -6,8 +6,8 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer, build_tree, probe
-from hookwidgets.core.diagnostics import SCRIPTED_ROOT, unwatched_note
-from hookwidgets.core.tree import describe_shape
+from hookwidgets.core.diagnostics.notes import SCRIPTED_ROOT, unwatched_note
+from hookwidgets.core.model.tree import describe_shape
 
 from ..conftest import RefusesHooks, hook_state
 

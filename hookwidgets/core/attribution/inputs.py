@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from ..inputs import Inputs, describe_inputs
+from ..model.inputs import Inputs, describe_inputs
 
 
 def with_grad(inputs: Inputs) -> tuple[Inputs, list[torch.Tensor]]:

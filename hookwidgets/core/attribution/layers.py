@@ -10,8 +10,8 @@ from torch import nn
 from torch.autograd.graph import GradientEdge, get_gradient_edge
 
 from ..display import display_name, quoted
-from ..inputs import Inputs, call_model
-from ..targets import resolve_module
+from ..model.inputs import Inputs, call_model
+from ..model.targets import resolve_module
 from .grid import as_grid, is_spatial
 from .tap import first_tensor
 

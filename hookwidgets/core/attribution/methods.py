@@ -12,8 +12,8 @@ import torch
 from torch import nn
 
 from ..display import display_name
-from ..inputs import Inputs, call_model
-from ..modelstate import preserved_state
+from ..model.inputs import Inputs, call_model
+from ..model.state import preserved_state
 from .cams import CAM_FUNCTIONS, gradcam
 from .grid import as_grid, is_spatial
 from .guided import GuidedReLUs

@@ -9,7 +9,7 @@ from torch import nn
 from torch.autograd.graph import GradientEdge, get_gradient_edge
 
 from ..display import quoted
-from ..nested import first_tensor as first_tensor  # re-exported: layers.py imports it here
+from ..model.nested import first_tensor as first_tensor  # re-exported: layers.py imports it here
 
 
 class LayerTap:

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from ..inputs import class_scores, class_target
+from ..model.inputs import class_scores, class_target
 
 AttributionTarget = int | Sequence[int] | Callable[[Any], torch.Tensor] | None
 

@@ -14,7 +14,7 @@ from torch.nn.parameter import is_lazy
 
 from .inputs import Inputs, call_model
 from .lazy import has_lazy, probe_copy
-from .modelstate import preserved_state
+from .state import preserved_state
 
 
 @dataclass

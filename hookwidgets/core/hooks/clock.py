@@ -23,11 +23,11 @@ from typing import Any
 
 import torch
 
+from ..capture.stats import StatsMemo
+from ..model.nested import tensors_in
+from ..model.scope import next_sequence_nr, op_name
 from .actions import Firing
-from .nested import tensors_in
 from .own_runs import OWN_RUN
-from .scope import next_sequence_nr, op_name
-from .stats import StatsMemo
 
 _current_autograd_node = getattr(torch._C, "_current_autograd_node", lambda: None)  # private; None outside backward
 _graph_task_id = getattr(torch._C, "_current_graph_task_id", lambda: -1)

@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from .capture import CaptureStore
-from .diagnostics import STEP_NOT_ARMED
-from .display import quoted
-from .nested import tensors_in
-from .short_steps import with_note
+from ..capture.short_steps import with_note
+from ..capture.store import CaptureStore
+from ..diagnostics.notes import STEP_NOT_ARMED
+from ..display import quoted
+from ..model.nested import tensors_in
 
 if TYPE_CHECKING:
-    from .hooks import HookInfo
+    from .registry import HookInfo
 
 ARMED_BY_THE_STEP = ("global_backward", "global_backward_pre", "global_grad", "param_grad", "post_accumulate")
 """Kinds (engine names) whose firing a whole forward arms: not armed when the model's output needs no grad."""

@@ -8,9 +8,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from .display import quoted
-from .graph import GraphRecorder, GraphRecording, record_graph
-from .inputs import Inputs
+from ..display import quoted
+from ..model.inputs import Inputs
+from .record import GraphRecorder, GraphRecording, record_graph
 
 
 class RecordedGraph:

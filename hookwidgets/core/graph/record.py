@@ -18,15 +18,15 @@ from torch import nn
 from torch.autograd.graph import Node
 from torch.utils._pytree import tree_leaves
 
+from ..display import display_name, quoted
+from ..gc_pause import no_gc
+from ..model.inputs import Inputs, call_model
+from ..model.names import ParamNames
+from ..model.nested import tensors_in
+from ..model.scope import HIDDEN_OPS, Call, ScopeTracker, hidden_ops, next_sequence_nr, node_id, op_name, parse_node_id
+from ..model.state import preserved_state
 from .dataflow import dataflow_graph
-from .display import display_name, quoted
-from .gc_pause import no_gc
-from .graph_names import ParamNames
-from .graph_walk import Table, walk_graph
-from .inputs import Inputs, call_model
-from .modelstate import preserved_state
-from .nested import tensors_in
-from .scope import HIDDEN_OPS, Call, ScopeTracker, hidden_ops, next_sequence_nr, node_id, op_name, parse_node_id
+from .walk import Table, walk_graph
 
 __all__ = [
     "GraphRecorder",

@@ -6,7 +6,7 @@ import difflib
 
 from torch import nn
 
-from .display import display_name, quoted
+from ..display import display_name, quoted
 from .scope import parse_node_id
 
 

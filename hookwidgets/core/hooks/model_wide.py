@@ -19,11 +19,11 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from .display import quoted
-from .gc_pause import no_gc
+from ..display import quoted
+from ..gc_pause import no_gc
 
 if TYPE_CHECKING:
-    from .hooks import HookInfo
+    from .registry import HookInfo
 
 Place = Callable[[nn.Module, list[RemovableHandle]], str | None]
 """Registers one global hook's torch hooks on a module, appending each handle; returns why not, or None."""

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.autograd.graph import Node
 
-from .graph_names import storage_starts
+from ..model.names import storage_starts
 
 if TYPE_CHECKING:
-    from .graph_names import ParamNames
-    from .graph_walk import Table
+    from ..model.names import ParamNames
+    from .walk import Table
 
 _saved_names: dict[type, tuple[tuple[str, str], ...]] = {}
 _SavedTensor = getattr(torch._C._autograd, "SavedTensor", None)  # what ``node._raw_saved_<name>`` gives

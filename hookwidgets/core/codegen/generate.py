@@ -10,12 +10,12 @@ from typing import Any
 
 from torch import nn
 
-from .diagnostics import CANNOT_FIRE
-from .display import display_name, quoted, visible
-from .hooks import HookInfo
-from .kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS
-from .scope import parse_node_id
-from .targets import resolve_target
+from ..diagnostics.notes import CANNOT_FIRE
+from ..display import display_name, quoted, visible
+from ..hooks.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS
+from ..hooks.registry import HookInfo
+from ..model.scope import parse_node_id
+from ..model.targets import resolve_target
 
 # Names the generated code defines itself; the model variable and hook functions must not shadow them.
 RESERVED = {

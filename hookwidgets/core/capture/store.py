@@ -13,9 +13,10 @@ from typing import Any
 
 import torch
 
-from . import capture_pool, fingerprint
-from .capture_pool import MIN_BYTES, PAGE, minor_faults, movable, shared
-from .display import quoted
+from ..display import quoted
+from . import fingerprint
+from . import pool as capture_pool
+from .pool import MIN_BYTES, PAGE, minor_faults, movable, shared
 from .short_steps import ShortSteps, describe, format_bytes
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from .gc_pause import no_gc
+from ..gc_pause import no_gc
 
 
 @dataclass

@@ -19,7 +19,7 @@ from typing import Any
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from .foreign import HOOK_DICTS
+from ..model.hook_dicts import HOOK_DICTS
 
 REDUCE = "__reduce_ex__"
 _lock = threading.RLock()  # reentrant: a finalizer set off by a collection inside a locked section removes handles

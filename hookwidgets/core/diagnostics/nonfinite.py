@@ -8,13 +8,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from .actions import named_tensors
-from .capture import CaptureStore
-from .display import quoted
-from .inputs import Inputs, call_model
-from .modelstate import preserved_state
-from .stats import combine_stats
-from .tree import forward_hooks
+from ..capture.stats import combine_stats
+from ..capture.store import CaptureStore
+from ..display import quoted
+from ..hooks.actions import named_tensors
+from ..model.inputs import Inputs, call_model
+from ..model.state import preserved_state
+from ..model.tree import forward_hooks
 
 SUMMARY_FIELDS = ("norm", "mean", "std", "zero_fraction", "nan", "inf")
 NO_VALUE_WHEN_EMPTY = ("mean", "std")

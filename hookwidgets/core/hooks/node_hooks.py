@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 from torch.autograd.graph import Node
 
+from ..display import quoted
+from ..graph.record import GraphRecorder, GraphRecording
+from ..model.scope import op_name
 from .actions import Firing, named_tensors
-from .display import quoted
-from .graph import GraphRecorder, GraphRecording
-from .scope import op_name
 
 if TYPE_CHECKING:
     from torch import nn
 
-    from .hooks import HookInfo, HookRegistry
+    from .registry import HookInfo, HookRegistry
 
 _MARK = "hookwidgets.placed"  # key in node.metadata: id of each HookInfo placed there -> [step it belongs to]
 

@@ -12,19 +12,19 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from ..diagnostics.notes import backward_output_note, input_grad_note
+from ..display import quoted
+from ..model.compiled import is_compiled
+from ..model.nested import is_dataclass_value, tensors_in
 from .actions import Firing, named_tensors
-from .compiled import is_compiled
-from .diagnostics import backward_output_note, input_grad_note
-from .display import quoted
 from .kinds import Kind
-from .modelwide import ModelWideHooks
-from .nested import is_dataclass_value, tensors_in
+from .model_wide import ModelWideHooks
 from .own_runs import OWN_RUN
 from .owned import flag_owner, own, own_backward
 
 if TYPE_CHECKING:
-    from .hooks import HookInfo
-    from .nodehooks import NodeHooks
+    from .node_hooks import NodeHooks
+    from .registry import HookInfo
 
 
 class KindRegistrations:

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 import torch
 from torch.autograd.graph import Node
 
-from .gc_pause import no_gc
-from .graph_names import ParamNames
-from .graph_saved import Saved, read_saved
-from .scope import HIDDEN, HIDDEN_OPS, op_name
+from ..gc_pause import no_gc
+from ..model.names import ParamNames
+from ..model.scope import HIDDEN, HIDDEN_OPS, op_name
+from .saved import Saved, read_saved
 
 _op_names: dict[type, str] = {}  # node type -> op name, for the types that stand for one op
 _AccumulateGrad = torch._C._functions.AccumulateGrad  # the node type of a leaf tensor's gradient sink

@@ -13,7 +13,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save_file
 
-from hookwidgets.core.capture import CaptureStore, Record
+from hookwidgets.core.capture.store import CaptureStore, Record
 
 FORMAT = "hookwidgets-captures"
 VERSION = "1"

@@ -38,7 +38,7 @@ import torch
 from torch import nn
 from torch.autograd.graph import Node
 
-from .graph_names import ModelNames, read_names
+from .names import ModelNames, read_names
 
 HIDDEN = "\x00hidden"
 """Scope of the nodes made inside ``scope.hidden_ops()``: left out of recorded graphs."""

@@ -7,9 +7,9 @@ import types
 import torch
 from torch import nn
 
-from .compiled import is_compiled
-from .display import display_name, quoted
-from .nested import is_dataclass_value
+from ..display import display_name, quoted
+from ..model.compiled import is_compiled
+from ..model.nested import is_dataclass_value
 
 _INPLACE_VIEW_ERROR = "BackwardHookFunction is a view and is being modified inplace"
 

@@ -16,11 +16,10 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from . import native
-from .actions import Firing, check_action, named_tensors, perform
-from .calls import CallClock, _current_autograd_node
-from .capture import CaptureStore
-from .diagnostics import (
+from ..capture import native
+from ..capture.stats import StatsMemo
+from ..capture.store import CaptureStore
+from ..diagnostics.notes import (
     explain_collision,
     explain_foreign_collision,
     inplace_culprit,
@@ -28,17 +27,18 @@ from .diagnostics import (
     modified_view,
     note_until_fired,
 )
-from .display import display_name, quoted
+from ..display import display_name, quoted
+from ..model.hook_dicts import foreign_hooks
+from .actions import Firing, check_action, named_tensors, perform
+from .clock import CallClock, _current_autograd_node
 from .edits import normalize_edits
-from .foreign import foreign_hooks
 from .kinds import MODULE_KINDS, Kind, check_callable
-from .modelwide import ModelWideHooks
-from .nodehooks import NodeHooks
+from .model_wide import ModelWideHooks
+from .node_hooks import NodeHooks
 from .own_runs import OWN_RUN, own_run
 from .owned import own, owned_ids
 from .registration import KindRegistrations
 from .returns import check_return
-from .stats import StatsMemo
 from .step_notes import ARMED_BY_THE_STEP, note_armed, note_short_steps
 
 ON_ERROR = ("record", "raise")

@@ -1,0 +1,108 @@
+"""What a hook does when it fires: edits first, then capture, stats, print or the user's callable."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..capture.stats import StatsMemo, tensor_stats
+from ..capture.store import CaptureStore, Record, make_record
+from ..model.nested import named_tensors as named_tensors  # re-exported: hooks and registration import it here
+from ..model.scope import hidden_ops
+from .edits import apply_edits
+
+BUILTIN_ACTIONS = ("capture", "stats", "print")
+
+
+@dataclass
+class Firing:
+    """One call of a hook: where it fired, and for which forward call.
+
+    ``recompute``: a forward firing that repeats one in a backward (``torch.utils.checkpoint``). ``slots``: for a
+    module backward hook, the positions of the values it is given that torch passes on (the tensors); ``()``
+    when none takes a gradient, None when unknown.
+    """
+
+    target: str
+    kind: str
+    step: int
+    call: int
+    recompute: bool = False
+    slots: tuple[int, ...] | None = None
+
+
+def check_action(action: str | Callable) -> None:
+    """A ValueError naming the valid actions for anything that is neither one of them nor callable."""
+    if not callable(action) and action not in BUILTIN_ACTIONS:
+        raise ValueError(f"unknown action {action!r}; choose one of {', '.join(BUILTIN_ACTIONS)} or pass a callable")
+
+
+def perform(
+    store: CaptureStore,
+    action: str | Callable,
+    edits: tuple,
+    copy: bool,
+    firing: Firing,
+    editable: Any,
+    tensors_of: Callable[[Any], dict[str, torch.Tensor]],
+    call_user: Callable[[Any], Any] | None = None,
+    memo: StatsMemo | None = None,
+) -> Any:
+    """Run one firing; returns what the hook should return to torch (None leaves values unchanged).
+
+    ``editable`` is the value edits apply to (args, output or gradients); ``tensors_of`` names the
+    tensors to record from the edited value; ``call_user`` calls a user callable with it; ``memo``
+    shares the statistics of a tensor that several hooks see.
+    """
+    if callable(action):
+        return call_user(editable) if call_user is not None else None  # torch's own return semantics
+    if edits:
+        with hidden_ops():  # the edit's own autograd nodes must not shift the ids of the module's nodes
+            edited = apply_edits(editable, edits)
+    else:
+        edited = editable
+    tensors = tensors_of(edited)
+    if action == "capture":
+        store.add(
+            make_record(
+                firing.target, firing.kind, firing.step, firing.call, tensors, copy, store.offload, firing.recompute
+            )
+        )
+    elif action == "stats":
+        primary = next((t for t in tensors.values() if t is not None), None)
+        reduce = memo.stats if memo is not None else tensor_stats
+        stats = reduce(primary) if primary is not None else None
+        if stats is not None and primary.is_complex():
+            stats = {**stats, "magnitude": True}  # the statistics are of |x|: said wherever they are shown
+        store.add(
+            Record(firing.target, firing.kind, firing.step, firing.call, {}, stats=stats, recompute=firing.recompute)
+        )
+    elif action == "print":
+        print(describe_firing(firing, tensors))
+    return edited if edits else None
+
+
+def describe_firing(firing: Firing, tensors: dict[str, torch.Tensor | None]) -> str:
+    """One line for the print action: where it fired and each tensor's shape, dtype and range (or None)."""
+    parts = []
+    for name, t in tensors.items():
+        if t is None:
+            parts.append(f"{name} is None")
+            continue
+        described = f"{name} {tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}"
+        if t.numel() == 0:
+            parts.append(f"{described} empty (0 elements)")
+            continue
+        stats = tensor_stats(t)
+        parts.append(
+            f"{described}{' magnitude' if t.is_complex() else ''} "
+            f"mean={stats['mean']:.4g} std={stats['std']:.4g} min={stats['min']:.4g} max={stats['max']:.4g}"
+            + (f" nan={int(stats['nan'])}" if stats["nan"] else "")
+            + (f" inf={int(stats['inf'])}" if stats["inf"] else "")
+        )
+    again = " (recompute)" if firing.recompute else ""
+    where = f"[step {firing.step}] {firing.target or '(model)'} {firing.kind} call {firing.call}{again}"
+    return f"{where}: " + ("; ".join(parts) if parts else "no tensors")
