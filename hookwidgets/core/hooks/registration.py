@@ -12,6 +12,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from .._torch import full_backward_flag
 from ..diagnostics.notes import backward_output_note, input_grad_note
 from ..display import quoted
 from ..model.compiled import is_compiled
@@ -159,7 +160,7 @@ class KindRegistrations:
                 return result
 
             if spec.name == "legacy_backward":
-                if flag_owner(module)._is_full_backward_hook is True:  # torch's own error names neither
+                if full_backward_flag(flag_owner(module)) is True:  # torch's own error names neither
                     raise ValueError(FULL_REFUSES_LEGACY.format(target=quoted(target)))
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", FutureWarning)
@@ -295,7 +296,7 @@ class KindRegistrations:
                 return None
             if spec.name == "global_backward_pre":
                 handles.append(own(module, module.register_full_backward_pre_hook(hook, prepend=True)))
-            elif flag_owner(module)._is_full_backward_hook is False:
+            elif full_backward_flag(flag_owner(module)) is False:
                 return LEGACY_REFUSES_FULL
             else:
                 handles.append(own_backward(module, lambda: module.register_full_backward_hook(hook, prepend=True)))
