@@ -17,8 +17,7 @@ import torch
 from torch import nn
 from torch.autograd.graph import Node
 
-from .. import _torch
-from .._torch import next_sequence_nr
+from .._torch import next_sequence_nr, off
 from ..diagnostics.notes import no_graph_reason
 from ..display import quoted
 from ..gc_pause import no_gc
@@ -318,8 +317,9 @@ class GraphRecorder:
             self.stop()
 
     def start(self) -> None:
-        if not _torch.HAS_NODE_NUMBERS:
-            raise RuntimeError(_torch.NODE_NUMBERS_OFF)
+        why = off().get("node_numbers")
+        if why is not None:
+            raise RuntimeError(why)
         names = self._tracker.start()
         if names is not None:
             self._params = ParamNames(self._tracker._model(), names)
