@@ -96,10 +96,13 @@ SAVED_TENSORS_OFF = (
 )
 
 
+def saved_tensors_readable() -> bool:
+    """Whether what nodes saved can be read (``HAS_SAVED_TENSORS``, read when called)."""
+    return HAS_SAVED_TENSORS
+
+
 def raw_saved_attrs(node_type: type) -> tuple[tuple[str, str], ...]:
-    """``(name, attribute)`` for each tensor nodes of ``node_type`` save, read without unpacking (none if off)."""
-    if not HAS_SAVED_TENSORS:
-        return ()
+    """``(name, attribute)`` for each tensor nodes of ``node_type`` save, read without unpacking."""
     return tuple((a[len(_RAW_SAVED) :], a) for a in dir(node_type) if a.startswith(_RAW_SAVED))
 
 

@@ -17,6 +17,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 
 from ._torch import COMPILED_INNER, is_compile_wrapper
+from ._torch import off as torch_features_off
 from .attribution import CAM_METHODS, attribute, check_method
 from .capture.export import export_captures
 from .capture.store import DEFAULT_MEMORY_BUDGET, CaptureStore
@@ -143,8 +144,9 @@ class Explorer:
 
     @property
     def diagnostics(self) -> list[str]:
-        """Explanations of hooks the explorer had to detach (e.g. an in-place op broke a backward hook)."""
-        return list(self._registry.explanations)
+        """Each feature this torch turns off and why, then explanations of hooks the explorer had to detach (e.g.
+        an in-place op broke a backward hook)."""
+        return [*torch_features_off().values(), *self._registry.explanations]
 
     @property
     def step(self) -> int:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.autograd.graph import Node
 
-from .._torch import SAVED_TENSOR, raw_saved_attrs
+from .._torch import SAVED_TENSOR, raw_saved_attrs, saved_tensors_readable
 from ..model.names import storage_starts
 
 if TYPE_CHECKING:
@@ -93,6 +93,8 @@ def read_saved(saved: Saved, nodes: list[Node], order: list[int], params: ParamN
     earlier node saved (same storage). Where several parameters share one storage, a tensor on it that
     is none of them is named after the first.
     """
+    if not saved_tensors_readable():
+        return  # said in Explorer.diagnostics
     rows, labels = saved.rows, saved.labels
     tensors: list[torch.Tensor] = []
     # Per saved tensor, the loop only finds it; its metadata is read afterwards by map() over the whole
