@@ -67,15 +67,15 @@ NODE_NUMBERS_OFF = (
     "the autograd graph (ex.graph(), node hooks) is off: this torch's autograd nodes have no _sequence_nr(), "
     "so the module that made each node cannot be told"
 )
-sequence_nr: Callable[[Any], int] = operator.methodcaller("_sequence_nr")
-"""``node``'s number in its thread's creation order (only where ``HAS_NODE_NUMBERS``)."""
+sequence_nr: Callable[[Any], int] = operator.methodcaller("_sequence_nr") if HAS_NODE_NUMBERS else (lambda node: 0)
+"""``node``'s number in its thread's creation order (0 for every node without ``HAS_NODE_NUMBERS``)."""
 
 
 def _probe_sequence_nr() -> int:
     """The next sequence number, by making one node (when torch lacks the reader of the counter)."""
     with torch.enable_grad():
         node = (torch.zeros((), requires_grad=True) * 1).grad_fn
-    return node._sequence_nr() + 1 if node is not None else 0  # None under inference mode: no nodes are made
+    return sequence_nr(node) + 1 if node is not None else 0  # None under inference mode: no nodes are made
 
 
 next_sequence_nr: Callable[[], int] = getattr(_autograd, "_get_sequence_nr", None) or _probe_sequence_nr

@@ -1,6 +1,7 @@
 """The explorer's hooks: kinds, actions and edits, the registry that owns them, and the optimizer monitor."""
 
 from .actions import BUILTIN_ACTIONS
+from .clock import Clock
 from .edits import EDIT_NAMES
 from .info import HookInfo, TimelineEvent
 from .kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS, Kind, resolve_kind, valid_kinds
@@ -16,6 +17,7 @@ __all__ = [
     "MODULE_KINDS",
     "NODE_KINDS",
     "PARAM_KINDS",
+    "Clock",
     "HookInfo",
     "HookRegistry",
     "Kind",
