@@ -229,7 +229,7 @@ def breakdown(model: nn.Module, x: torch.Tensor, runs: int) -> tuple[float, dict
                 output_roots(output), (call.starts, call.scopes), (call.start, call.end), params, saved_tensors=False
             )
             t7 = time.perf_counter()
-            read_saved(table, params)
+            read_saved(table.saved, table.nodes, table.order, params)
             t8 = time.perf_counter()
         del table, output
         t9 = time.perf_counter()

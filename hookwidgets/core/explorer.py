@@ -16,6 +16,8 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
+from ._torch import COMPILED_INNER, is_compile_wrapper
+from ._torch import off as torch_features_off
 from .attribution import CAM_METHODS, attribute, check_method
 from .capture.export import export_captures
 from .capture.store import DEFAULT_MEMORY_BUDGET, CaptureStore
@@ -30,11 +32,12 @@ from .diagnostics.notes import (
     inplace_culprit,
     is_inplace_collision,
     is_inplace_collision_text,
+    no_graph_reason,
     not_run_note,
 )
 from .display import display_name, quoted
 from .graph.dataflow import dataflow_graph
-from .graph.record import GraphRecorder, no_graph_reason
+from .graph.record import GraphRecorder
 from .graph.state import RecordedGraph
 from .hooks.kinds import KINDS, resolve_kind
 from .hooks.optim import UpdateRatioMonitor
@@ -141,8 +144,9 @@ class Explorer:
 
     @property
     def diagnostics(self) -> list[str]:
-        """Explanations of hooks the explorer had to detach (e.g. an in-place op broke a backward hook)."""
-        return list(self._registry.explanations)
+        """Each feature this torch turns off and why, then explanations of hooks the explorer had to detach (e.g.
+        an in-place op broke a backward hook)."""
+        return [*torch_features_off().values(), *self._registry.explanations]
 
     @property
     def step(self) -> int:
@@ -176,8 +180,8 @@ class Explorer:
                 "ScriptModules take no hooks; hook a module around it, or its parameters (kind 'grad'), or explore it "
                 "before scripting"
             )
-        if type(obj).__name__ == "OptimizedModule" and any(s.name in LEGACY_AND_FULL_BACKWARD for s in specs):
-            inner = f"{target}._orig_mod" if target else "_orig_mod"
+        if is_compile_wrapper(obj) and any(s.name in LEGACY_AND_FULL_BACKWARD for s in specs):
+            inner = f"{target}.{COMPILED_INNER}" if target else COMPILED_INNER
             raise ValueError(
                 f"module {quoted(target)} is torch.compile's wrapper (OptimizedModule): torch never fires backward "
                 f"hooks registered on the wrapper itself; attach them to {quoted(inner)}, the module it compiles"

@@ -113,6 +113,6 @@ def check_bounded(ex: HookExplorer, pushes: list[str]) -> None:
         # a global kind: one or two hooks on each module of the model; node hooks: one, checked above
         most = 2 * modules if info.kind.startswith("global_") else 3
         assert len(info._handles) <= most, f"{info} keeps {len(info._handles)} handles"
-    registry = ex._registry
     # call counters, firing logs and step beginnings of the newest steps only
-    assert max(len(registry._calls), len(registry._logs), len(registry._begins)) <= CALL_STEPS_KEPT
+    kept = ex._registry.clock.kept_steps()
+    assert len(kept) <= CALL_STEPS_KEPT and kept[-1] == STEPS

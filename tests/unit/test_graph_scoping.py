@@ -431,6 +431,7 @@ def test_forwards_overlapping_on_threads_each_get_the_graph_a_forward_alone_gets
 @pytest.mark.parametrize("case", list(CASES))
 def test_without_torchs_private_sequence_reader_the_probe_gives_the_same_ids_and_scopes(case, monkeypatch):
     """The fallback for a torch without ``_get_sequence_nr`` (one probe node per mark) scopes every node alike."""
+    import hookwidgets.core._torch as torch_apis
     import hookwidgets.core.graph.record as graph_module
     import hookwidgets.core.model.scope as scope_module
 
@@ -438,8 +439,8 @@ def test_without_torchs_private_sequence_reader_the_probe_gives_the_same_ids_and
     make, inputs = CASES[case]
     model, x = make(), inputs()
     expected = scopes(record_graph(model, x))
-    monkeypatch.setattr(scope_module, "next_sequence_nr", scope_module._probe_sequence_nr)
-    monkeypatch.setattr(graph_module, "next_sequence_nr", scope_module._probe_sequence_nr)
+    monkeypatch.setattr(scope_module, "next_sequence_nr", torch_apis._probe_sequence_nr)
+    monkeypatch.setattr(graph_module, "next_sequence_nr", torch_apis._probe_sequence_nr)
     assert scopes(record_graph(model, x)) == expected
     with torch.inference_mode():
-        assert scope_module._probe_sequence_nr() == 0  # no node can be made there: no number, no error
+        assert torch_apis._probe_sequence_nr() == 0  # no node can be made there: no number, no error

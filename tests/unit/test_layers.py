@@ -1,5 +1,13 @@
+"""hookwidgets.core stays torch-only and layered: imports go one way, no cycles, private torch APIs in one module."""
+
+from __future__ import annotations
+
+import ast
 import subprocess
 import sys
+from pathlib import Path
+
+import hookwidgets.core
 
 
 def test_core_imports_torch_only():
@@ -16,3 +24,213 @@ def test_plots_import_no_widgets():
     code = "import sys, hookwidgets.plots\nprint(','.join(m for m in ('ipywidgets', 'anywidget') if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == ""
+
+
+# --- The layers of hookwidgets.core, read from the source with ast -------------------------------------------------
+
+CORE = Path(hookwidgets.core.__file__).resolve().parent
+PACKAGE = "hookwidgets.core"
+LAYERS = [
+    ("display", "gc_pause", "_torch"),
+    ("model",),
+    ("capture",),
+    ("diagnostics",),
+    ("graph",),
+    ("hooks",),
+    ("attribution",),
+    ("codegen",),
+    ("explorer",),
+]
+"""Lowest first: a module imports only from its own package and lower layers. The package's own ``__init__``
+and the thin shims at documented old paths sit with ``explorer``, on top."""
+NOT_IN_CORE = ("ipywidgets", "IPython", "matplotlib", "anywidget", "traitlets")
+PRIVATE_TORCH_NAMES = {
+    "_use_count",
+    "_storage_Use_Count",
+    "_cdata",
+    "_sequence_nr",
+    "_get_sequence_nr",
+    "_current_autograd_node",
+    "_current_graph_task_id",
+    "_top_saved_tensors_default_hooks",
+    "_is_fwd_grad_enabled",
+    "_is_full_backward_hook",
+    "_global_is_full_backward_hook",
+    "_orig_mod",
+    "_compiled_call_impl",
+    "_infer_parameters",
+    "_raw_saved_",
+    "OptimizedModule",
+}
+"""Private torch attributes (read as attributes or named in a string) that only ``core/_torch.py`` may touch."""
+TORCH_API_MODULE = f"{PACKAGE}._torch"
+
+
+def _module_name(path: Path) -> str:
+    parts = [PACKAGE, *path.relative_to(CORE).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+SOURCES = {_module_name(path): path for path in sorted(CORE.rglob("*.py"))}
+
+
+def _package_of(name: str) -> str:
+    return name if SOURCES[name].name == "__init__.py" else name.rpartition(".")[0]
+
+
+def _imports(name: str) -> list[tuple[str, bool]]:
+    """``(imported module, at module level)`` for every import in module ``name``, TYPE_CHECKING blocks included
+    (as module level); ``from X import a`` imports ``X.a`` when that is a module, else ``X``."""
+    tree = ast.parse(SOURCES[name].read_text(encoding="utf-8"))
+    found: list[tuple[str, bool]] = []
+
+    def visit(node: ast.AST, top: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            nested = top and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Import):
+                found.extend((alias.name, top) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = _package_of(name).split(".")
+                    base = base[: len(base) - (child.level - 1)]
+                    target = ".".join(base + ([child.module] if child.module else []))
+                else:
+                    target = child.module or ""
+                for alias in child.names:
+                    sub = f"{target}.{alias.name}"
+                    found.append((sub if sub in SOURCES else target, top))
+            visit(child, nested)
+
+    visit(tree, True)
+    return found
+
+
+def _edges(name: str) -> set[str]:
+    """The core modules that importing ``name`` runs at once: those it imports at module level, and the
+    ``__init__`` of each package they are in that ``name`` is not itself inside (Python runs it first)."""
+    edges = set()
+    for target, top in _imports(name):
+        if not top or not target.startswith(PACKAGE):
+            continue
+        parts = target.split(".")
+        for end in range(2, len(parts) + 1):
+            ancestor = ".".join(parts[:end])
+            if ancestor in SOURCES and ancestor != name and not name.startswith(ancestor + "."):
+                edges.add(ancestor)
+    return edges
+
+
+def _layer(name: str) -> int:
+    head = name.removeprefix(PACKAGE).lstrip(".").split(".")[0]
+    for rank, layer in enumerate(LAYERS):
+        if head in layer:
+            return rank
+    return len(LAYERS) - 1  # the package's __init__ and the shims
+
+
+def test_every_core_module_has_a_layer():
+    heads = {name.removeprefix(PACKAGE).lstrip(".").split(".")[0] for name in SOURCES} - {""}
+    placed = {head for layer in LAYERS for head in layer}
+    shims = {head for head in heads - placed if not (CORE / head).is_dir()}
+    assert heads - placed - shims == set(), "a subpackage of core with no layer: add it to LAYERS"
+    for shim in shims:  # a module outside the layers is only a thin shim re-exporting a documented path
+        lines = [line for line in SOURCES[f"{PACKAGE}.{shim}"].read_text().splitlines() if line.strip()]
+        assert len(lines) <= 12, f"core/{shim}.py is not a thin shim: give it a layer"
+
+
+def test_core_imports_go_one_way_down_the_layers():
+    upward = [f"{name} -> {target}" for name in SOURCES for target in _edges(name) if _layer(target) > _layer(name)]
+    assert upward == [], "imports from a higher layer: " + "; ".join(upward)
+
+
+def test_core_has_no_import_cycle():
+    graph = {name: _edges(name) for name in SOURCES}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+    for start in graph:  # Tarjan's strongly connected components, iteratively
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    assert cycles == [], f"import cycles in core (TYPE_CHECKING imports count): {cycles}"
+
+
+def test_core_never_imports_display_libraries():
+    found = [
+        f"{name} imports {target}"
+        for name in SOURCES
+        for target, _ in _imports(name)
+        if target.split(".")[0] in NOT_IN_CORE
+    ]
+    assert found == []
+
+
+def test_private_torch_apis_only_in_core_torch():
+    found = []
+    for name, path in SOURCES.items():
+        if name == TORCH_API_MODULE:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in PRIVATE_TORCH_NAMES:
+                found.append(f"{name}:{node.lineno} .{node.attr}")
+            elif isinstance(node, ast.Attribute) and _torch_private_chain(node):
+                found.append(f"{name}:{node.lineno} {ast.unparse(node)}")
+            elif _private_name_string(node, docstrings):
+                found.append(f"{name}:{node.lineno} {node.value!r}")
+        for target, _ in _imports(name):
+            if target.split(".")[0] == "torch" and (
+                any(part.startswith("_") for part in target.split(".")) or target == "torch.nn.modules.module"
+            ):
+                found.append(f"{name} imports {target}")
+    assert found == [], "private torch APIs outside core/_torch.py: " + "; ".join(found)
+
+
+def _torch_private_chain(node: ast.Attribute) -> bool:
+    """``torch._C…``, ``torch.utils._pytree…``: an attribute chain from the name ``torch`` through a private part."""
+    parts = []
+    value: ast.AST = node
+    while isinstance(value, ast.Attribute):
+        parts.append(value.attr)
+        value = value.value
+    return isinstance(value, ast.Name) and value.id == "torch" and any(part.startswith("_") for part in parts)
+
+
+def _private_name_string(node: ast.AST, docstrings: set[int]) -> bool:
+    """A string (not a docstring) naming a private torch attribute, as ``getattr(m, "_orig_mod")`` would."""
+    if not isinstance(node, ast.Constant) or not isinstance(node.value, str) or id(node) in docstrings:
+        return False
+    return node.value in PRIVATE_TORCH_NAMES or node.value.startswith("_raw_saved_")

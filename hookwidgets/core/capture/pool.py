@@ -18,6 +18,8 @@ import weakref
 
 import torch
 
+from .._torch import use_counts
+
 try:
     import resource
 except ImportError:  # Windows
@@ -63,7 +65,8 @@ def shared(t: torch.Tensor) -> bool:
     # The tensor's C++ object is held once (by that Python object; autograd's saved inputs share it), and its
     # storage by that object alone (views and saved outputs each hold it); the temporary storage object read
     # here is one more.
-    return t._use_count() != 1 or torch._C._storage_Use_Count(t.untyped_storage()._cdata) != 2
+    # Where torch cannot count them, every tensor counts as held: nothing is moved.
+    return use_counts(t) != (1, 2)
 
 
 class CapturePool:

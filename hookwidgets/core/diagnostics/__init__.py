@@ -1,0 +1,16 @@
+"""The usual debugging questions answered: where a NaN began, why a hook did not fire, legacy against full hooks."""
+
+from .compare import BackwardComparison, compare_backward
+from .nonfinite import SUMMARY_FIELDS, first_nonfinite, first_nonfinite_row, summary_rows
+from .notes import is_inplace_collision, no_graph_reason
+
+__all__ = [
+    "SUMMARY_FIELDS",
+    "BackwardComparison",
+    "compare_backward",
+    "first_nonfinite",
+    "first_nonfinite_row",
+    "is_inplace_collision",
+    "no_graph_reason",
+    "summary_rows",
+]

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-import torch.nn.modules.module as module_globals
 from torch import nn
 from torch.nn.utils.prune import BasePruningMethod
 from torch.nn.utils.spectral_norm import SpectralNorm
 from torch.nn.utils.weight_norm import WeightNorm
 
+from .._torch import global_module_hooks, set_full_backward_flag
 from ..model.hook_dicts import HOOK_DICTS
 from ..model.inputs import Inputs, Target, backward_score, call_model
 from ..model.nested import first_tensor
@@ -203,7 +203,7 @@ def _hookless_copy(model: nn.Module) -> nn.Module:
             if name in module.__dict__:
                 kept = [(k, h) for k, h in getattr(original, name).items() if isinstance(h, _WEIGHT_PRE_HOOKS)]
                 module.__dict__[name] = OrderedDict(kept if name == "_forward_pre_hooks" else [])
-        module._is_full_backward_hook = None
+        set_full_backward_flag(module, None)
     return clone
 
 
@@ -243,7 +243,8 @@ def _notes(result: BackwardComparison, legacy: _Seen, full: _Seen, torch_warning
             f"{target} ran {full.calls} times in the forward, so each hook fired per call; shown is the first to fire "
             "in backward, which belongs to the last call"
         )
-    if module_globals._global_backward_hooks or module_globals._global_backward_pre_hooks:
+    hooks = global_module_hooks()
+    if hooks.get("global_backward") or hooks.get("global_backward_pre"):
         notes.append(
             "process-wide backward hooks (register_module_full_backward_hook) are registered and also run on the "
             "copies; they wrap module outputs, which can change the node the legacy hook attaches to"

@@ -11,8 +11,8 @@ from torch import nn
 from ..capture.stats import combine_stats
 from ..capture.store import CaptureStore
 from ..display import quoted
-from ..hooks.actions import named_tensors
 from ..model.inputs import Inputs, call_model
+from ..model.nested import named_tensors
 from ..model.state import preserved_state
 from ..model.tree import forward_hooks
 

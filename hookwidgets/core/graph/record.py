@@ -16,14 +16,15 @@ from typing import Any
 import torch
 from torch import nn
 from torch.autograd.graph import Node
-from torch.utils._pytree import tree_leaves
 
-from ..display import display_name, quoted
+from .._torch import next_sequence_nr, off
+from ..diagnostics.notes import no_graph_reason
+from ..display import quoted
 from ..gc_pause import no_gc
 from ..model.inputs import Inputs, call_model
 from ..model.names import ParamNames
-from ..model.nested import tensors_in
-from ..model.scope import HIDDEN_OPS, Call, ScopeTracker, hidden_ops, next_sequence_nr, node_id, op_name, parse_node_id
+from ..model.nested import output_tensors
+from ..model.scope import HIDDEN_OPS, Call, ScopeTracker, hidden_ops, node_id, op_name, parse_node_id
 from ..model.state import preserved_state
 from .dataflow import dataflow_graph
 from .walk import Table, walk_graph
@@ -255,55 +256,13 @@ def traceback_roots(tb: types.TracebackType | None) -> list[Node]:
     return list(roots)
 
 
-def _output_tensors(output: Any) -> list[torch.Tensor]:
-    """The tensors in an output structure, in order: pytree's containers, and dataclasses inside them."""
-    # pytree knows registered types (deque, custom nodes) but not dataclasses, which it leaves whole.
-    return [t for leaf in tree_leaves(output) for t in tensors_in(leaf)]
-
-
 def output_roots(output: Any) -> list[Node]:
     """grad_fns of the tensors in an output structure, in order."""
     roots: dict[Node, None] = {}
-    for tensor in _output_tensors(output):
+    for tensor in output_tensors(output):
         if tensor.grad_fn is not None:
             roots.setdefault(tensor.grad_fn)
     return list(roots)
-
-
-def no_graph_reason(model: nn.Module, output: Any, grad_mode: tuple[bool, bool], inputs_grad: bool) -> str:
-    """Why a forward left no autograd graph, and what to do about it."""
-    name = display_name(type(model).__name__)
-    grad_enabled, inference = grad_mode
-    if inference:
-        return f"no graph: {name} ran under torch.inference_mode(), so autograd recorded nothing; run it outside"
-    if not grad_enabled:
-        return (
-            f"no graph: {name} ran with grad disabled (torch.no_grad()), so autograd recorded nothing; "
-            "run it under torch.enable_grad()"
-        )
-    tensors = _output_tensors(output)
-    if not tensors:
-        return f"no graph: the output of {name} holds no tensor (got {type(output).__name__}); return tensors"
-    if any(t.requires_grad for t in tensors):  # requires grad without a grad_fn: a leaf returned as is
-        return (
-            f"no graph: {name} returned leaf tensors (a parameter or an input, as is), which have no grad_fn: "
-            "no op of the forward lies between them and the output"
-        )
-    if not inputs_grad and not any(p.requires_grad for p in model.parameters()):
-        return (
-            f"no graph: nothing in {name}'s forward requires grad (no parameter has requires_grad=True, "
-            "and no tensor argument does); call model.requires_grad_() or pass an input with requires_grad=True"
-        )
-    if not any(t.is_floating_point() or t.is_complex() for t in tensors):
-        dtypes = ", ".join(sorted({str(t.dtype).removeprefix("torch.") for t in tensors}))
-        return (
-            f"no graph: {name} returned only {dtypes} tensors (argmax, a comparison or a cast), which carry no "
-            "gradient; return the floating-point scores to see their graph"
-        )
-    return (
-        f"no graph: no output tensor of {name} has a grad_fn although its parameters require grad: the forward "
-        "detached its outputs (.detach(), .data, a NumPy round trip) or made them under torch.no_grad() inside"
-    )
 
 
 class GraphRecorder:
@@ -358,6 +317,9 @@ class GraphRecorder:
             self.stop()
 
     def start(self) -> None:
+        why = off().get("node_numbers")
+        if why is not None:
+            raise RuntimeError(why)
         names = self._tracker.start()
         if names is not None:
             self._params = ParamNames(self._tracker._model(), names)

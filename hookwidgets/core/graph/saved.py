@@ -18,25 +18,22 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.autograd.graph import Node
 
+from .._torch import SAVED_TENSOR, raw_saved_attrs, saved_tensors_readable
 from ..model.names import storage_starts
 
 if TYPE_CHECKING:
     from ..model.names import ParamNames
-    from .walk import Table
 
 _saved_names: dict[type, tuple[tuple[str, str], ...]] = {}
-_SavedTensor = getattr(torch._C._autograd, "SavedTensor", None)  # what ``node._raw_saved_<name>`` gives
 _shape, _dtype, _nbytes = attrgetter("shape"), attrgetter("dtype"), attrgetter("nbytes")
 
 
 def _saved_attrs(node: Node) -> tuple[tuple[str, str], ...]:
-    """``(name, "_raw_saved_<name>")`` for each tensor the node type saves (cached per type)."""
+    """``(name, attribute)`` for each tensor the node type saves, read without unpacking (cached per type)."""
     kind = type(node)
     names = _saved_names.get(kind)
     if names is None:
-        prefix = "_raw_saved_"
-        names = tuple((a[len(prefix) :], a) for a in dir(kind) if a.startswith(prefix))
-        _saved_names[kind] = names
+        names = _saved_names[kind] = raw_saved_attrs(kind)
     return names
 
 
@@ -52,7 +49,7 @@ def _dtype_name(dtype: torch.dtype) -> str:
 
 @dataclass
 class Saved:
-    """The tensors the nodes saved for backward, one entry per tensor, in flat lists (see ``Table``).
+    """The tensors the nodes saved for backward, one entry per tensor, in flat lists (as the walk's ``Table``).
 
     ``aliases`` holds, for an entry whose memory is not its own, the parameter or buffer it shares
     (a string) or the index of the entry first saved on the same storage (an int, named on use).
@@ -85,8 +82,9 @@ class Saved:
         return result
 
 
-def read_saved(t: Table, params: ParamNames) -> None:
-    """Fill ``t.saved``: name, shape, dtype, bytes and alias of each tensor a node saved; no tensor is kept.
+def read_saved(saved: Saved, nodes: list[Node], order: list[int], params: ParamNames) -> None:
+    """Fill ``saved`` with name, shape, dtype, bytes and alias of each tensor ``nodes`` saved, read in ``order``
+    (creation order; indexes into ``nodes``); no tensor is kept.
 
     Read through ``_raw_saved_<name>.data``, which unlike ``_saved_<name>`` does not fail after an
     in-place op and calls no unpack hook (checkpointing's would recompute), before backward frees them.
@@ -95,16 +93,16 @@ def read_saved(t: Table, params: ParamNames) -> None:
     earlier node saved (same storage). Where several parameters share one storage, a tensor on it that
     is none of them is named after the first.
     """
-    saved = t.saved
+    if not saved_tensors_readable():
+        return  # said in Explorer.diagnostics
     rows, labels = saved.rows, saved.labels
     tensors: list[torch.Tensor] = []
     # Per saved tensor, the loop only finds it; its metadata is read afterwards by map() over the whole
     # list, which runs the C getters without a Python step per tensor.
     add_row, add_label, add_tensor = rows.append, labels.append, tensors.append
-    nodes = t.nodes
     attrs_of = _saved_names.get
-    tensor_type, saved_type = torch.Tensor, _SavedTensor
-    for k in t.order:  # creation order: the first tensor saved on a storage owns its memory
+    tensor_type, saved_type = torch.Tensor, SAVED_TENSOR
+    for k in order:  # creation order: the first tensor saved on a storage owns its memory
         node = nodes[k]
         attrs = attrs_of(type(node))
         if attrs is None:

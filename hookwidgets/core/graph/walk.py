@@ -9,16 +9,15 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-import torch
 from torch.autograd.graph import Node
 
+from .._torch import ACCUMULATE_GRAD, sequence_nr
 from ..gc_pause import no_gc
 from ..model.names import ParamNames
 from ..model.scope import HIDDEN, HIDDEN_OPS, op_name
 from .saved import Saved, read_saved
 
 _op_names: dict[type, str] = {}  # node type -> op name, for the types that stand for one op
-_AccumulateGrad = torch._C._functions.AccumulateGrad  # the node type of a leaf tensor's gradient sink
 
 
 def _op_of(node: Node) -> str:
@@ -124,7 +123,7 @@ def walk_graph(
         params.new_walk()
         table = _walk(roots, scopes, span, params)
         if saved_tensors:
-            read_saved(table, params)
+            read_saved(table.saved, table.nodes, table.order, params)
         return table
 
 
@@ -137,7 +136,7 @@ def _walk(roots: list[Node], scopes: tuple[list[int], list[str]], span: tuple[in
     nodes, seqs, leaves = t.nodes, t.seqs, t.leaves
     add_node, add_seq = nodes.append, seqs.append
     todo = list(reversed(roots))
-    pop, push, accumulate = todo.pop, todo.append, _AccumulateGrad
+    pop, push, accumulate, number = todo.pop, todo.append, ACCUMULATE_GRAD, sequence_nr
     while todo:
         node = pop()
         if node in index:
@@ -149,7 +148,7 @@ def _walk(roots: list[Node], scopes: tuple[list[int], list[str]], span: tuple[in
             add_seq(None)
             leaves.append(k)
             continue
-        seq = node._sequence_nr()
+        seq = number(node)
         if seq < lo:
             index[node] = -1
             continue

@@ -1,4 +1,4 @@
-"""The step and call each firing belongs to: the clock of a hook registry, mixed into HookRegistry.
+"""The step and call each firing belongs to: the clock of a hook registry.
 
 A step is one call of the model on one thread, with the backward of the graph it built. Forward firings
 number the calls of each (target, kind) in the order they fire; a module's ``forward`` and ``grad``
@@ -19,23 +19,24 @@ where its module's call began, as far as known.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from ..capture.stats import StatsMemo
+from .._torch import (
+    autograd_node_reader,
+    forward_grad_enabled,
+    graph_task_id,
+    next_sequence_nr,
+    sequence_nr,
+    top_saved_tensor_hooks,
+)
 from ..model.nested import tensors_in
-from ..model.scope import next_sequence_nr, op_name
+from ..model.scope import op_name
 from .actions import Firing
 from .own_runs import OWN_RUN
 
-_current_autograd_node = getattr(torch._C, "_current_autograd_node", lambda: None)  # private; None outside backward
-_graph_task_id = getattr(torch._C, "_current_graph_task_id", lambda: -1)
-# private; the innermost saved-tensor hooks: a non-reentrant checkpoint's, inside one of its segments
-# private; False inside an autograd.Function's forward (where a reentrant checkpoint runs its segment) and under
-# inference_mode
-_forward_grad_enabled = getattr(torch._C, "_is_fwd_grad_enabled", lambda: False)
-_saved_tensor_hooks = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", lambda ignore_tracing: None)
 CALL_STEPS_KEPT = 16  # steps whose call counters and logs are kept: a backward may come a few forwards later
 FULL_KINDS = ("backward", "global_backward")
 PRE_KINDS = ("backward_pre", "global_backward_pre")
@@ -48,20 +49,44 @@ class _ThreadClock(threading.local):
     loose = False  # this thread's step began outside a call of the model
 
 
-class CallClock:
-    """Steps, call numbers and the tags that carry them from a forward call to its backward firings."""
+class Clock:
+    """Steps, call numbers and the tags that carry them from a forward call to its backward firings.
 
-    steps_seen: int
-    _stats_memo: StatsMemo
+    ``on_step()`` is called as each step begins (on the thread beginning it, with the clock's lock held).
+    """
 
-    def _init_clock(self) -> None:
+    def __init__(self, on_step: Callable[[], None] | None = None) -> None:
         self.steps_seen = 0
+        """Steps begun so far, on every thread."""
+        self.on_step = on_step
         self._local = _ThreadClock()
         self._lock = threading.Lock()
-        self._tag = object()  # this registry's key in node.metadata (with target, kind and side)
+        self._tag = object()  # this clock's key in node.metadata (with target, kind and side)
         self._calls: dict[int, dict[tuple[str, str], int]] = {}  # call counters of the newest steps, by step
         self._logs: dict[int, list[LogEntry]] = {}  # step -> its forward firings, in order
         self._begins: dict[int, tuple[int, int]] = {}  # step -> (its thread, autograd's next number as it began)
+        self._current_node = autograd_node_reader()  # None outside a backward
+
+    def enter_root_call(self, args: Any) -> bool:
+        """A call of the model with ``args`` begins on this thread: whether it begins a step (not in an own run,
+        not the model's call recomputed inside a backward by a checkpoint, not one already entered)."""
+        if OWN_RUN.depth or self._current_node() is not None:
+            return False
+        local = self._local
+        if local.root_args is args:
+            return False  # the same root call, seen by a global pre-hook and then by the step tracker
+        local.root_args = args
+        return True
+
+    def leave_root_call(self) -> bool:
+        """The model's call on this thread ended: whether it was one that counts (not an own run nor a recompute)."""
+        self._local.root_args = None
+        return not OWN_RUN.depth and self._current_node() is None
+
+    def kept_steps(self) -> list[int]:
+        """The steps whose call counters, firing logs or beginnings are kept (at most ``CALL_STEPS_KEPT``)."""
+        with self._lock:
+            return sorted(self._calls.keys() | self._logs.keys() | self._begins.keys())
 
     @property
     def step(self) -> int:
@@ -70,7 +95,7 @@ class CallClock:
         step = self._local.step
         return self.steps_seen if step is None else step
 
-    def _new_step(self, loose: bool) -> int:
+    def begin_step(self, loose: bool = False) -> int:
         """Begin a step on this thread; ``loose``: outside a call of the model (``model.forward(x)``)."""
         local = self._local
         with self._lock:
@@ -84,10 +109,11 @@ class CallClock:
                 del self._calls[old]
                 self._logs.pop(old, None)
                 self._begins.pop(old, None)
-            self._stats_memo.clear()
+            if self.on_step is not None:
+                self.on_step()
         return step
 
-    def _next_call(self, target: str, kind: str, step: int | None = None) -> int:
+    def next_call(self, target: str, kind: str, step: int | None = None) -> int:
         """0, 1, … for the firings of ``(target, kind)`` in ``step`` (default: this thread's step)."""
         step = self.step if step is None else step
         key = (target, kind)
@@ -99,7 +125,7 @@ class CallClock:
             counts[key] = call + 1
             return call
 
-    def _forward_firing(self, target: str, kind: str, call_args: Any = None) -> Firing | None:
+    def forward_firing(self, target: str, kind: str, call_args: Any = None) -> Firing | None:
         """The (step, call) of a forward-phase firing (None inside an own run: it does nothing); ``call_args``:
         the args of the call a forward hook fires at the end of (None for a pre-hook, at its beginning).
 
@@ -109,13 +135,13 @@ class CallClock:
         """
         if OWN_RUN.depth:
             return None
-        node = _current_autograd_node()
+        node = self._current_node()
         if node is not None:
             return self._recompute_firing(node, target, kind)
         local = self._local
         step = local.step
         if local.root_args is None and target and not local.loose:  # the model's own hooks fire inside its call
-            step = self._new_step(loose=True)
+            step = self.begin_step(loose=True)
         elif step is None:
             step = self.steps_seen
         key = (target, kind)
@@ -127,16 +153,16 @@ class CallClock:
             counts[key] = call + 1
             log = self._logs.get(step)
             if log is not None:  # only firings a checkpoint may recompute are logged (the usual case: none)
-                hooks = _saved_tensor_hooks(False)
+                hooks = top_saved_tensor_hooks()
                 if hooks is not None:  # the unpack hook lives as long as what the segment saved: it names the segment
                     seq = next_sequence_nr()
                     log.append((seq, key, call, id(hooks[1]), seq if call_args is None else _call_start(call_args)))
-                elif not _forward_grad_enabled():  # inside an autograd.Function's forward (a reentrant checkpoint's)
+                elif not forward_grad_enabled():  # inside an autograd.Function's forward (a reentrant checkpoint's)
                     log.append((next_sequence_nr(), key, call, 0, None))
         return Firing(target, kind, step, call)
 
     # Tags: written by a forward hook of each call of a module with backward hooks, read by its backward firings.
-    def _tag_call(
+    def tag_call(
         self, target: str, kind: str, args: Any, output: Any, slots: bool = False, tensors: list | None = None
     ) -> Firing | None:
         """Count this forward call of ``target`` for ``kind`` and tag the nodes its backward firings run.
@@ -147,7 +173,7 @@ class CallClock:
         tags also say which positions of args and output are tensors (to check a callable's return value).
         ``tensors``: the output's tensors, when the caller has them already.
         """
-        firing = self._forward_firing(target, kind, args)
+        firing = self.forward_firing(target, kind, args)
         if firing is None or not torch.is_grad_enabled():
             return firing
         label = (firing.step, firing.call)
@@ -164,18 +190,18 @@ class CallClock:
                 node.metadata[(token, target, kind, "out")] = out
         return firing
 
-    def _tag_legacy_call(self, target: str, kind: str, args: Any, output: Any) -> None:
+    def tag_legacy_call(self, target: str, kind: str, args: Any, output: Any) -> None:
         """Count this forward call of ``target`` and tag the node torch puts its legacy backward hooks on."""
-        firing = self._forward_firing(target, kind, args)
+        firing = self.forward_firing(target, kind, args)
         node = _legacy_node(output) if firing is not None else None
         if node is not None:
             # A module returning its inner call's output hooks one node twice: both calls' labels, in firing order
             entry = node.metadata.setdefault((self._tag, target, kind, "out"), [[], 0])
             entry[0].append((firing.step, firing.call))
 
-    def _backward_firing(self, target: str, kind: str) -> Firing:
+    def backward_firing(self, target: str, kind: str) -> Firing:
         """The firing of a module backward hook, named after the forward call whose graph it runs in."""
-        node = _current_autograd_node()
+        node = self._current_node()
         token = self._tag
         if node is not None:
             if kind in FULL_KINDS:
@@ -198,21 +224,21 @@ class CallClock:
                     return Firing(target, kind, *labels[fired % len(labels)])
         # No tag (an output that is a leaf, a forward hook that replaced the output with one made elsewhere):
         # counted in this thread's step, in firing order
-        return Firing(target, kind, self.step, self._next_call(target, kind))
+        return Firing(target, kind, self.step, self.next_call(target, kind))
 
     def _recompute_firing(self, node: Any, target: str, kind: str) -> Firing:
         """A forward firing inside a backward, as the firing it repeats: the node autograd is running was made in
         the original forward, which tells its step and where the recomputed segment begins in that step's log;
         the segment's firings then come in their original order."""
         meta = node.metadata
-        task = _graph_task_id()
+        task = graph_task_id()
         state = meta.get(self._tag)
         if state is None or state[0] != task:  # each backward through a kept graph recomputes again
             state = meta[self._tag] = [task, None, 0]  # graph task, step, where in the step's log the next is
         key = (target, kind)
         with self._lock:
             if state[1] is None:
-                seq, reentrant = node._sequence_nr(), op_name(node) == REENTRANT_CHECKPOINT
+                seq, reentrant = sequence_nr(node), op_name(node) == REENTRANT_CHECKPOINT
                 step = self._step_made(seq + reentrant)  # a reentrant segment runs after its node: maybe a new step
                 state[1] = self.step if step is None else step
                 state[2] = _anchor(self._logs.get(state[1], []), key, seq, reentrant)
@@ -271,7 +297,7 @@ def _call_start(args: Any) -> int | None:
     """The lowest number a call of these args can have begun at: after the node of its first input (None:
     no input has one)."""
     node = next((a.grad_fn for a in args if isinstance(a, torch.Tensor) and a.grad_fn is not None), None)
-    return node._sequence_nr() + 1 if node is not None else None
+    return sequence_nr(node) + 1 if node is not None else None
 
 
 def _slots(values: tuple) -> tuple[int, ...]:

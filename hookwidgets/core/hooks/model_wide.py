@@ -23,7 +23,7 @@ from ..display import quoted
 from ..gc_pause import no_gc
 
 if TYPE_CHECKING:
-    from .registry import HookInfo
+    from .info import HookInfo
 
 Place = Callable[[nn.Module, list[RemovableHandle]], str | None]
 """Registers one global hook's torch hooks on a module, appending each handle; returns why not, or None."""

@@ -18,20 +18,29 @@ from ..display import quoted
 from ..graph.record import GraphRecorder, GraphRecording
 from ..model.scope import op_name
 from .actions import Firing, named_tensors
+from .clock import Clock
+from .own_runs import OWN_RUN
 
 if TYPE_CHECKING:
     from torch import nn
 
-    from .registry import HookInfo, HookRegistry
+    from .info import HookInfo
+
+Fire = Callable[..., Any]
+"""``Dispatch.fire``: performs one firing of a hook."""
 
 _MARK = "hookwidgets.placed"  # key in node.metadata: id of each HookInfo placed there -> [step it belongs to]
 
 
 class NodeHooks:
-    """The node hooks of one registry, and the recorder that places them on every forward's graph."""
+    """The node hooks of one registry, and the recorder that places them on every forward's graph.
 
-    def __init__(self, registry: HookRegistry) -> None:
-        self._registry = registry
+    Their firings are numbered by the registry's ``clock`` and performed by its ``fire``.
+    """
+
+    def __init__(self, clock: Clock, fire: Fire) -> None:
+        self._clock = clock
+        self._fire = fire
         self._infos: dict[str, HookInfo] = {}  # by kind + target, in attach order
         self._recorder: GraphRecorder | None = None
         # hooked AccumulateGrad nodes: torch holds them only weakly, and a node let go never fires
@@ -59,10 +68,9 @@ class NodeHooks:
 
     def _place(self, recording: GraphRecording) -> None:
         """At the end of a forward: hook each id's node in this graph, or say on the hook that it is missing."""
-        registry = self._registry
-        if registry._suspended:  # the explorer's own runs (probe, graph recording) get no node hooks
+        if OWN_RUN.depth:  # the explorers' own runs (probe, graph recording) get no node hooks
             return
-        step = registry.step
+        step = self._clock.step
         for key, info in list(self._infos.items()):
             node = recording.find(info.target)
             if node is None:
@@ -88,27 +96,27 @@ class NodeHooks:
             self._kept[key] = node
 
     def _pre_hook(self, info: HookInfo, step: list[int]) -> Callable[[tuple], Any]:
-        registry, user = self._registry, info.action
+        next_call, fire, user = self._clock.next_call, self._fire, info.action
 
         def node_pre(grad_outputs: tuple) -> Any:
             if not info.active:
                 return None
-            firing = Firing(info.target, info.kind, step[0], registry._next_call(info.target, info.kind, step[0]))
+            firing = Firing(info.target, info.kind, step[0], next_call(info.target, info.kind, step[0]))
             call_user = user if callable(user) else None
-            return registry._fire(info, "backward", firing, grad_outputs, _grad_outputs, call_user)
+            return fire(info, "backward", firing, grad_outputs, _grad_outputs, call_user)
 
         return node_pre
 
     def _post_hook(self, info: HookInfo, step: list[int]) -> Callable[[tuple, tuple], Any]:
-        registry, user = self._registry, info.action
+        next_call, fire, user = self._clock.next_call, self._fire, info.action
 
         def node(grad_inputs: tuple, grad_outputs: tuple) -> Any:
             if not info.active:
                 return None
-            firing = Firing(info.target, info.kind, step[0], registry._next_call(info.target, info.kind, step[0]))
+            firing = Firing(info.target, info.kind, step[0], next_call(info.target, info.kind, step[0]))
             call_user = (lambda g: user(g, grad_outputs)) if callable(user) else None
             tensors_of = lambda g: {**_grad_outputs(grad_outputs), **named_tensors("grad_input", g)}  # noqa: E731
-            return registry._fire(info, "backward", firing, grad_inputs, tensors_of, call_user)
+            return fire(info, "backward", firing, grad_inputs, tensors_of, call_user)
 
         return node
 

@@ -19,6 +19,7 @@ from typing import Any
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from .._torch import FULL_BACKWARD_FLAG, compiled_inner, full_backward_flag, set_full_backward_flag
 from ..model.hook_dicts import HOOK_DICTS
 
 REDUCE = "__reduce_ex__"
@@ -80,7 +81,7 @@ def own_backward(module: nn.Module, register: Callable[[], RemovableHandle]) -> 
     owner = flag_owner(module)
     with _lock:
         entry = _entry(owner)
-        flag = owner._is_full_backward_hook
+        flag = full_backward_flag(owner)
         try:
             handle = register()  # torch refuses mixing legacy and full hooks: then nothing is counted
         except BaseException:
@@ -109,8 +110,9 @@ def flag_owner(module: nn.Module) -> nn.Module:
     A ``torch.compile`` wrapper (OptimizedModule) reads its own attribute but forwards every write to
     the module it wraps, so the flag to save and put back is the wrapped one's.
     """
-    while type(module).__name__ == "OptimizedModule" and isinstance(module._modules.get("_orig_mod"), nn.Module):
-        module = module._modules["_orig_mod"]
+    inner = compiled_inner(module)
+    while inner is not None:
+        module, inner = inner, compiled_inner(inner)
     return module
 
 
@@ -141,7 +143,7 @@ def _release_flag(owner: nn.Module) -> None:
     if entry.flags == 0:
         holders = {owner, *(entry.holders or ())}
         if not any(key not in _own_ids for holder in holders for key in holder._backward_hooks):
-            owner._is_full_backward_hook = entry.flag_before
+            set_full_backward_flag(owner, entry.flag_before)
         entry.holders = None
     _drop_if_empty(owner, entry)
 
@@ -204,6 +206,6 @@ def _state_without_ours(module: nn.Module, state: Any) -> Any:
                 items = list(hooks.items())  # a snapshot: a finalizer may remove a hook meanwhile
                 if any(key in _own_ids for key, _ in items):
                     state[name] = type(hooks)((key, hook) for key, hook in items if key not in _own_ids)
-        if flag_held and "_is_full_backward_hook" in state and not state.get("_backward_hooks"):
-            state["_is_full_backward_hook"] = entry.flag_before  # as before hookwidgets: no hook left needs it
+        if flag_held and FULL_BACKWARD_FLAG in state and not state.get("_backward_hooks"):
+            state[FULL_BACKWARD_FLAG] = entry.flag_before  # as before hookwidgets: no hook left needs it
     return state

@@ -1,4 +1,9 @@
-"""How each hook kind is registered with torch: one method per kind family, mixed into HookRegistry."""
+"""How each hook kind is registered with torch: one method per kind family.
+
+The hooks number their firings with the registry's ``Clock``, perform them through its ``Dispatch``, note
+the outputs its ``Collisions`` need, and leave global kinds to ``ModelWideHooks`` and node kinds to
+``NodeHooks``. Each hook binds what it calls when it is registered: a firing looks nothing up.
+"""
 
 from __future__ import annotations
 
@@ -6,78 +11,96 @@ import sys
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from .._torch import full_backward_flag
 from ..diagnostics.notes import backward_output_note, input_grad_note
 from ..display import quoted
 from ..model.compiled import is_compiled
 from ..model.nested import is_dataclass_value, tensors_in
 from .actions import Firing, named_tensors
+from .clock import Clock
+from .collisions import Collisions
+from .dispatch import Dispatch
+from .info import HookInfo
 from .kinds import Kind
 from .model_wide import ModelWideHooks
+from .node_hooks import NodeHooks
 from .own_runs import OWN_RUN
 from .owned import flag_owner, own, own_backward
 
-if TYPE_CHECKING:
-    from .node_hooks import NodeHooks
-    from .registry import HookInfo
 
+class Registrar:
+    """Registers the hooks of one registry with torch, kind family by kind family.
 
-class KindRegistrations:
-    """Registration of every kind; relies on the registry's ``_fire`` and its clock (``calls.CallClock``)."""
+    ``begin_step(args)``: the registry's beginning of a step, for a global pre-hook that sees the model's call
+    before the step tracker does.
+    """
 
-    step: int
-    _root: nn.Module
-    _model_wide: ModelWideHooks
-    _node_hooks: NodeHooks
-    _hooked_outputs: dict[str, list[weakref.ref]]  # module path -> its last outputs, for explain_collision
+    def __init__(
+        self,
+        root: nn.Module,
+        clock: Clock,
+        dispatch: Dispatch,
+        collisions: Collisions,
+        model_wide: ModelWideHooks,
+        node_hooks: NodeHooks,
+        begin_step: Callable[[Any], None],
+    ) -> None:
+        self._root_ref = weakref.ref(root)
+        self._clock = clock
+        self._fire = dispatch.fire
+        self._collisions = collisions
+        self._model_wide = model_wide
+        self._node_hooks = node_hooks
+        self._begin_step = begin_step
 
-    # HookRegistry provides _forward_firing(target, kind), _backward_firing(target, kind), _tag_call(...),
-    # _next_call(target, kind), _begin_step(args) and _fire(info, phase, firing, ...).
-
-    def _register(self, spec: Kind, obj: Any, info: HookInfo, with_kwargs: bool) -> list[RemovableHandle]:
+    def register(self, spec: Kind, obj: Any, info: HookInfo, with_kwargs: bool) -> list[RemovableHandle]:
+        """Register ``info``'s hooks on ``obj`` (module, parameter or node id); returns the handles to hold
+        (global and node kinds add theirs to ``info._handles`` as they are placed)."""
         if spec.family == "global":
             self._register_global(spec, info)  # handles join info._handles, one set per module
             return []
         if spec.family == "param":
             return [self._register_param(spec, obj, info)]
         if spec.family == "node":
-            self._node_hooks.add(info, self._root)  # placed on each forward's graph, by id
+            self._node_hooks.add(info, self._root_ref())  # placed on each forward's graph, by id
             return []
         handles = [self._register_module(spec, obj, info, info.target, with_kwargs)]
         if spec.name in ("backward", "backward_pre"):  # their firings name the forward call that tagged its nodes
-            handles.append(own(obj, obj.register_forward_hook(self._eager(self._check_backward_output(info)))))
+            handles.append(own(obj, obj.register_forward_hook(self.eager(self._check_backward_output(info)))))
         if spec.name == "legacy_backward":
-            target, kind = info.target, info.kind
-            tag = lambda m, args, output: self._tag_legacy_call(target, kind, args, output)  # noqa: E731
-            handles.append(own(obj, obj.register_forward_hook(self._eager(tag))))
+            target, kind, tag_legacy_call = info.target, info.kind, self._clock.tag_legacy_call
+            tag = lambda m, args, output: tag_legacy_call(target, kind, args, output)  # noqa: E731
+            handles.append(own(obj, obj.register_forward_hook(self.eager(tag))))
         return handles
 
-    def _eager(self, hook: Callable) -> Callable:
+    def eager(self, hook: Callable) -> Callable:
         """``hook``, run by Python as written even inside a compiled model.
 
         Dynamo would otherwise trace the forward hooks into the compiled graph, bookkeeping included,
         and fail on it (the explorer's weak reference to the model, its counters and records).
         """
-        return torch.compiler.disable(hook, recursive=True) if is_compiled(self._root) else hook
+        root = self._root_ref()
+        return torch.compiler.disable(hook, recursive=True) if root is not None and is_compiled(root) else hook
 
     def _check_backward_output(self, info: HookInfo) -> Callable:
         """A forward hook tagging the call's nodes for its backward firings, and telling why a full backward hook
         cannot fire (dict output, no grad)."""
         target, kind = info.target, info.kind
         slots = callable(info.action)  # a callable's return value is checked against the tensors' positions
+        note_outputs, tag_call = self._collisions.note_outputs, self._clock.tag_call
 
         def check(mod: nn.Module, args: Any, output: Any) -> None:
             # Kept even in own runs (the attach-time check is one): the tensor an in-place op breaks is a
             # view of one of these, which tells whose full backward hook it collided with.
-            # (each by the tensor it views, if a view: torch's wrapper is a view of that one too)
             tensors = tensors_in(output)
-            self._hooked_outputs[target] = [weakref.ref(t if t._base is None else t._base) for t in tensors]
-            firing = self._tag_call(target, kind, args, output, slots, tensors)
+            note_outputs(target, tensors)
+            firing = tag_call(target, kind, args, output, slots, tensors)
             if firing is None:
                 return
             info.note = backward_output_note(kind, output)
@@ -95,29 +118,28 @@ class KindRegistrations:
         self, spec: Kind, module: nn.Module, info: HookInfo, target: str, with_kwargs: bool
     ) -> RemovableHandle:
         kind, user = info.kind, info.action
+        fire, forward_firing, backward_firing = self._fire, self._clock.forward_firing, self._clock.backward_firing
         if spec.name == "forward_pre":
             returns = "forward_pre_with_kwargs" if with_kwargs else None
 
             def forward_pre(mod, args, kwargs=None):
-                firing = self._forward_firing(target, kind)
+                firing = forward_firing(target, kind)
                 if firing is None:
                     return None
                 call_user = None
                 if callable(user):
                     call_user = (lambda a: user(mod, a, kwargs)) if with_kwargs else (lambda a: user(mod, a))
-                result = self._fire(
-                    info, "forward", firing, args, lambda a: _forward_inputs(a, kwargs), call_user, returns
-                )
+                result = fire(info, "forward", firing, args, lambda a: _forward_inputs(a, kwargs), call_user, returns)
                 if with_kwargs and result is not None and not callable(user):
                     return (result, kwargs)  # an edit replaced args; torch wants (args, kwargs) here
                 return result
 
-            return own(module, module.register_forward_pre_hook(self._eager(forward_pre), with_kwargs=with_kwargs))
+            return own(module, module.register_forward_pre_hook(self.eager(forward_pre), with_kwargs=with_kwargs))
         if spec.name == "forward":
 
             def forward(mod, args, *rest):
                 kwargs, output = rest if with_kwargs else (None, rest[0])
-                firing = self._forward_firing(target, kind, args)
+                firing = forward_firing(target, kind, args)
                 if firing is None or _stopped_recompute(firing, output):
                     return None
                 call_user = None
@@ -125,20 +147,20 @@ class KindRegistrations:
                     call_user = (
                         (lambda o: user(mod, args, kwargs, o)) if with_kwargs else (lambda o: user(mod, args, o))
                     )
-                return self._fire(info, "forward", firing, output, lambda o: named_tensors("output", o), call_user)
+                return fire(info, "forward", firing, output, lambda o: named_tensors("output", o), call_user)
 
             # always_call: a forward that raises still reports (with output None) instead of vanishing.
             return own(
-                module, module.register_forward_hook(self._eager(forward), with_kwargs=with_kwargs, always_call=True)
+                module, module.register_forward_hook(self.eager(forward), with_kwargs=with_kwargs, always_call=True)
             )
         if spec.name == "backward_pre":
 
             def backward_pre(mod, grad_output):
                 if not info.active or OWN_RUN.depth:  # detached (torch still runs what a forward armed), or an own run
                     return None
-                firing = self._backward_firing(target, kind)
+                firing = backward_firing(target, kind)
                 call_user = (lambda g: user(mod, g)) if callable(user) else None
-                return self._fire(info, "backward", firing, grad_output, _grad_outputs, call_user)
+                return fire(info, "backward", firing, grad_output, _grad_outputs, call_user)
 
             return own(module, module.register_full_backward_pre_hook(backward_pre))
         if spec.name in ("backward", "legacy_backward"):
@@ -146,11 +168,9 @@ class KindRegistrations:
             def backward(mod, grad_input, grad_output):
                 if not info.active or OWN_RUN.depth:  # detached (torch still runs what a forward armed), or an own run
                     return None
-                firing = self._backward_firing(target, kind)
+                firing = backward_firing(target, kind)
                 call_user = (lambda g: user(mod, g, grad_output)) if callable(user) else None
-                result = self._fire(
-                    info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user
-                )
+                result = fire(info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user)
                 if all(g is None for g in grad_input):
                     # torch refuses a changed grad_input here (and warns): say what that means
                     edited = result is not None and not callable(user)  # a callable's Nones are no edit
@@ -159,14 +179,14 @@ class KindRegistrations:
                 return result
 
             if spec.name == "legacy_backward":
-                if flag_owner(module)._is_full_backward_hook is True:  # torch's own error names neither
+                if full_backward_flag(flag_owner(module)) is True:  # torch's own error names neither
                     raise ValueError(FULL_REFUSES_LEGACY.format(target=quoted(target)))
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", FutureWarning)
                     return own_backward(module, lambda: module.register_backward_hook(backward))
             return own_backward(module, lambda: module.register_full_backward_hook(backward))
         if spec.name == "grad":
-            return own(module, module.register_forward_hook(self._eager(self._arm_tensor_hooks(info, target))))
+            return own(module, module.register_forward_hook(self.eager(self._arm_tensor_hooks(info, target))))
         raise AssertionError(f"unhandled module kind {spec.name}")
 
     def _arm_tensor_hooks(self, info: HookInfo, target: str) -> Callable:
@@ -178,7 +198,7 @@ class KindRegistrations:
     def _arm_outputs(self, info: HookInfo, target: str, args: Any, output: Any) -> None:
         """Put a tensor hook on every output tensor of one call of ``target`` that requires grad."""
         kind = info.kind
-        firing = self._forward_firing(target, kind, args)
+        firing = self._clock.forward_firing(target, kind, args)
         if firing is None:
             return
         firing = Firing(target, kind, firing.step, firing.call)  # its gradients are no recompute
@@ -199,7 +219,7 @@ class KindRegistrations:
         self, info: HookInfo, firing: Firing, name: str, module: nn.Module | None = None
     ) -> Callable[[torch.Tensor], Any]:
         """A tensor hook for ``info``; with ``module``, a backward_pre stand-in calling ``user(module, (grad,))``."""
-        user = info.action
+        user, fire = info.action, self._fire
 
         def tensor_hook(grad: torch.Tensor) -> Any:
             if not info.active:
@@ -207,32 +227,32 @@ class KindRegistrations:
             call_user = user if callable(user) else None
             if call_user is not None and module is not None:  # torch's backward_pre signature, one grad at a time
                 call_user = lambda g: _first(user(module, (g,)))  # noqa: E731
-            return self._fire(info, "backward", firing, grad, lambda g: {name: g}, call_user, "grad")
+            return fire(info, "backward", firing, grad, lambda g: {name: g}, call_user, "grad")
 
         return tensor_hook
 
     def _register_param(self, spec: Kind, param: torch.Tensor, info: HookInfo) -> RemovableHandle:
         target, kind, user = info.target, info.kind, info.action
+        fire, clock = self._fire, self._clock
         if spec.name == "param_grad":
 
             def param_grad(grad):
-                firing = Firing(target, kind, self.step, 0)
-                return self._fire(
-                    info, "backward", firing, grad, lambda g: {"grad": g}, user if callable(user) else None
-                )
+                firing = Firing(target, kind, clock.step, 0)
+                return fire(info, "backward", firing, grad, lambda g: {"grad": g}, user if callable(user) else None)
 
             return param.register_hook(param_grad)
 
         def post_accumulate(p):
-            firing = Firing(target, kind, self.step, 0)
+            firing = Firing(target, kind, clock.step, 0)
             call_user = (lambda _: user(p)) if callable(user) else None
-            self._fire(info, "backward", firing, p.grad, lambda g: {"grad": g} if g is not None else {}, call_user)
+            fire(info, "backward", firing, p.grad, lambda g: {"grad": g} if g is not None else {}, call_user)
 
         return param.register_post_accumulate_grad_hook(post_accumulate)
 
     def _register_global(self, spec: Kind, info: HookInfo) -> None:
         """The global kind's hook on every module of the model, first among the module's own (see ModelWideHooks)."""
         paths, kind, user = self._model_wide.paths, info.kind, info.action
+        fire, clock, root_ref, begin_step = self._fire, self._clock, self._root_ref, self._begin_step
         if spec.name == "global_grad":
 
             def arm(module: nn.Module, args: Any, output: Any) -> None:
@@ -240,7 +260,7 @@ class KindRegistrations:
                 if path is not None and info.active:
                     self._arm_outputs(info, path, args, output)
 
-            eager_arm = self._eager(arm)
+            eager_arm = self.eager(arm)
             self._model_wide.add(
                 info, lambda m, handles: handles.append(own(m, m.register_forward_hook(eager_arm, prepend=True)))
             )
@@ -250,41 +270,41 @@ class KindRegistrations:
             path = paths.get(id(module))
             if path is None or not info.active or OWN_RUN.depth:
                 return None  # a module that left the model (its hook goes at the next step's begin), or an own run
-            if module is self._root and spec.phase == "forward" and spec.name.endswith("_pre"):
-                self._begin_step(values[0])
+            if module is root_ref() and spec.phase == "forward" and spec.name.endswith("_pre"):
+                begin_step(values[0])
             if spec.phase == "backward":
-                firing = self._backward_firing(path, kind)
+                firing = clock.backward_firing(path, kind)
             else:  # a forward hook fires at the end of the call whose args it gets: values = (args, output)
-                firing = self._forward_firing(path, kind, values[0] if spec.name == "global_forward" else None)
+                firing = clock.forward_firing(path, kind, values[0] if spec.name == "global_forward" else None)
                 if spec.name == "global_forward" and _stopped_recompute(firing, values[1]):
                     return None
             call_user = (lambda v: user(module, *values[:-1], v)) if callable(user) else None
             if spec.name == "global_forward_pre":
-                return self._fire(info, "forward", firing, values[0], lambda a: named_tensors("args", a), call_user)
+                return fire(info, "forward", firing, values[0], lambda a: named_tensors("args", a), call_user)
             if spec.name == "global_forward":
-                return self._fire(info, "forward", firing, values[1], lambda o: named_tensors("output", o), call_user)
+                return fire(info, "forward", firing, values[1], lambda o: named_tensors("output", o), call_user)
             if spec.name == "global_backward_pre":
-                return self._fire(info, "backward", firing, values[0], _grad_outputs, call_user)
+                return fire(info, "backward", firing, values[0], _grad_outputs, call_user)
             grad_input, grad_output = values
             call_user = (lambda g: user(module, g, grad_output)) if callable(user) else None
-            result = self._fire(info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user)
+            result = fire(info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user)
             if all(g is None for g in grad_input):
                 edited = result is not None and not callable(user)  # a callable's Nones are no edit
                 info.note = input_grad_note(path, grad_input, edited=edited)
                 return None
             return result
 
-        # Backward firings name their step and forward call (_backward_firing): each call of the model's
+        # Backward firings name their step and forward call (Clock.backward_firing): each call of the model's
         # modules tags the nodes its backward runs.
         slots = callable(user)  # a callable's return value is checked against the tensors' positions
 
         def tag(module: nn.Module, args: Any, output: Any) -> None:
             path = paths.get(id(module))
             if path is not None and info.active:
-                self._tag_call(path, kind, args, output, slots)
+                clock.tag_call(path, kind, args, output, slots)
 
-        hook = self._eager(dispatch) if spec.phase == "forward" else dispatch
-        eager_tag = self._eager(tag)
+        hook = self.eager(dispatch) if spec.phase == "forward" else dispatch
+        eager_tag = self.eager(tag)
 
         def place(module: nn.Module, handles: list[RemovableHandle]) -> str | None:
             if spec.name == "global_forward_pre":
@@ -295,7 +315,7 @@ class KindRegistrations:
                 return None
             if spec.name == "global_backward_pre":
                 handles.append(own(module, module.register_full_backward_pre_hook(hook, prepend=True)))
-            elif flag_owner(module)._is_full_backward_hook is False:
+            elif full_backward_flag(flag_owner(module)) is False:
                 return LEGACY_REFUSES_FULL
             else:
                 handles.append(own_backward(module, lambda: module.register_full_backward_hook(hook, prepend=True)))

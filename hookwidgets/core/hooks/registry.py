@@ -1,138 +1,100 @@
-"""The hook registry: attaches every kind of hook, owns every handle, and removes them all exactly."""
+"""The hook registry: attaches every kind of hook, owns every handle, and removes them all exactly.
+
+A facade over one small class per job: ``Clock`` (steps and call numbers), ``Dispatch`` (what a firing does),
+``Collisions`` (in-place collision forensics), ``Registrar`` (registration with torch, per kind family),
+``ModelWideHooks`` (global kinds) and ``NodeHooks`` (node kinds); the registry holds the handles and the
+step tracker. Backward-hook flags are the process-wide ledger's (``owned``).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import sys
-import traceback
 import warnings
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from ..capture import native
-from ..capture.stats import StatsMemo
 from ..capture.store import CaptureStore
-from ..diagnostics.notes import (
-    explain_collision,
-    explain_foreign_collision,
-    inplace_culprit,
-    is_inplace_collision,
-    modified_view,
-    note_until_fired,
-)
-from ..display import display_name, quoted
+from ..diagnostics.notes import inplace_culprit, is_inplace_collision
 from ..model.hook_dicts import foreign_hooks
-from .actions import Firing, check_action, named_tensors, perform
-from .clock import CallClock, _current_autograd_node
+from .actions import check_action, named_tensors
+from .clock import Clock
+from .collisions import FULL_BACKWARD_KINDS, Collisions
+from .dispatch import ON_ERROR, TIMELINE_CAP, Dispatch
 from .edits import normalize_edits
+from .info import HookInfo, TimelineEvent
 from .kinds import MODULE_KINDS, Kind, check_callable
 from .model_wide import ModelWideHooks
 from .node_hooks import NodeHooks
-from .own_runs import OWN_RUN, own_run
+from .own_runs import own_run
 from .owned import own, owned_ids
-from .registration import KindRegistrations
-from .returns import check_return
+from .registration import Registrar
 from .step_notes import ARMED_BY_THE_STEP, note_armed, note_short_steps
 
-ON_ERROR = ("record", "raise")
 _REGISTRIES: weakref.WeakSet[HookRegistry] = weakref.WeakSet()  # every live registry of the process
-FULL_BACKWARD_KINDS = ("backward", "backward_pre", "global_backward", "global_backward_pre")
-TIMELINE_CAP = 10_000
 
-__all__ = ["MODULE_KINDS", "HookInfo", "HookRegistry", "TimelineEvent", "named_tensors"]
-
-
-class TimelineEvent(NamedTuple):
-    """One hook firing, in the order it happened (``recompute``: repeated in a backward by a checkpoint)."""
-
-    step: int
-    phase: str
-    target: str
-    kind: str
-    call: int
-    recompute: bool = False
+__all__ = [
+    "FULL_BACKWARD_KINDS",
+    "MODULE_KINDS",
+    "ON_ERROR",
+    "TIMELINE_CAP",
+    "HookInfo",
+    "HookRegistry",
+    "TimelineEvent",
+    "named_tensors",
+]
 
 
-@dataclass
-class HookInfo:
-    """A live hook the explorer attached: what it does and how it fared."""
-
-    target: str
-    kind: str
-    action: str | Callable = "capture"
-    edit: tuple = ()
-    copy: bool = False
-    fired: int = 0
-    last_error: str | None = None
-    note: str | None = None
-    spec: str = ""  # the engine's kind: as ``kind``, except "param_grad" for "grad" on a parameter
-    with_kwargs: bool = False
-    foreign: bool = False
-    active: bool = True
-    _handles: list[RemovableHandle] = field(default_factory=list, repr=False)
-
-    @property
-    def action_name(self) -> str:
-        """The action as text: a built-in name or the callable's name."""
-        return self.action if isinstance(self.action, str) else getattr(self.action, "__name__", "callable")
-
-    def __repr__(self) -> str:
-        if self.foreign:
-            action = display_name(self.action_name)
-            return f"<foreign hook {self.kind} on {quoted(self.target)}: {action} (not the explorer's; left alone)>"
-        edit = f" + edit {list(self.edit)}" if self.edit else ""
-        error = ", last error: " + self.last_error.splitlines()[-1] if self.last_error else ""
-        note = f", note: {self.note}" if self.note else ""
-        action = display_name(self.action_name)
-        return f"<hook {self.kind} on {quoted(self.target)}: {action}{edit}, fired {self.fired}{error}{note}>"
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain data for display and export."""
-        return {
-            "target": self.target,
-            "kind": self.kind,
-            "action": self.action_name,
-            "edit": [list(e) for e in self.edit],
-            "fired": self.fired,
-            "error": self.last_error,
-            "note": self.note,
-            "foreign": self.foreign,
-        }
-
-
-class HookRegistry(KindRegistrations, CallClock):
+class HookRegistry:
     """Owns every hook the explorer adds to one model; ``close()`` removes them all.
 
     Holds no reference to the explorer, so a finalizer on the explorer can call ``close()``.
     """
 
     def __init__(self, root: nn.Module, store: CaptureStore, on_error: str = "record") -> None:
-        if on_error not in ON_ERROR:
-            raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+        self._dispatch = Dispatch(store, on_error)  # checks on_error first
         self.store = store
-        self.on_error = on_error
-        self._init_clock()  # steps_seen: steps begun, on every thread (``ex.step``)
-        self.timeline: deque[TimelineEvent] = deque(maxlen=TIMELINE_CAP)
+        self.timeline: deque[TimelineEvent] = self._dispatch.timeline
+        self.clock = Clock(on_step=self._dispatch.memo.clear)  # a step's statistics are shared only within it
+        """Steps and call numbers of this registry's firings."""
+        self._collisions = Collisions()
+        self.explanations: deque[str] = self._collisions.explanations
         self._root_ref = weakref.ref(root)  # hooks live on the model and hold the registry: no cycle back
         self._hooks: dict[tuple[str, str], HookInfo] = {}
         self._step_armed: dict[tuple[str, str], HookInfo] = {}  # the hooks of ARMED_BY_THE_STEP kinds
         self._step_handles: list[RemovableHandle] = []
-        self._model_wide = ModelWideHooks(root)  # the global kinds' hooks, on every module of the model
-        self.explanations: deque[str] = deque(maxlen=100)
         self._pending_removal: list[RemovableHandle] = []
-        self._node_hooks = NodeHooks(self)
-        self._hooked_outputs: dict[str, list[weakref.ref]] = {}
-        self._stats_memo = StatsMemo()
+        self._model_wide = ModelWideHooks(root)  # the global kinds' hooks, on every module of the model
+        self._node_hooks = NodeHooks(self.clock, self._dispatch.fire)
+        self._registrar = Registrar(
+            root, self.clock, self._dispatch, self._collisions, self._model_wide, self._node_hooks, self._begin_step
+        )
         self.step_listeners: list[Callable[[int], None]] = []
         """Called with the step number at the end of each forward of the model (not in suspended runs)."""
         _REGISTRIES.add(self)
+
+    @property
+    def on_error(self) -> str:
+        """``"record"`` a failing hook's error on its ``HookInfo`` and warn, or ``"raise"`` it."""
+        return self._dispatch.on_error
+
+    @property
+    def steps_seen(self) -> int:
+        """Steps begun so far, on every thread (``ex.step``)."""
+        return self.clock.steps_seen
+
+    @property
+    def step(self) -> int:
+        """The step this thread's firings belong to: its own latest step, so forwards and backwards run on
+        several threads at once keep their own steps (a thread that began none sees the latest of any thread)."""
+        return self.clock.step
 
     @property
     def _root(self) -> nn.Module | None:
@@ -184,7 +146,7 @@ class HookRegistry(KindRegistrations, CallClock):
         # tracker's, as torch's global hooks would (the root's global_forward record precedes the step's end).
         self._ensure_step_tracker()
         try:
-            info._handles.extend(self._register(spec, obj, info, with_kwargs))
+            info._handles.extend(self._registrar.register(spec, obj, info, with_kwargs))
         except BaseException:
             self._drop_idle_step_tracker()
             raise
@@ -229,12 +191,10 @@ class HookRegistry(KindRegistrations, CallClock):
     def _ensure_step_tracker(self) -> None:
         if not self._step_handles:
             root = self._root
+            eager = self._registrar.eager
             self._step_handles = [
-                own(
-                    root,
-                    root.register_forward_pre_hook(self._eager(lambda m, args: self._begin_step(args)), prepend=True),
-                ),
-                own(root, root.register_forward_hook(self._eager(self._end_step), prepend=True, always_call=True)),
+                own(root, root.register_forward_pre_hook(eager(lambda m, args: self._begin_step(args)), prepend=True)),
+                own(root, root.register_forward_hook(eager(self._end_step), prepend=True, always_call=True)),
             ]
 
     def _drop_idle_step_tracker(self) -> None:
@@ -245,20 +205,15 @@ class HookRegistry(KindRegistrations, CallClock):
 
     def _begin_step(self, args: Any) -> None:
         self._flush_pending_removals()
-        if OWN_RUN.depth or _current_autograd_node() is not None:
-            return  # an own run, or the model's call recomputed inside a backward (checkpoint): no new step
-        local = self._local
-        if local.root_args is args:
-            return  # the same root call, seen by a global pre-hook and then by the step tracker
-        local.root_args = args
+        if not self.clock.enter_root_call(args):
+            return  # an own run, the model's call recomputed inside a backward (checkpoint), or seen already
         if self._model_wide:
             self._model_wide.sync()  # modules added to the model get the global kinds, from this step on
-        self._new_step(loose=False)
+        self.clock.begin_step()
         self.store.compact_if_faulting()  # the last step's graph is gone: captures can leave the heap
 
     def _end_step(self, module: nn.Module, args: Any, output: Any) -> None:
-        self._local.root_args = None
-        if OWN_RUN.depth or _current_autograd_node() is not None:
+        if not self.clock.leave_root_call():
             return
         if output is None:  # always_call: the forward raised; sys.exc_info says why
             exc = sys.exc_info()[1]
@@ -280,14 +235,11 @@ class HookRegistry(KindRegistrations, CallClock):
         culprit = inplace_culprit(exc, self._root)
         colliding = self._colliding(exc, culprit)
         if not colliding and self._root is not None:  # someone else's hook: explained, and left alone
-            text = explain_foreign_collision(culprit, self._root, self._foreign_full_backward())
-            self.explanations.append(text)
+            text = self._collisions.explain_foreign(culprit, self._root, self._foreign_full_backward())
             warnings.warn(text, stacklevel=2)
         for info in colliding:
-            text = explain_collision(info.kind, info.target, culprit, self._root)
+            text = self._collisions.explain(info, culprit, self._root)
             self._remove(info, defer_root_forward=in_forward)
-            info.last_error = text
-            self.explanations.append(text)
             warnings.warn(text, stacklevel=2)
         return colliding
 
@@ -308,17 +260,7 @@ class HookRegistry(KindRegistrations, CallClock):
         full = [info for info in self._hooks.values() if info.kind in FULL_BACKWARD_KINDS]
         if not full or self._root is None:
             return full
-        view = modified_view(exc)
-        base = view._base if view is not None else None
-        # a hook on the in-place module itself wraps its input, and a global hook is on every module
-        always = [info for info in full if info.kind.startswith("global_") or info.target == culprit]
-        outputs = self._hooked_outputs
-        matched = [info for info in full if any(ref() is base for ref in outputs.get(info.target, ()))]
-        if base is not None and matched:
-            return [info for info in full if info in matched or info in always]
-        if base is not None and not always and self._foreign_full_backward():
-            return []
-        return full
+        return self._collisions.colliding(exc, culprit, full, self._foreign_full_backward)
 
     def _foreign_full_backward(self) -> list[tuple[str, str, str]]:
         """``(target, kind, hook name)`` of the full backward hooks on the model that others attached."""
@@ -352,51 +294,6 @@ class HookRegistry(KindRegistrations, CallClock):
         with own_run():
             yield
 
-    @property
-    def _suspended(self) -> bool:
-        """Whether this thread is inside an own run of any explorer."""
-        return OWN_RUN.depth > 0
-
     def _flush_pending_removals(self) -> None:
         while self._pending_removal:
             self._pending_removal.pop().remove()
-
-    def _fire(
-        self,
-        info: HookInfo,
-        phase: str,
-        firing: Firing,
-        editable: Any,
-        tensors_of,
-        call_user=None,
-        returns: str | None = None,
-    ) -> Any:
-        """Count, log and perform one firing; a failing action follows the ``on_error`` policy.
-
-        What a user callable returns is checked by torch's rules for ``returns`` (default: the hook's kind)
-        before torch sees it: a value torch would refuse is the hook's error, and torch gets None.
-        """
-        if OWN_RUN.depth:
-            return None
-        info.fired += 1
-        if info.fired == 1 and info.note is not None and note_until_fired(info.note):
-            info.note = None  # it runs after all (another input took another path, a compiled model ran it)
-        self.timeline.append(
-            TimelineEvent(firing.step, phase, firing.target, firing.kind, firing.call, firing.recompute)
-        )
-        try:
-            result = perform(
-                self.store, info.action, info.edit, info.copy, firing, editable, tensors_of, call_user, self._stats_memo
-            )
-            if call_user is not None and result is not None:
-                where = f"the {info.kind!r} hook on {quoted(firing.target)}"
-                check_return(returns or info.spec, result, editable, info.action_name, where, firing.slots)
-            return result
-        except Exception as exc:  # a failing hook must not break the user's forward or backward
-            info.last_error = "".join(traceback.format_exception(exc)).rstrip()
-            if self.on_error == "raise":
-                raise
-            warnings.warn(
-                f"hook {info.kind!r} on {quoted(firing.target)} failed: {exc!r} (recorded on ex.hooks)", stacklevel=2
-            )
-            return None

@@ -15,7 +15,7 @@ from ..display import quoted
 from ..model.nested import tensors_in
 
 if TYPE_CHECKING:
-    from .registry import HookInfo
+    from .info import HookInfo
 
 ARMED_BY_THE_STEP = ("global_backward", "global_backward_pre", "global_grad", "param_grad", "post_accumulate")
 """Kinds (engine names) whose firing a whole forward arms: not armed when the model's output needs no grad."""

@@ -1,0 +1,42 @@
+"""The model as the explorer sees it: its tree, targets and inputs, nested values, lazy modules, scopes and state."""
+
+from .compiled import is_compiled, run_eagerly
+from .inputs import Inputs, Target, backward_score, call_model, class_scores
+from .lazy import MaterializedWarning, has_lazy, lazy_modules
+from .names import ParamNames
+from .nested import first_tensor, map_tensors, named_tensors, output_tensors, tensors_in
+from .scope import ScopeTracker, hidden_ops, node_id, op_name, parse_node_id
+from .state import preserved_state
+from .targets import resolve_module, resolve_target
+from .tree import ProbeResult, build_tree, describe_shape, probe
+
+__all__ = [
+    "Inputs",
+    "MaterializedWarning",
+    "ParamNames",
+    "ProbeResult",
+    "ScopeTracker",
+    "Target",
+    "backward_score",
+    "build_tree",
+    "call_model",
+    "class_scores",
+    "describe_shape",
+    "first_tensor",
+    "has_lazy",
+    "hidden_ops",
+    "is_compiled",
+    "lazy_modules",
+    "map_tensors",
+    "named_tensors",
+    "node_id",
+    "op_name",
+    "output_tensors",
+    "parse_node_id",
+    "preserved_state",
+    "probe",
+    "resolve_module",
+    "resolve_target",
+    "run_eagerly",
+    "tensors_in",
+]

@@ -8,14 +8,13 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
+from .._torch import compiled_in_place, is_compile_wrapper
+
 
 def is_compiled(model: nn.Module) -> bool:
     """Whether ``model`` is, or holds, a ``torch.compile`` wrapper (OptimizedModule) or a module compiled in
     place (``module.compile()``)."""
-    return any(
-        type(m).__name__ == "OptimizedModule" or getattr(m, "_compiled_call_impl", None) is not None
-        for m in model.modules()
-    )
+    return any(is_compile_wrapper(m) or compiled_in_place(m) for m in model.modules())
 
 
 @contextlib.contextmanager

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Set
 
-import torch.nn.modules.module as module_globals
 from torch import nn
-from torch.nn.modules.lazy import LazyModuleMixin
+
+from .._torch import LAZY_INIT_HOOK, global_module_hooks
 
 # Module attribute holding the hook dict -> the kind it corresponds to.
 MODULE_DICTS = {
@@ -26,19 +26,14 @@ HOOK_DICTS = (
     "_load_state_dict_post_hooks",
 )
 """Every module attribute holding hooks or their flags: a copy of a module is given dicts of its own for them."""
-GLOBAL_DICTS = {
-    "_global_forward_pre_hooks": "global_forward_pre",
-    "_global_forward_hooks": "global_forward",
-    "_global_backward_pre_hooks": "global_backward_pre",
-    "_global_backward_hooks": "global_backward",
-}
 
 
 def _is_lazy_init(module: nn.Module, hook: object) -> bool:
     """True for the pre-hook a lazy module (``nn.LazyLinear``…) registers on itself to materialize at its
     first forward: torch's own machinery, gone after that forward, not a hook anyone attached."""
     return (
-        getattr(hook, "__func__", None) is LazyModuleMixin._infer_parameters
+        LAZY_INIT_HOOK is not None
+        and getattr(hook, "__func__", None) is LAZY_INIT_HOOK
         and getattr(hook, "__self__", None) is module
     )
 
@@ -85,7 +80,7 @@ def foreign_hooks(
             add(key, (name, "grad", _name(hook)))
         for key, hook in (getattr(param, "_post_accumulate_grad_hooks", None) or {}).items():
             add(key, (name, "post_accumulate", _name(hook)))
-    for attr, kind in GLOBAL_DICTS.items():
-        for key, h in getattr(module_globals, attr).items():
+    for kind, hooks in global_module_hooks().items():
+        for key, h in hooks.items():
             add(key, ("", kind, _name(h)))
     return found

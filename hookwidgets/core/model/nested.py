@@ -9,6 +9,8 @@ from typing import Any
 
 import torch
 
+from .._torch import tree_leaves
+
 
 def is_dataclass_value(value: Any) -> bool:
     """Whether ``value`` is a dataclass instance (not a dataclass type)."""
@@ -54,6 +56,12 @@ def _collect(prefix: str, value: Any, found: dict[str, torch.Tensor], path: set[
 def tensors_in(value: Any) -> list[torch.Tensor]:
     """Every tensor inside a (nested) value, in order."""
     return list(named_tensors("", value).values())
+
+
+def output_tensors(output: Any) -> list[torch.Tensor]:
+    """The tensors in an output structure, in order: pytree's containers, and dataclasses inside them."""
+    # pytree knows registered types (deque, custom nodes) but not dataclasses, which it leaves whole.
+    return [t for leaf in tree_leaves(output) for t in tensors_in(leaf)]
 
 
 def first_tensor(value: Any) -> torch.Tensor | None:

@@ -38,6 +38,7 @@ import torch
 from torch import nn
 from torch.autograd.graph import Node
 
+from .._torch import next_sequence_nr
 from .names import ModelNames, read_names
 
 HIDDEN = "\x00hidden"
@@ -124,16 +125,6 @@ def _unfollow(tracker: ScopeTracker) -> None:
         if not _following and nn.Module.__call__ is _tracked_call:
             nn.Module.__call__ = _torch_call
             _in_chain = False
-
-
-def _probe_sequence_nr() -> int:
-    """The next sequence number, by making one node (when torch lacks the private reader)."""
-    with torch.enable_grad():
-        node = (torch.zeros((), requires_grad=True) * 1).grad_fn
-    return node._sequence_nr() + 1 if node is not None else 0  # None under inference mode: no nodes are made
-
-
-next_sequence_nr: Callable[[], int] = getattr(torch._C._autograd, "_get_sequence_nr", _probe_sequence_nr)
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ import difflib
 
 from torch import nn
 
+from .._torch import COMPILED_INNER, compiled_inner
 from ..display import display_name, quoted
 from .scope import parse_node_id
 
@@ -95,17 +96,13 @@ def resolve_target(model: nn.Module, target: str) -> tuple[str, nn.Module | nn.P
     raise KeyError(f"no module or parameter {quoted(target)} in {display_name(type(model).__name__)}{hint}")
 
 
-COMPILED_INNER = "_orig_mod"
-"""Where torch.compile's wrapper (OptimizedModule) keeps the module it compiles."""
-
-
 def through_compiled(model: nn.Module, path: str) -> str | None:
     """``path`` with the ``_orig_mod`` step put back at each compiled wrapper it passes (``"fc2"`` ->
     ``"_orig_mod.fc2"``); None when it passes none, or leads to no module."""
     module, parts, inserted = model, [], False
     for name in path.split(".") if path else ():
-        inner = module._modules.get(COMPILED_INNER) if type(module).__name__ == "OptimizedModule" else None
-        if name not in module._modules and isinstance(inner, nn.Module):
+        inner = compiled_inner(module)
+        if name not in module._modules and inner is not None:
             parts.append(COMPILED_INNER)
             module, inserted = inner, True
         parts.append(name)

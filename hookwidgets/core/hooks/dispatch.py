@@ -1,0 +1,76 @@
+"""What one firing of a hook does: count it, put it on the timeline, perform its action, keep the error policy."""
+
+from __future__ import annotations
+
+import traceback
+import warnings
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ..capture.stats import StatsMemo
+from ..capture.store import CaptureStore
+from ..diagnostics.notes import note_until_fired
+from ..display import quoted
+from .actions import Firing, perform
+from .info import HookInfo, TimelineEvent
+from .own_runs import OWN_RUN
+from .returns import check_return
+
+ON_ERROR = ("record", "raise")
+TIMELINE_CAP = 10_000
+
+
+class Dispatch:
+    """Performs the firings of one registry's hooks into its store, on its timeline, under its ``on_error``."""
+
+    def __init__(self, store: CaptureStore, on_error: str = "record") -> None:
+        if on_error not in ON_ERROR:
+            raise ValueError(f"on_error must be one of {ON_ERROR}, got {on_error!r}")
+        self.store = store
+        self.on_error = on_error
+        self.timeline: deque[TimelineEvent] = deque(maxlen=TIMELINE_CAP)
+        self.memo = StatsMemo()
+        """Statistics of a tensor several hooks see in one step; cleared as each step begins."""
+
+    def fire(
+        self,
+        info: HookInfo,
+        phase: str,
+        firing: Firing,
+        editable: Any,
+        tensors_of: Callable[[Any], dict[str, torch.Tensor]],
+        call_user: Callable[[Any], Any] | None = None,
+        returns: str | None = None,
+    ) -> Any:
+        """Count, log and perform one firing; a failing action follows the ``on_error`` policy.
+
+        What a user callable returns is checked by torch's rules for ``returns`` (default: the hook's kind)
+        before torch sees it: a value torch would refuse is the hook's error, and torch gets None.
+        """
+        if OWN_RUN.depth:
+            return None
+        info.fired += 1
+        if info.fired == 1 and info.note is not None and note_until_fired(info.note):
+            info.note = None  # it runs after all (another input took another path, a compiled model ran it)
+        self.timeline.append(
+            TimelineEvent(firing.step, phase, firing.target, firing.kind, firing.call, firing.recompute)
+        )
+        try:
+            result = perform(
+                self.store, info.action, info.edit, info.copy, firing, editable, tensors_of, call_user, self.memo
+            )
+            if call_user is not None and result is not None:
+                where = f"the {info.kind!r} hook on {quoted(firing.target)}"
+                check_return(returns or info.spec, result, editable, info.action_name, where, firing.slots)
+            return result
+        except Exception as exc:  # a failing hook must not break the user's forward or backward
+            info.last_error = "".join(traceback.format_exception(exc)).rstrip()
+            if self.on_error == "raise":
+                raise
+            warnings.warn(
+                f"hook {info.kind!r} on {quoted(firing.target)} failed: {exc!r} (recorded on ex.hooks)", stacklevel=2
+            )
+            return None
