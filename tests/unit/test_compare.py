@@ -135,7 +135,7 @@ def test_hooks_the_user_attached_neither_break_nor_change_the_comparison(mlp):
     owner = Locked()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        mlp[1].register_backward_hook(owner.hook)  # the sticky legacy flag would refuse a full hook (P2)
+        mlp[1].register_backward_hook(owner.hook)  # the sticky legacy flag would refuse a full hook
     mlp[1].register_forward_hook(lambda m, a, out: out * 100)  # would change the grads if it ran
     mlp[0].register_forward_pre_hook(owner.hook)
 
