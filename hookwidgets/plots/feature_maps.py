@@ -53,10 +53,10 @@ def feature_map_figure(
     Accepts ``(N, C, H, W)`` or ``(C, H, W)``; ``(N, F)`` and ``(F,)`` are drawn as bars. ``order="mean"``
     draws the ``max_channels`` channels of highest mean activation first (labels keep channel numbers);
     ``scale="channel"`` gives each tile its own range. ``diverging`` centres a red–blue scale on zero.
-    The tiles are one pre-coloured RGBA image (NaN/Inf marks and label boxes in it, shown 1:1), the channel
+    The tiles are one pre-coloured RGBA image (NaN/Inf marks and label boxes in it, shown 1:1) and the channel
     numbers the axes' texts: pass ``cmap`` to recolour the tiles; the image's ``get_clim()`` and the colour bar
-    give the scale. Complex values
-    are drawn as their magnitude; a tensor of 0 elements gives a figure saying "empty (0 elements)".
+    give the scale. Complex values are drawn as their magnitude; a tensor of 0 elements gives a figure saying
+    "empty (0 elements)".
     """
     if scale not in ("shared", "channel"):
         raise ValueError(f"scale must be 'shared' or 'channel', not {scale!r}")
