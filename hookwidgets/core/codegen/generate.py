@@ -233,7 +233,7 @@ def _grad_hook(info: HookInfo, fn: str, names: set[str]) -> list[str]:
 
 def _node_hook(info: HookInfo, spec: str, fn: str, signature: str, model_name: str) -> list[str]:
     """A hook on a parameter's AccumulateGrad node (stable across forwards), or on an op node found anew in
-    every forward's graph by its scope and ordinal (the ``OP_NODES`` block)."""
+    every forward's graph by its scope and ordinal (the ``op_nodes`` template)."""
     scope, op, ordinal = parse_node_id(info.target)
     method = "register_prehook" if spec == "node_pre" else "register_hook"
     if callable(info.action):
