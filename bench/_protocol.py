@@ -1,4 +1,4 @@
-"""The measuring protocol of DESIGN.md ("Measuring"), shared by the benchmarks in bench/.
+"""The measuring protocol shared by the benchmarks in bench/.
 
 Two sides, A (baseline) and B, run in one process as interleaved pairs after 3 warm-up pairs, at
 a fixed ``torch.set_num_threads``; each pair gives a ratio B/A. Reported: the median ratio with

@@ -40,7 +40,7 @@ def main() -> None:
     add_arguments(parser)
     args = parser.parse_args()
     if args.pairs < MIN_PAIRS:
-        parser.error(f"--pairs must be at least {MIN_PAIRS} (DESIGN.md, Measuring)")
+        parser.error(f"--pairs must be at least {MIN_PAIRS} (the protocol of bench/_protocol.py)")
     from captum.attr import LayerAttribution, LayerGradCam
 
     set_threads(args.threads)

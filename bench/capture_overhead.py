@@ -304,7 +304,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="also measure per-hook-call cost and cProfile it")
     args = parser.parse_args()
     if args.pairs < MIN_PAIRS:
-        parser.error(f"--pairs must be at least {MIN_PAIRS} (DESIGN.md, Measuring)")
+        parser.error(f"--pairs must be at least {MIN_PAIRS} (the protocol of bench/_protocol.py)")
     set_threads(args.threads)
     started = time.perf_counter()
     command = " ".join([".venv/bin/python", "bench/capture_overhead.py", *sys.argv[1:]])

@@ -170,7 +170,7 @@ def main() -> None:
     parser.set_defaults(threads=1)  # two ranks share the machine's cores
     args = parser.parse_args()
     if args.pairs < MIN_PAIRS:
-        parser.error(f"--pairs must be at least {MIN_PAIRS} (DESIGN.md, Measuring)")
+        parser.error(f"--pairs must be at least {MIN_PAIRS} (the protocol of bench/_protocol.py)")
     started = time.perf_counter()
     command = " ".join([".venv/bin/python", "bench/ddp_overhead.py", *sys.argv[1:]])
     params = sum(p.numel() for p in make_model().parameters())

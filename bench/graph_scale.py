@@ -11,7 +11,7 @@ Run: ``.venv/bin/python bench/graph_scale.py [--pairs N] [--threads T] [--width 
   the nodes, their sequence numbers and ops, and the saved tensors, what a backward or a later
   forward could free or change; scopes, ids, edges and the plain data follow from those and are made
   when first asked for, which the extraction above includes) against a plain grad-enabled forward, by the
-  protocol of DESIGN.md, on the 2000-block MLP (batch 64) and on ResNet-18 (batch 8, 224×224).
+  protocol of ``bench/_protocol.py``, on the 2000-block MLP (batch 64) and on ResNet-18 (batch 8, 224×224).
   Bar: ≤ 1.5×. Where the MLP's extra time goes is measured part by part (``breakdown``).
 - Node-hook recorder: with one persistent node hook attached, the explorer's lean recorder walks
   every forward's graph to place it; a forward, and a forward+backward (the hook firing), against
@@ -434,8 +434,8 @@ def main() -> None:
     print(
         "- Extraction is `ex.graph(x)`'s work (`RecordedGraph.record`: recording forward with the model's state "
         "kept, walk, saved tensors, plain data, live graph released), median of the runs; the plain forward "
-        'beside it is the same model\'s `model(x)`. The ratios follow DESIGN.md "Measuring" '
-        "(`bench/_protocol.py`: 3 warm-up pairs, interleaved pairs, median of the pair ratios with p10–p90)."
+        "beside it is the same model's `model(x)`. The ratios follow the protocol of "
+        "`bench/_protocol.py` (3 warm-up pairs, interleaved pairs, median of the pair ratios with p10–p90)."
     )
     print(f"- Recursion: {recursion} torchviz itself was not installed; TorchLens was not run here.\n")
     print(EXTRACTION_HEADER)

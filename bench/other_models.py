@@ -42,7 +42,7 @@ def main() -> None:
     add_arguments(parser)
     args = parser.parse_args()
     if args.pairs < MIN_PAIRS:
-        parser.error(f"--pairs must be at least {MIN_PAIRS} (DESIGN.md, Measuring)")
+        parser.error(f"--pairs must be at least {MIN_PAIRS} (the protocol of bench/_protocol.py)")
     set_threads(args.threads)
     command = " ".join([os.path.relpath(sys.executable), *sys.argv])
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

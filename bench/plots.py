@@ -106,7 +106,7 @@ def main() -> None:
     add_arguments(parser)
     args = parser.parse_args()
     if args.pairs < MIN_PAIRS:
-        parser.error(f"--pairs must be at least {MIN_PAIRS} (DESIGN.md, Measuring)")
+        parser.error(f"--pairs must be at least {MIN_PAIRS} (the protocol of bench/_protocol.py)")
     set_threads(args.threads)
     command = " ".join([os.path.relpath(sys.executable), *sys.argv])
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -149,9 +149,9 @@ def main() -> None:
         f"1-min load average {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end.",
         "",
         "B = `figure_png(feature_map_figure(x, max_channels=64))` for a ReLU'd `(2, 64, 56, 56)` tensor: 64 tiles "
-        "composed in NumPy (colour LUT, one-pixel separators, channel numbers burned in with a bitmap font, "
-        "NaN/Inf check), copied 1:1 onto the canvas as one RGBA image, with a title and a colour bar, "
-        "PNG at zlib level 1 "
+        "composed in NumPy (colour LUT, one-pixel separators, dark label boxes, NaN/Inf check), shown 1:1 as one "
+        "RGBA `imshow`, the 64 channel numbers as matplotlib texts, with a title and a colour bar, PNG at zlib "
+        "level 1 "
         f"({width}×{height} px, {len(png) / 1024:.0f} KiB). A = the least a hand-written plot does: the same "
         "64 tiles as one `imshow` in a 9×9-inch figure, no labels, no colour bar, default PNG settings "
         f"({base_w}×{base_h} px, {len(baseline_png) / 1024:.0f} KiB). Interleaved pairs after "

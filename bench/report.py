@@ -253,7 +253,7 @@ def render(runs: list[Run], command: str, started: str, notes: str) -> str:
         "# Benchmark results",
         "",
         f"Written by `{command}` (bench/report.py) from what each script in bench/ printed; do not edit by hand",
-        'above the notes mark at the end. Protocol: DESIGN.md "Measuring" (bench/_protocol.py).',
+        "above the notes mark at the end. Protocol: bench/_protocol.py.",
         "",
         f"- Date: {started}.",
         f"- Machine: {machine()}.",

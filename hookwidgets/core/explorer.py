@@ -22,7 +22,7 @@ from .attribution import CAM_METHODS, attribute, check_method
 from .capture.export import export_captures
 from .capture.store import DEFAULT_MEMORY_BUDGET, CaptureStore
 from .codegen.generate import hook_code
-from .diagnostics.compare import BackwardComparison, compare_backward
+from .diagnostics.compare import BackwardComparison, compare_backward, former_keywords
 from .diagnostics.nonfinite import first_nonfinite, summary_rows
 from .diagnostics.notes import (
     COMPILED,
@@ -163,7 +163,8 @@ class Explorer:
         copy: bool = False,
         with_kwargs: bool = False,
     ) -> HookInfo | list[HookInfo]:
-        """Attach hook(s) of ``kind`` on a module path or parameter name; re-attaching replaces.
+        """Attach hook(s) of ``kind`` at the path ``target``, the hooks' place (a module path, a parameter name or
+        an autograd node id); re-attaching replaces.
 
         ``action`` is ``capture``, ``stats``, ``print`` or a callable with torch's signature for the
         kind; ``edit`` (e.g. ``("scale", 2.0)``) changes the value before the action sees it.
@@ -378,12 +379,14 @@ class Explorer:
         """
         return summary_rows(self.captures)
 
-    def compare_backward(self, target: str, inputs: Inputs | None = None, score: Target = None) -> BackwardComparison:
-        """The legacy and the full backward hook's gradients on ``target`` side by side (on hook-free copies)."""
+    @former_keywords
+    def compare_backward(self, layer: str, inputs: Inputs | None = None, target: Target = None) -> BackwardComparison:
+        """The legacy and the full backward hook's gradients on ``layer`` side by side (on hook-free copies),
+        in the backward of the score ``target`` (as in ``run``; default: the sum of the output)."""
         inputs = self._inputs(inputs)
         self._materialize(inputs, "compare_backward()")
         with self._own_run():  # on copies: no explorer records them, and they would compile anew
-            return compare_backward(self.model, target, inputs, score)
+            return compare_backward(self.model, layer, inputs, target)
 
     def code(self) -> str:
         """Plain-torch Python (no hookwidgets) that registers hooks doing what the explorer's hooks do."""

@@ -14,9 +14,10 @@ from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.hooks import RemovableHandle
 
+from .._renamed import renamed
 from .checks import INSPECTED, require_ddp, require_no_comm_hook, require_process_group
 from .compression import RoundTrip, round_trip_for
-from .logs import KINDS, RankLog, load_records, sort_records
+from .logs import RECORDS, RankLog, load_records, sort_records
 from .recorder import Recorder, comm_hook
 
 DEFAULT_MAX_RECORDS = 100_000
@@ -124,15 +125,15 @@ class DDPInspector:
         """Why writing the log failed, if it did (training went on without it)."""
         return self._recorder.log.error if self._recorder.log is not None else None
 
-    def gather(self, dst: int | None = 0, kind: str = "bucket") -> list[dict[str, Any]] | None:
-        """Every rank's records on rank ``dst`` (None on the others), or on every rank with ``dst=None``.
-
-        A collective: every rank of the model's process group must call it, at the same point.
+    @renamed(kind="records")
+    def gather(self, dst: int | None = 0, records: str = "bucket") -> list[dict[str, Any]] | None:
+        """Every rank's ``records`` (``bucket`` or ``ready``) on rank ``dst`` (None on the others), or on every rank
+        with ``dst=None``. A collective: every rank of the model's process group must call it, at the same point.
         """
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        if records not in RECORDS:
+            raise ValueError(f"records must be one of {RECORDS}, got {records!r}")
         require_process_group("DDPInspector.gather()")
-        local = self.records if kind == "bucket" else self.ready_order
+        local = self.records if records == "bucket" else self.ready_order
         group = self.ddp.process_group
         if dst is None:
             every: list[Any] = [None] * self.world_size
@@ -145,9 +146,11 @@ class DDPInspector:
         return sort_records([r for rank_records in every for r in rank_records])
 
     @staticmethod
-    def load(log_dir: str | os.PathLike, kind: str | None = "bucket", *, last_run: bool = True) -> list[dict]:
-        """Every rank's records from ``log_dir`` (``kind``: ``bucket``, ``ready`` or None), as ``gather`` gives them."""
-        return load_records(log_dir, kind, last_run=last_run)
+    @renamed(kind="records")
+    def load(log_dir: str | os.PathLike, records: str | None = "bucket", *, last_run: bool = True) -> list[dict]:
+        """Every rank's ``records`` (``bucket``, ``ready`` or None for both) from ``log_dir``, as ``gather`` gives
+        them."""
+        return load_records(log_dir, records, last_run=last_run)
 
     def close(self) -> None:
         """Stop recording, remove the gradient-ready hooks and close the log.

@@ -10,8 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .._renamed import renamed
+
 RANK_FILE = re.compile(r"rank(\d+)\.jsonl")
-KINDS = ("bucket", "ready")
+RECORDS = ("bucket", "ready")  # the records a log line or a gather can hold: per bucket, per gradient ready
 
 
 class RankLog:
@@ -42,24 +44,25 @@ class RankLog:
             self._file.close()
 
 
-def load_records(log_dir: str | os.PathLike, kind: str | None = "bucket", *, last_run: bool = True) -> list[dict]:
-    """Every rank's records of ``kind`` (``bucket``, ``ready`` or None for both) from ``log_dir``, sorted.
+@renamed(kind="records")
+def load_records(log_dir: str | os.PathLike, records: str | None = "bucket", *, last_run: bool = True) -> list[dict]:
+    """Every rank's ``records`` (``bucket``, ``ready`` or None for both) from ``log_dir``, sorted.
 
     ``last_run`` keeps, per rank file, only the lines after its newest ``start`` line, so a log dir
     reused by a re-run notebook cell shows the latest run.
     """
-    if kind is not None and kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS} or None, got {kind!r}")
+    if records is not None and records not in RECORDS:
+        raise ValueError(f"records must be one of {RECORDS} or None, got {records!r}")
     folder = Path(log_dir)
     if not folder.is_dir():
         raise FileNotFoundError(f"no log dir {str(folder)!r}: pass the log_dir= the ranks' DDPInspector wrote to")
     files = sorted((int(m.group(1)), p) for p in folder.iterdir() if (m := RANK_FILE.fullmatch(p.name)))
     if not files:
         raise FileNotFoundError(f"{str(folder)!r} holds no rank<N>.jsonl files: did the ranks run with log_dir= set?")
-    records: list[dict] = []
+    lines: list[dict] = []
     for _, path in files:
-        records += _read(path, last_run)
-    wanted = [r for r in records if r.get("kind") in ((kind,) if kind else KINDS)]
+        lines += _read(path, last_run)
+    wanted = [r for r in lines if r.get("kind") in ((records,) if records else RECORDS)]
     return sort_records(wanted)
 
 

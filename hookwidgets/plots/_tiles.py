@@ -1,7 +1,7 @@
-"""The feature-map grid composed in NumPy: tiles coloured, laid out with separators, channel numbers burned in.
+"""The feature-map grid composed in NumPy: tiles coloured, laid out with separators, label boxes shaded.
 
-Matplotlib then shows one pre-coloured RGBA image at 1:1. Drawing 64 ``Text`` artists, resampling a
-float image and painting a second NaN layer took most of a 64-channel grid's time; here it is array work.
+Matplotlib then shows one pre-coloured RGBA image at 1:1, with the channel numbers as text on the boxes.
+Colouring the tiles here rather than painting a float image and a second NaN layer keeps it array work.
 """
 
 from __future__ import annotations
@@ -12,12 +12,10 @@ from dataclasses import dataclass
 import matplotlib.colors
 import numpy as np
 
-from ._font import PAD, box_size, label_scale, text_mask
-
 TARGET_PX, MAX_PX = 420, 820  # the grid is drawn about this big, and never bigger
 MAX_ZOOM = 12
 WHITE = 255
-BOX_SHADE = 0.55  # label boxes are black at 45% opacity over the tile
+BOX_SHADE = 0.35  # label boxes are black at 65% opacity over the tile: white text reads on any colour
 
 
 @dataclass(frozen=True)
@@ -102,16 +100,16 @@ def _resize_mask(mask: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.nda
 
 def compose(
     maps: np.ndarray,
-    labels: list[str],
     layout: Layout,
     colormap: matplotlib.colors.Colormap,
     limits: tuple[float, float],
     marker: tuple[int, int, int, int],
-) -> tuple[np.ndarray, bool]:
-    """The grid as a ``(H, W, 4)`` uint8 RGBA image, and whether labels fit in the tiles.
+    boxes: list[tuple[int, int]],
+) -> np.ndarray:
+    """The grid as a ``(H, W, 4)`` uint8 RGBA image.
 
-    ``maps`` ``(C, h, w)`` are coloured on ``limits``; NaN/Inf pixels get ``marker``; each tile's
-    label sits in a dark box at its top-left corner; gutters and empty tiles are white.
+    ``maps`` ``(C, h, w)`` are coloured on ``limits``; NaN/Inf pixels get ``marker``; tile ``i`` gets a dark
+    box of ``boxes[i]`` ``(h, w)`` pixels at its top-left corner for its label; gutters and empty tiles are white.
     """
     channels, height, width = maps.shape
     tile_h, tile_w = layout.tile
@@ -138,22 +136,16 @@ def compose(
     image = np.ascontiguousarray(
         grid.reshape(layout.rows * (tile_h + gutter), layout.columns * (tile_w + gutter), 4)[:height_px, :width_px]
     )
-    scale = label_scale(max(labels, key=len), layout.tile) if labels else 0
-    if scale:
-        for position, label in enumerate(labels):
-            _burn_label(image, layout.origin(position), label, scale, marked[position] if marked is not None else None)
-    return image, bool(scale) or not labels
+    for position, size in enumerate(boxes):
+        _shade_box(image, layout.origin(position), size, marked[position] if marked is not None else None)
+    return image
 
 
-def _burn_label(image: np.ndarray, origin: tuple[int, int], label: str, scale: int, marked: np.ndarray | None) -> None:
-    """Darken the label's box (NaN/Inf pixels stay marker-coloured) and light the digits white."""
-    y, x = origin
-    box_h, box_w = box_size(label, scale)
+def _shade_box(image: np.ndarray, origin: tuple[int, int], size: tuple[int, int], marked: np.ndarray | None) -> None:
+    """Darken a label's box at a tile's top-left ``origin``; NaN/Inf pixels under it stay marker-coloured."""
+    (y, x), (box_h, box_w) = origin, size
     box = image[y : y + box_h, x : x + box_w, :3]
     shaded = (box * BOX_SHADE).astype(np.uint8)
     if marked is not None:
         shaded = np.where(marked[:box_h, :box_w, None], box, shaded)
     box[...] = shaded
-    glyphs = text_mask(label, scale)
-    lit = image[y + PAD : y + PAD + glyphs.shape[0], x + PAD : x + PAD + glyphs.shape[1], :3]
-    lit[glyphs] = WHITE

@@ -19,7 +19,7 @@ from ._common import (
     magnitude_note,
     nonfinite_note,
 )
-from ._pixels import show_pixels
+from ._labels import add_labels, box_size, label_size
 from ._tiles import choose, compose, per_channel, plan
 from .tensors import bars_figure
 
@@ -53,9 +53,10 @@ def feature_map_figure(
     Accepts ``(N, C, H, W)`` or ``(C, H, W)``; ``(N, F)`` and ``(F,)`` are drawn as bars. ``order="mean"``
     draws the ``max_channels`` channels of highest mean activation first (labels keep channel numbers);
     ``scale="channel"`` gives each tile its own range. ``diverging`` centres a red–blue scale on zero.
-    The tiles are one pre-coloured RGBA image (labels and NaN/Inf marks burned in, shown 1:1): pass
-    ``cmap`` to recolour them; the image's ``get_clim()`` and the colour bar give the scale. Complex values
-    are drawn as their magnitude; a tensor of 0 elements gives a figure saying "empty (0 elements)".
+    The tiles are one pre-coloured RGBA image (NaN/Inf marks and label boxes in it, shown 1:1) and the channel
+    numbers the axes' texts: pass ``cmap`` to recolour the tiles; the image's ``get_clim()`` and the colour bar
+    give the scale. Complex values are drawn as their magnitude; a tensor of 0 elements gives a figure saying
+    "empty (0 elements)".
     """
     if scale not in ("shared", "channel"):
         raise ValueError(f"scale must be 'shared' or 'channel', not {scale!r}")
@@ -75,15 +76,20 @@ def feature_map_figure(
     colormap = matplotlib.colormaps[cmap or ("RdBu_r" if diverging else "viridis")]
     marker = tuple(round(255 * c) for c in matplotlib.colors.to_rgba(NONFINITE_COLOR))
     layout = plan(*shown.shape)
-    grid, labelled = compose(shown, [str(c) for c in chosen], layout, colormap, limits, marker)
+    labels = [str(c) for c in chosen]
+    size = label_size(max(labels, key=len), layout.tile, DPI)
+    boxes = [box_size(label, size, DPI) for label in labels] if size else []
+    grid = compose(shown, layout, colormap, limits, marker, boxes)
     fig, ax, bar_ax = _figure(*grid.shape[:2])
-    image = show_pixels(ax, grid)  # ax.imshow(grid, interpolation="none"), copied 1:1 instead of resampled
+    image = ax.imshow(grid, interpolation="none")  # the axes is the grid's size in pixels: drawn 1:1
+    if size:
+        add_labels(ax, labels, [layout.origin(p) for p in range(len(labels))], size, DPI)
     image.set_cmap(colormap)  # the colour bar and get_clim() speak for the pre-coloured pixels
     image.set_clim(*limits)
     ax.set_axis_off()
     which = "top" if order == "mean" else "first"
     more = f" ({which} {len(shown)} of {len(values)} channels)" if len(values) > len(shown) else ""
-    unlabelled = "" if labelled else " [tiles too small for channel numbers]"
+    unlabelled = "" if size else " [tiles too small for channel numbers]"
     # An explicit y keeps the title where it is: the automatic placement measures hidden ticks on every draw.
     text = f"{literal(title)}{magnitude_note(tensor)}{more}{nonfinite_note(values[chosen])}{unlabelled}"
     ax.set_title(text, fontsize=9, y=1.0, pad=5)

@@ -154,7 +154,7 @@ class HookExplorer(Explorer):
     def show_ddp(self, source: DDPInspector | list[dict[str, Any]] | str | os.PathLike) -> None:
         """Show DDP records in the widget's Training panel, in place of what it showed of DDP before.
 
-        ``source``: a ``DDPInspector`` (followed live), its records (``DDPInspector.load(log_dir, kind=None)``,
+        ``source``: a ``DDPInspector`` (followed live), its records (``DDPInspector.load(log_dir, records=None)``,
         ``insp.gather()``), or the ``log_dir`` the ranks wrote to (read with ``DDPInspector.load``).
         """
         self.model  # noqa: B018 -- a closed explorer says so, as every method does

@@ -53,13 +53,13 @@ def ddp_source(source: Any) -> DDPSource:
     if isinstance(source, DDPInspector):
         return DDPSource(inspector=source)
     if isinstance(source, (str, os.PathLike)):
-        return _records_source(DDPInspector.load(source, kind=None), f"log dir {os.fspath(source)}")
+        return _records_source(DDPInspector.load(source, records=None), f"log dir {os.fspath(source)}")
     if isinstance(source, (list, tuple)):
         return _records_source(list(source), "records passed to show_ddp()")
     hint = " (gather() returns None on ranks other than dst)" if source is None else ""
     raise TypeError(
         f"show_ddp() takes a DDPInspector, a list of its records or a log dir, got {type(source).__name__}{hint}: "
-        "e.g. ex.show_ddp(DDPInspector.load(log_dir, kind=None))"
+        "e.g. ex.show_ddp(DDPInspector.load(log_dir, records=None))"
     )
 
 
@@ -75,8 +75,8 @@ def _records_source(records: list[Any], where: str) -> DDPSource:
         missing = [key for key in keys if key not in record]
         if missing:
             raise ValueError(
-                f"DDP record {index} ({kind}) lacks {missing}: pass records from DDPInspector.load(log_dir, kind=None) "
-                "or insp.gather()"
+                f"DDP record {index} ({kind}) lacks {missing}: pass records from "
+                "DDPInspector.load(log_dir, records=None) or insp.gather()"
             )
         (buckets if kind == "bucket" else ready).append(record)
     ranks = sorted({r["rank"] for r in buckets + ready})
@@ -231,7 +231,7 @@ def ddp_payload(source: DDPSource, prefix: str = "") -> dict[str, Any]:
         payload["ranks_png"], chart_error = _png(lambda: rank_chart_figure(drawable), "the per-rank chart")
         payload["message"] = " ".join(e for e in (table_error, chart_error) if e)
     if buckets and not ready and inspector is None:
-        payload["message"] += " No gradient-ready records: DDPInspector.load(log_dir, kind=None) reads them too."
+        payload["message"] += " No gradient-ready records: DDPInspector.load(log_dir, records=None) reads them too."
     if log_error:
         payload["message"] += f" {log_error}"
     payload["message"] = payload["message"].strip()

@@ -1,6 +1,6 @@
 """Faults: a user hook failing mid-backward, KeyboardInterrupt inside hooks, a model that raises in forward.
 
-DESIGN.md: a failing user hook never corrupts a run (its error is recorded with its traceback, or
+The promise: a failing user hook never corrupts a run (its error is recorded with its traceback, or
 propagates with ``on_error="raise"``); an exception or KeyboardInterrupt inside a run removes the
 explorer's temporary hooks at once while the user's attached hooks stay until ``detach()``/``close()``;
 a forward that raises still gives the graph built before the failure, with the error.

@@ -1,6 +1,6 @@
 """Fuzzing: random architectures through tree, graph, every hook kind, runs, detach and close.
 
-Each case checks the rules of DESIGN.md against independent oracles (a hook-free twin of the model
+Each case checks the explorer's promises against independent oracles (a hook-free twin of the model
 observed through plain torch hooks, and a plain walk of ``grad_fn``): no exception except the
 promised in-place collision (a ValueError at attach, or a warning and a detach at run time); tree
 paths and probe shapes; graph op counts and persistent node ids; explorer runs leave parameters,

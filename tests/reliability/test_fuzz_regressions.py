@@ -15,7 +15,7 @@ from ._state import all_hook_state
 
 
 class DictOut(nn.Module):
-    """Two Linears whose outputs come as a dict: full backward hooks cannot fire on it (P7)."""
+    """Two Linears whose outputs come as a dict: full backward hooks cannot fire on it."""
 
     def __init__(self) -> None:
         super().__init__()

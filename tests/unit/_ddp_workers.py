@@ -64,7 +64,7 @@ def inspect_run(rank: int, world: int, log_dir: str, compressed: bool) -> dict[s
     grads = _train(inspected, rank)
     gathered = inspector.gather()
     everywhere = inspector.gather(dst=None)
-    ready = inspector.gather(kind="ready")
+    ready = inspector.gather(records="ready")
     inspector.close()
     dist.barrier()  # every rank's log is complete before rank 0's caller reads it
     return {

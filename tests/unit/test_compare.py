@@ -62,7 +62,7 @@ def test_linear_on_a_3d_input_attaches_the_legacy_hook_to_the_output_view(mlp):
 
 def test_the_hooks_agree_on_tanh_and_equal_a_hand_computed_gradient(mlp):
     x = torch.randn(4, 3, requires_grad=True)
-    result = compare_backward(mlp, "1", x, score=lambda out: (out[:, 0] * 3).sum())
+    result = compare_backward(mlp, "1", x, target=lambda out: (out[:, 0] * 3).sum())
 
     hidden = mlp[0](x)
     (expected,) = torch.autograd.grad((mlp[1](hidden)[:, 0] * 3).sum(), hidden)
@@ -135,7 +135,7 @@ def test_hooks_the_user_attached_neither_break_nor_change_the_comparison(mlp):
     owner = Locked()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        mlp[1].register_backward_hook(owner.hook)  # the sticky legacy flag would refuse a full hook (P2)
+        mlp[1].register_backward_hook(owner.hook)  # the sticky legacy flag would refuse a full hook
     mlp[1].register_forward_hook(lambda m, a, out: out * 100)  # would change the grads if it ran
     mlp[0].register_forward_pre_hook(owner.hook)
 
@@ -243,6 +243,48 @@ def test_explorer_compare_backward_shows_the_linear_discrepancy():
     rows = {row["slot"]: row for row in result.table()}
     assert rows["grad_input[0]"]["legacy_shape"] == (2,) and rows["grad_input[0]"]["full_shape"] == (4, 3)
     assert rows["grad_output[0]"]["max_abs_diff"] == 0.0
+
+
+def _same_comparison(a, b) -> None:
+    assert a.layer == b.layer and a.legacy_node == b.legacy_node and a.notes == b.notes
+    for name in ("legacy_grad_input", "full_grad_input", "legacy_grad_output", "full_grad_output"):
+        assert all(torch.equal(x, y) for x, y in zip(getattr(a, name), getattr(b, name), strict=True)), name
+
+
+def test_layer_is_the_module_and_target_the_score_and_the_former_keywords_still_work_with_a_warning(mlp):
+    x = torch.randn(4, 3, requires_grad=True)
+    score = lambda out: (out[:, 0] * 3).sum()  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the new names warn about nothing
+        expected = compare_backward(mlp, layer="1", inputs=x, target=score)
+        with Explorer(mlp, example_inputs=x) as ex:
+            _same_comparison(ex.compare_backward(layer="1", target=score), expected)
+    assert expected.layer == "1" and torch.equal(expected.full_grad_output[0], torch.tensor([[3.0, 0.0]]).expand(4, 2))
+    layer_was_target = (
+        "compare_backward(target=...) is deprecated: pass layer= instead (target= is the score to explain, as in run())"
+    )
+    target_was_score = "compare_backward(score=...) is deprecated: pass target= instead"
+    calls = [
+        (lambda: compare_backward(mlp, target="1", inputs=x, score=score), [layer_was_target, target_was_score]),
+        (lambda: compare_backward(mlp, "1", x, score=score), [target_was_score]),
+    ]
+    for call, messages in calls:
+        with pytest.warns(DeprecationWarning, match="is deprecated") as caught:
+            _same_comparison(call(), expected)
+        assert [str(w.message) for w in caught] == messages
+        assert all(w.filename == __file__ for w in caught)  # each points at the caller's line
+    with Explorer(mlp, example_inputs=x) as ex, pytest.warns(DeprecationWarning, match="is deprecated") as caught:
+        _same_comparison(ex.compare_backward(target="1", score=score), expected)
+    assert [str(w.message).split(" is ")[0] for w in caught] == [
+        "Explorer.compare_backward(target=...)",
+        "Explorer.compare_backward(score=...)",
+    ]
+    with pytest.warns(DeprecationWarning, match=r"BackwardComparison.target is deprecated: read .layer"):
+        assert expected.target == "1"
+    with pytest.raises(TypeError, match=r"got target= and score=, its former name: pass target= only"):
+        compare_backward(mlp, "1", x, target=score, score=score)
+    with pytest.raises(TypeError, match="layer"):  # a score that names no module is not taken for the layer
+        compare_backward(mlp, inputs=x, target="top")
 
 
 @dataclass

@@ -58,7 +58,7 @@ def test_log_dir_holds_what_gather_gives(allreduce_run):
     (rank0, _), logs = allreduce_run
     assert sorted(p.name for p in logs.iterdir()) == ["rank0.jsonl", "rank1.jsonl"]
     assert DDPInspector.load(logs) == rank0["gathered"]
-    assert DDPInspector.load(logs, kind="ready") == rank0["gathered_ready"]
+    assert DDPInspector.load(logs, records="ready") == rank0["gathered_ready"]
 
 
 def test_buckets_cover_every_parameter_once_per_step(allreduce_run):

@@ -13,7 +13,7 @@ from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from hookwidgets.distributed import DDPInspector
+from hookwidgets.distributed import DDPInspector, load_records
 from hookwidgets.distributed.compression import CHUNK, relative_error, round_trip_for
 
 
@@ -133,6 +133,27 @@ def test_load_keeps_the_last_run_of_a_reused_log_dir(group, tmp_path):
     assert [s["hook"] for s in starts if s["kind"] == "start"] == ["allreduce_hook"] * 2
 
 
+def test_records_selects_bucket_or_ready_records_and_kind_is_its_deprecated_former_name(group, tmp_path):
+    ddp = DDP(_model())
+    with DDPInspector(ddp, log_dir=tmp_path) as insp:
+        _step(ddp)
+        buckets, ready = insp.gather(), insp.gather(records="ready")
+        assert {r["kind"] for r in buckets} == {"bucket"} and {r["kind"] for r in ready} == {"ready"}
+        with pytest.warns(DeprecationWarning, match="is deprecated") as caught:
+            assert insp.gather(kind="ready") == ready
+        (warning,) = caught
+        assert str(warning.message) == "DDPInspector.gather(kind=...) is deprecated: pass records= instead"
+        assert warning.filename == __file__  # points at the caller's line
+    both = DDPInspector.load(tmp_path, records=None)
+    assert DDPInspector.load(tmp_path) == buckets and DDPInspector.load(tmp_path, records="ready") == ready
+    assert sorted(both, key=lambda r: r["kind"]) == sorted(buckets + ready, key=lambda r: r["kind"])
+    for load, name in ((DDPInspector.load, "DDPInspector.load"), (load_records, "load_records")):
+        with pytest.warns(DeprecationWarning, match=rf"^{name}\(kind=...\) is deprecated: pass records= instead$"):
+            assert load(tmp_path, kind=None) == both
+        with pytest.raises(TypeError, match=r"got records= and kind=, its former name: pass records= only"):
+            load(tmp_path, records="ready", kind="ready")
+
+
 def test_load_errors_name_the_log_dir(tmp_path):
     with pytest.raises(FileNotFoundError, match="no log dir"):
         DDPInspector.load(tmp_path / "missing")
@@ -140,8 +161,8 @@ def test_load_errors_name_the_log_dir(tmp_path):
         DDPInspector.load(tmp_path)
     (tmp_path / "rank0.jsonl").write_text(json.dumps(BUCKET) + '\n{"kind": "buck')  # killed mid-write
     assert DDPInspector.load(tmp_path) == [BUCKET]
-    with pytest.raises(ValueError, match="kind must be one of"):
-        DDPInspector.load(tmp_path, kind="buckets")
+    with pytest.raises(ValueError, match="records must be one of"):
+        DDPInspector.load(tmp_path, records="buckets")
     (tmp_path / "rank1.jsonl").write_text("not json\n")
     with pytest.raises(ValueError, match=r"rank1.jsonl:1 is not a JSON line"):
         DDPInspector.load(tmp_path)
@@ -186,7 +207,7 @@ def test_a_malformed_log_line_is_a_value_error_naming_the_file_and_line(tmp_path
     (tmp_path / "rank0.jsonl").write_text(good)
     (tmp_path / "rank1.jsonl").write_text(good + line + "\n" + good)  # the bad file among good ones, line 3
     with pytest.raises(ValueError, match=re.escape(what)) as caught:
-        DDPInspector.load(tmp_path, kind=None)
+        DDPInspector.load(tmp_path, records=None)
     assert str(caught.value).startswith(f"{tmp_path / 'rank1.jsonl'}:3 ")
 
 

@@ -133,7 +133,7 @@ def test_accumulate_grad_nodes_stay_referenced_by_the_recording():
     del acc
     recording.output = None  # only the recording holds the graph now
     gc.collect()
-    model(torch.randn(4, 3)).sum().backward()  # torch reuses the parameter's node while it lives (P14)
+    model(torch.randn(4, 3)).sum().backward()  # torch reuses the parameter's node while it lives
     assert fired == [torch.Size([2, 3])]
     recording.release()
     gc.collect()

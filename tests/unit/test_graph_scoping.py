@@ -36,7 +36,7 @@ class Block(nn.Module):
 
 
 class ResidualCNN(nn.Module):
-    """The model of reference script 15: stem, two residual blocks, pool, root-level ops, fc."""
+    """Stem, two residual blocks, pool, root-level ops, fc: every way a node can get its module."""
 
     def __init__(self) -> None:
         super().__init__()

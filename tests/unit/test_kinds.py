@@ -123,7 +123,7 @@ def test_legacy_backward_warns_and_close_lifts_its_sticky_flag(mlp, x):
     assert (3,) in shapes  # the legacy hook sees AddmmBackward0's inputs, the bias among them
     assert hook_state(mlp) == before
     with Explorer(mlp) as ex:
-        ex.attach("2", "backward")  # torch would refuse this had the legacy flag stayed set (P2)
+        ex.attach("2", "backward")  # torch would refuse this had the legacy flag stayed set
 
 
 def test_stats_action_keeps_numbers_not_tensors(mlp, x):

@@ -191,10 +191,15 @@ def test_core_never_imports_display_libraries():
     assert found == []
 
 
+GENERATED_CODE = "hookwidgets.core.codegen.templates."
+"""Source of the code ``ex.code()`` writes out: plain torch that runs without hookwidgets, so it reads torch's
+private APIs itself (guarded in the generated text), not through core/_torch.py."""
+
+
 def test_private_torch_apis_only_in_core_torch():
     found = []
     for name, path in SOURCES.items():
-        if name == TORCH_API_MODULE:
+        if name == TORCH_API_MODULE or name.startswith(GENERATED_CODE):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         docstrings = {

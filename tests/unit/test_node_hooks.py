@@ -95,7 +95,7 @@ def test_an_accumulate_grad_hook_stays_placed_and_each_firing_belongs_to_its_ste
 
 
 def test_a_hooked_accumulate_grad_node_is_kept_so_every_gradient_into_its_parameter_is_seen():
-    # torch holds a parameter's AccumulateGrad node only weakly (P14): were the explorer to drop the
+    # torch holds a parameter's AccumulateGrad node only weakly: were the explorer to drop the
     # node it hooked, a graph made outside the model's forward (a weight penalty) would get a new one
     import gc
 

@@ -1,4 +1,4 @@
-"""The feature-map grid: one pre-coloured image with burned-in channel numbers, checked pixel by pixel."""
+"""The feature-map grid: one pre-coloured image checked pixel by pixel, and the channel numbers as its texts."""
 
 import io
 
@@ -8,18 +8,19 @@ import matplotlib.image
 import numpy as np
 import pytest
 import torch
-from matplotlib.image import AxesImage
 
 from hookwidgets.plots import NONFINITE_COLOR, feature_map_figure, figure_png, gradient_map_figure
-from hookwidgets.plots._font import GLYPHS, PAD
+from hookwidgets.plots._labels import box_size
+from hookwidgets.plots._tiles import BOX_SHADE
+from hookwidgets.plots.feature_maps import DPI
 
 MAGENTA = np.array([255, 0, 255], dtype=np.uint8)
 WHITE = np.array([255, 255, 255], dtype=np.uint8)
 TOP, LEFT = 24, 6  # the grid's offset in the PNG: title margin above, a small margin on the left
 
 
-def _png(fig) -> np.ndarray:
-    png = figure_png(fig)
+def _png(fig, dpi: int = DPI) -> np.ndarray:
+    png = figure_png(fig, dpi=dpi)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     return (matplotlib.image.imread(io.BytesIO(png), format="png")[..., :3] * 255).round().astype(np.uint8)
 
@@ -35,20 +36,39 @@ def _colour(cmap: str, fraction: float) -> np.ndarray:
     return np.array(matplotlib.colormaps[cmap](fraction, bytes=True)[:3], dtype=np.uint8)
 
 
-def _read_label(grid: np.ndarray, origin: tuple[int, int], scale: int) -> str:
-    """The digits lit white in the label box at a tile's top-left corner, read back with the font's glyphs."""
-    glyphs = {d: np.array([[c == "#" for c in row] for row in rows]) for d, rows in GLYPHS.items()}
-    y, x = origin[0] + PAD, origin[1] + PAD
-    text = ""
-    for position in range(5):
-        left = x + position * 4 * scale
-        cell = grid[y : y + 5 * scale : scale, left : left + 3 * scale : scale, :3]
-        lit = (cell == 255).all(axis=-1)
-        found = [d for d, glyph in glyphs.items() if lit.shape == glyph.shape and np.array_equal(lit, glyph)]
-        if not found:
-            break
-        text += found[0]
-    return text
+def _labels(fig, pitch: int) -> dict[tuple[int, int], str]:
+    """The axes' texts by the top-left grid pixel ``(y, x)`` of the tile they are written in (tiles ``pitch`` apart)."""
+    found = {}
+    for text in fig.axes[0].texts:
+        x, y = text.get_position()  # the grid's pixel coordinates
+        origin = (int(y // pitch) * pitch, int(x // pitch) * pitch)
+        assert origin not in found, f"two labels in the tile at {origin}"
+        found[origin] = text.get_text()
+    return found
+
+
+def _boxes(fig, pitch: int, shape: tuple[int, ...], scale: int = 1) -> np.ndarray:
+    """Where the label boxes are on the grid (drawn ``scale`` times as big): each text's box at its tile's corner."""
+    inside = np.zeros((shape[0] * scale, shape[1] * scale), dtype=bool)
+    for (y, x), label in _labels(fig, pitch).items():
+        (text,) = [t for t in fig.axes[0].texts if t.get_text() == label]
+        height, width = box_size(label, text.get_fontsize(), DPI)
+        inside[y * scale : (y + height) * scale, x * scale : (x + width) * scale] = True
+    return inside
+
+
+def _assert_labels_drawn_in_their_boxes(fig, pitch: int, dpi: int = DPI) -> None:
+    """The PNG is the grid wherever no label box is; inside each box the label's white ink is drawn."""
+    scale = dpi // DPI
+    grid = _grid(fig)[..., :3].repeat(scale, axis=0).repeat(scale, axis=1)
+    png = _png(fig, dpi)[scale * TOP : scale * TOP + grid.shape[0], scale * LEFT : scale * LEFT + grid.shape[1]]
+    boxes = _boxes(fig, pitch, _grid(fig).shape, scale)
+    assert np.array_equal(png[~boxes], grid[~boxes])
+    for (y, x), label in _labels(fig, pitch).items():
+        (text,) = [t for t in fig.axes[0].texts if t.get_text() == label]
+        height, width = box_size(label, text.get_fontsize(), DPI)
+        box = png[y * scale : (y + height) * scale, x * scale : (x + width) * scale]
+        assert (box.min(axis=-1) >= 230).sum() >= 4 * scale * scale * len(label), f"no ink for label {label!r}"
 
 
 def test_feature_maps_are_one_tiled_image_with_a_label_per_channel_shown_one_to_one():
@@ -58,7 +78,7 @@ def test_feature_maps_are_one_tiled_image_with_a_label_per_channel_shown_one_to_
     # 3 columns × 2 rows of 5×5 maps, zoomed ×12 to 60-pixel tiles with 2-pixel white separators.
     assert grid.shape == (2 * 62 - 2, 3 * 62 - 2, 4)
     assert (grid[60:62, :, :3] == 255).all() and (grid[:, 60:62, :3] == 255).all()
-    assert [_read_label(grid, (r * 62, k * 62), 2) for r in range(2) for k in range(3)] == list("012345")
+    assert _labels(fig, 62) == {(r * 62, k * 62): str(3 * r + k) for r in range(2) for k in range(3)}
     # Each data pixel is a 12×12 block of its colour on the shared scale (away from the label box).
     low, high = float(maps[0].min()), float(maps[0].max())
     for channel, (i, j) in [(0, (4, 4)), (4, (2, 3)), (5, (3, 0))]:
@@ -69,23 +89,14 @@ def test_feature_maps_are_one_tiled_image_with_a_label_per_channel_shown_one_to_
     assert fig.axes[0].get_title() == "conv out"
     assert fig.axes[0].get_images()[0].get_clim() == (low, high)
     assert len(fig.axes) == 2  # the colour bar
-    png = _png(fig)
-    assert np.array_equal(png[TOP : TOP + grid.shape[0], LEFT : LEFT + grid.shape[1]], grid[..., :3])
+    _assert_labels_drawn_in_their_boxes(fig, 62)
 
 
-def test_the_grid_is_copied_one_to_one_and_drawn_by_matplotlib_at_any_other_size(monkeypatch):
+def test_the_grid_is_drawn_one_to_one_and_scaled_whole_at_any_other_dpi():
     fig = feature_map_figure(torch.randn(1, 6, 5, 5, generator=torch.Generator().manual_seed(1)))
     grid = _grid(fig)
-    resampled = []
-    original = AxesImage.make_image
-    monkeypatch.setattr(AxesImage, "make_image", lambda *a, **k: resampled.append(1) or original(*a, **k))
-    png = _png(fig)  # 96 dpi: the pixels are copied, matplotlib's resampling is skipped
-    assert not resampled and np.array_equal(png[TOP : TOP + grid.shape[0], LEFT : LEFT + grid.shape[1]], grid[..., :3])
-    double = (matplotlib.image.imread(io.BytesIO(figure_png(fig, dpi=192)))[..., :3] * 255).round().astype(np.uint8)
-    assert resampled  # another dpi goes through matplotlib, and every pixel becomes 2×2
-    assert np.array_equal(
-        double[2 * TOP : 2 * TOP + 2 * grid.shape[0] : 2, 2 * LEFT : 2 * LEFT + 2 * grid.shape[1] : 2], grid[..., :3]
-    )
+    _assert_labels_drawn_in_their_boxes(fig, 62)  # 96 dpi: each grid pixel is one PNG pixel
+    _assert_labels_drawn_in_their_boxes(fig, 62, dpi=192)  # every pixel becomes 2×2, the labels twice as big
     fig.axes[0].get_images()[0].set_alpha(0.5)  # restyled: drawn as any image is, half over white
     faded = _png(fig)[TOP + 30, LEFT + 30].astype(int)
     assert np.abs(faded - (grid[30, 30, :3].astype(int) + 255) / 2).max() <= 1
@@ -97,16 +108,18 @@ def test_a_64_channel_grid_is_one_image_with_64_labels_and_separators():
     assert grid.shape == (8 * 57 - 1, 8 * 57 - 1, 4)  # 1:1, one-pixel gutters
     for gutter in range(56, grid.shape[0], 57):
         assert (grid[gutter, :, :3] == 255).all() and (grid[:, gutter, :3] == 255).all()
-    labels = [_read_label(grid, (r * 57, k * 57), 2) for r in range(8) for k in range(8)]
-    assert labels == [str(c) for c in range(64)]
-    assert not fig.axes[0].texts  # no Text artist per label: they are pixels of the image
+    assert _labels(fig, 57) == {(r * 57, k * 57): str(8 * r + k) for r in range(8) for k in range(8)}
+    assert [t.get_text() for t in fig.axes[0].texts] == [str(c) for c in range(64)]  # in channel order
+    boxes = _boxes(fig, 57, grid.shape)
+    assert not (grid[boxes][:, :3] == 255).all(axis=-1).any()  # the image holds the boxes, not the digits
+    _assert_labels_drawn_in_their_boxes(fig, 57)
 
 
 def test_many_channels_are_capped_and_the_title_says_so():
     fig = feature_map_figure(torch.randn(1, 40, 3, 3), title="wide")
     grid = _grid(fig)
     assert grid.shape == (6 * 38 - 2, 6 * 38 - 2, 4)  # 32 tiles in 6 × 6, 36-pixel tiles
-    assert _read_label(grid, (5 * 38, 1 * 38), 2) == "31"
+    assert _labels(fig, 38)[(5 * 38, 1 * 38)] == "31" and len(fig.axes[0].texts) == 32
     assert (grid[5 * 38 : 5 * 38 + 36, 2 * 38 : 2 * 38 + 36, :3] == 255).all()  # position 32 is empty
     assert "first 32 of 40 channels" in fig.axes[0].get_title()
 
@@ -117,7 +130,7 @@ def test_channels_ordered_by_mean_activation_keep_their_numbers_and_only_the_top
         maps[0, channel] = mean
     fig = feature_map_figure(maps, title="conv", order="mean", max_channels=3)
     grid = _grid(fig)  # 2 × 2 tiles of 4×4 zoomed ×12: 48 pixels, 2 apart
-    assert [_read_label(grid, origin, 2) for origin in [(0, 0), (0, 50), (50, 0)]] == ["1", "3", "4"]
+    assert _labels(fig, 50) == {(0, 0): "1", (0, 50): "3", (50, 0): "4"}
     assert "top 3 of 6 channels" in fig.axes[0].get_title()
     # Shared scale over the drawn channels, 2 to 5: channel 1 at the top, 3 at a third, 4 at the bottom.
     for (y, x), fraction in {(30, 30): 1.0, (30, 80): 1 / 3, (80, 30): 0.0}.items():
@@ -180,20 +193,23 @@ def test_a_shrunk_grid_never_hides_a_nan():
 def test_labels_sit_on_a_dark_box_and_leave_nan_pixels_magenta():
     maps = torch.full((1, 1, 3, 3), 1.0)
     maps[0, 0, 0, 0] = float("nan")  # under the label
-    grid = _grid(feature_map_figure(maps))  # one 36-pixel tile: "0" at scale 2 in a 14×10 box
-    assert _read_label(grid, (0, 0), 2) == "0"
-    nan_block = grid[:12, :10, :3]
-    unlit = ~(nan_block == 255).all(axis=-1)
-    assert unlit.any() and (nan_block[unlit] == MAGENTA).all()  # a NaN under the label box stays magenta
-    grid = _grid(feature_map_figure(torch.full((1, 1, 3, 3), 1.0)))
+    fig = feature_map_figure(maps)  # one 36-pixel tile, "0" in the box at its corner
+    assert _labels(fig, 36) == {(0, 0): "0"}
+    height, width = box_size("0", fig.axes[0].texts[0].get_fontsize(), DPI)
+    assert height <= 12 and width <= 12  # the box lies on the NaN pixel's 12×12 block
+    assert (_grid(fig)[:12, :12, :3] == MAGENTA).all()  # a NaN under the label box stays magenta
+    _assert_labels_drawn_in_their_boxes(fig, 36)
+    fig = feature_map_figure(torch.full((1, 1, 3, 3), 1.0))
+    grid = _grid(fig)
     shaded, tile = grid[1, 1, :3].astype(int), grid[20, 20, :3].astype(int)
-    assert (np.abs(shaded - (tile * 0.55).astype(int)) <= 1).all() and (shaded < tile).all()
+    assert (np.abs(shaded - (tile * BOX_SHADE).astype(int)) <= 1).all() and (shaded < tile).all()
+    assert (grid[height - 1, width - 1, :3] == shaded).all() and (grid[height, width, :3] == tile).all()
 
 
 def test_tiles_too_small_for_a_label_say_so_instead_of_drawing_unreadable_digits():
     maps = torch.rand(1, 1000, 1, 1)
     fig = feature_map_figure(maps, max_channels=1000)
-    assert "tiles too small for channel numbers" in fig.axes[0].get_title()
+    assert "tiles too small for channel numbers" in fig.axes[0].get_title() and not fig.axes[0].texts
     grid = _grid(fig)  # 32 × 32 tiles of 6 pixels, 2 apart
     low, high = float(maps.min()), float(maps.max())
     for channel in (0, 999):

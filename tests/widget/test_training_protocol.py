@@ -252,7 +252,7 @@ def test_a_watched_ddp_model_shows_its_buckets_ranks_and_ready_order(one_rank, t
     assert ratio_names == {row["param"] for row in view.training["ddp"]["ready"]["rows"]}
 
     # what a notebook that launched the ranks itself does: read their log dir back
-    ex.show_ddp(DDPInspector.load(tmp_path / "logs", kind=None))
+    ex.show_ddp(DDPInspector.load(tmp_path / "logs", records=None))
     loaded = view.training["ddp"]
     assert loaded["source"].startswith("records passed to show_ddp(): 3 bucket records from rank 0")
     assert loaded["steps"] == 3 and loaded["buckets_png"][:8] == PNG
@@ -260,7 +260,7 @@ def test_a_watched_ddp_model_shows_its_buckets_ranks_and_ready_order(one_rank, t
     ex.show_ddp(tmp_path / "logs")
     assert view.training["ddp"]["source"].startswith(f"log dir {tmp_path / 'logs'}")
     ex.show_ddp(DDPInspector.load(tmp_path / "logs"))  # bucket records only: the panel says how to get the rest
-    assert view.training["ddp"]["ready"]["rows"] == [] and "kind=None" in view.training["ddp"]["message"]
+    assert view.training["ddp"]["ready"]["rows"] == [] and "records=None" in view.training["ddp"]["message"]
 
     ex.close()
     assert _post_hooks(model) == before_params and optimizer_hook_state(opt) == before_opt

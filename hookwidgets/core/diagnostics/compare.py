@@ -7,10 +7,12 @@ so each kind gets its own ``copy.deepcopy`` of the model; the user's model is on
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
@@ -18,11 +20,12 @@ from torch.nn.utils.prune import BasePruningMethod
 from torch.nn.utils.spectral_norm import SpectralNorm
 from torch.nn.utils.weight_norm import WeightNorm
 
+from ..._renamed import take_old
 from .._torch import global_module_hooks, set_full_backward_flag
 from ..model.hook_dicts import HOOK_DICTS
 from ..model.inputs import Inputs, Target, backward_score, call_model
 from ..model.nested import first_tensor
-from ..model.targets import describe_path, resolve_module
+from ..model.targets import describe_path, resolve_module, submodule_or_none
 from .notes import inplace_culprit, is_inplace_collision
 
 Grads = tuple[torch.Tensor | None, ...]
@@ -30,6 +33,7 @@ Grads = tuple[torch.Tensor | None, ...]
 # torch's own pre-hooks that compute a weight before each forward; without them the copy would run a stale weight
 _WEIGHT_PRE_HOOKS = (BasePruningMethod, SpectralNorm, WeightNorm)
 _RTOL, _ATOL = 1e-5, 1e-6
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass
@@ -40,7 +44,7 @@ class BackwardComparison:
     shapes and values (within tolerance).
     """
 
-    target: str
+    layer: str
     legacy_grad_input: Grads | None
     full_grad_input: Grads | None
     legacy_grad_output: Grads | None
@@ -50,6 +54,16 @@ class BackwardComparison:
     notes: list[str] = field(default_factory=list)
     legacy_slots: list[str] = field(default_factory=list)
     """What each legacy grad_input slot is the gradient of, e.g. ``["bias", "input", "weight.T"]``."""
+
+    @property
+    def target(self) -> str:
+        """The module's path under its former name (deprecated: read ``layer``)."""
+        warnings.warn(
+            "BackwardComparison.target is deprecated: read .layer (target= names the score to explain)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.layer
 
     def table(self) -> list[dict[str, Any]]:
         """One row per grad_input slot, then per grad_output slot: shapes on each side and the largest difference."""
@@ -73,20 +87,41 @@ class BackwardComparison:
         return rows
 
 
-def compare_backward(model: nn.Module, target: str, inputs: Inputs, score: Target = None) -> BackwardComparison:
-    """Run the legacy and the full backward hook of ``model``'s module at ``target`` on the same backward.
+def former_keywords(function: F) -> F:
+    """Let ``function(owner, layer, inputs, target)`` (owner: a model or an explorer) take its former keywords,
+    each with a DeprecationWarning: ``target=`` naming a module when no layer is given (now ``layer=``), and
+    ``score=`` (now ``target=``, the score to explain, as in ``run``)."""
 
-    ``score(output)`` is backpropagated (default: the sum of the output, or of its first tensor);
-    a class index or ``"top"`` works as in ``Explorer.run``. Each run needs a deep copy of the model in memory.
+    @functools.wraps(function)
+    def call(owner: Any, *args: Any, **kwargs: Any) -> Any:
+        path = kwargs.get("target")
+        if not args and "layer" not in kwargs and isinstance(path, str):
+            model = owner if isinstance(owner, nn.Module) else getattr(owner, "model", None)
+            if isinstance(model, nn.Module) and submodule_or_none(model, path) is not None:
+                why = " (target= is the score to explain, as in run())"
+                kwargs["layer"] = take_old(function, kwargs, "target", "layer", stacklevel=3, why=why)
+        if "score" in kwargs:
+            kwargs["target"] = take_old(function, kwargs, "score", "target", stacklevel=3)
+        return function(owner, *args, **kwargs)
+
+    return call  # type: ignore[return-value]
+
+
+@former_keywords
+def compare_backward(model: nn.Module, layer: str, inputs: Inputs, target: Target = None) -> BackwardComparison:
+    """Run the legacy and the full backward hook of ``model``'s module at ``layer`` on the same backward.
+
+    ``target`` is the score backpropagated, as in ``Explorer.run`` (default: the sum of the output, or of its
+    first tensor). Each run needs a deep copy of the model in memory.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"compare_backward needs a torch.nn.Module, got {type(model).__name__}")
-    resolve_module(model, target)
+    resolve_module(model, layer)
     devices = _cuda_devices(model, inputs)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        legacy = _run(_hookless_copy(model), target, inputs, score, devices, legacy=True)
-        full = _run(_hookless_copy(model), target, inputs, score, devices, legacy=False)
+        legacy = _run(_hookless_copy(model), layer, inputs, target, devices, legacy=True)
+        full = _run(_hookless_copy(model), layer, inputs, target, devices, legacy=False)
     torch_warnings = _sort_warnings(caught)
 
     legacy_gi, legacy_go = legacy.grads[0] if legacy.grads else (None, None)
@@ -94,7 +129,7 @@ def compare_backward(model: nn.Module, target: str, inputs: Inputs, score: Targe
     matches = legacy_gi is not None and full_gi is not None
     matches = matches and _same(legacy_gi, full_gi) and _same(legacy_go, full_go)
     result = BackwardComparison(
-        target=target,
+        layer=layer,
         legacy_grad_input=legacy_gi,
         full_grad_input=full_gi,
         legacy_grad_output=legacy_go,
@@ -109,7 +144,7 @@ def compare_backward(model: nn.Module, target: str, inputs: Inputs, score: Targe
 
 @dataclass
 class _Seen:
-    """What one copy's hooks recorded: forward calls of the target, backward grads, the legacy node."""
+    """What one copy's hooks recorded: forward calls of the layer, backward grads, the legacy node."""
 
     calls: int = 0
     bad_output: type | None = None
@@ -118,9 +153,9 @@ class _Seen:
     slots: list[str] = field(default_factory=list)
 
 
-def _run(model: nn.Module, target: str, inputs: Inputs, score: Any, devices: list[int], *, legacy: bool) -> _Seen:
-    """One forward and backward of a hook-free copy with one kind of backward hook on ``target``."""
-    module = model.get_submodule(target)
+def _run(model: nn.Module, layer: str, inputs: Inputs, target: Any, devices: list[int], *, legacy: bool) -> _Seen:
+    """One forward and backward of a hook-free copy with one kind of backward hook on ``layer``."""
+    module = model.get_submodule(layer)
     seen = _Seen()
 
     def on_forward(mod: nn.Module, args: tuple, output: Any) -> None:
@@ -152,19 +187,19 @@ def _run(model: nn.Module, target: str, inputs: Inputs, score: Any, devices: lis
                 where = inplace_culprit(exc, model)
                 what = f"the in-place module {describe_path(where)}" if where is not None else "an in-place op"
                 raise ValueError(
-                    f"the full backward hook cannot run on {describe_path(target)}: {what} modifies its output, and "
+                    f"the full backward hook cannot run on {describe_path(layer)}: {what} modifies its output, and "
                     "torch forbids modifying in place the view it wraps a hooked output in. Compare on a module "
                     "whose output nothing modifies in place, or make that op out of place (inplace=False)"
                 ) from exc
             if seen.calls == 0:
-                raise ValueError(f"module {describe_path(target)} did not run in the forward with these inputs")
+                raise ValueError(f"module {describe_path(layer)} did not run in the forward with these inputs")
             if seen.bad_output is not None:
                 raise ValueError(
-                    f"module {describe_path(target)} returns a {seen.bad_output.__name__}; backward hooks can't fire "
+                    f"module {describe_path(layer)} returns a {seen.bad_output.__name__}; backward hooks can't fire "
                     "on a module whose output is not a tensor or a tuple of tensors, so there is nothing to compare "
                     "— pick one of its submodules instead"
                 )
-            loss = _score(output, score)
+            loss = _score(output, target)
             if not loss.requires_grad:
                 raise ValueError(
                     "the score does not require grad, so no backward can run: no parameter before it requires grad "
@@ -210,10 +245,10 @@ def _hookless_copy(model: nn.Module) -> nn.Module:
 def _notes(result: BackwardComparison, legacy: _Seen, full: _Seen, torch_warnings: dict[str, list[str]]) -> list[str]:
     """Plain sentences explaining what each hook reported and what torch warned about."""
     notes = []
-    target = describe_path(result.target)
+    layer = describe_path(result.layer)
     if result.legacy_grad_input is None and result.full_grad_input is None:
         notes.append(
-            f"neither hook fired: the output of {target} does not require grad with these inputs, "
+            f"neither hook fired: the output of {layer} does not require grad with these inputs, "
             "so no gradient flows through it"
         )
     if result.legacy_grad_input is not None:
@@ -228,11 +263,11 @@ def _notes(result: BackwardComparison, legacy: _Seen, full: _Seen, torch_warning
     if result.full_grad_input is not None:
         n = len(result.full_grad_input)
         inputs = _describe_grads(result.full_grad_input, ["input" if n == 1 else f"input[{i}]" for i in range(n)])
-        notes.append(f"the full hook reports the gradient of each positional input of {target}: {inputs or 'none'}")
+        notes.append(f"the full hook reports the gradient of each positional input of {layer}: {inputs or 'none'}")
         if result.full_grad_input and all(g is None for g in result.full_grad_input):
             said = torch_warnings["no_input_grad"]
             notes.append(
-                f"no input of {target} requires grad (as for a first layer fed a plain tensor), so the full hook "
+                f"no input of {layer} requires grad (as for a first layer fed a plain tensor), so the full hook "
                 "fires with grad_input=(None,)"
                 + (f"; torch warns: {said[0]!r}" if said else "")
                 + "; pass the input with requires_grad=True to see its gradient"
@@ -240,7 +275,7 @@ def _notes(result: BackwardComparison, legacy: _Seen, full: _Seen, torch_warning
     notes.extend(f"torch warns about the legacy hook (suppressed here): {text!r}" for text in torch_warnings["legacy"])
     if len(legacy.grads) > 1 or len(full.grads) > 1:
         notes.append(
-            f"{target} ran {full.calls} times in the forward, so each hook fired per call; shown is the first to fire "
+            f"{layer} ran {full.calls} times in the forward, so each hook fired per call; shown is the first to fire "
             "in backward, which belongs to the last call"
         )
     hooks = global_module_hooks()
@@ -311,16 +346,16 @@ def _param_name(tensor: torch.Tensor | None, module: nn.Module, model: nn.Module
     return None
 
 
-def _score(output: Any, score: Any) -> torch.Tensor:
-    """The scalar to backpropagate: ``score`` as in ``Explorer.run``, by default the sum of the first tensor
+def _score(output: Any, target: Any) -> torch.Tensor:
+    """The scalar to backpropagate: ``target`` as in ``Explorer.run``, by default the sum of the first tensor
     (at any depth of tuples, lists, mappings and dataclasses)."""
-    if score is not None:
-        return backward_score(output, score)
+    if target is not None:
+        return backward_score(output, target)
     first = first_tensor(output)
     if first is None:
         raise ValueError(
             f"the model returned a {type(output).__name__} with no tensor to sum; "
-            "pass score=lambda out: ... returning a scalar tensor"
+            "pass target=lambda out: ... returning a scalar tensor"
         )
     return first.sum()
 
