@@ -28,6 +28,7 @@ from ..diagnostics.notes import (
     note_until_fired,
 )
 from ..display import display_name, quoted
+from ..events import Events
 from ..model.hook_dicts import foreign_hooks
 from .actions import Firing, check_action, named_tensors, perform
 from .clock import CallClock, _current_autograd_node
@@ -130,8 +131,7 @@ class HookRegistry(KindRegistrations, CallClock):
         self._node_hooks = NodeHooks(self)
         self._hooked_outputs: dict[str, list[weakref.ref]] = {}
         self._stats_memo = StatsMemo()
-        self.step_listeners: list[Callable[[int], None]] = []
-        """Called with the step number at the end of each forward of the model (not in suspended runs)."""
+        self.events = Events(self.timeline, self._records)  # the explorer's subscribers (Explorer.subscribe)
         _REGISTRIES.add(self)
 
     @property
@@ -150,6 +150,16 @@ class HookRegistry(KindRegistrations, CallClock):
             for target, kind, name in foreign_hooks(root, self._own_handle_ids(), *self._other_explorers())
         ]
         return list(self._hooks.values()) + others
+
+    def _records(self, target: str, kind: str) -> bool:
+        """Whether the live hook ``(target, kind)`` keeps records of its firings (capture or stats)."""
+        info = self._hooks.get((target, kind))
+        return info is not None and info.action in ("capture", "stats")
+
+    @property
+    def own_hooks(self) -> list[HookInfo]:
+        """The registry's live hooks in attach order, without looking for others' (``hooks`` lists those too)."""
+        return list(self._hooks.values())
 
     def attach(
         self,
@@ -266,11 +276,8 @@ class HookRegistry(KindRegistrations, CallClock):
                 self.explain_collision(exc, in_forward=True)
         elif self._step_armed:
             note_armed(self._step_armed.values(), output)
-        for listener in list(self.step_listeners):
-            try:
-                listener(self.step)
-            except Exception as exc:  # a display update must never break the user's forward
-                warnings.warn(f"updating the explorer's view failed: {exc!r}", stacklevel=2)
+        if self.events.listening:  # events: the steps before this one are over, and this step's forward ended
+            self.events.end_step(self.step)
 
     def explain_collision(self, exc: BaseException, in_forward: bool = False) -> list[HookInfo]:
         """Detach the full backward hooks an in-place op collided with, say why on each; returns them.
@@ -279,16 +286,21 @@ class HookRegistry(KindRegistrations, CallClock):
         """
         culprit = inplace_culprit(exc, self._root)
         colliding = self._colliding(exc, culprit)
+        texts = []
         if not colliding and self._root is not None:  # someone else's hook: explained, and left alone
             text = explain_foreign_collision(culprit, self._root, self._foreign_full_backward())
+            texts.append(text)
             self.explanations.append(text)
             warnings.warn(text, stacklevel=2)
         for info in colliding:
             text = explain_collision(info.kind, info.target, culprit, self._root)
             self._remove(info, defer_root_forward=in_forward)
             info.last_error = text
+            texts.append(text)
             self.explanations.append(text)
             warnings.warn(text, stacklevel=2)
+        if self.events.listening:  # events: the hooks the engine detached, and why
+            self.events.collided(colliding, texts)
         return colliding
 
     def colliding_hooks(self, exc: BaseException) -> list[HookInfo]:
@@ -381,7 +393,8 @@ class HookRegistry(KindRegistrations, CallClock):
         info.fired += 1
         if info.fired == 1 and info.note is not None and note_until_fired(info.note):
             info.note = None  # it runs after all (another input took another path, a compiled model ran it)
-        self.timeline.append(
+        # events: the timeline's append, which also keeps the firing for subscribers while there are any
+        self.events.log_firing(
             TimelineEvent(firing.step, phase, firing.target, firing.kind, firing.call, firing.recompute)
         )
         try:
@@ -394,6 +407,8 @@ class HookRegistry(KindRegistrations, CallClock):
             return result
         except Exception as exc:  # a failing hook must not break the user's forward or backward
             info.last_error = "".join(traceback.format_exception(exc)).rstrip()
+            if self.events.listening:  # events: a failing hook
+                self.events.hook_failed(info, firing.step, exc)
             if self.on_error == "raise":
                 raise
             warnings.warn(
