@@ -150,6 +150,7 @@ class ViewController:
         self.sync()
 
     def set_status(self, state: str, message: str) -> None:
+        """Say in the status line what the latest action did (``state``: idle, busy, live or error)."""
         if self._view is not None:
             self._view.status = status_payload(state, message, self.top)
 
@@ -182,6 +183,7 @@ class ViewController:
         self._graph_shown = data
 
     def sync_plots(self) -> None:
+        """Redraw the selection's images (the page's chosen steps and views), timing it for live updates."""
         view, explorer = self._view, self.explorer
         if view is None or explorer is None:
             return
@@ -195,6 +197,7 @@ class ViewController:
             view.error = f"could not draw the captures of {quoted(view.selected)}: {type(exc).__name__}: {exc}"
 
     def sync_summary(self) -> None:
+        """Redraw the summary's table and heatmap with the page's chosen field and step."""
         view, explorer = self._view, self.explorer
         if view is not None and explorer is not None:
             view.summary = summary_payload(explorer, **self.summary_choice)
