@@ -46,6 +46,20 @@ def optimizer_hook_state(*optimizers: torch.optim.Optimizer) -> list:
     ]
 
 
+@pytest.fixture
+def ipython(tmp_path, monkeypatch):
+    """A fresh IPython shell (history in memory, its dir in tmp): the one a view opened in the test follows."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    shell = InteractiveShell.instance(config=config)
+    yield shell
+    InteractiveShell.clear_instance()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Keep the digits model cache of a test run out of the user's home."""

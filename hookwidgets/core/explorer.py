@@ -39,11 +39,12 @@ from .display import display_name, quoted
 from .graph.dataflow import dataflow_graph
 from .graph.record import GraphRecorder
 from .graph.state import RecordedGraph
+from .hooks.events import Event
 from .hooks.kinds import KINDS, resolve_kind
 from .hooks.optim import UpdateRatioMonitor
 from .hooks.registry import FULL_BACKWARD_KINDS, HookInfo, HookRegistry, TimelineEvent
 from .model.compiled import run_eagerly
-from .model.inputs import Inputs, Target, backward_score, call_model, describe_inputs
+from .model.inputs import Inputs, Target, backward_score, call_model, describe_inputs, top_classes
 from .model.lazy import MaterializedWarning, has_lazy, materialize, unmaterialized_param
 from .model.nested import map_tensors, tensors_in
 from .model.state import preserved_state
@@ -80,7 +81,9 @@ class Explorer:
         self._monitors: list[tuple[torch.optim.Optimizer | None, UpdateRatioMonitor]] = []
         self._finalizer = weakref.finalize(self, _close_all, self._registry.close, self._monitors)
         self.probe_error: str | None = None
+        self.probe_classes: list[tuple[int, float]] = []  # the probe's top classes, set by _probe
         self.unwatched: list[str] = []
+        self.ddp_inspector: Any = None  # the DDPInspector of the latest watch_ddp()
         self._graph = RecordedGraph()
         probed = self._probe()
         self._ran: set[int] | None = probed.called if probed is not None else None  # modules the probe saw run
@@ -93,15 +96,26 @@ class Explorer:
         self.unwatched = hookable_modules(self.model)[1]
         if self.example_inputs is None:
             return None
+        model = self.model
+        scripted = isinstance(model, torch.jit.ScriptModule)  # takes no hooks: no top classes
+
+        def note_top(module: nn.Module, args: Any, output: Any) -> None:
+            if not self.probe_classes:  # the root's first call is the model's output
+                self.probe_classes = top_classes(output)
+
+        handle = None if scripted else model.register_forward_hook(note_top)
         try:
             with self._own_run():  # other explorers record nothing, and a compiled model compiles nothing
-                return probe(self.model, self._inputs(None))
+                return probe(model, self._inputs(None))
         except Exception as exc:
             self.probe_error = explain_run_error(exc, self.example_inputs)
             warnings.warn(
                 f"the probe run with example_inputs failed, so no output shapes are shown: {exc}", stacklevel=3
             )
             return None
+        finally:
+            if handle is not None:
+                handle.remove()
 
     @property
     def tree(self) -> dict[str, Any]:
@@ -134,6 +148,32 @@ class Explorer:
     def hooks(self) -> list[HookInfo]:
         """The explorer's live hooks in attach order."""
         return self._registry.hooks
+
+    @property
+    def own_hooks(self) -> list[HookInfo]:
+        """The explorer's own live hooks in attach order: ``hooks`` without others' (no look through the model)."""
+        return self._registry.own_hooks
+
+    @property
+    def monitors(self) -> list[UpdateRatioMonitor]:
+        """The optimizer monitors ``watch_optimizer()`` made that still watch, oldest first."""
+        return [monitor for _, monitor in self._monitors]
+
+    @property
+    def recorded_graph(self) -> dict[str, Any] | None:
+        """The graph ``graph()`` returns, without recording one: None until a run was recorded."""
+        return self._graph.data
+
+    def subscribe(self, callback: Callable[[Event], Any]) -> Callable[[], None]:
+        """Call ``callback(event)`` with each event of the explorer (plain dicts; ``docs/api.md`` lists their types);
+        returns the function that unsubscribes it. Nothing is collected while nobody is subscribed."""
+        self.model  # noqa: B018 -- a closed explorer says so, as every method does
+        return self._registry.events.subscribe(callback)
+
+    def example_copy(self) -> Inputs:
+        """A fresh copy of the example inputs (what a method given no inputs runs): a model that changes its input in
+        place leaves the example inputs as they were. A ValueError when there are none."""
+        return self._inputs(None)
 
     @property
     def model(self) -> nn.Module:
@@ -222,6 +262,8 @@ class Explorer:
             warnings.warn(note, stacklevel=2)
             for info in infos:
                 info.note = info.note or note  # a note of a hook that cannot fire (or runs compiled) says more
+        if self._registry.events.listening:
+            self._registry.events.emit({"type": "attached", "hooks": [i.as_dict() for i in infos], "watch": None})
         return infos[0] if isinstance(kind, str) else infos
 
     def _check_node_id(self, node_id: str) -> None:
@@ -272,7 +314,12 @@ class Explorer:
             raise ValueError(
                 f"unknown hook kind {kind!r}{hint}; kinds are {', '.join(k for k in KINDS if k != 'param_grad')}"
             )
-        return self._registry.detach(target, kind)
+        removed = self._registry.detach(target, kind)
+        if removed and self._registry.events.listening:
+            self._registry.events.emit(
+                {"type": "detached", "hooks": [i.as_dict() for i in removed], "reason": "detach"}
+            )
+        return removed
 
     def run(
         self, inputs: Inputs | None = None, target: Target = None, *, record_graph: bool = False, train: bool = False
@@ -283,6 +330,15 @@ class Explorer:
         step does. The run leaves parameters' ``.grad``, buffers, RNG state and train/eval mode as found.
         With ``record_graph``, its autograd graph becomes the one ``graph()`` returns.
         """
+        try:
+            return self._run(inputs, target, record_graph, train)
+        finally:
+            events = self._registry.events
+            if events.listening:  # its step is over: its firings, then the end of the run
+                events.flush()
+                events.emit({"type": "step", "step": self.step, "done": True})
+
+    def _run(self, inputs: Inputs | None, target: Target, record_graph: bool, train: bool) -> Any:
         inputs = self._inputs(inputs)
         self._materialize(inputs, "run()")
         recorder = GraphRecorder(self.model) if record_graph else contextlib.nullcontext()
@@ -301,6 +357,7 @@ class Explorer:
             finally:
                 if record_graph:
                     self._graph.keep(recorder)  # before the backward frees what the nodes saved
+                    self._graph_recorded()
             if target is not None:
                 score = backward_score(output, target)
                 if not score.requires_grad:  # torch would only say "element 0 of tensors does not require grad"
@@ -330,6 +387,7 @@ class Explorer:
                 # each round detaches the hooks one collision broke (at least one), until the whole graph comes
                 while is_inplace_collision_text(self._graph.data.get("error")) and self._detach_colliding(inputs):
                     self._graph.record(self.model, inputs, saved_tensors)
+            self._graph_recorded()
             error = self._graph.data.get("error")
             if error:  # a partial graph must not pass for the whole one
                 made = f"the {len(self._graph.data['nodes'])} nodes made before it"
@@ -339,6 +397,10 @@ class Explorer:
                     stacklevel=2,
                 )
         return self._graph.data
+
+    def _graph_recorded(self) -> None:
+        if self._registry.events.listening:
+            self._registry.events.emit({"type": "capture", "step": None, "records": [], "graph": True})
 
     def _detach_colliding(self, inputs: Inputs | None) -> bool:
         """Run ``inputs`` once more to catch the in-place collision it raised; our full backward hooks that it
@@ -451,6 +513,7 @@ class Explorer:
 
         ddp = require_ddp(self.model, "ex.watch_ddp()", then="explore it: HookExplorer(ddp)")
         inspector = DDPInspector(ddp, hook=hook, log_dir=log_dir, **options)
+        self.ddp_inspector = inspector
         detached = self._finalizer.detach()
         if detached is not None:
             _, close_hooks, args, kwargs = detached
@@ -460,6 +523,8 @@ class Explorer:
                 close_hooks(*args, **kwargs)
 
             self._finalizer = weakref.finalize(self, close_all)
+        if self._registry.events.listening:
+            self._registry.events.emit({"type": "attached", "hooks": [], "watch": "ddp"})
         return inspector
 
     def watch_optimizer(
@@ -488,6 +553,8 @@ class Explorer:
             old[1].close()
             self._monitors.remove(old)
         self._monitors.append((optimizer, monitor))
+        if self._registry.events.listening:
+            self._registry.events.emit({"type": "attached", "hooks": [], "watch": "optimizer"})
         return monitor
 
     def __repr__(self) -> str:
@@ -505,6 +572,7 @@ class Explorer:
 
     def close(self) -> None:
         """Remove every hook the explorer added (the model's hook dicts are as before) and let go of the model."""
+        self._registry.events.close()  # subscribers hear no more
         self._finalizer()
         self._model = None
 

@@ -13,9 +13,10 @@ from ..core.display import display_name
 from ..core.explorer import Explorer
 from ..plots import cam_overlay_figure, figure_png, gradient_map_figure
 from ..plots.overlay import _display_image
+from .protocol import Attribution
 from .state import class_choice
 
-EMPTY: dict[str, Any] = {
+EMPTY: Attribution = {
     "layer": None,
     "method": None,
     "target": None,
@@ -39,7 +40,7 @@ def input_figure(inputs: torch.Tensor, item: int = 0) -> Figure:
     return fig
 
 
-def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any) -> dict[str, Any]:
+def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any) -> Attribution:
     """The ``attribution`` traitlet: ``method``'s map of ``target`` at ``layer`` and the input to draw beside it.
 
     CAMs are drawn over the input image; pixel methods (saliency, guided backprop, …) as gradient maps.
@@ -51,7 +52,7 @@ def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any
     if not isinstance(explorer.example_inputs, torch.Tensor):
         raise ValueError("attribution here needs example inputs that are one image tensor (N, C, H, W)")
     chosen = class_choice(target, "attribution class")
-    inputs = explorer._inputs(None)  # a copy: the model may change its input in place
+    inputs = explorer.example_copy()  # the model may change its input in place
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = explorer.attribute(inputs, chosen, method=method, layer=layer if method in CAM_METHODS else None)

@@ -11,6 +11,7 @@ from typing import Any
 from ..core.capture.store import CaptureStore, Record
 from ..core.display import display_name
 from ..plots import feature_map_figure, figure_png, gradient_map_figure, histogram_figure, stats_figure
+from .protocol import PlotItem
 
 # Kinds whose captures the inspector draws, in display order; gradient kinds on a diverging scale.
 PLOTTED_KINDS = (
@@ -72,7 +73,7 @@ Position = tuple[int, int]
 """Where a record sits in a hook's history: (step, call), the call counting the target's calls within the step."""
 
 
-def plot_item(record: Record, positions: list[Position] | None = None, view: str = "maps") -> dict[str, Any] | None:
+def plot_item(record: Record, positions: list[Position] | None = None, view: str = "maps") -> PlotItem | None:
     """One view item for a record: title, shape, step and call, the positions to choose from, and PNG bytes."""
     tensor = record.tensor
     if tensor is None:
@@ -102,7 +103,7 @@ def plot_item(record: Record, positions: list[Position] | None = None, view: str
     }
 
 
-def stats_item(kind: str, target: str, records: list[Record]) -> dict[str, Any]:
+def stats_item(kind: str, target: str, records: list[Record]) -> PlotItem:
     """The item of a ``stats`` hook: its statistics over every step it has recorded, as lines."""
     title = f"{display_name(target or '(model)')} · {kind} statistics"
     last = records[-1]
@@ -139,7 +140,7 @@ def plot_items(
     target: str,
     chosen: dict[str, tuple[int, int | None]] | None = None,
     views: dict[str, str] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[PlotItem]:
     """Items for each plotted kind on ``target``: the chosen (step, call) and view, else the newest maps."""
     try:
         by_kind = store[target]

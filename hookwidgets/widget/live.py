@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 import time
 import warnings
 import weakref
@@ -14,49 +15,35 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from ..core.gc_pause import no_gc
-from ..core.hooks.registry import HookRegistry
-from ..core.model.inputs import class_scores
 from .captures import plot_items
-from .state import hooks_payload, memory_payload, plain_number
+from .state import hooks_payload, memory_payload
 
 if TYPE_CHECKING:
-    from .explorer import HookExplorer
+    from .controller import ViewController
 
 PUSH_INTERVAL_S = 0.1
 """Hook counts, status and memory reach the page at most ~10 times a second."""
 PLOT_INTERVAL_S = 2.0
 """Images are redrawn less often: a matplotlib figure costs tens of milliseconds of the user's loop."""
+FIRST_PLOT_COST_S = 0.1
+"""What the images are expected to cost before a drawing of them was measured."""
 MAX_SHARE = 0.03
 """Live updates take at most this share of the loop's time: a costly push waits longer for the next,
 and images are redrawn only while their total cost since the loop started stays within it."""
 
 
-def top_classes(output: Any, k: int = 5) -> list[list[Any]]:
-    """``[[class, probability], …]`` of the first item's top ``k`` classes, for the run bar's target picker.
-
-    The scores are found as a class target finds them (dicts, dataclasses…); a NaN probability comes as "nan".
-    """
-    try:
-        scores = class_scores(output)
-    except ValueError:
-        return []  # no (batch, classes) scores: the picker offers "top" only
-    if not scores.is_floating_point() or scores.shape[0] == 0:
-        return []
-    probs = scores[0].detach().float().softmax(-1)
-    values, indices = probs.topk(min(k, probs.numel()))
-    return [[int(i), plain_number(round(float(v), 4))] for v, i in zip(values, indices, strict=True)]
-
-
 class LiveUpdates:
-    """Follows the end of every forward of the model; pushes what changed, coalesced, while a cell runs.
+    """Follows the end of every forward of the model (the engine's ``step`` events, through the controller) and
+    of optimizer steps; pushes what changed, coalesced, while a cell runs.
 
     Clicks in the page reach the kernel only when the running cell finishes, so the status says so.
-    When the cell finishes (IPython's ``post_run_cell``), the view gets one full update.
+    When the cell finishes (IPython's ``post_run_cell``), the view gets one full update. Steps may come from
+    any thread: a push that finds another one under way is left to the next.
     """
 
-    def __init__(self, explorer: HookExplorer, registry: HookRegistry) -> None:
-        self._explorer = weakref.ref(explorer)
-        self._registry = registry
+    def __init__(self, controller: ViewController) -> None:
+        self._controller = controller
+        self._pushing = threading.Lock()
         self._next_push = 0.0  # monotonic time before which pushes are coalesced
         self._next_plot = 0.0
         self._since = 0.0  # when this cell's first push came: the share of image redraws counts from there
@@ -69,7 +56,6 @@ class LiveUpdates:
         self._optimizer_steps = 0
         self._steps_model: weakref.WeakKeyDictionary[torch.optim.Optimizer, bool] = weakref.WeakKeyDictionary()
         self._unfollow_optimizers: Any = lambda: None
-        registry.step_listeners.append(self._on_step)
         self._ipython = _ipython()
         if self._ipython is not None:
             self._ipython.events.register("post_run_cell", self._on_cell_done)
@@ -83,9 +69,14 @@ class LiveUpdates:
         finally:
             self._paused -= 1
 
+    @property
+    def is_paused(self) -> bool:
+        """Whether an explorer run the view started is under way."""
+        return self._paused > 0
+
     def follow_optimizers(self) -> None:
         """Also push after each step of an optimizer of the model: a loop may run no forward the hooks see."""
-        explorer = self._explorer()
+        explorer = self._controller.explorer
         if explorer is None:
             return
         self._unfollow_optimizers()
@@ -97,22 +88,23 @@ class LiveUpdates:
         if self._paused or not self._steps_the_model(optimizer):
             return
         self._optimizer_steps += 1
-        explorer = self._explorer()
+        explorer = self._controller.explorer
         step = explorer.step if explorer is not None else 0
         self._follow(f"step {step}" if self._forward_seen else f"optimizer step {self._optimizer_steps}")
 
     def _steps_the_model(self, optimizer: torch.optim.Optimizer) -> bool:
         known = self._steps_model.get(optimizer)
         if known is None:
-            explorer = self._explorer()
-            if explorer is None or explorer._model is None:
+            explorer = self._controller.explorer
+            if explorer is None:
                 return False
-            ids = {id(p) for p in explorer._model.parameters()}
+            ids = {id(p) for p in explorer.model.parameters()}
             known = any(id(p) in ids for group in optimizer.param_groups for p in group["params"])
             self._steps_model[optimizer] = known
         return known
 
-    def _on_step(self, step: int) -> None:
+    def on_step(self, step: int) -> None:
+        """A forward of the model ended (not one of the view's own runs): push, throttled."""
         if self._paused:
             return
         self._forward_seen = True
@@ -121,23 +113,26 @@ class LiveUpdates:
     def _follow(self, label: str) -> None:
         """Push now, or note that a push is due, labelled with the loop's progress (``step 12``)."""
         now = time.monotonic()
-        if now < self._next_push:
+        if now < self._next_push or not self._pushing.acquire(blocking=False):
             self._pending = True  # coalesced: the next push (or the cell's end) carries it
             return
-        with _cycles_collected():
-            plot_cost = self._push(label, now)
-        # The images keep their own, slower schedule: their cost must not hold back the counts.
-        cost = time.monotonic() - now - plot_cost
-        self._next_push = now + max(PUSH_INTERVAL_S, cost / MAX_SHARE)
+        try:
+            with _cycles_collected():
+                plot_cost = self._push(label, now)
+            # The images keep their own, slower schedule: their cost must not hold back the counts.
+            cost = time.monotonic() - now - plot_cost
+            self._next_push = now + max(PUSH_INTERVAL_S, cost / MAX_SHARE)
+        finally:
+            self._pushing.release()
 
     def _push(self, label: str, now: float) -> float:
         """Send counts, memory and status; redraw the images (selection, summary) when their turn has come.
 
         Returns the seconds spent on the plots.
         """
-        explorer = self._explorer()
-        view = explorer._view if explorer is not None else None
-        if view is None:
+        controller = self._controller
+        explorer, view = controller.explorer, controller.view
+        if view is None or explorer is None:
             return 0.0
         if not self._live:  # others' hooks do not change during a loop: list them once, not per push
             self._foreign = [h for h in view.hooks if h.get("foreign")]
@@ -146,36 +141,34 @@ class LiveUpdates:
             self._since, self._plot_spent, self._next_plot = now, 0.0, now + PLOT_INTERVAL_S
         self._pending = False
         with view.hold_sync():  # one message for the lot
-            view.hooks = hooks_payload(self._registry._hooks.values()) + self._foreign
+            view.hooks = hooks_payload(explorer.own_hooks) + self._foreign
             view.memory = memory_payload(explorer)
             view.diagnostics = explorer.diagnostics  # e.g. a hook detached after an in-place collision
-            view.status = {
-                "state": "live",
-                "message": f"{label}: your code is running; clicks here apply when the cell finishes",
-            }
+            controller.set_status("live", f"{label}: your code is running; clicks here apply when the cell finishes")
             # A redraw is expected to cost what the last one did; it waits until that fits the share.
-            affordable = self._plot_spent + explorer._plot_cost <= MAX_SHARE * (now - self._since)
+            affordable = self._plot_spent + controller.plot_cost <= MAX_SHARE * (now - self._since)
             if now >= self._next_plot and affordable:
                 return self._redraw(explorer, view, now)
         return 0.0
 
-    def _redraw(self, explorer: HookExplorer, view: Any, now: float) -> float:
+    def _redraw(self, explorer: Any, view: Any, now: float) -> float:
         """The selection's images, the summary while stats hooks feed it, and the Training panel when its
         records changed; returns the seconds spent."""
+        controller = self._controller
         started = time.monotonic()
         drew = False
         if view.selected in explorer.captures:
-            items = plot_items(explorer.captures, view.selected, explorer._plot_steps, explorer._plot_views)
+            items = plot_items(explorer.captures, view.selected, controller.plot_steps, controller.plot_views)
             view.plots = {"target": view.selected, "items": items}
             drew = True
-        if any(info.action == "stats" for info in self._registry._hooks.values()):
-            explorer._sync_summary()  # the per-layer table and heatmap follow the loop too
+        if any(info.action == "stats" for info in explorer.own_hooks):
+            controller.sync_summary()  # the per-layer table and heatmap follow the loop too
             drew = True
-        drew = explorer._sync_training() or drew  # update ratios and DDP records, once they changed
+        drew = controller.sync_training() or drew  # update ratios and DDP records, once they changed
         if not drew:
             return 0.0
         cost = time.monotonic() - started
-        explorer._plot_cost = cost
+        controller.plot_cost = cost
         self._plot_spent += cost
         self._next_plot = now + PLOT_INTERVAL_S
         return cost
@@ -185,20 +178,19 @@ class LiveUpdates:
             return
         by_optimizer = not self._forward_seen and self._optimizer_steps > 0  # a loop the hooks saw no forward of
         self._live = self._pending = self._forward_seen = False
-        explorer = self._explorer()
-        if explorer is None or explorer._view is None or explorer._model is None:
+        controller = self._controller
+        explorer = controller.explorer
+        if explorer is None or controller.view is None:
             return
         label = f"optimizer step {self._optimizer_steps}" if by_optimizer else f"step {explorer.step}"
-        explorer._view.status = {"state": "idle", "message": f"{label}: your cell finished"}
-        explorer._sync()
-        explorer._sync_summary()
-        explorer._sync_training()
+        controller.set_status("idle", f"{label}: your cell finished")
+        controller.sync()
+        controller.sync_summary()
+        controller.sync_training()
 
     def close(self) -> None:
-        """Stop following forwards, optimizer steps and cells."""
+        """Stop following optimizer steps and cells."""
         self._unfollow_optimizers()
-        with contextlib.suppress(ValueError):
-            self._registry.step_listeners.remove(self._on_step)
         if self._ipython is not None:
             with contextlib.suppress(ValueError):
                 self._ipython.events.unregister("post_run_cell", self._on_cell_done)

@@ -1,4 +1,4 @@
-"""Plain-data payloads of the view's traitlets, computed from a headless Explorer."""
+"""Plain-data payloads of the view's traitlets: pure functions of a headless Explorer's public state."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ from torch.nn.parameter import is_lazy
 
 from ..core.capture.export import plain_number
 from ..core.codegen.generate import hook_code
+from ..core.diagnostics.notes import SCRIPTED_ROOT
 from ..core.display import display_name, quoted
 from ..core.explorer import Explorer
 from ..core.hooks.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS, valid_kinds
 from ..core.hooks.registry import HookInfo
 from ..core.model.lazy import unmaterialized_param
 from ..core.model.targets import resolve_target
+from .protocol import HookItem, Memory, Selection, Status
 
 # Every kind in display order: badges and toggles keep this order.
 ALL_KINDS = [*MODULE_KINDS, *GLOBAL_KINDS, *(k for k in PARAM_KINDS if k not in MODULE_KINDS), *NODE_KINDS]
@@ -23,17 +25,23 @@ ACTIONS = ["capture", "stats", "print"]
 EDITS = ["scale", "clip", "clip_norm", "zero", "ablate"]
 
 
-def hooks_payload(hooks: Iterable[HookInfo]) -> list[dict[str, Any]]:
+def hooks_payload(hooks: Iterable[HookInfo]) -> list[HookItem]:
     """The ``hooks`` traitlet: the explorer's hooks, then hooks others attached (``foreign``)."""
     return [_plain_hook(info.as_dict()) for info in hooks]
 
 
-def _plain_hook(hook: dict[str, Any]) -> dict[str, Any]:
+def _plain_hook(hook: dict[str, Any]) -> HookItem:
     # ("clip", inf) is a valid edit: a bound of inf must not reach the page as a bare Infinity.
     return {**hook, "edit": [[plain_number(arg) for arg in edit] for edit in hook["edit"]]}
 
 
-def memory_payload(explorer: Explorer) -> dict[str, Any]:
+def status_payload(state: str, message: str, top: Iterable[tuple[int, float]] | Iterable[list[Any]]) -> Status:
+    """The ``status`` traitlet: idle, busy, live or error, what the latest action did, and the classes the run bar
+    and the attribution offer (``[class, probability]``, NaN as ``"nan"``)."""
+    return {"state": state, "message": message, "top": [[int(c), plain_number(p)] for c, p in top]}
+
+
+def memory_payload(explorer: Explorer) -> Memory:
     """The ``memory`` traitlet: what the capture store holds against its budget, and ``short_steps``, the hooks
     whose records went before their own step ended (``{"target", "kind", "note"}``: the budget holds less)."""
     summary = explorer.captures.summary()
@@ -46,12 +54,14 @@ def memory_payload(explorer: Explorer) -> dict[str, Any]:
     }
 
 
-def selection_payload(explorer: Explorer, target: str) -> dict[str, Any]:
+def selection_payload(explorer: Explorer, target: str) -> Selection:
     """The ``selection`` traitlet: what ``target`` is, the hook kinds valid there, details and code."""
+    if isinstance(explorer.model, torch.jit.ScriptModule):  # torch refuses even get_submodule there: no kinds
+        return _nothing_at(target, SCRIPTED_ROOT)
     try:
         family, obj = resolve_target(explorer.model, target)
     except (KeyError, TypeError) as exc:
-        return {"target": target, "family": "none", "kinds": [], "details": [], "params": [], "problem": _text(exc)}
+        return _nothing_at(target, _text(exc))
     kinds = list(valid_kinds(family, is_root=target == ""))
     problem = _scripted_problem(explorer, target, obj) if family == "module" else ""
     if family == "param" and is_lazy(obj):
@@ -88,6 +98,19 @@ def selection_payload(explorer: Explorer, target: str) -> dict[str, Any]:
     }
 
 
+def _nothing_at(target: str, problem: str) -> Selection:
+    """The selection of a target that takes no hook, and why."""
+    return {
+        "target": target,
+        "family": "none",
+        "kinds": [],
+        "details": [],
+        "params": [],
+        "code": "",
+        "problem": problem,
+    }
+
+
 UNINITIALIZED = "not materialized yet (a lazy module's parameter: the model's first forward gives its shape)"
 
 
@@ -114,7 +137,7 @@ def _scripted_problem(explorer: Explorer, target: str, module: Any) -> str:
 
 def _node_details(explorer: Explorer, node_id: str) -> list[list[str]]:
     """Op, module and saved tensors of an autograd node of the recorded graph."""
-    data = explorer._graph.data
+    data = explorer.recorded_graph
     node = next((n for n in data["nodes"] if n["id"] == node_id), None) if data else None
     if node is None:
         return [["Node", "not in the recorded graph: its hook is placed when a forward makes it"]]

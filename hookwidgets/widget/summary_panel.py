@@ -8,6 +8,7 @@ from typing import Any
 from ..core.diagnostics.nonfinite import SUMMARY_FIELDS, first_nonfinite_row
 from ..core.explorer import Explorer
 from ..plots import figure_png, summary_heatmap_figure
+from .protocol import Summary
 from .state import plain_number
 
 FIELDS = [f"{side}_{field}" for side in ("act", "grad") for field in SUMMARY_FIELDS]
@@ -25,7 +26,7 @@ def summary_payload(
     field: str = "grad_norm",
     step: int | None = None,
     first_nonfinite: str | None = None,
-) -> dict[str, Any]:
+) -> Summary:
     """The ``summary`` traitlet: layers of one step (default the newest) in execution order, a heatmap, NaN/Inf."""
     rows = explorer.summary()
     if not rows:

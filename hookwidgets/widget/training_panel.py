@@ -12,6 +12,7 @@ from matplotlib.figure import Figure
 
 from ..core.hooks.optim import UpdateRatioMonitor
 from ..plots import figure_png, update_ratio_figure
+from .protocol import DDPPanel, RatioRow, Ratios, Ready, Training
 from .state import plain_number
 
 RATIO_LOW = 1e-5
@@ -23,7 +24,7 @@ PARAMS_DRAWN = 12
 """The chart draws at most this many parameters: those whose last ratio is furthest from 1e-3."""
 BUCKET_KEYS = ("step", "rank", "bucket", "numel", "bytes", "params", "grad_norm", "seconds")
 READY_KEYS = ("step", "rank", "order", "param", "seconds")
-EMPTY: dict[str, Any] = {"visible": False, "ratios": None, "ddp": None}
+EMPTY: Training = {"visible": False, "ratios": None, "ddp": None}
 
 
 @dataclass
@@ -89,9 +90,7 @@ def training_version(monitors: Sequence[UpdateRatioMonitor], ddp: DDPSource | No
     return (tuple((id(m), len(m.records)) for m in monitors), ddp.version() if ddp is not None else None)
 
 
-def training_payload(
-    monitors: Sequence[UpdateRatioMonitor], ddp: DDPSource | None, ddp_prefix: str = ""
-) -> dict[str, Any]:
+def training_payload(monitors: Sequence[UpdateRatioMonitor], ddp: DDPSource | None, ddp_prefix: str = "") -> Training:
     """The ``training`` traitlet: the ratio chart and last-step table, and the DDP figures and ready order.
 
     ``ddp_prefix`` goes before the DDP records' parameter names, which are those of ``ddp.module``: an
@@ -106,11 +105,11 @@ def training_payload(
     }
 
 
-def ratio_payload(monitors: Sequence[UpdateRatioMonitor]) -> dict[str, Any]:
+def ratio_payload(monitors: Sequence[UpdateRatioMonitor]) -> Ratios:
     """Every watched optimizer's newest step as rows (the monitor's values, flagged), and the chart over steps."""
     recent = [monitor.records[-RECORDS_DRAWN:] for monitor in monitors]
     labels = _optimizer_labels(monitors)
-    rows: list[dict[str, Any]] = []
+    rows: list[RatioRow] = []
     for records, names in zip(recent, labels, strict=True):
         newest: dict[int, int] = {}
         for r in records:
@@ -119,7 +118,7 @@ def ratio_payload(monitors: Sequence[UpdateRatioMonitor]) -> dict[str, Any]:
             if newest.get(r["optimizer"]) == r["step"]:
                 rows.append(_ratio_row(r, names[r["optimizer"]]))
     flat = [label for names in labels for label in names]
-    payload: dict[str, Any] = {
+    payload: Ratios = {
         "rows": rows,
         "optimizers": flat,
         "low": RATIO_LOW,
@@ -157,7 +156,7 @@ def _optimizer_labels(monitors: Sequence[UpdateRatioMonitor]) -> list[list[str]]
     return labels
 
 
-def _ratio_row(record: dict[str, Any], optimizer: str) -> dict[str, Any]:
+def _ratio_row(record: dict[str, Any], optimizer: str) -> RatioRow:
     ratio = record["ratio"]
     if not (math.isfinite(record["update_norm"]) and math.isfinite(record["weight_norm"])):
         flag = "nonfinite"  # the training diverged here: NaN/Inf in the update or the weight
@@ -181,12 +180,12 @@ def _ratio_row(record: dict[str, Any], optimizer: str) -> dict[str, Any]:
     }
 
 
-def _params_drawn(rows: list[dict[str, Any]]) -> list[str] | None:
+def _params_drawn(rows: list[RatioRow]) -> list[str] | None:
     """The parameters the chart draws when there are too many: furthest from 1e-3 first, in table order."""
     if len({row["param"] for row in rows}) <= PARAMS_DRAWN:
         return None
 
-    def distance(row: dict[str, Any]) -> float:
+    def distance(row: RatioRow) -> float:
         ratio = row["ratio"]
         if not isinstance(ratio, float) or ratio <= 0:
             return -math.inf  # NaN or 0 has no place on the log scale: the table shows it
@@ -196,7 +195,7 @@ def _params_drawn(rows: list[dict[str, Any]]) -> list[str] | None:
     return [row["param"] for row in rows if row["param"] in chosen]
 
 
-def ddp_payload(source: DDPSource, prefix: str = "") -> dict[str, Any]:
+def ddp_payload(source: DDPSource, prefix: str = "") -> DDPPanel:
     """The bucket table and per-rank chart (PNG), and the newest step's gradient-ready order; ``prefix``
     goes before every parameter name (see ``training_payload``)."""
     from ..plots.distributed import bucket_table_figure, rank_chart_figure  # imports torch.distributed
@@ -212,7 +211,7 @@ def ddp_payload(source: DDPSource, prefix: str = "") -> dict[str, Any]:
             label += " (other ranks: give them log_dir=, then ex.show_ddp(log_dir))"
     else:
         label = source.label
-    payload: dict[str, Any] = {
+    payload: DDPPanel = {
         "source": label,
         "ranks": sorted({r["rank"] for r in buckets}),
         "steps": len({r["step"] for r in buckets}),
@@ -238,7 +237,7 @@ def ddp_payload(source: DDPSource, prefix: str = "") -> dict[str, Any]:
     return payload
 
 
-def ready_payload(ready: list[dict[str, Any]]) -> dict[str, Any]:
+def ready_payload(ready: list[dict[str, Any]]) -> Ready:
     """The newest step's gradient-ready order on the lowest rank, and whether the other ranks agree."""
     if not ready:
         return {"step": None, "rank": None, "rows": [], "note": ""}

@@ -1,6 +1,7 @@
 /** hookwidgets explorer view (anywidget ESM): header and run bar, module tree, inspector, graph, summary, training. */
 
 import "./widget.css";
+import { createRequests } from "./requests.js";
 import { h } from "./view/dom.js";
 import { createErrorBox } from "./view/error_box.js";
 import { createGraphView } from "./view/graph_view.js";
@@ -12,10 +13,11 @@ import { createTreeView } from "./view/tree_view.js";
 
 /** Render the explorer into `el`; returns the cleanup that removes listeners and Blob URLs. */
 function render({ model, el }) {
-  const header = createHeader(model);
-  const errorBox = createErrorBox(model);
+  const requests = createRequests(model); // each message gets its one reply
+  const header = createHeader(model, requests);
+  const errorBox = createErrorBox(model, requests);
   const tree = createTreeView(model);
-  const inspector = createInspector(model);
+  const inspector = createInspector(model, requests);
   const root = h("div", { cls: "hw-explorer" }, [
     header.el,
     errorBox.el,
@@ -24,9 +26,9 @@ function render({ model, el }) {
       inspector.el,
     ]),
   ]);
-  const graph = createGraphView(model); // the graph panel, below the tree and the inspector
+  const graph = createGraphView(model, { requests }); // the graph panel, below the tree and the inspector
   root.append(graph.el);
-  const summary = createSummaryView(model); // per-layer statistics, below the graph
+  const summary = createSummaryView(model, requests); // per-layer statistics, below the graph
   root.append(summary.el);
   const training = createTrainingView(model); // update ratios and DDP, once an optimizer or DDP is watched
   root.append(training.el);
@@ -34,6 +36,7 @@ function render({ model, el }) {
   return () => {
     graph.destroy();
     for (const part of [header, errorBox, tree, inspector, summary, training]) part.destroy();
+    requests.destroy();
     root.remove();
   };
 }

@@ -27,9 +27,9 @@ test("autograd model: clusters nest by module, totals count every node below", (
 test("autograd model: AccumulateGrad is labelled by its parameter and edges are drawn forward", () => {
   const model = autogradModel(nestedPayload(1, 1, 2));
   const [param, first, second] = model.nodes;
-  assert.equal(param.kind, "param");
+  assert.equal(param.type, "param");
   assert.equal(param.label, "0.0.weight");
-  assert.equal(first.kind, "op");
+  assert.equal(first.type, "op");
   assert.equal(first.label, "MulBackward0");
   // payload edge [first, param] (gradient flows first -> param) is drawn param -> first
   assert.deepEqual(

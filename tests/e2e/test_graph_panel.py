@@ -58,7 +58,7 @@ def test_record_the_graph_click_in_it_and_follow_the_tree(lab: Lab) -> None:
     _ready(panel)
     ops = set(panel.locator(".hw-gnode[data-op]").evaluate_all("els => els.map((e) => e.dataset.op)"))
     assert {"ConvolutionBackward0", "NativeBatchNormBackward0", "ReluBackward0", "AddmmBackward0"} <= ops
-    labels = panel.locator('.hw-gnode[data-kind="param"] .hw-glabel').all_text_contents()
+    labels = panel.locator('.hw-gnode[data-node-type="param"] .hw-glabel').all_text_contents()
     assert "features.conv.weight" in labels and "head.fc.bias" in labels
     conv = panel.locator('.hw-gnode[data-op="ConvolutionBackward0"]')
     conv.hover()  # the tooltip is made on the first hover
@@ -94,7 +94,7 @@ def test_record_the_graph_click_in_it_and_follow_the_tree(lab: Lab) -> None:
     # the module dataflow view
     panel.locator('button.hw-graph-mode[data-mode="dataflow"]').click()
     _ready(panel)
-    modules = panel.locator('.hw-gnode[data-kind="module"]').evaluate_all("els => els.map((e) => e.dataset.path)")
+    modules = panel.locator('.hw-gnode[data-node-type="module"]').evaluate_all("els => els.map((e) => e.dataset.path)")
     assert {"features.conv", "features.bn", "features.act", "head.pool", "head.flatten", "head.fc"} <= set(modules)
     assert panel.locator(".hw-gselected").get_attribute("data-path") == "head.fc"  # the node's module
     panel.screenshot(path=str(lab.artifacts_dir / "graph-dataflow.png"))

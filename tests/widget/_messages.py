@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
+
+_request_ids = itertools.count()
 
 
 def browser_sets(view: Any, /, **state: Any) -> None:
@@ -10,8 +13,39 @@ def browser_sets(view: Any, /, **state: Any) -> None:
     view._handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []})
 
 
-def browser_sends(view: Any, /, **content: Any) -> None:
-    """What the frontend sends for ``model.send(content)``."""
+def browser_sends(view: Any, /, **content: Any) -> dict[str, Any]:
+    """What the frontend sends for a request (``model.send(content)`` with a fresh ``request_id``); returns the
+    kernel's reply, after checking that exactly one came and that it carries the request's id."""
+    request_id = f"test-{next(_request_ids)}"
+    replies = sent_by_kernel(view, lambda: _send(view, {**content, "request_id": request_id}))
+    answers = [m for m in replies if m.get("type") == "reply"]
+    assert len(answers) == 1, f"{content.get('type')!r} got {len(answers)} replies: {answers}"
+    assert answers[0]["request_id"] == request_id
+    return answers[0]
+
+
+def sent_by_kernel(view: Any, action: Any) -> list[dict[str, Any]]:
+    """The custom messages the kernel sends to the page while ``action()`` runs."""
+    sent: list[dict[str, Any]] = []
+    outer = view.__dict__.get("send")  # a collector around this one sees them too
+
+    def send(content: dict[str, Any], buffers: Any = None) -> None:
+        sent.append(content)
+        if outer is not None:
+            outer(content, buffers)
+
+    view.send = send  # shadows the method on this one view
+    try:
+        action()
+    finally:
+        if outer is None:
+            del view.send
+        else:
+            view.send = outer
+    return sent
+
+
+def _send(view: Any, content: dict[str, Any]) -> None:
     view._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
 
 
@@ -21,3 +55,10 @@ def summary_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
         {column: value for column, value in zip(summary["columns"], values, strict=True) if value is not None}
         for values in summary["rows"]
     ]
+
+
+def in_cell(shell: Any, body: Any) -> None:
+    """Run ``body()`` as the code of a notebook cell: IPython's cell events (``post_run_cell``) come around it."""
+    shell.user_ns["_cell_body"] = body
+    result = shell.run_cell("_cell_body()", store_history=False)
+    result.raise_error()

@@ -38,7 +38,7 @@ def test_the_view_starts_without_a_graph(explorer):
 
 def test_record_message_fills_the_graph_with_what_ex_graph_returns(explorer):
     view = explorer.view
-    browser_sends(view, kind="graph")
+    browser_sends(view, type="graph")
     data = explorer.graph()
     nodes, edges = expand(view.graph["autograd"])
     assert [(n["id"], n["op"], n["module"], n["param"]) for n in nodes] == [
@@ -61,7 +61,7 @@ def test_record_message_fills_the_graph_with_what_ex_graph_returns(explorer):
 
 
 def test_clusters_keep_their_parents(explorer):
-    browser_sends(explorer.view, kind="graph")
+    browser_sends(explorer.view, type="graph")
     compact = explorer.view.graph["autograd"]
     parent = {
         m: compact["modules"][p] if p >= 0 else None
@@ -72,7 +72,7 @@ def test_clusters_keep_their_parents(explorer):
 
 def test_record_again_after_a_python_run_with_record_graph(explorer, image):
     view = explorer.view
-    browser_sends(view, kind="graph")
+    browser_sends(view, type="graph")
     first = view.graph
     explorer.run(image[:1], record_graph=True)  # a new recording reaches the view without a click
     assert view.graph is not first
@@ -94,7 +94,7 @@ class NoGradNet(nn.Module):
 def test_a_forward_under_no_grad_says_why_there_is_no_graph_and_the_kernel_stays_usable():
     ex = HookExplorer(NoGradNet(), example_inputs=torch.randn(1, 4))
     view = ex.view
-    browser_sends(view, kind="graph")
+    browser_sends(view, type="graph")
     assert view.graph["autograd"] is None and view.graph["dataflow"] is None
     assert view.graph["error"].startswith("no graph: no output tensor of NoGradNet has a grad_fn")
     assert view.status["state"] == "error"
@@ -118,7 +118,7 @@ def test_a_failing_forward_shows_its_partial_graph_and_the_error():
     view = ex.view
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # the panel shows the failure; no warning lands in a log
-        browser_sends(view, kind="graph")
+        browser_sends(view, type="graph")
     nodes, _ = expand(view.graph["autograd"])
     assert {n["op"] for n in nodes} >= {"AddmmBackward0", "ReluBackward0"}
     assert all(n["module"] != "second" or n["op"] == "AccumulateGrad" for n in nodes)
@@ -130,7 +130,7 @@ def test_a_failing_forward_shows_its_partial_graph_and_the_error():
 def test_without_example_inputs_the_panel_says_what_to_do(cnn):
     ex = HookExplorer(cnn)
     view = ex.view
-    browser_sends(view, kind="graph")
+    browser_sends(view, type="graph")
     assert view.graph["autograd"] is None
     assert "needs example inputs" in view.graph["error"]
     assert view.status["state"] == "error"
@@ -139,12 +139,12 @@ def test_without_example_inputs_the_panel_says_what_to_do(cnn):
 
 def test_selecting_a_node_and_attaching_its_hook_from_the_browser(explorer):
     view = explorer.view
-    browser_sends(view, kind="graph")
+    browser_sends(view, type="graph")
     node_id = next(i for i in view.graph["autograd"]["ids"] if "AddmmBackward0" in i)
     browser_sets(view, selected=node_id)
     assert view.selected == node_id and view.error == ""
     assert view.plots["target"] == node_id
-    browser_sends(view, kind="attach", target=node_id, hook="node")
+    browser_sends(view, type="attach", target=node_id, kind="node")
     assert [(h["target"], h["kind"]) for h in view.hooks] == [(node_id, "node")]
     browser_sets(view, selected="features.conv")  # a module clicked in the graph
     assert view.plots["target"] == "features.conv" and view.error == ""
@@ -200,7 +200,7 @@ def test_record_graph_detaches_a_backward_hook_an_in_place_op_broke_and_says_so_
     with backward_hook_an_in_place_op_breaks(image) as ex:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # nothing is left for the kernel's log
-            browser_sends(ex.view, kind="graph")
+            browser_sends(ex.view, type="graph")
         assert ex.view.status["state"] == "idle" and ex.view.graph["error"] == ""
         assert "/ReluBackward0#0" in ex.view.graph["autograd"]["ids"]
         assert ex.view.error.startswith("the full backward hook 'backward' on 'conv' collides with")

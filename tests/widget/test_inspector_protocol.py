@@ -13,10 +13,10 @@ import pytest
 import torch
 
 from hookwidgets import HookExplorer
-from hookwidgets.widget import live
+from hookwidgets.widget import captures, live
 
 from ..conftest import SharedBlock
-from ._messages import browser_sends, browser_sets, summary_rows
+from ._messages import browser_sends, browser_sets, in_cell, summary_rows
 
 
 def test_selection_says_what_the_target_is_and_which_kinds_fit(explorer):
@@ -45,7 +45,7 @@ def test_attach_with_an_action_and_an_edit_from_the_pickers(explorer, cnn, image
     view = explorer.view
     plain = cnn(image)
     browser_sets(view, selected="head.fc")
-    browser_sends(view, kind="attach", target="head.fc", hook="forward", action="stats", edit=["scale", 2.0])
+    browser_sends(view, type="attach", target="head.fc", kind="forward", action="stats", edit=["scale", 2.0])
     (hook,) = view.hooks
     assert (hook["action"], hook["edit"]) == ("stats", [["scale", 2.0]])
     assert "def " in view.selection["code"] and "head.fc" in view.selection["code"]
@@ -54,7 +54,7 @@ def test_attach_with_an_action_and_an_edit_from_the_pickers(explorer, cnn, image
     record = explorer.captures["head.fc"]["forward"][-1]
     assert record.tensors == {} and record.stats["max"] == pytest.approx(float(edited.max()))
 
-    browser_sends(view, kind="attach", target="head.fc", hook="grad", edit=["scale", "big"])
+    browser_sends(view, type="attach", target="head.fc", kind="grad", edit=["scale", "big"])
     assert "scale" in view.error and view.status["state"] == "error"
     assert [h["kind"] for h in view.hooks] == ["forward"]
 
@@ -62,17 +62,17 @@ def test_attach_with_an_action_and_an_edit_from_the_pickers(explorer, cnn, image
 def test_run_bar_modes_and_targets(explorer):
     view = explorer.view
     explorer.attach("features.act", ["forward", "grad"])
-    browser_sends(view, kind="run", mode="forward")
+    browser_sends(view, type="run", mode="forward")
     assert "forward" in view.status["message"] and "backward" not in view.status["message"]
     assert "grad" not in explorer.captures["features.act"]
     top = view.status["top"]
     assert len(top) == 5 and sum(p for _, p in top) <= 1.0001 and top[0][1] >= top[1][1]
 
-    browser_sends(view, kind="run", mode="backward", target=3)
+    browser_sends(view, type="run", mode="backward", target=3)
     assert "class 3" in view.status["message"]
     assert len(explorer.captures["features.act"]["grad"]) == 1
 
-    browser_sends(view, kind="run", mode="backward", target=99)
+    browser_sends(view, type="run", mode="backward", target=99)
     assert view.status["state"] == "error" and "99" in view.error
 
 
@@ -84,18 +84,18 @@ def test_run_bar_train_mode_runs_in_training_mode_and_restores_eval(explorer, cn
     def outputs() -> tuple[torch.Tensor, torch.Tensor]:
         return tuple(explorer.captures[f"features.{name}"]["forward"][-1].tensors["output"] for name in ("act", "drop"))
 
-    browser_sends(view, kind="run", mode="forward", train=True)
+    browser_sends(view, type="run", mode="forward", train=True)
     assert "training mode" in view.status["message"] and view.status["state"] == "idle"
     act, drop = outputs()
     kept = drop != 0
     assert torch.equal(drop[kept], 2 * act[kept]) and (act[~kept] != 0).any()  # Dropout(0.5) was active
     assert not cnn.training and not cnn.features.drop.training  # left in the mode it was found in
 
-    browser_sends(view, kind="run", mode="forward")
+    browser_sends(view, type="run", mode="forward")
     act, drop = outputs()
     assert "training mode" not in view.status["message"] and torch.equal(drop, act)  # eval: Dropout passes through
 
-    browser_sends(view, kind="run", mode="forward", train="yes")
+    browser_sends(view, type="run", mode="forward", train="yes")
     assert view.status["state"] == "error" and "train must be true or false" in view.error
 
 
@@ -122,10 +122,10 @@ def test_the_step_slider_shows_an_older_capture(explorer, image):
         explorer.run(image * scale)
     (item,) = view.plots["items"]
     assert item["positions"] == [[1, 0], [2, 0], [3, 0]] and (item["step"], item["call"]) == (3, 0)
-    browser_sends(view, kind="plot_step", hook="forward", step=2)
+    browser_sends(view, type="plot_step", kind="forward", step=2)
     (older,) = view.plots["items"]
     assert older["step"] == 2 and older["png"] != item["png"]
-    browser_sends(view, kind="plot_step", hook="forward", step=None)
+    browser_sends(view, type="plot_step", kind="forward", step=None)
     assert view.plots["items"][0]["step"] == 3
 
 
@@ -143,10 +143,10 @@ def test_the_slider_reaches_every_call_of_a_module_run_twice_a_step():
         first_call = ex.captures["lin"]["forward"][-2]
         assert (first_call.step, first_call.call) == (2, 0)
 
-        browser_sends(view, kind="plot_step", hook="forward", step=2, call=0)
+        browser_sends(view, type="plot_step", kind="forward", step=2, call=0)
         (shown,) = view.plots["items"]
         assert (shown["step"], shown["call"]) == (2, 0) and shown["png"] != item["png"]
-        browser_sends(view, kind="plot_step", hook="forward", step=1)  # no call: the newest of that step
+        browser_sends(view, type="plot_step", kind="forward", step=1)  # no call: the newest of that step
         assert (view.plots["items"][0]["step"], view.plots["items"][0]["call"]) == (1, 1)
 
 
@@ -179,9 +179,9 @@ def test_the_inspector_shows_the_original_firing_of_a_call_a_checkpoint_recomput
         (item,) = view.plots["items"]
         assert item["positions"] == [[1, 0], [1, 1], [2, 0], [2, 1]]
         assert (item["step"], item["call"]) == (2, 1) and "recomputed" not in item["title"]
-        browser_sends(view, kind="plot_step", hook="forward", step=1)  # no call: the newest of that step
+        browser_sends(view, type="plot_step", kind="forward", step=1)  # no call: the newest of that step
         assert (view.plots["items"][0]["step"], view.plots["items"][0]["call"]) == (1, 1)
-        browser_sends(view, kind="plot_step", hook="forward", step=2, call=0)
+        browser_sends(view, type="plot_step", kind="forward", step=2, call=0)
         assert "recomputed" not in view.plots["items"][0]["title"]
 
 
@@ -201,7 +201,7 @@ def test_memory_meter_and_hook_say_when_the_budget_holds_less_than_one_step(cnn,
         view = ex.view
         ex.attach("features.conv", "forward")  # 2048 bytes a capture
         ex.attach("features.act", "forward")  # 2048 more, in the same step
-        browser_sends(view, kind="run", mode="forward", target="top", train=False)
+        browser_sends(view, type="run", mode="forward", target="top", train=False)
         note = (
             "the budget (2.9 KiB) holds less than one step: step 1 lost 1 'forward' record (call 0) before it "
             "ended; raise memory_budget"
@@ -224,24 +224,26 @@ def test_foreign_hooks_reach_the_view_flagged(cnn, image):
         handle.remove()
 
 
-def test_live_updates_are_throttled_while_the_users_loop_runs(explorer, cnn, image, monkeypatch):
+def test_live_updates_are_throttled_while_the_users_loop_runs(ipython, explorer, cnn, image, monkeypatch):
     clock = [100.0]
     monkeypatch.setattr(live.time, "monotonic", lambda: clock[0])
     view = explorer.view
     explorer.attach("features.conv", "forward")
     pushes = []
     view.observe(lambda change: pushes.append(change["new"]), names="status")
-    for _ in range(10):  # the user's own loop: no explorer run, all at one instant
-        cnn(image)
-    assert len(pushes) == 1 and pushes[0]["state"] == "live" and "step 1" in pushes[0]["message"]
-    assert "clicks here apply when the cell finishes" in pushes[0]["message"]
-    assert view.hooks[0]["fired"] == 1  # what the first push carried
-    clock[0] += 2 * live.PUSH_INTERVAL_S
-    cnn(image)
-    assert len(pushes) == 2 and "step 11" in pushes[1]["message"] and view.hooks[0]["fired"] == 11
 
-    explorer._live._on_cell_done()  # IPython's post_run_cell
-    assert view.status["state"] == "idle" and "step 11" in view.status["message"]
+    def loop() -> None:  # the user's own loop: no explorer run
+        for _ in range(10):  # all at one instant
+            cnn(image)
+        assert len(pushes) == 1 and pushes[0]["state"] == "live" and "step 1" in pushes[0]["message"]
+        assert "clicks here apply when the cell finishes" in pushes[0]["message"]
+        assert view.hooks[0]["fired"] == 1  # what the first push carried
+        clock[0] += 2 * live.PUSH_INTERVAL_S
+        cnn(image)
+        assert len(pushes) == 2 and "step 11" in pushes[1]["message"] and view.hooks[0]["fired"] == 11
+
+    in_cell(ipython, loop)
+    assert view.status["state"] == "idle" and "step 11" in view.status["message"]  # the cell's end: one full update
 
 
 def test_a_live_push_inside_the_forward_keeps_no_step_alive(explorer, cnn, image, monkeypatch):
@@ -276,21 +278,30 @@ def test_a_live_push_inside_the_forward_keeps_no_step_alive(explorer, cnn, image
 def test_live_images_wait_until_their_cost_fits_the_loops_share(explorer, cnn, image, monkeypatch):
     clock = [100.0]
     monkeypatch.setattr(live.time, "monotonic", lambda: clock[0])
+    real_figure = captures.feature_map_figure
+
+    def slow_figure(*args: Any, **kwargs: Any) -> Any:  # a drawing that takes 0.3 s
+        clock[0] += 0.3
+        return real_figure(*args, **kwargs)
+
+    monkeypatch.setattr(captures, "feature_map_figure", slow_figure)
     view = explorer.view
     explorer.attach("features.conv", "forward")
     browser_sets(view, selected="features.conv")
-    explorer._plot_cost = 0.3  # what drawing the selection's images took last time
+    browser_sends(view, type="run", mode="forward")  # step 1, drawn in 0.3 s: what the next drawing is expected to take
+    assert view.plots["items"][0]["step"] == 1
+    start = clock[0]
     drawn = []
     view.observe(lambda change: drawn.append(change["new"]), names="plots")
     cnn(image)  # the loop starts: counts are pushed, the images on screen stay those of the cell's start
     assert view.status["state"] == "live" and drawn == []
     clock[0] += live.PLOT_INTERVAL_S + 0.5  # their turn, but 0.3 s is more than 3% of 2.5 s of loop
     cnn(image)
-    assert drawn == [] and view.hooks[0]["fired"] == 2
-    clock[0] = 100.0 + 0.3 / live.MAX_SHARE  # 10 s into the loop: 0.3 s is 3% of it
+    assert drawn == [] and view.hooks[0]["fired"] == 3
+    clock[0] = start + 0.3 / live.MAX_SHARE + 0.01  # 10 s into the loop: 0.3 s is 3% of it
     cnn(image)
     assert len(drawn) == 1 and drawn[0]["target"] == "features.conv"
-    assert drawn[0]["items"][0]["step"] == 3  # the newest capture
+    assert drawn[0]["items"][0]["step"] == 4  # the newest capture
 
 
 def test_the_summary_follows_the_users_loop_on_the_images_schedule(explorer, cnn, image, monkeypatch):
@@ -298,13 +309,15 @@ def test_the_summary_follows_the_users_loop_on_the_images_schedule(explorer, cnn
     monkeypatch.setattr(live.time, "monotonic", lambda: clock[0])
     view = explorer.view
     explorer.attach("", "global_forward", action="stats")
-    explorer._plot_cost = 0.0
     cnn(image)  # the loop starts: no image yet
     assert view.summary["rows"] == []
-    clock[0] += live.PLOT_INTERVAL_S + 0.1
+    clock[0] += live.PLOT_INTERVAL_S + 0.1  # the images' turn, but not yet 3% of the loop for a first drawing
+    cnn(image)
+    assert view.summary["rows"] == []
+    clock[0] += live.FIRST_PLOT_COST_S / live.MAX_SHARE  # its expected cost is 3% of the loop by now
     cnn(image)
     summary = view.summary
-    assert summary["step"] == 2 and [r["target"] for r in summary_rows(summary)][:2] == ["", "features"]
+    assert summary["step"] == 3 and [r["target"] for r in summary_rows(summary)][:2] == ["", "features"]
     assert summary["heatmap"][:8] == b"\x89PNG\r\n\x1a\n"
     assert view.status["state"] == "live"
 
@@ -314,17 +327,34 @@ def test_runs_from_the_view_do_not_push_live_updates(explorer):
     explorer.attach("features.conv", "forward")
     states = []
     view.observe(lambda change: states.append(change["new"]["state"]), names="status")
-    browser_sends(view, kind="run")
+    browser_sends(view, type="run")
     assert states == ["busy", "idle"]
 
 
-def test_close_stops_live_updates(cnn, image):
+def test_close_stops_live_updates(ipython, cnn, image):
+    followed = ipython.events.callbacks["post_run_cell"]
+    before = list(followed)
     ex = HookExplorer(cnn, example_inputs=image)
-    ex.view  # noqa: B018
-    registry = ex._registry
-    assert len(registry.step_listeners) == 1
+    view = ex.view
+    assert len(followed) == len(before) + 1  # the view follows the shell's cells
+    ex.attach("features.conv", "forward")
+    statuses = []
+    view.observe(lambda change: statuses.append(change["new"]), names="status")
     ex.close()
-    assert registry.step_listeners == []
+    assert followed == before and view.comm is None
+    in_cell(ipython, lambda: cnn(image))  # the model runs on, hook-free: nothing reaches the closed view
+    assert statuses == []
+
+
+def test_a_dropped_explorer_stops_following_the_shells_cells(ipython, cnn, image):
+    followed = ipython.events.callbacks["post_run_cell"]
+    before = list(followed)
+    ex = HookExplorer(cnn, example_inputs=image)
+    view = ex.view
+    ex.attach("features.conv", "forward")
+    del ex
+    gc.collect()
+    assert followed == before and view.comm is None
 
 
 def test_what_the_engine_did_on_its_own_reaches_the_view():
@@ -346,8 +376,8 @@ def test_what_the_engine_did_on_its_own_reaches_the_view():
 
 def test_a_null_run_target_backpropagates_from_each_items_top_class(explorer):
     view = explorer.view
-    browser_sends(view, kind="attach", target="head.fc", hook="grad")
-    browser_sends(view, kind="run", mode="backward", target=None)  # the page's Number() gave NaN: JSON sends null
+    browser_sends(view, type="attach", target="head.fc", kind="grad")
+    browser_sends(view, type="run", mode="backward", target=None)  # the page's Number() gave NaN: JSON sends null
     assert view.error == "" and view.status["message"] == "step 1: forward, then backward from each item's top class"
     grad = explorer.captures["head.fc"]["grad"][-1].tensors["grad_output"]
     top = explorer.run().argmax(1)  # the top class of each item gets the gradient 1, the others 0
@@ -357,8 +387,8 @@ def test_a_null_run_target_backpropagates_from_each_items_top_class(explorer):
 @pytest.mark.parametrize("target", ["3x", 1.5, True, [1, 2]])
 def test_a_run_target_that_is_no_class_is_reported_and_nothing_runs(explorer, target):
     view = explorer.view
-    browser_sends(view, kind="attach", target="head.fc", hook="forward")
-    browser_sends(view, kind="run", mode="backward", target=target)
+    browser_sends(view, type="attach", target="head.fc", kind="forward")
+    browser_sends(view, type="run", mode="backward", target=target)
     assert (
         view.error
         == f'ValueError: the widget sent the run target {target!r}; expected "top" or a class index such as 3'
@@ -404,8 +434,8 @@ def test_run_and_the_class_picker_find_the_scores_of_a_wrapped_output(image, wra
         view = ex.view
         assert [c for c, _ in view.status["top"]] == expected.indices.tolist()  # from the probe
         assert [p for _, p in view.status["top"]] == pytest.approx(expected.values.tolist(), abs=1e-4)
-        browser_sends(view, kind="attach", target="fc", hook="grad")
-        browser_sends(view, kind="run", mode="backward", target=3)
+        browser_sends(view, type="attach", target="fc", kind="grad")
+        browser_sends(view, type="run", mode="backward", target=3)
         assert view.error == "" and view.status["message"] == "step 1: forward, then backward from class 3"
         grad = ex.captures["fc"]["grad"][-1].tensors["grad_output"]
         assert torch.equal(grad, torch.tensor([[0.0, 0, 0, 1, 0]] * 2))
@@ -416,7 +446,7 @@ def test_a_wrapped_output_without_class_scores_names_what_it_holds(image):
     with HookExplorer(Wrapped("features only"), example_inputs=image) as ex:
         view = ex.view
         assert view.status["top"] == []
-        browser_sends(view, kind="run")
+        browser_sends(view, type="run")
         assert view.error.splitlines()[0] == (
             "ValueError: a class target needs an output of shape (batch, classes), got dict "
             "{features: Tensor(2, 4, 6, 6), n: int}; pass target=callable(output) returning a scalar instead"
@@ -424,7 +454,6 @@ def test_a_wrapped_output_without_class_scores_names_what_it_holds(image):
 
 
 def test_selecting_a_module_again_redraws_only_what_changed(explorer, cnn, image, monkeypatch):
-    from hookwidgets.widget import captures
 
     drawn: list[str] = []
 
@@ -458,12 +487,12 @@ def test_selecting_a_module_again_redraws_only_what_changed(explorer, cnn, image
 
 def test_an_error_stays_in_the_errors_panel_while_the_status_follows_the_next_action(explorer):
     view = explorer.view
-    browser_sends(view, kind="attach", target="head.fc", hook="grad", edit=["scale", "big"])
+    browser_sends(view, type="attach", target="head.fc", kind="grad", edit=["scale", "big"])
     assert view.status["state"] == "error" and "scale" in view.error
-    browser_sends(view, kind="attach", target="head.fc", hook="forward")  # the next action succeeds
+    browser_sends(view, type="attach", target="head.fc", kind="forward")  # the next action succeeds
     assert view.status["state"] == "idle" and view.status["message"] == ""
     assert "scale" in view.error  # still there to read until dismissed
-    browser_sends(view, kind="dismiss_error")
+    browser_sends(view, type="dismiss_error")
     assert view.error == ""
 
 
@@ -486,7 +515,7 @@ def test_a_lazy_model_shows_unknown_counts_until_run_materializes_it():
     )
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # said in the page, not in the kernel's log
-        browser_sends(view, kind="run", mode="forward")
+        browser_sends(view, type="run", mode="forward")
     assert view.status["state"] == "idle"
     assert view.error.startswith("run() materialized the lazy modules '0' (LazyConv2d, now Conv2d), '2' (LazyLinear")
     assert [(c["cls"], c["trainable"]) for c in view.tree["children"]] == [
@@ -504,7 +533,7 @@ def test_record_graph_on_a_lazy_model_says_in_the_page_that_it_materialized_it()
         assert ex.view.tree["children"][0]["trainable"] is None
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            browser_sends(ex.view, kind="graph")
+            browser_sends(ex.view, type="graph")
         assert ex.view.status["state"] == "idle" and "0/AddmmBackward0#0" in ex.view.graph["autograd"]["ids"]
         assert ex.view.error.startswith("graph() materialized the lazy modules '0' (LazyLinear, now Linear)")
         assert ex.view.tree["children"][0]["trainable"] == 15
@@ -553,7 +582,6 @@ class _Odd(torch.nn.Module):
 
 
 def test_complex_and_empty_captures_are_drawn_as_magnitude_and_as_empty_not_as_an_error(monkeypatch):
-    from hookwidgets.widget import captures
 
     titles: list[str] = []
 
@@ -573,15 +601,15 @@ def test_complex_and_empty_captures_are_drawn_as_magnitude_and_as_empty_not_as_a
         view = ex.view
         ex.attach("spectrum", "forward")
         ex.attach("nothing", "forward")
-        browser_sends(view, kind="run", mode="forward", target="top", train=False)
+        browser_sends(view, type="run", mode="forward", target="top", train=False)
         browser_sets(view, selected="spectrum")
         assert titles[-1] == "spectrum · output (magnitude)"  # not its real part, all zeros
-        browser_sends(view, kind="plot_view", hook="forward", view="histogram")
+        browser_sends(view, type="plot_view", kind="forward", view="histogram")
         assert titles[-1] == "spectrum · output (magnitude)"
         browser_sets(view, selected="nothing")
         (item,) = view.plots["items"]
         assert item["shape"] == [0, 2, 3, 3] and item["png"][:4] == b"\x89PNG"
         assert titles[-1] == "nothing · output [empty (0 elements): shape (0, 2, 3, 3)]"
-        browser_sends(view, kind="plot_view", hook="forward", view="histogram")
+        browser_sends(view, type="plot_view", kind="forward", view="histogram")
         assert titles[-1] == "nothing · output [empty (0 elements): shape (0, 2, 3, 3)]"
         assert view.error == ""

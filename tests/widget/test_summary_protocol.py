@@ -39,9 +39,9 @@ def test_stats_on_every_layer_fill_the_summary_table_and_heatmap(cnn, image):
         view = ex.view
         assert view.summary["rows"] == [] and "No statistics yet" in view.summary["message"]
         for hook in ("global_forward", "global_backward"):  # what "Stats on every layer" sends
-            browser_sends(view, kind="attach", target="", hook=hook, action="stats", edit=None)
-        browser_sends(view, kind="run")
-        browser_sends(view, kind="run")
+            browser_sends(view, type="attach", target="", kind=hook, action="stats", edit=None)
+        browser_sends(view, type="run")
+        browser_sends(view, type="run")
         summary = view.summary
         assert summary["steps"] == [1, 2] and summary["step"] == 2
         rows = summary_rows(summary)
@@ -55,7 +55,7 @@ def test_stats_on_every_layer_fill_the_summary_table_and_heatmap(cnn, image):
         assert summary["heatmap"][:8] == PNG and summary["field"] == "grad_norm"
         assert summary["nonfinite"] == [] and summary["first_nonfinite"] is None
 
-        browser_sends(view, kind="summary", field="act_norm", step=1)
+        browser_sends(view, type="summary", field="act_norm", step=1)
         assert view.summary["field"] == "act_norm" and view.summary["step"] == 1
         assert view.summary["heatmap"] != summary["heatmap"]
 
@@ -83,7 +83,7 @@ def test_the_first_non_finite_layer_is_highlighted_and_found_on_demand():
         assert view.summary["nonfinite"][:2] == ["", "log"]  # the model's own output holds NaN too
         assert "fc1" not in view.summary["nonfinite"]
         assert view.summary["first_nonfinite"] == "log"  # the earliest forward to output NaN, not the model
-        browser_sends(view, kind="find_nonfinite")
+        browser_sends(view, type="find_nonfinite")
         assert view.summary["first_nonfinite"] == "log"
         assert "first NaN/Inf output: log" in view.status["message"]
 
@@ -96,7 +96,7 @@ def test_plot_views_switch_between_maps_and_histogram(cnn, image):
         ex.run()
         (maps,) = view.plots["items"]
         assert maps["view"] == "maps" and maps["views"] == ["maps", "histogram"]
-        browser_sends(view, kind="plot_view", hook="forward", view="histogram")
+        browser_sends(view, type="plot_view", kind="forward", view="histogram")
         (histogram,) = view.plots["items"]
         assert histogram["view"] == "histogram" and histogram["png"][:8] == PNG
         assert histogram["png"] != maps["png"]
@@ -121,18 +121,18 @@ def test_attribution_here_draws_the_cam_of_the_selected_layer():
     with HookExplorer(model, example_inputs=x) as ex:
         view = ex.view
         browser_sets(view, selected="features.conv2")
-        browser_sends(view, kind="attribute", layer="features.conv2", method="gradcam", target="top")
+        browser_sends(view, type="attribute", layer="features.conv2", method="gradcam", target="top")
         result = view.attribution
         assert result["error"] == "" and result["png"][:8] == PNG
         assert result["input_png"][:8] == PNG  # the input, drawn beside its map
         assert result["caption"] == f"gradcam of class {label} at features.conv2"
-        browser_sends(view, kind="attribute", layer="features.conv2", method="saliency", target=3)
+        browser_sends(view, type="attribute", layer="features.conv2", method="saliency", target=3)
         assert view.attribution["caption"].startswith("saliency of class 3")
 
-        browser_sends(view, kind="attribute", layer="classifier.fc", method="gradcam", target="top")
+        browser_sends(view, type="attribute", layer="classifier.fc", method="gradcam", target="top")
         failed = view.attribution
         assert "features." in failed["error"] and failed["png"] is None and failed["input_png"] is None  # names layers
-        browser_sends(view, kind="attribute", layer="features.conv2", method="gradcam", target=42)
+        browser_sends(view, type="attribute", layer="features.conv2", method="gradcam", target=42)
         assert "10" in view.attribution["error"]  # the number of classes
         assert all(p.grad is None for p in model.parameters())
 
@@ -141,18 +141,18 @@ def test_a_blank_map_says_why_in_the_panel_not_only_in_a_log(image):
     torch.manual_seed(0)
     with HookExplorer(SideBranch(), example_inputs=image) as ex:
         browser_sets(ex.view, selected="side")
-        browser_sends(ex.view, kind="attribute", layer="side", method="gradcam", target="top")
+        browser_sends(ex.view, type="attribute", layer="side", method="gradcam", target="top")
         result = ex.view.attribution
         assert result["error"] == "" and result["png"][:8] == PNG
         assert "layer 'side' gets a zero gradient at every position" in result["note"]
         assert "such as 'used'" in result["note"]
-        browser_sends(ex.view, kind="attribute", layer="used", method="gradcam", target="top")
+        browser_sends(ex.view, type="attribute", layer="used", method="gradcam", target="top")
         assert ex.view.attribution["note"] == ""
 
 
 def test_a_hook_an_attribution_detaches_leaves_the_hook_list_and_the_panel_says_why(image):
     with backward_hook_an_in_place_op_breaks(image) as ex:
-        browser_sends(ex.view, kind="attribute", layer="conv", method="gradcam", target="top")
+        browser_sends(ex.view, type="attribute", layer="conv", method="gradcam", target="top")
         result = ex.view.attribution
         assert result["error"] == "" and result["png"][:8] == PNG
         assert "full backward hook 'backward' on 'conv'" in result["note"]
@@ -162,16 +162,16 @@ def test_a_hook_an_attribution_detaches_leaves_the_hook_list_and_the_panel_says_
 @pytest.mark.parametrize("target", [1.5, "3x", True])
 def test_an_attribution_class_that_is_no_class_index_is_an_error_in_the_panel(cnn, image, target):
     with HookExplorer(cnn, example_inputs=image) as ex:
-        browser_sends(ex.view, kind="attribute", layer="features.conv", method="gradcam", target=target)
+        browser_sends(ex.view, type="attribute", layer="features.conv", method="gradcam", target=target)
         assert f"the widget sent the attribution class {target!r}; expected" in ex.view.attribution["error"]
-        browser_sends(ex.view, kind="attribute", layer="features.conv", method="gradcam", target=2.0)
+        browser_sends(ex.view, type="attribute", layer="features.conv", method="gradcam", target=2.0)
         assert ex.view.attribution["error"] == "" and "of class 2 at features.conv" in ex.view.attribution["caption"]
 
 
 @pytest.mark.parametrize("method", ["nonsense"])
 def test_an_unknown_attribution_method_is_an_error_in_the_panel(cnn, image, method):
     with HookExplorer(cnn, example_inputs=image) as ex:
-        browser_sends(ex.view, kind="attribute", layer="features.conv", method=method, target="top")
+        browser_sends(ex.view, type="attribute", layer="features.conv", method=method, target="top")
         assert "unknown attribution method 'nonsense'" in ex.view.attribution["error"]
 
 
@@ -190,6 +190,6 @@ def test_find_nonfinite_names_the_model_itself_as_model():
     torch.manual_seed(0)
     with HookExplorer(LogOfFc(), example_inputs=torch.randn(2, 4)) as ex:
         view = ex.view
-        browser_sends(view, kind="find_nonfinite")
+        browser_sends(view, type="find_nonfinite")
         assert view.summary["first_nonfinite"] == ""
         assert view.status["message"] == "first NaN/Inf output: (model)"

@@ -19,6 +19,7 @@ from hookwidgets.widget import live
 from tests.conftest import optimizer_hook_state
 
 from ..conftest import hook_state
+from ._messages import in_cell
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -37,19 +38,18 @@ def _loop(model: nn.Module, opt: torch.optim.Optimizer, steps: int) -> None:
         opt.step()
 
 
-def test_the_panel_is_hidden_while_nothing_is_watched():
+def test_the_panel_is_hidden_while_nothing_is_watched(ipython):
     model = _model()
     with HookExplorer(model, example_inputs=torch.randn(2, 4)) as ex:
         view = ex.view
         assert view.training == {"visible": False, "ratios": None, "ddp": None}
         ex.attach("0", "forward")
         ex.run(target=0)
-        _loop(model, torch.optim.SGD(model.parameters(), lr=0.1), 2)  # an optimizer nobody watches
-        ex._live._on_cell_done()
+        in_cell(ipython, lambda: _loop(model, torch.optim.SGD(model.parameters(), lr=0.1), 2))  # nobody watches it
         assert view.training["visible"] is False
 
 
-def test_update_ratios_reach_the_panel_as_png_and_the_monitors_own_values():
+def test_update_ratios_reach_the_panel_as_png_and_the_monitors_own_values(ipython):
     model = _model()
     # One group barely moves, the other jumps: both far from 1e-3, so both are flagged.
     opt = torch.optim.SGD([{"params": model[0].parameters(), "lr": 1e-8}, {"params": model[2].parameters(), "lr": 1.0}])
@@ -60,8 +60,7 @@ def test_update_ratios_reach_the_panel_as_png_and_the_monitors_own_values():
         assert view.training["visible"] is True and view.training["ddp"] is None
         assert ratios["rows"] == [] and ratios["png"] is None and "No update ratios yet" in ratios["message"]
 
-        _loop(model, opt, 3)
-        ex._live._on_cell_done()  # IPython's post_run_cell
+        in_cell(ipython, lambda: _loop(model, opt, 3))  # the cell's end: one full update
         ratios = view.training["ratios"]
         assert ratios["png"][:8] == PNG and ratios["message"] == ""
         newest = [r for r in monitor.records if r["step"] == 2]
@@ -81,7 +80,7 @@ def test_update_ratios_reach_the_panel_as_png_and_the_monitors_own_values():
         assert bytes(buffers[paths.index(["training", "ratios", "png"])]) == ratios["png"]
 
 
-def test_a_diverged_parameter_is_flagged_nonfinite_and_an_all_zero_weight_undefined():
+def test_a_diverged_parameter_is_flagged_nonfinite_and_an_all_zero_weight_undefined(ipython):
     model = _model()
     with torch.no_grad():
         model[0].bias.zero_()  # all zero before the first step: an update, but no ratio to it
@@ -89,14 +88,12 @@ def test_a_diverged_parameter_is_flagged_nonfinite_and_an_all_zero_weight_undefi
     with HookExplorer(model) as ex:
         view = ex.view
         ex.watch_optimizer(opt)
-        _loop(model, opt, 1)
-        ex._live._on_cell_done()
+        in_cell(ipython, lambda: _loop(model, opt, 1))
         flags = {row["param"]: row["flag"] for row in view.training["ratios"]["rows"]}
         assert flags["0.bias"] == "undefined" and "nonfinite" not in flags.values()
         with torch.no_grad():
             model[2].weight[0, 0] = float("nan")  # the training diverged in the last layer
-        _loop(model, opt, 1)
-        ex._live._on_cell_done()
+        in_cell(ipython, lambda: _loop(model, opt, 1))
         rows = view.training["ratios"]["rows"]
         assert {row["param"]: row["flag"] for row in rows}["2.weight"] == "nonfinite"
         json.dumps(rows, allow_nan=False)  # NaN norms travel as strings
@@ -138,18 +135,20 @@ def test_the_panel_follows_the_users_loop_on_the_images_schedule(monkeypatch):
     with HookExplorer(model) as ex:
         view = ex.view
         ex.watch_optimizer(opt)  # no module hook: the optimizer's steps are what the loop signals
-        ex._plot_cost = 0.0
         _loop(model, opt, 2)  # the loop starts: counts and status are pushed, the images wait their turn
         assert view.status["state"] == "live" and view.status["message"].startswith("optimizer step 1:")
         assert view.training["ratios"]["rows"] == []
-        clock[0] += live.PLOT_INTERVAL_S + 0.1
+        clock[0] += live.PLOT_INTERVAL_S + 0.1  # the images' turn, but not yet 3% of the loop for a first drawing
+        _loop(model, opt, 1)
+        assert view.training["ratios"]["rows"] == []
+        clock[0] += live.FIRST_PLOT_COST_S / live.MAX_SHARE  # its expected cost is 3% of the loop by now
         _loop(model, opt, 1)
         rows = view.training["ratios"]["rows"]
-        assert {row["step"] for row in rows} == {2} and view.training["ratios"]["png"][:8] == PNG
+        assert {row["step"] for row in rows} == {3} and view.training["ratios"]["png"][:8] == PNG
         assert view.status["state"] == "live"
 
 
-def test_several_optimizers_are_labelled_each_with_its_newest_step():
+def test_several_optimizers_are_labelled_each_with_its_newest_step(ipython):
     model = _model()
     first = torch.optim.SGD(model[0].parameters(), lr=0.01)
     second = torch.optim.SGD(model[2].parameters(), lr=0.01)
@@ -157,9 +156,7 @@ def test_several_optimizers_are_labelled_each_with_its_newest_step():
         view = ex.view
         ex.watch_optimizer(first)
         ex.watch_optimizer(second)
-        _loop(model, first, 2)
-        _loop(model, second, 1)
-        ex._live._on_cell_done()
+        in_cell(ipython, lambda: (_loop(model, first, 2), _loop(model, second, 1)))
         ratios = view.training["ratios"]
         assert ratios["optimizers"] == ["SGD #1", "SGD #2"]
         assert [(row["optimizer"], row["param"], row["step"]) for row in ratios["rows"]] == [
@@ -184,15 +181,14 @@ class Gated(nn.Module):
         return self.lin(x) * getattr(self, self.NAME)
 
 
-def test_a_parameter_named_like_mathtext_is_drawn_and_listed_as_written():
+def test_a_parameter_named_like_mathtext_is_drawn_and_listed_as_written(ipython):
     torch.manual_seed(0)
     model = Gated()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     with HookExplorer(model) as ex:
         ex.view  # noqa: B018
         ex.watch_optimizer(opt)
-        _loop(model, opt, 2)
-        ex._live._on_cell_done()
+        in_cell(ipython, lambda: _loop(model, opt, 2))
         ratios = ex.view.training["ratios"]
         assert Gated.NAME in [row["param"] for row in ratios["rows"]]
         assert ratios["png"][:8] == PNG and ratios["message"] == ""
@@ -222,7 +218,7 @@ def _post_hooks(model: nn.Module) -> dict:
     return {n: list((p._post_accumulate_grad_hooks or {}).items()) for n, p in model.named_parameters()}
 
 
-def test_a_watched_ddp_model_shows_its_buckets_ranks_and_ready_order(one_rank, tmp_path):
+def test_a_watched_ddp_model_shows_its_buckets_ranks_and_ready_order(ipython, one_rank, tmp_path):
     model = _model()
     ddp = DDP(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
@@ -231,8 +227,7 @@ def test_a_watched_ddp_model_shows_its_buckets_ranks_and_ready_order(one_rank, t
     view = ex.view
     insp = ex.watch_ddp(log_dir=tmp_path / "logs")
     assert view.training["ddp"]["message"].startswith("No DDP records yet")
-    _loop(ddp, opt, 2)
-    ex._live._on_cell_done()
+    in_cell(ipython, lambda: _loop(ddp, opt, 2))
     shown = view.training["ddp"]
     assert view.training["visible"] is True and view.training["ratios"] is None
     assert shown["source"] == "this process: rank 0 of 1" and shown["ranks"] == [0] and shown["steps"] == 2
@@ -246,8 +241,7 @@ def test_a_watched_ddp_model_shows_its_buckets_ranks_and_ready_order(one_rank, t
     assert {r["param"] for r in newest} == {n for n, _ in model.named_parameters()}
     assert {path for path, _ in ddp.named_modules()} >= {row["param"].rpartition(".")[0] for row in ready["rows"]}
     ex.watch_optimizer(opt)
-    _loop(ddp, opt, 1)
-    ex._live._on_cell_done()
+    in_cell(ipython, lambda: _loop(ddp, opt, 1))
     ratio_names = {row["param"] for row in view.training["ratios"]["rows"]}
     assert ratio_names == {row["param"] for row in view.training["ddp"]["ready"]["rows"]}
 
@@ -266,3 +260,12 @@ def test_a_watched_ddp_model_shows_its_buckets_ranks_and_ready_order(one_rank, t
     assert _post_hooks(model) == before_params and optimizer_hook_state(opt) == before_opt
     with pytest.raises(RuntimeError, match="closed"):
         ex.show_ddp(tmp_path / "logs")
+
+
+def test_a_ddp_watch_made_before_the_view_is_shown_once_the_view_opens(one_rank):
+    ddp = DDP(_model())
+    with HookExplorer(ddp) as ex:
+        insp = ex.watch_ddp()
+        assert ex.ddp_inspector is insp
+        shown = ex.view.training["ddp"]
+        assert ex.view.training["visible"] is True and shown["source"] == "this process: rank 0 of 1"

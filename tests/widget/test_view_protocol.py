@@ -32,15 +32,15 @@ def test_view_starts_with_the_tree_and_the_offered_hook_kinds(explorer):
 def test_click_toggle_run_shows_the_capture_as_png_bytes(explorer, cnn):
     view = explorer.view
     browser_sets(view, selected="features.conv")
-    browser_sends(view, kind="attach", target="features.conv", hook="forward")
-    browser_sends(view, kind="attach", target="features.conv", hook="grad")
+    browser_sends(view, type="attach", target="features.conv", kind="forward")
+    browser_sends(view, type="attach", target="features.conv", kind="grad")
     assert [(h["target"], h["kind"], h["fired"]) for h in view.hooks] == [
         ("features.conv", "forward", 0),
         ("features.conv", "grad", 0),
     ]
     assert len(cnn.features.conv._forward_hooks) == 2
 
-    browser_sends(view, kind="run")
+    browser_sends(view, type="run")
 
     assert view.status["state"] == "idle" and "step 1" in view.status["message"]
     (record,) = explorer.captures["features.conv"]["forward"]
@@ -65,7 +65,7 @@ def test_selecting_another_module_shows_its_own_captures(explorer):
     explorer.attach("features.conv", "forward")
     explorer.attach("head.fc", "forward")
     browser_sets(view, selected="features.conv")
-    browser_sends(view, kind="run")
+    browser_sends(view, type="run")
     assert view.plots["items"][0]["shape"] == [2, 4, 8, 8]
     browser_sets(view, selected="head.fc")
     assert view.plots["target"] == "head.fc" and view.plots["items"][0]["shape"] == [2, 5]
@@ -76,18 +76,18 @@ def test_selecting_another_module_shows_its_own_captures(explorer):
 def test_detach_message_removes_the_hook(explorer, cnn):
     before = hook_state(cnn)
     view = explorer.view
-    browser_sends(view, kind="attach", target="features.bn", hook="forward_pre")
-    browser_sends(view, kind="detach", target="features.bn", hook="forward_pre")
+    browser_sends(view, type="attach", target="features.bn", kind="forward_pre")
+    browser_sends(view, type="detach", target="features.bn", kind="forward_pre")
     assert view.hooks == [] and explorer.hooks == []
     assert hook_state(cnn) == before
 
 
 def test_unknown_path_from_the_browser_shows_the_error_in_the_widget(explorer):
     view = explorer.view
-    browser_sends(view, kind="attach", target="features.cnv", hook="forward")
+    browser_sends(view, type="attach", target="features.cnv", kind="forward")
     assert "did you mean 'features.conv'" in view.error
     assert view.status["state"] == "error"
-    browser_sends(view, kind="dismiss_error")
+    browser_sends(view, type="dismiss_error")
     assert view.error == "" and view.status["state"] == "idle"
 
 
@@ -98,8 +98,8 @@ def test_wrong_input_shape_shows_the_error_and_the_kernel_stays_usable(cnn):
     assert "expected input[1, 5, 8, 8] to have 3 channels" in view.error
     assert "inputs were Tensor(1, 5, 8, 8)" in view.error
     ex.attach("features.conv", "forward")
-    browser_sends(view, kind="dismiss_error")
-    browser_sends(view, kind="run")
+    browser_sends(view, type="dismiss_error")
+    browser_sends(view, type="run")
     assert view.status["state"] == "error" and "RuntimeError" in view.status["message"]
     assert "to have 3 channels" in view.error
     assert ex.hooks[0].fired == 1  # always_call: the failed forward still reports
@@ -109,14 +109,14 @@ def test_wrong_input_shape_shows_the_error_and_the_kernel_stays_usable(cnn):
 
 def test_run_without_example_inputs_explains_itself(cnn):
     ex = HookExplorer(cnn)
-    browser_sends(ex.view, kind="run")
+    browser_sends(ex.view, type="run")
     assert "HookExplorer(model, example_inputs=x)" in ex.view.error
     ex.close()
 
 
 def test_unknown_message_kind_is_reported(explorer):
-    browser_sends(explorer.view, kind="explode")
-    assert "unknown message kind 'explode'" in explorer.view.error
+    browser_sends(explorer.view, type="explode")
+    assert "unknown message type 'explode'" in explorer.view.error
 
 
 def test_python_side_attach_updates_the_view_and_close_restores_the_model(cnn, image):
@@ -139,8 +139,8 @@ def test_digits_quickstart_model_round_trip():
         conv1 = ex.tree["children"][0]["children"][0]
         assert (conv1["path"], conv1["shape"]) == ("features.conv1", [1, 16, 32, 32])
         browser_sets(ex.view, selected="features.conv1")
-        browser_sends(ex.view, kind="attach", target="features.conv1", hook="forward")
-        browser_sends(ex.view, kind="run")
+        browser_sends(ex.view, type="attach", target="features.conv1", kind="forward")
+        browser_sends(ex.view, type="run")
         assert ex.captures["features.conv1"]["forward"][0].tensor.shape == (1, 16, 32, 32)
         assert ex.view.status["top"][0][0] == label  # the trained model predicts the digit
 
@@ -148,8 +148,8 @@ def test_digits_quickstart_model_round_trip():
 def test_backward_kinds_from_the_inspector_draw_gradient_maps(explorer):
     view = explorer.view
     browser_sets(view, selected="features.act")
-    browser_sends(view, kind="attach", target="features.act", hook="backward_pre")
-    browser_sends(view, kind="run")
+    browser_sends(view, type="attach", target="features.act", kind="backward_pre")
+    browser_sends(view, type="run")
     (item,) = view.plots["items"]
     assert item["kind"] == "backward_pre" and item["shape"] == [2, 4, 8, 8]
     assert "grad_output.0" in item["title"]
@@ -171,7 +171,7 @@ def test_script_modules_are_named_in_the_widget_and_attaching_to_one_says_why():
     note = "torch.jit.script modules take no hooks: '0.0' (and its submodules) show no shape and fire no hooks"
     assert view.error == note
     assert sorted(c for c, _ in view.status["top"]) == [0, 1, 2]  # the root still takes the probe's hook
-    browser_sends(view, kind="attach", target="0.0", hook="forward")
+    browser_sends(view, type="attach", target="0.0", kind="forward")
     assert "module '0.0' is a torch.jit.script module" in view.error and view.status["state"] == "error"
     assert view.hooks == []
     ex.close()
@@ -204,13 +204,15 @@ def test_nan_and_inf_reach_the_page_as_the_strings_json_allows():
         ex.attach("", ["global_forward"], action="stats")
         ex.attach("0", "forward", edit=("clip", float("inf")))  # valid: clamps nothing (the page cannot send inf)
         assert view.hooks[-1]["edit"] == [["clip", "inf"]]
-        browser_sends(view, kind="run", mode="forward")
+        browser_sends(view, type="run", mode="forward")
         assert sorted(view.status["top"]) == [[0, "nan"], [1, "nan"], [2, "nan"]]
         assert summary_rows(view.summary)[-1]["act_mean"] == "nan"
         state, _, _ = _remove_buffers(view.get_state())
         json.dumps(state, allow_nan=False)  # what jupyter_client warns about: a bare NaN is no JSON
-        ex._live._follow("step 1")  # a live push lists the hooks too
+        model(torch.randn(2, 4))  # the user's own forward: a live push lists the hooks too
         assert view.status["state"] == "live" and view.hooks[-1]["edit"] == [["clip", "inf"]]
+        state, _, _ = _remove_buffers(view.get_state())
+        json.dumps(state, allow_nan=False)
 
 
 def test_a_module_inside_a_script_module_offers_no_kinds_and_says_why():
@@ -230,8 +232,8 @@ def test_a_module_inside_a_script_module_offers_no_kinds_and_says_why():
         assert view.selection["problem"].startswith("module '1' is a torch.jit.script module: ScriptModules take")
         browser_sets(view, selected="1.0.weight")
         assert view.selection["kinds"] == ["grad", "post_accumulate"] and view.selection["problem"] == ""
-        browser_sends(view, kind="attach", target="1.0.weight", hook="grad")
-        browser_sends(view, kind="run", target=0)
+        browser_sends(view, type="attach", target="1.0.weight", kind="grad")
+        browser_sends(view, type="run", target=0)
         assert view.error == "" and view.hooks[0]["fired"] == 1
         assert ex.captures["1.0.weight"]["grad"][-1].tensors["grad"].shape == (8, 8)
         browser_sets(view, selected="2")

@@ -15,6 +15,7 @@ from ..capture.store import CaptureStore
 from ..diagnostics.notes import note_until_fired
 from ..display import quoted
 from .actions import Firing, perform
+from .events import Events
 from .info import HookInfo, TimelineEvent
 from .own_runs import OWN_RUN
 from .returns import check_return
@@ -34,6 +35,9 @@ class Dispatch:
         self.timeline: deque[TimelineEvent] = deque(maxlen=TIMELINE_CAP)
         self.memo = StatsMemo()
         """Statistics of a tensor several hooks see in one step; cleared as each step begins."""
+        self.events: Events | None = None
+        """The registry's event hub: firings are logged through it (the timeline's own append while nobody
+        subscribes), and a failing hook is told to its subscribers."""
 
     def fire(
         self,
@@ -55,9 +59,12 @@ class Dispatch:
         info.fired += 1
         if info.fired == 1 and info.note is not None and note_until_fired(info.note):
             info.note = None  # it runs after all (another input took another path, a compiled model ran it)
-        self.timeline.append(
-            TimelineEvent(firing.step, phase, firing.target, firing.kind, firing.call, firing.recompute)
-        )
+        event = TimelineEvent(firing.step, phase, firing.target, firing.kind, firing.call, firing.recompute)
+        events = self.events
+        if events is None:
+            self.timeline.append(event)
+        else:
+            events.log_firing(event)
         try:
             result = perform(
                 self.store, info.action, info.edit, info.copy, firing, editable, tensors_of, call_user, self.memo
@@ -68,6 +75,8 @@ class Dispatch:
             return result
         except Exception as exc:  # a failing hook must not break the user's forward or backward
             info.last_error = "".join(traceback.format_exception(exc)).rstrip()
+            if events is not None and events.listening:  # events: a failing hook
+                events.hook_failed(info, firing.step, exc)
             if self.on_error == "raise":
                 raise
             warnings.warn(

@@ -29,6 +29,7 @@ from .clock import Clock
 from .collisions import FULL_BACKWARD_KINDS, Collisions
 from .dispatch import ON_ERROR, TIMELINE_CAP, Dispatch
 from .edits import normalize_edits
+from .events import Events
 from .info import HookInfo, TimelineEvent
 from .kinds import MODULE_KINDS, Kind, check_callable
 from .model_wide import ModelWideHooks
@@ -71,13 +72,13 @@ class HookRegistry:
         self._step_armed: dict[tuple[str, str], HookInfo] = {}  # the hooks of ARMED_BY_THE_STEP kinds
         self._step_handles: list[RemovableHandle] = []
         self._pending_removal: list[RemovableHandle] = []
+        self.events = Events(self.timeline, self._records)  # the explorer's subscribers (Explorer.subscribe)
+        self._dispatch.events = self.events  # a firing is logged through it: kept for subscribers while any listen
         self._model_wide = ModelWideHooks(root)  # the global kinds' hooks, on every module of the model
         self._node_hooks = NodeHooks(self.clock, self._dispatch.fire)
         self._registrar = Registrar(
             root, self.clock, self._dispatch, self._collisions, self._model_wide, self._node_hooks, self._begin_step
         )
-        self.step_listeners: list[Callable[[int], None]] = []
-        """Called with the step number at the end of each forward of the model (not in suspended runs)."""
         _REGISTRIES.add(self)
 
     @property
@@ -112,6 +113,16 @@ class HookRegistry:
             for target, kind, name in foreign_hooks(root, self._own_handle_ids(), *self._other_explorers())
         ]
         return list(self._hooks.values()) + others
+
+    def _records(self, target: str, kind: str) -> bool:
+        """Whether the live hook ``(target, kind)`` keeps records of its firings (capture or stats)."""
+        info = self._hooks.get((target, kind))
+        return info is not None and info.action in ("capture", "stats")
+
+    @property
+    def own_hooks(self) -> list[HookInfo]:
+        """The registry's live hooks in attach order, without looking for others' (``hooks`` lists those too)."""
+        return list(self._hooks.values())
 
     def attach(
         self,
@@ -221,11 +232,8 @@ class HookRegistry:
                 self.explain_collision(exc, in_forward=True)
         elif self._step_armed:
             note_armed(self._step_armed.values(), output)
-        for listener in list(self.step_listeners):
-            try:
-                listener(self.step)
-            except Exception as exc:  # a display update must never break the user's forward
-                warnings.warn(f"updating the explorer's view failed: {exc!r}", stacklevel=2)
+        if self.events.listening:  # events: the steps before this one are over, and this step's forward ended
+            self.events.end_step(self.step)
 
     def explain_collision(self, exc: BaseException, in_forward: bool = False) -> list[HookInfo]:
         """Detach the full backward hooks an in-place op collided with, say why on each; returns them.
@@ -234,13 +242,18 @@ class HookRegistry:
         """
         culprit = inplace_culprit(exc, self._root)
         colliding = self._colliding(exc, culprit)
+        texts = []
         if not colliding and self._root is not None:  # someone else's hook: explained, and left alone
             text = self._collisions.explain_foreign(culprit, self._root, self._foreign_full_backward())
+            texts.append(text)
             warnings.warn(text, stacklevel=2)
         for info in colliding:
             text = self._collisions.explain(info, culprit, self._root)
             self._remove(info, defer_root_forward=in_forward)
+            texts.append(text)
             warnings.warn(text, stacklevel=2)
+        if self.events.listening:  # events: the hooks the engine detached, and why
+            self.events.collided(colliding, texts)
         return colliding
 
     def colliding_hooks(self, exc: BaseException) -> list[HookInfo]:

@@ -75,6 +75,20 @@ def class_scores(output: Any, fix: str = SCALAR_FIX) -> torch.Tensor:
     return scores
 
 
+def top_classes(output: Any, k: int = 5) -> list[tuple[int, float]]:
+    """``[(class, probability), …]`` of the first item's top ``k`` classes, the scores found as a class target finds
+    them; ``[]`` when the output holds no floating-point ``(batch, classes)`` scores or no item."""
+    try:
+        scores = class_scores(output)
+    except ValueError:
+        return []
+    if not scores.is_floating_point() or scores.shape[0] == 0:
+        return []
+    probs = scores[0].detach().float().softmax(-1)
+    values, indices = probs.topk(min(k, probs.numel()))
+    return [(int(i), round(float(v), 4)) for v, i in zip(values, indices, strict=True)]
+
+
 def _scores_in(output: Any) -> torch.Tensor | None:
     """The tensor meant as class scores: the output itself, a tuple's first item, a ``logits`` key or field
     (dicts, HF ModelOutputs, dataclasses, namedtuples), else their first 2-D floating-point tensor."""

@@ -4,7 +4,7 @@ import { displayName, displayPath } from "../format.js";
 import { savedTitle } from "./text.js";
 
 /*
- * GraphModel: {view, nodes: [{id, label, kind, op, cluster, title}], edges: [[src, dst, title]],
+ * GraphModel: {view, nodes: [{id, label, type, op, cluster, title}], edges: [[src, dst, title]],
  * clusters: [{path, name, parent, depth, children, nodes, total}], order (parents before children),
  * root, byId: Map<id, node index>, byPath: Map<module path, cluster index>}. Edges run forward.
  */
@@ -76,7 +76,7 @@ export function autogradModel(payload) {
     return {
       id,
       label: accumulate ? (param === null ? "input leaf" : displayName(param)) : op,
-      kind: accumulate ? (param ? "param" : "leaf") : "op",
+      type: accumulate ? (param ? "param" : "leaf") : "op",
       op,
       cluster,
       title: lines.join("\n"),
@@ -116,7 +116,7 @@ export function dataflowModel(payload) {
     return {
       id: module,
       label: end ? module : own ? `${shortName(module)} (own ops)` : shortName(module),
-      kind: end ? "end" : "module",
+      type: end ? "end" : "module",
       op: null,
       cluster: cluster[k],
       title: end ? module : `${name}\n${ops} autograd op${ops === 1 ? "" : "s"} of its own forward`,

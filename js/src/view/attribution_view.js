@@ -14,8 +14,8 @@ const METHODS = [
   "guided_backprop",
 ];
 
-/** Build the attribution section for `model`; returns {el, destroy}. */
-export function createAttributionView(model) {
+/** Build the attribution section for `model`, sending through `requests`; returns {el, destroy}. */
+export function createAttributionView(model, requests) {
   const method = h(
     "select",
     { cls: "hw-attr-method", attrs: { "aria-label": "Attribution method" } },
@@ -70,7 +70,7 @@ export function createAttributionView(model) {
 
   function onRun() {
     const chosen = target.value === "top" ? "top" : Number(target.value);
-    model.send({ kind: "attribute", layer: model.get("selected"), method: method.value, target: chosen });
+    requests.send({ type: "attribute", layer: model.get("selected"), method: method.value, target: chosen });
   }
 
   const offs = [

@@ -2,8 +2,8 @@
 
 import { h, listen, setText, subscribe } from "./dom.js";
 
-/** Build the error box for `model`; returns {el, destroy}. */
-export function createErrorBox(model) {
+/** Build the error box for `model`, sending through `requests`; returns {el, destroy}. */
+export function createErrorBox(model, requests) {
   const text = h("pre", { cls: "hw-error-text" });
   const dismiss = h("button", {
     cls: "hw-error-dismiss",
@@ -20,7 +20,7 @@ export function createErrorBox(model) {
 
   const offs = [
     subscribe(model, ["change:error"], update),
-    listen(dismiss, "click", () => model.send({ kind: "dismiss_error" })),
+    listen(dismiss, "click", () => requests.send({ type: "dismiss_error" })),
   ];
   update();
   return { el, destroy: () => offs.forEach((off) => off()) };

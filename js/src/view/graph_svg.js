@@ -55,7 +55,7 @@ function itemElement(model, item, [cx, cy, w, h]) {
     const cluster = model.clusters[item.index];
     return s(
       "g",
-      { class: "hw-gnode hw-gblock", "data-key": item.key, "data-kind": "cluster", "data-path": cluster.path, "data-expanded": "false" },
+      { class: "hw-gnode hw-gblock", "data-key": item.key, "data-node-type": "cluster", "data-path": cluster.path, "data-expanded": "false" },
       [
         s("rect", { class: "hw-gnode-shape", x, y, width: round(w), height: round(h), rx: 5 }),
         s("text", { class: "hw-glabel", x: round(cx), y: round(cy - 3), "text-anchor": "middle" }, [], `▸ ${itemLabel(model, item)}`),
@@ -64,11 +64,11 @@ function itemElement(model, item, [cx, cy, w, h]) {
     );
   }
   const node = model.nodes[item.index];
-  const attrs = { class: "hw-gnode", "data-key": item.key, "data-kind": node.kind, "data-id": node.id };
+  const attrs = { class: "hw-gnode", "data-key": item.key, "data-node-type": node.type, "data-id": node.id };
   if (node.op) attrs["data-op"] = node.op;
   if (model.view === "dataflow") attrs["data-path"] = node.id;
   return s("g", attrs, [
-    s("rect", { class: "hw-gnode-shape", x, y, width: round(w), height: round(h), rx: node.kind === "op" ? 3 : 11 }),
+    s("rect", { class: "hw-gnode-shape", x, y, width: round(w), height: round(h), rx: node.type === "op" ? 3 : 11 }),
     s("text", { class: "hw-glabel", x: round(cx), y: round(cy + 4), "text-anchor": "middle" }, [], node.label),
   ]);
 }
@@ -131,20 +131,22 @@ export function drawBadges(drawn, model, hooksByTarget) {
     el.querySelector(":scope > .hw-gbadges")?.remove();
     const target = el.getAttribute("data-id") ?? el.getAttribute("data-path");
     const kinds = target === null ? [] : (hooksByTarget.get(target) ?? []);
-    const inside = el.getAttribute("data-kind") === "cluster" ? hooksInside(model, el.getAttribute("data-path"), hooksByTarget) : 0;
+    const inside = el.getAttribute("data-node-type") === "cluster" ? hooksInside(model, el.getAttribute("data-path"), hooksByTarget) : 0;
     if (!kinds.length && !inside) continue;
     const [cx, cy, w, h] = rect;
     let x = cx + w / 2 - 2;
     const y = el.classList.contains("hw-gbox") ? cy - h / 2 + 2 : cy - h / 2 - 7;
     const group = s("g", { class: "hw-gbadges" });
-    const labels = kinds.map((kind) => [kind, badgeLabel(kind)]);
-    if (inside) labels.push(["inside", `+${inside}`]);
-    for (const [kind, label] of labels.reverse()) {
+    // [data-kind, label, tooltip]: a hook kind's badge, then the count of hooks inside a collapsed block
+    const badges = kinds.map((kind) => [kind, badgeLabel(kind), kind]);
+    if (inside) badges.push([null, `+${inside}`, `${inside} hook${inside === 1 ? "" : "s"} inside`]);
+    for (const [kind, label, tip] of badges.reverse()) {
       const width = label.length * 5.6 + 6;
       x -= width;
+      const attrs = kind === null ? { class: "hw-gbadge hw-gbadge-inside" } : { class: "hw-gbadge", "data-kind": kind };
       group.append(
-        s("g", { class: "hw-gbadge", "data-kind": kind }, [
-          s("title", {}, [], kind === "inside" ? `${inside} hook${inside === 1 ? "" : "s"} inside` : kind),
+        s("g", attrs, [
+          s("title", {}, [], tip),
           s("rect", { x: round(x), y: round(y), width: round(width), height: 12, rx: 3 }),
           s("text", { x: round(x + width / 2), y: round(y + 9), "text-anchor": "middle" }, [], label),
         ]),

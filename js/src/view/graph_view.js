@@ -13,6 +13,7 @@ import {
   selectionKey,
   visibleGraph,
 } from "../graph/visible.js";
+import { createRequests } from "../requests.js";
 import { h, listen, setText, subscribe } from "./dom.js";
 import { drawBadges, drawSteps, ensureTooltip, s, tooltip } from "./graph_svg.js";
 import { createPanZoom } from "./pan_zoom.js";
@@ -43,8 +44,8 @@ function hooksByTarget(hooks) {
   return byTarget;
 }
 
-/** Build the graph panel for `model`; returns {el, destroy}. */
-export function createGraphView(model, { layoutClient = createLayoutClient() } = {}) {
+/** Build the graph panel for `model`, sending through `requests`; returns {el, destroy}. */
+export function createGraphView(model, { layoutClient = createLayoutClient(), requests = createRequests(model) } = {}) {
   const record = h("button", {
     cls: "hw-graph-record",
     attrs: { type: "button", title: "Run the example input forward and record its autograd graph" },
@@ -72,7 +73,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient() } =
   let drawn = new Map();
   let bounds = null;
   let ticket = 0; // newest layout request; older answers are dropped
-  let recording = false;
+  let recording = false; // a Record graph request awaits its reply
   let destroyed = false;
   let frame = 0; // the pending requestAnimationFrame of a drawing or of the first render
 
@@ -104,7 +105,6 @@ export function createGraphView(model, { layoutClient = createLayoutClient() } =
     payload = model.get("graph") ?? null;
     for (const key of Object.keys(models)) delete models[key];
     for (const key of Object.keys(expanded)) delete expanded[key];
-    recording = false;
     const error = payload?.error ?? "";
     setText(errorText, error);
     errorText.hidden = error === "";
@@ -236,14 +236,13 @@ export function createGraphView(model, { layoutClient = createLayoutClient() } =
     recording = true;
     setStatus("recording", "recording…");
     updateToolbar();
-    model.send({ kind: "graph" });
-  }
-
-  function onStatus() {
-    // Python answers a failed or unchanged recording through `status` alone (an equal `graph` is not resent).
-    if (!recording || model.get("status")?.state === "busy") return;
-    recording = false;
-    show({ fit: true });
+    requests.send({ type: "graph" }).then(() => {
+      // The reply comes after the new `graph` (drawn by onGraph); a failed or unchanged recording sends none.
+      if (destroyed) return;
+      recording = false;
+      if (current()) updateToolbar();
+      else show();
+    });
   }
 
   function onMode(event) {
@@ -260,7 +259,6 @@ export function createGraphView(model, { layoutClient = createLayoutClient() } =
       const graph = current();
       if (graph) drawBadges(drawn, graph, hooksByTarget(model.get("hooks")));
     }),
-    subscribe(model, ["change:status"], onStatus),
     listen(record, "click", onRecord),
     listen(fitButton, "click", () => bounds && panZoom.fit(bounds)),
     listen(svg, "click", onClick),

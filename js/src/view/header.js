@@ -5,8 +5,8 @@ import { displayName, displayPath } from "../format.js";
 import { countModules, isTree } from "../tree.js";
 import { h, listen, setAttr, setText, subscribe } from "./dom.js";
 
-/** Build the header for `model`; returns {el, destroy}. */
-export function createHeader(model) {
+/** Build the header for `model`, sending through `requests`; returns {el, destroy}. */
+export function createHeader(model, requests) {
   const title = h("span", { cls: "hw-title" });
   const count = h("span", { cls: "hw-count" });
   const mode = h("select", { cls: "hw-run-mode", attrs: { "aria-label": "What Run does" } }, [
@@ -101,7 +101,7 @@ export function createHeader(model) {
 
   function onRun() {
     const chosen = target.value === "top" ? "top" : Number(target.value);
-    model.send({ kind: "run", mode: mode.value, target: chosen, train: train.checked });
+    requests.send({ type: "run", mode: mode.value, target: chosen, train: train.checked });
   }
 
   function onMode() {

@@ -2,27 +2,31 @@
 
 import { displayName, displayPath, formatCount, formatFired, formatParams, formatShape } from "../format.js";
 import { hasHook, hooksAt, indexHooks } from "../hooks.js";
+import { SLOW_MS } from "../requests.js";
 import { findNode, isTree } from "../tree.js";
 import { h, listen, setText, subscribe } from "./dom.js";
 import { createAttributionView } from "./attribution_view.js";
 import { createEditPicker } from "./edit_picker.js";
 import { createPlots } from "./plots.js";
 
-// If Python neither changes `hooks` nor reports an error, give the toggle back after this long.
-const PENDING_TIMEOUT_MS = 10000;
 const FAMILY_LABELS = { module: "Module", param: "Parameter", node: "Autograd node" };
 
-/** Build the inspector for `model`; returns {el, destroy}. */
-export function createInspector(model) {
+/** Build the inspector for `model`, sending through `requests`; returns {el, destroy}. */
+export function createInspector(model, requests) {
   const info = h("dl", { cls: "hw-info" });
   const params = h("div", { cls: "hw-params-list" });
   const picker = createEditPicker();
   const toggles = h("div", { cls: "hw-toggles", attrs: { role: "group", "aria-label": "Hooks" } });
+  const kernelWait = h("div", {
+    cls: "hw-kernel-wait",
+    attrs: { role: "status", hidden: true },
+    text: "No answer from the kernel yet: it is busy running a cell, or it is gone.",
+  });
   const hookList = h("ul", { cls: "hw-hook-list" });
   const codeText = h("pre", { cls: "hw-code-text" });
   const code = h("details", { cls: "hw-code" }, [h("summary", { text: "Plain-torch code for these hooks" }), codeText]);
-  const plots = createPlots(model);
-  const attribution = createAttributionView(model);
+  const plots = createPlots(model, requests);
+  const attribution = createAttributionView(model, requests);
   const diagnostics = h("ul", { cls: "hw-diagnostics" });
   const diagnosticsBox = h("details", { cls: "hw-diagnostics-box", attrs: { open: true } }, [
     h("summary", { cls: "hw-section-title", text: "What the explorer did" }),
@@ -35,15 +39,18 @@ export function createInspector(model) {
     h("div", { cls: "hw-section-title", text: "Hooks" }),
     picker.el,
     toggles,
+    kernelWait,
     hookList,
     code,
     h("div", { cls: "hw-section-title", text: "Captures" }),
     plots.el,
     attribution.el,
   ]);
-  // Kinds whose attach/detach was sent and not yet answered; their checkboxes stay disabled.
-  const pending = new Set();
-  let pendingTimer = null;
+  // Toggles whose attach/detach was sent and not yet answered (`target\0kind` -> the timer that marks it slow):
+  // their checkboxes stay disabled until the kernel's reply, however long that takes.
+  const pending = new Map();
+  const slow = new Set();
+  let destroyed = false;
 
   const selectedPath = () => {
     const value = model.get("selected");
@@ -119,6 +126,7 @@ export function createInspector(model) {
       input.disabled = waiting;
       input.closest("label")?.classList.toggle("hw-pending", waiting);
     }
+    kernelWait.hidden = slow.size === 0;
   }
 
   function renderHookList() {
@@ -156,12 +164,6 @@ export function createInspector(model) {
     );
   }
 
-  function clearPending() {
-    pending.clear();
-    if (pendingTimer !== null) clearTimeout(pendingTimer);
-    pendingTimer = null;
-  }
-
   function onSelection() {
     renderInfo();
     renderToggles();
@@ -169,17 +171,8 @@ export function createInspector(model) {
   }
 
   function onHooks() {
-    clearPending();
     syncToggles();
     renderHookList();
-  }
-
-  function onError() {
-    // A failed attach/detach leaves `hooks` unchanged; the error means the answer has come.
-    if (model.get("error")) {
-      clearPending();
-      syncToggles();
-    }
   }
 
   function onToggle(event) {
@@ -192,18 +185,25 @@ export function createInspector(model) {
       input.checked = false; // the picker says what is wrong; nothing is sent
       return;
     }
-    pending.add(`${target}\u0000${kind}`);
-    if (pendingTimer !== null) clearTimeout(pendingTimer);
-    pendingTimer = setTimeout(() => {
-      clearPending();
-      syncToggles();
-    }, PENDING_TIMEOUT_MS);
+    const key = `${target}\u0000${kind}`;
+    const message = input.checked
+      ? { type: "attach", target, kind, action: choice.action, edit: choice.edit }
+      : { type: "detach", target, kind };
+    pending.set(
+      key,
+      setTimeout(() => {
+        slow.add(key); // still pending: the page says the kernel has not answered
+        syncToggles();
+      }, SLOW_MS),
+    );
     syncToggles();
-    if (input.checked) {
-      model.send({ kind: "attach", target, hook: kind, action: choice.action, edit: choice.edit });
-    } else {
-      model.send({ kind: "detach", target, hook: kind });
-    }
+    requests.send(message).then(() => {
+      // The reply, success or error, comes after the `hooks` it changed: the checkbox shows them now.
+      clearTimeout(pending.get(key));
+      pending.delete(key);
+      slow.delete(key);
+      if (!destroyed) syncToggles();
+    });
   }
 
   function onDiagnostics() {
@@ -223,7 +223,6 @@ export function createInspector(model) {
   const offs = [
     subscribe(model, ["change:selected", "change:tree", "change:selection"], onSelection),
     subscribe(model, ["change:hooks"], onHooks),
-    subscribe(model, ["change:error"], onError),
     subscribe(model, ["change:diagnostics"], onDiagnostics),
     listen(toggles, "change", onToggle),
     listen(params, "click", onParamClick),
@@ -233,8 +232,9 @@ export function createInspector(model) {
   return {
     el,
     destroy() {
+      destroyed = true;
       offs.forEach((off) => off());
-      clearPending();
+      for (const timer of pending.values()) clearTimeout(timer);
       picker.destroy();
       plots.destroy();
       attribution.destroy();

@@ -14,8 +14,8 @@ function caption(item) {
   return parts.join(" · ");
 }
 
-/** Build the plots area for `model`; returns {el, destroy}. */
-export function createPlots(model) {
+/** Build the plots area for `model`, sending through `requests`; returns {el, destroy}. */
+export function createPlots(model, requests) {
   const el = h("div", { cls: "hw-plots" });
   const images = pngUrls();
   let shown = { plots: undefined, match: undefined };
@@ -46,7 +46,7 @@ export function createPlots(model) {
       // Python redraws on each message: send only where the slider comes to rest.
       slideTimer = setTimeout(() => {
         slideTimer = null;
-        model.send({ kind: "plot_step", hook: item.kind, step, call });
+        requests.send({ type: "plot_step", kind: item.kind, step, call });
       }, SLIDE_DELAY_MS);
     });
     return h("div", { cls: "hw-step-row" }, [input, text]);
@@ -64,7 +64,7 @@ export function createPlots(model) {
           attrs: { type: "button", "data-view": view, "data-kind": item.kind ?? "", "aria-pressed": String(view === item.view) },
           text: view,
         });
-        button.addEventListener("click", () => model.send({ kind: "plot_view", hook: item.kind, view }));
+        button.addEventListener("click", () => requests.send({ type: "plot_view", kind: item.kind, view }));
         return button;
       }),
     );

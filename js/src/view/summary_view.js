@@ -4,8 +4,8 @@ import { displayPath } from "../format.js";
 import { COLUMNS, formatStat, rowObjects, sortRows } from "../summary.js";
 import { h, listen, pngUrls, setText, sortableHeader, subscribe } from "./dom.js";
 
-/** Build the summary panel for `model`; returns {el, destroy}. */
-export function createSummaryView(model) {
+/** Build the summary panel for `model`, sending through `requests`; returns {el, destroy}. */
+export function createSummaryView(model, requests) {
   const statsAll = h("button", {
     cls: "hw-stats-all",
     attrs: { type: "button", title: "Attach stats hooks on every module's output and its gradient" },
@@ -90,8 +90,8 @@ export function createSummaryView(model) {
 
   function onStatsAll() {
     // Gradients through tensor hooks (global_grad): unlike full backward hooks, in-place ops cannot break them.
-    for (const hook of ["global_forward", "global_grad"]) {
-      model.send({ kind: "attach", target: "", hook, action: "stats", edit: null });
+    for (const kind of ["global_forward", "global_grad"]) {
+      requests.send({ type: "attach", target: "", kind, action: "stats", edit: null });
     }
   }
 
@@ -99,9 +99,9 @@ export function createSummaryView(model) {
     subscribe(model, ["change:summary"], update),
     listen(table, "click", onTableClick),
     listen(statsAll, "click", onStatsAll),
-    listen(findNonfinite, "click", () => model.send({ kind: "find_nonfinite" })),
-    listen(field, "change", () => model.send({ kind: "summary", field: field.value })),
-    listen(step, "change", () => model.send({ kind: "summary", step: Number(step.value) })),
+    listen(findNonfinite, "click", () => requests.send({ type: "find_nonfinite" })),
+    listen(field, "change", () => requests.send({ type: "summary", field: field.value })),
+    listen(step, "change", () => requests.send({ type: "summary", step: Number(step.value) })),
   ];
   update();
   return {

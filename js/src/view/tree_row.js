@@ -46,7 +46,7 @@ export function fillBadges(container, path, { hookIndex, order }) {
     badges.push(
       h("span", {
         cls: "hw-badge hw-badge-foreign",
-        attrs: { "data-kind": "foreign", title: `Hooks others attached (left alone):\n${names}` },
+        attrs: { title: `Hooks others attached (left alone):\n${names}` },
         text: `ext ${foreign.length}`,
       }),
     );

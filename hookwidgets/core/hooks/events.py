@@ -1,0 +1,204 @@
+"""What an explorer tells its subscribers: plain-data events, delivered on the thread where they happen.
+
+Nothing is collected while nobody listens: a firing then costs what it cost before events existed (the
+registry logs it through ``log_firing``, which is the timeline's own ``append`` until someone subscribes).
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+if TYPE_CHECKING:
+    from .info import HookInfo, TimelineEvent
+
+EVENT_TYPES = ("attached", "detached", "fired", "step", "capture", "error")
+
+
+class AttachedEvent(TypedDict):
+    """``attach()`` added hooks (``hooks``: each as ``HookInfo.as_dict()``), or ``watch_optimizer()`` /
+    ``watch_ddp()`` began watching (``watch``: ``"optimizer"`` or ``"ddp"``; ``hooks`` empty)."""
+
+    type: Literal["attached"]
+    hooks: list[dict[str, Any]]
+    watch: str | None
+
+
+class DetachedEvent(TypedDict):
+    """Hooks were removed: by ``detach()`` (``reason`` ``"detach"``) or by the engine after an in-place op broke
+    them (``"collision"``; an ``error`` event says why)."""
+
+    type: Literal["detached"]
+    hooks: list[dict[str, Any]]
+    reason: str
+
+
+class FiredEvent(TypedDict):
+    """The firings of one step, in order (``TimelineEvent``s, as ``ex.timeline`` lists them)."""
+
+    type: Literal["fired"]
+    step: int
+    firings: list[TimelineEvent]
+
+
+class StepEvent(TypedDict):
+    """A forward of the model ended (``done`` False: its backward may follow), or ``run()`` ended (``done`` True)."""
+
+    type: Literal["step"]
+    step: int
+    done: bool
+
+
+class CaptureEvent(TypedDict):
+    """Records a step added (``records``: ``[target, kind]`` of each hook that fired in ``step`` with an action
+    that records, ``capture`` or ``stats``), or a newly recorded autograd graph (``graph`` True, ``step`` None,
+    ``records`` empty)."""
+
+    type: Literal["capture"]
+    step: int | None
+    records: list[list[str]]
+    graph: bool
+
+
+class ErrorEvent(TypedDict):
+    """A hook's action raised (``target``, ``kind``, ``step``: of the firing), or the engine explained a collision
+    of an in-place op with a full backward hook (``step`` None; ``target`` and ``kind`` None when the hook was not
+    the explorer's). ``message``: the error's last line, or the explanation."""
+
+    type: Literal["error"]
+    target: str | None
+    kind: str | None
+    step: int | None
+    message: str
+
+
+Event = AttachedEvent | DetachedEvent | FiredEvent | StepEvent | CaptureEvent | ErrorEvent
+
+
+class Events:
+    """The subscribers of one explorer and the firings kept for them, grouped by step until the step is over.
+
+    Thread-safe: firings come from any thread (a deque takes them without a lock), subscribers are a tuple
+    replaced whole, and each event reaches every subscriber on the thread that made it.
+    """
+
+    def __init__(self, timeline: deque[TimelineEvent], records: Callable[[str, str], bool]) -> None:
+        self._append_timeline = timeline.append
+        self.log_firing: Callable[[TimelineEvent], None] = timeline.append
+        """What the registry calls with each firing: the timeline's ``append``, and the pending queue's too
+        while anyone listens."""
+        self._records = records  # whether the hook (target, kind) records what it sees
+        self._subscribers: tuple[Callable[[Event], Any], ...] = ()
+        self._warned: list[Callable[[Event], Any]] = []  # subscribers that raised once: not warned about again
+        self._pending: deque[TimelineEvent] = deque()  # firings not yet in a ``fired`` event
+        self._lock = threading.Lock()
+
+    @property
+    def listening(self) -> bool:
+        """Whether anyone is subscribed (events are built only then)."""
+        return bool(self._subscribers)
+
+    def subscribe(self, callback: Callable[[Event], Any]) -> Callable[[], None]:
+        """Call ``callback(event)`` for every event from now on; returns the function that unsubscribes it."""
+        if not callable(callback):
+            raise TypeError(
+                f"subscribe() takes a callable f(event), got {type(callback).__name__}: "
+                "e.g. ex.subscribe(lambda event: print(event['type']))"
+            )
+        with self._lock:
+            self._subscribers += (callback,)
+            self.log_firing = self._log_and_keep
+
+        def unsubscribe() -> None:
+            self._remove(callback)
+
+        return unsubscribe
+
+    def _remove(self, callback: Callable[[Event], Any]) -> None:
+        with self._lock:
+            subscribers = list(self._subscribers)
+            if callback in subscribers:  # a second call of the same unsubscribe does nothing
+                subscribers.remove(callback)
+            self._subscribers = tuple(subscribers)
+            self._warned = [c for c in self._warned if c in subscribers]
+            if not subscribers:
+                self.log_firing = self._append_timeline
+                self._pending.clear()
+
+    def close(self) -> None:
+        """Drop every subscriber (the explorer is closed)."""
+        with self._lock:
+            self._subscribers = ()
+            self._warned = []
+            self.log_firing = self._append_timeline
+            self._pending.clear()
+
+    def _log_and_keep(self, event: TimelineEvent) -> None:
+        self._append_timeline(event)
+        self._pending.append(event)
+
+    def emit(self, event: Event) -> None:
+        """Deliver ``event`` to every subscriber; one that raises is warned about once and stays subscribed."""
+        for callback in self._subscribers:
+            try:
+                callback(event)
+            except Exception as exc:  # a subscriber must never break the user's forward, backward or call
+                self._warn_once(callback, event, exc)
+
+    def _warn_once(self, callback: Callable[[Event], Any], event: Event, exc: Exception) -> None:
+        with self._lock:
+            if callback in self._warned:
+                return
+            self._warned.append(callback)
+        name = getattr(callback, "__qualname__", None) or repr(callback)
+        warnings.warn(
+            f"the explorer's event subscriber {name} raised {exc!r} on a {event['type']!r} event; the model runs on "
+            "and the subscriber stays subscribed (its next errors are not shown): fix it, or call the function "
+            "ex.subscribe() returned to unsubscribe it",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+    def end_step(self, step: int) -> None:
+        """The forward of ``step`` ended: the steps before it are over (``fired``, ``capture``), then ``step``."""
+        self.flush(before=step)
+        self.emit({"type": "step", "step": step, "done": False})
+
+    def flush(self, before: int | None = None) -> None:
+        """Emit a ``fired`` and a ``capture`` event per step for the firings kept so far (only of the steps before
+        ``before``, if given: the rest wait for their step to end)."""
+        with self._lock:
+            drained: list[TimelineEvent] = []
+            while self._pending:
+                drained.append(self._pending.popleft())
+            if before is not None:
+                later = [e for e in drained if e.step >= before]
+                for event in reversed(later):  # back in front of any firing another thread added meanwhile
+                    self._pending.appendleft(event)
+                drained = [e for e in drained if e.step < before]
+        by_step: dict[int, list[TimelineEvent]] = {}
+        for event in drained:
+            by_step.setdefault(event.step, []).append(event)
+        for step, firings in sorted(by_step.items()):
+            self.emit({"type": "fired", "step": step, "firings": firings})
+            keys = dict.fromkeys((e.target, e.kind) for e in firings)
+            records = [[target, kind] for target, kind in keys if self._records(target, kind)]
+            if records:
+                self.emit({"type": "capture", "step": step, "records": records, "graph": False})
+
+    def hook_failed(self, info: HookInfo, step: int, exc: BaseException) -> None:
+        """An ``error`` event for a hook whose action raised."""
+        message = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        self.emit({"type": "error", "target": info.target, "kind": info.kind, "step": step, "message": message})
+
+    def collided(self, detached: list[HookInfo], explanations: list[str]) -> None:
+        """The hooks the engine detached after an in-place collision (``detached``), and why (``error``)."""
+        if detached:
+            self.emit({"type": "detached", "hooks": [info.as_dict() for info in detached], "reason": "collision"})
+        for k, text in enumerate(explanations):
+            info = detached[k] if k < len(detached) else None
+            target, kind = (info.target, info.kind) if info is not None else (None, None)
+            self.emit({"type": "error", "target": target, "kind": kind, "step": None, "message": text})

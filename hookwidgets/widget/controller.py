@@ -1,0 +1,238 @@
+"""The view's controller: keeps an ExplorerView in step with its explorer by listening to the engine's events.
+
+Every payload is built by the pure functions of ``state.py`` and the panels from the explorer's public state;
+what the page sends is answered by ``messages.py``. The controller holds the explorer weakly: the explorer
+holds it, and the view and the explorer's event hub hold only the controller.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from ..core.diagnostics.notes import unwatched_note
+from ..core.display import quoted
+from ..core.explorer import Explorer
+from ..core.hooks.events import Event
+from .captures import plot_items
+from .graph_panel import graph_payload
+from .live import FIRST_PLOT_COST_S, LiveUpdates
+from .messages import handle, message_text
+from .protocol import reply
+from .state import ALL_KINDS, hooks_payload, memory_payload, selection_payload, status_payload
+from .summary_panel import summary_payload
+from .training_panel import DDPSource, training_payload, training_version
+from .view import ExplorerView
+
+
+class ViewController:
+    """Opens the view of one explorer, pushes what its events change, and answers the page's messages.
+
+    Holds what the page chose that the engine does not know: the plots' steps and views, the summary's field and
+    step, the DDP records shown, and the classes the run bar offers.
+    """
+
+    def __init__(self, explorer: Explorer) -> None:
+        self._explorer = weakref.ref(explorer)
+        self._view: ExplorerView | None = None
+        self._closed = False
+        self._unsubscribe: Callable[[], None] = lambda: None
+        self.live: LiveUpdates | None = None
+        self.plot_steps: dict[str, tuple[int, int | None]] = {}  # kind -> (step, call) the inspector's slider shows
+        self.plot_views: dict[str, str] = {}  # kind -> maps or histogram
+        self.plot_cost = FIRST_PLOT_COST_S  # seconds the last drawing of the selection's images took (live budgets it)
+        self.summary_choice: dict[str, Any] = {"field": "grad_norm", "step": None, "first_nonfinite": None}
+        self.ddp: DDPSource | None = None  # what the Training panel shows of DDP (show_ddp, watch_ddp)
+        self.top: list[tuple[int, float]] = list(explorer.probe_classes)  # the run bar's classes
+        self._training_version: tuple[Any, ...] | None = None  # the panel is redrawn only when this changes
+        self._graph_shown: dict[str, Any] | None = None  # the recorded graph the view shows, by identity
+
+    @property
+    def explorer(self) -> Explorer | None:
+        """The explorer, or None once it is closed or gone."""
+        return None if self._closed else self._explorer()
+
+    @property
+    def view(self) -> ExplorerView | None:
+        """The view, once opened (None before)."""
+        return self._view
+
+    def open(self, explorer: Explorer) -> ExplorerView:
+        """The view, created on first use; from then on the controller follows the explorer's events."""
+        if self._view is not None:
+            return self._view
+        explorer.model  # noqa: B018 -- a closed explorer says so, as every method does
+        notes = [explorer.probe_error, unwatched_note(explorer.unwatched)]
+        view = ExplorerView(tree=explorer.tree, hook_kinds=ALL_KINDS, error="\n\n".join(n for n in notes if n))
+        view.status = status_payload("idle", "", self.top)  # Run can pick a class at once
+        # The view is kept alive by the widget registry: it must hold the controller weakly, as it holds the explorer.
+        on_message = weakref.WeakMethod(self.on_message)
+        view.on_msg(lambda widget, content, buffers: (m := on_message()) and m(content))
+        on_selected = weakref.WeakMethod(self._on_selected)
+        view.observe(lambda change: (m := on_selected()) and m(change), names="selected")
+        weakref.finalize(explorer, self.close)  # an explorer dropped unclosed closes its view too
+        self._view = view
+        if self.ddp is None and explorer.ddp_inspector is not None:  # watch_ddp() came before the view
+            self.ddp = DDPSource(inspector=explorer.ddp_inspector)
+        self.live = LiveUpdates(self)
+        self._unsubscribe = explorer.subscribe(self._on_event)
+        self.sync()
+        self.sync_summary()
+        self.sync_training(follow=True)
+        return view
+
+    def close(self) -> None:
+        """Stop following the explorer and close the view."""
+        self._closed = True
+        self._unsubscribe()
+        if self.live is not None:
+            self.live.close()
+        if self._view is not None:
+            self._view.close()
+
+    # The engine's events.
+    def _on_event(self, event: Event) -> None:
+        kind = event["type"]
+        if kind in ("attached", "detached"):
+            watch = event.get("watch")
+            if watch == "ddp":
+                explorer = self.explorer
+                if explorer is not None and explorer.ddp_inspector is not None:
+                    self.show_ddp(DDPSource(inspector=explorer.ddp_inspector))
+            elif watch == "optimizer":
+                self.sync_training(follow=True)
+            else:
+                self.sync(plots=False)  # captures are unchanged: the images need no redraw
+        elif kind == "step" and self.live is not None:
+            if not event["done"]:
+                self.live.on_step(event["step"])
+            elif not self.live.is_paused:  # a run() from Python ended: what it changed, at once
+                self.sync()
+                self.sync_summary()  # only runs add statistics: the heatmap is redrawn after them, not on clicks
+                self.sync_training()  # a run of a DDP model adds bucket records
+        elif kind == "capture" and event["graph"]:
+            self.sync_graph()
+
+    # The page's messages.
+    def on_message(self, content: Any) -> None:
+        """Handle one message of the page; one that carries a ``request_id`` gets exactly one reply."""
+        view = self._view
+        explorer = self.explorer
+        if view is None:
+            return
+        request_id = content.get("request_id") if isinstance(content, dict) else None
+        error = ""
+        if view.status.get("state") == "error" and isinstance(content, dict) and content.get("type") != "dismiss_error":
+            # The status says how the latest action went; the errors panel keeps the text until dismissed.
+            self.set_status("idle", "")
+        try:
+            if explorer is None:
+                raise RuntimeError("this explorer is closed: create a new HookExplorer(model)")
+            error = handle(self, explorer, content)
+        except Exception as exc:  # shown in the widget; the kernel stays usable
+            error = f"{type(exc).__name__}: {message_text(exc)}"
+            self.show_error(error, str(exc))
+        finally:
+            if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
+                view.send(reply(request_id, error))
+
+    def show_error(self, text: str, summary: str) -> None:
+        """Put ``text`` in the errors panel and its first line in the status."""
+        view = self._view
+        if view is None:
+            return
+        view.error = text
+        self.set_status("error", summary.splitlines()[0].strip("'\"") if summary else text)
+        self.sync()
+
+    def set_status(self, state: str, message: str) -> None:
+        """Say in the status line what the latest action did (``state``: idle, busy, live or error)."""
+        if self._view is not None:
+            self._view.status = status_payload(state, message, self.top)
+
+    def _on_selected(self, change: dict[str, Any]) -> None:
+        self.plot_steps.clear()  # a new selection starts at its newest captures
+        self.sync()
+
+    # Pushing state: each payload from the explorer's public state.
+    def sync(self, plots: bool = True) -> None:
+        """Push hooks, selection, memory, diagnostics and a new graph; the images too unless ``plots`` is False."""
+        view, explorer = self._view, self.explorer
+        if view is None or explorer is None:
+            return
+        view.hooks = hooks_payload(explorer.hooks)  # first: the badge a click waits for leaves before the rest
+        view.tree = explorer.tree  # new parameter counts once a forward materialized lazy modules
+        view.selection = selection_payload(explorer, view.selected)
+        view.memory = memory_payload(explorer)
+        view.diagnostics = explorer.diagnostics
+        self.sync_graph()  # a run with record_graph=True recorded a new one
+        if plots:
+            self.sync_plots()
+
+    def sync_graph(self) -> None:
+        """Send the recorded graph unless the view already shows that very graph (recording makes a new dict)."""
+        view, explorer = self._view, self.explorer
+        data = explorer.recorded_graph if explorer is not None else None
+        if view is None or data is None or data is self._graph_shown:
+            return
+        view.graph = graph_payload(data)
+        self._graph_shown = data
+
+    def sync_plots(self) -> None:
+        """Redraw the selection's images (the page's chosen steps and views), timing it for live updates."""
+        view, explorer = self._view, self.explorer
+        if view is None or explorer is None:
+            return
+        try:
+            started = time.monotonic()
+            items = plot_items(explorer.captures, view.selected, self.plot_steps, self.plot_views)
+            if items:
+                self.plot_cost = time.monotonic() - started
+            view.plots = {"target": view.selected, "items": items}
+        except Exception as exc:
+            view.error = f"could not draw the captures of {quoted(view.selected)}: {type(exc).__name__}: {exc}"
+
+    def sync_summary(self) -> None:
+        """Redraw the summary's table and heatmap with the page's chosen field and step."""
+        view, explorer = self._view, self.explorer
+        if view is not None and explorer is not None:
+            view.summary = summary_payload(explorer, **self.summary_choice)
+
+    def show_ddp(self, source: DDPSource) -> None:
+        """Show ``source`` in the Training panel, in place of what it showed of DDP before."""
+        self.ddp = source
+        self.sync_training(follow=True)
+
+    def sync_training(self, follow: bool = False) -> bool:
+        """Redraw the Training panel if what it shows changed; returns whether it drew.
+
+        With ``follow``, live updates also follow optimizer steps (a loop may have no module hook to signal it).
+        """
+        view, explorer = self._view, self.explorer
+        if view is None or explorer is None:
+            return False
+        monitors = explorer.monitors
+        live_ddp = self.ddp is not None and self.ddp.inspector is not None
+        if follow and self.live is not None and (monitors or live_ddp):
+            self.live.follow_optimizers()
+        version = training_version(monitors, self.ddp)
+        if version == self._training_version:
+            return False
+        try:
+            view.training = training_payload(monitors, self.ddp, _ddp_prefix(explorer.model))
+        except Exception as exc:  # shown in the widget; the user's loop goes on
+            view.error = f"could not draw the Training panel: {type(exc).__name__}: {exc}"
+        self._training_version = version
+        return True
+
+
+def _ddp_prefix(model: torch.nn.Module) -> str:
+    """``"module."`` when the explored model is the DDP wrapper: DDP records name ``ddp.module``'s
+    parameters, and the tree and ratio table name the wrapper's (``module.0.weight``)."""
+    from torch.nn.parallel import DistributedDataParallel  # the class only: no process group is touched
+
+    return "module." if isinstance(model, DistributedDataParallel) else ""

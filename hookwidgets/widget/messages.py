@@ -1,0 +1,216 @@
+"""What each message of the page does (docs/widget-protocol.md, shapes in ``protocol.py``), through the
+explorer's public methods; each handler returns the error its reply carries ("" when it did what was asked)."""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..core.display import display_name
+from ..core.explorer import Explorer, explain_run_error
+from ..core.model.inputs import top_classes
+from ..core.model.lazy import materialize_notices
+from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
+from .attribution_panel import attribution_payload
+from .graph_panel import EMPTY as EMPTY_GRAPH
+from .protocol import MESSAGES
+from .state import class_choice, parse_edit
+
+if TYPE_CHECKING:
+    from .controller import ViewController
+
+Handler = Callable[["ViewController", Explorer, dict[str, Any]], str]
+
+
+def handle(controller: ViewController, explorer: Explorer, content: Any) -> str:
+    """Do what the message ``content`` asks; returns the error to reply with. Raises for a message it cannot read."""
+    kind = content.get("type") if isinstance(content, dict) else None
+    handler = HANDLERS.get(kind) if isinstance(kind, str) else None
+    if handler is None:
+        known = ", ".join(MESSAGES)
+        raise ValueError(f"the widget sent an unknown message type {kind!r}; the types are {known}")
+    return handler(controller, explorer, content)
+
+
+def attach(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+    action = content.get("action") or "capture"
+    explorer.attach(content["target"], content["kind"], action, edit=parse_edit(content.get("edit")))
+    return ""
+
+
+def detach(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+    explorer.detach(content["target"], content["kind"])
+    return ""
+
+
+def dismiss_error(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+    view = controller.view
+    view.error = ""
+    if view.status.get("state") == "error":
+        controller.set_status("idle", "")
+    return ""
+
+
+def plot_step(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+    step, call = content.get("step"), content.get("call")
+    if step is None:
+        controller.plot_steps.pop(content["kind"], None)
+    else:
+        controller.plot_steps[content["kind"]] = (int(step), None if call is None else int(call))
+    controller.sync_plots()
+    return ""
+
+
+def plot_view(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+    controller.plot_views[content["kind"]] = str(content.get("view") or "maps")
+    controller.sync_plots()
+    return ""
+
+
+def summary(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+    """Refresh the summary; ``field`` picks the heatmap's statistic and ``step`` the table's step."""
+    for key in ("field", "step"):
+        if key in content:
+            controller.summary_choice[key] = content[key]
+    controller.sync_summary()
+    return ""
+
+
+def find_nonfinite(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+    """Run the example inputs once and name the first module whose output holds NaN or Inf."""
+    found = explorer.first_nonfinite()
+    controller.summary_choice["first_nonfinite"] = found
+    name = display_name(found or "(model)")  # the root's path is "", named as the tree and the plots name it
+    message = f"first NaN/Inf output: {name}" if found is not None else "no module output held NaN or Inf"
+    controller.set_status("idle", message)
+    controller.sync_summary()
+    return ""
+
+
+def attribute(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+    """ "Attribution here": the chosen method's map at the selected layer, or the error, in the panel."""
+    view = controller.view
+    layer, method, target = content.get("layer"), content.get("method", "gradcam"), content.get("target", "top")
+    controller.set_status("busy", f"computing {method}…")
+    error = ""
+    try:
+        view.attribution = attribution_payload(explorer, layer, method, target)
+    except Exception as exc:
+        error = message_text(exc)
+        view.attribution = {**EMPTY_ATTRIBUTION, "layer": layer, "method": method, "error": error}
+    caption = view.attribution.get("caption") or f"{method} failed: see the attribution panel"
+    controller.set_status("idle", caption)
+    return error
+
+
+def run(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+    """Forward the example inputs; with mode "backward" (the default), backward from the chosen class."""
+    view = controller.view
+    if explorer.example_inputs is None:
+        raise ValueError("Run needs example inputs: create the explorer with HookExplorer(model, example_inputs=x)")
+    backward = content.get("mode", "backward") != "forward"
+    target = _run_target(content.get("target")) if backward else None
+    train = _run_train(content.get("train"))
+    what = ("forward and backward" if backward else "forward") + (" in training mode" if train else "")
+    controller.set_status("busy", f"running {what}…")
+    explained, notices = len(explorer.diagnostics), []
+    try:
+        with (
+            controller.live.paused() if controller.live is not None else contextlib.nullcontext(),
+            materialize_notices(explorer.model, notices),
+        ):
+            output = explorer.run(None, target=target, train=train)  # a copy of the example inputs
+    except Exception as exc:
+        new = explorer.diagnostics[explained:]  # what the engine understood about this failure comes first
+        view.error = "\n\n".join([*notices, *new, explain_run_error(exc, explorer.example_inputs)])
+        controller.set_status("error", f"run failed: {type(exc).__name__}")
+        controller.sync()
+        return f"run failed: {type(exc).__name__}: {message_text(exc)}"
+    controller.top = top_classes(output)
+    mode = " in training mode" if train else ""
+    if not backward:
+        message = f"step {explorer.step}: forward{mode}"
+    elif target == "top":
+        message = f"step {explorer.step}: forward{mode}, then backward from each item's top class"
+    else:
+        message = f"step {explorer.step}: forward{mode}, then backward from class {target}"
+    view.error = "\n\n".join(notices)  # the model changed for good: said where it is seen, not in a log
+    controller.set_status("idle", message)
+    controller.sync()
+    controller.sync_summary()
+    controller.sync_training()
+    return ""
+
+
+def record_graph(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+    """Record the example inputs' graph into the graph panel; a failure goes to ``graph.error``."""
+    view = controller.view
+    if explorer.example_inputs is None:
+        text = "Record graph needs example inputs: HookExplorer(model, example_inputs=x)"
+        view.graph = {**EMPTY_GRAPH, "error": text}
+        controller.set_status("error", text)
+        return text
+    controller.set_status("busy", "recording the autograd graph…")
+    explained, notices = len(explorer.diagnostics), []
+    try:
+        with materialize_notices(explorer.model, notices), warnings.catch_warnings():
+            # a partial graph's error, and a hook detached after an in-place collision, are shown in the page instead
+            warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.filterwarnings("ignore", message="the full backward hook")
+            data = explorer.graph(explorer.example_copy())  # recorded again, on a copy the model may change
+    except Exception as exc:  # "no graph: …" and failures of the recorder: shown in the panel, kernel alive
+        text = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+        view.graph = {**EMPTY_GRAPH, "error": text}  # the previous graph stays in ex.graph(), not on screen
+        summary_line = text.splitlines()[0] if text else "recording the graph failed"
+        controller.set_status("error", summary_line)
+        if notices:
+            view.error = "\n\n".join(notices)
+            controller.sync(plots=False)  # the tree's new parameter counts
+        return summary_line
+    detached = explorer.diagnostics[explained:]  # full backward hooks an in-place op broke: explained, detached
+    if notices or detached:  # the model changed for good (lazy modules), or hooks left: said in the page
+        view.error = "\n\n".join([*notices, *detached])
+        controller.sync(plots=False)  # detached hooks' badges leave, the tree gets its new parameter counts
+    controller.sync_graph()
+    nodes = len(data["nodes"])
+    if data.get("error"):
+        message = f"partial graph ({nodes} nodes): the forward failed"
+        controller.set_status("error", message)
+        return message
+    controller.set_status("idle", f"graph recorded: {nodes} autograd nodes")
+    return ""
+
+
+def message_text(exc: BaseException) -> str:
+    """An exception's message without the quotes KeyError adds."""
+    return exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+
+
+def _run_train(value: Any) -> bool:
+    """Whether a Run message asks for training mode: true, false or missing (eval, the default)."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    raise ValueError(f"Run's train must be true or false, got {value!r}")
+
+
+def _run_target(value: Any) -> str | int:
+    """The class a Run message backpropagates from: "top" or an integer class index (see ``class_choice``)."""
+    chosen = class_choice(value, "run target")
+    return "top" if chosen is None else chosen
+
+
+HANDLERS: dict[str, Handler] = {
+    "attach": attach,
+    "detach": detach,
+    "run": run,
+    "plot_step": plot_step,
+    "plot_view": plot_view,
+    "summary": summary,
+    "find_nonfinite": find_nonfinite,
+    "attribute": attribute,
+    "dismiss_error": dismiss_error,
+    "graph": record_graph,
+}
+"""What each message type does; ``protocol.MESSAGES`` declares their shapes (a test checks both name the same)."""

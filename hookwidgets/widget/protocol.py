@@ -1,0 +1,323 @@
+"""Every shape the view and the page exchange, declared once: the traitlets' payloads and the messages.
+
+docs/widget-protocol.md documents each of these (tests/widget/test_protocol_docs.py checks that it names every
+field, and no other); the payload functions return them and the message handlers read them. No ``from __future__
+import annotations`` here: Python 3.11 would take a ``NotRequired`` field for a required one.
+"""
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+# Traitlets (Python -> page; the page also writes `selected`).
+
+
+class TreeNode(TypedDict):
+    path: str
+    name: str
+    cls: str
+    trainable: int | None
+    frozen: int | None
+    shape: list[int | str] | None
+    dtype: str | None
+    children: list["TreeNode"]
+
+
+class HookItem(TypedDict):
+    target: str
+    kind: str
+    action: str
+    edit: list[list[Any]]
+    fired: int
+    error: str | None
+    note: str | None
+    foreign: bool
+
+
+class ParamChip(TypedDict):
+    name: str
+    path: str
+    shape: list[int] | None
+    trainable: bool
+
+
+class Selection(TypedDict):
+    target: str
+    family: str
+    kinds: list[str]
+    details: list[list[str]]
+    params: list[ParamChip]
+    code: str
+    problem: str
+
+
+class PlotItem(TypedDict):
+    kind: str
+    title: str
+    shape: list[int] | None
+    dtype: str | None
+    step: int
+    call: int
+    positions: list[list[int]]
+    stale: bool
+    verified: bool
+    view: str
+    views: list[str]
+    png: bytes
+
+
+class Plots(TypedDict):
+    target: str | None
+    items: list[PlotItem]
+
+
+class Status(TypedDict):
+    state: str
+    message: str
+    top: list[list[Any]]
+
+
+class ShortStep(TypedDict):
+    target: str
+    kind: str
+    note: str
+
+
+class Memory(TypedDict):
+    bytes: int
+    budget: int
+    records: int
+    evicted: int
+    short_steps: list[ShortStep]
+
+
+class Summary(TypedDict):
+    columns: list[str]
+    rows: list[list[Any]]
+    fields: list[str]
+    field: str
+    steps: list[int]
+    step: int | None
+    nonfinite: list[str]
+    first_nonfinite: str | None
+    heatmap: bytes | None
+    message: str
+
+
+class RatioRow(TypedDict):
+    param: str
+    optimizer: str
+    step: int
+    ratio: float | str
+    update_norm: float | str
+    weight_norm: float | str
+    lr: float | str
+    flag: str
+
+
+class Ratios(TypedDict):
+    rows: list[RatioRow]
+    optimizers: list[str]
+    low: float
+    high: float
+    flagged: int
+    png: bytes | None
+    caption: str
+    message: str
+
+
+class ReadyRow(TypedDict):
+    order: int
+    param: str
+    ms: float | str
+
+
+class Ready(TypedDict):
+    step: int | None
+    rank: int | None
+    rows: list[ReadyRow]
+    note: str
+
+
+class DDPPanel(TypedDict):
+    source: str
+    ranks: list[int]
+    steps: int
+    step: int | None
+    buckets_png: bytes | None
+    ranks_png: bytes | None
+    ready: Ready
+    message: str
+
+
+class Training(TypedDict):
+    visible: bool
+    ratios: Ratios | None
+    ddp: DDPPanel | None
+
+
+class Attribution(TypedDict):
+    layer: str | None
+    method: str | None
+    target: str | int | None
+    png: bytes | None
+    input_png: bytes | None
+    error: str
+    caption: str
+    note: str
+
+
+class CompactGraph(TypedDict):
+    ids: list[str]
+    op: list[int]
+    ops: list[str]
+    module: list[int]
+    modules: list[str]
+    parents: list[int]
+    params: list[list[Any]]
+    saved: list[list[Any]]
+    edges: list[list[int]]
+    outputs: list[int]
+
+
+class DataflowNode(TypedDict):
+    module: str
+    ops: int
+
+
+class DataflowEdge(TypedDict):
+    src: str
+    dst: str
+    tensors: int
+    uses: int
+    shapes: list[Any]
+
+
+class Dataflow(TypedDict):
+    nodes: list[DataflowNode]
+    edges: list[DataflowEdge]
+
+
+class Graph(TypedDict):
+    autograd: CompactGraph | None
+    dataflow: Dataflow | None
+    error: str
+
+
+TRAITLETS: dict[str, Any] = {
+    "tree": TreeNode,
+    "selected": str,
+    "hook_kinds": list[str],
+    "hooks": list[HookItem],
+    "selection": Selection,
+    "plots": Plots,
+    "status": Status,
+    "memory": Memory,
+    "diagnostics": list[str],
+    "summary": Summary,
+    "training": Training,
+    "attribution": Attribution,
+    "error": str,
+    "graph": Graph,
+}
+"""Each traitlet of ``ExplorerView`` and the shape of its value."""
+
+
+# Messages from the page (``model.send``). Each carries a ``request_id`` and gets exactly one ``Reply``.
+
+
+class AttachMessage(TypedDict):
+    type: Literal["attach"]
+    request_id: str
+    target: str
+    kind: str
+    action: NotRequired[str | None]
+    edit: NotRequired[list[Any] | None]
+
+
+class DetachMessage(TypedDict):
+    type: Literal["detach"]
+    request_id: str
+    target: str
+    kind: str
+
+
+class RunMessage(TypedDict):
+    type: Literal["run"]
+    request_id: str
+    mode: NotRequired[str]
+    target: NotRequired[str | int | None]
+    train: NotRequired[bool | None]
+
+
+class PlotStepMessage(TypedDict):
+    type: Literal["plot_step"]
+    request_id: str
+    kind: str
+    step: int | None
+    call: NotRequired[int | None]
+
+
+class PlotViewMessage(TypedDict):
+    type: Literal["plot_view"]
+    request_id: str
+    kind: str
+    view: str
+
+
+class SummaryMessage(TypedDict):
+    type: Literal["summary"]
+    request_id: str
+    field: NotRequired[str]
+    step: NotRequired[int]
+
+
+class FindNonfiniteMessage(TypedDict):
+    type: Literal["find_nonfinite"]
+    request_id: str
+
+
+class AttributeMessage(TypedDict):
+    type: Literal["attribute"]
+    request_id: str
+    layer: str
+    method: str
+    target: str | int | None
+
+
+class DismissErrorMessage(TypedDict):
+    type: Literal["dismiss_error"]
+    request_id: str
+
+
+class GraphMessage(TypedDict):
+    type: Literal["graph"]
+    request_id: str
+
+
+MESSAGES: dict[str, Any] = {
+    "attach": AttachMessage,
+    "detach": DetachMessage,
+    "run": RunMessage,
+    "plot_step": PlotStepMessage,
+    "plot_view": PlotViewMessage,
+    "summary": SummaryMessage,
+    "find_nonfinite": FindNonfiniteMessage,
+    "attribute": AttributeMessage,
+    "dismiss_error": DismissErrorMessage,
+    "graph": GraphMessage,
+}
+"""Each message the page sends, by its ``type``."""
+
+
+# Messages from the kernel (``view.send``).
+
+
+class Reply(TypedDict):
+    type: Literal["reply"]
+    request_id: str
+    ok: bool
+    error: str
+
+
+def reply(request_id: str, error: str = "") -> Reply:
+    """The one answer to a request: ``ok`` unless ``error`` says why it failed."""
+    return {"type": "reply", "request_id": request_id, "ok": not error, "error": error}

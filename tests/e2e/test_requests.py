@@ -1,0 +1,152 @@
+"""The built bundle's requests in a bare Chromium page, with a stand-in for anywidget's model: a toggle waits for
+the kernel's one reply to its request, however late it comes, and says so when it is late."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page
+
+pytestmark = pytest.mark.e2e
+
+STATIC = Path(__file__).resolve().parents[2] / "hookwidgets" / "static"
+
+# A stand-in for anywidget's model whose kernel never answers on its own: the test sends each reply.
+_SETUP = """
+async (bundle) => {
+  const url = URL.createObjectURL(new Blob([bundle], {type: 'text/javascript'}));
+  const widget = (await import(url)).default;
+  const state = {
+    tree: {path: '', name: 'Net', cls: 'Net', trainable: 2, frozen: 0, shape: [1, 2], dtype: 'float32', children: [
+      {path: 'a', name: 'a', cls: 'Linear', trainable: 2, frozen: 0, shape: [1, 2], dtype: 'float32', children: []},
+    ]},
+    selected: 'a', hook_kinds: ['forward', 'grad'],
+    selection: {target: 'a', family: 'module', kinds: ['forward', 'grad'], details: [], params: [], code: '',
+                problem: ''},
+    status: {state: 'idle', message: '', top: []}, plots: {target: null, items: []}, memory: {}, diagnostics: [],
+    summary: {}, training: {visible: false, ratios: null, ddp: null}, attribution: {}, error: '',
+    graph: {autograd: null, dataflow: null, error: ''}, hooks: [],
+  };
+  const listeners = new Map();
+  const model = {
+    sent: [],
+    get: (key) => state[key],
+    set(key, value) { state[key] = value; for (const cb of [...(listeners.get('change:' + key) ?? [])]) cb(); },
+    save_changes() {},
+    send(message) { this.sent.push(message); },
+    on(event, cb) { if (!listeners.has(event)) listeners.set(event, new Set()); listeners.get(event).add(cb); },
+    off(event, cb) { listeners.get(event)?.delete(cb); },
+    fromKernel(message) { for (const cb of [...(listeners.get('msg:custom') ?? [])]) cb(message, []); },
+  };
+  const el = document.createElement('div');
+  document.body.append(el);
+  window.hw = {model, cleanup: widget.render({model, el})};
+}
+"""
+
+_TOGGLE = 'input.hw-toggle[data-kind="grad"]'
+
+
+@pytest.fixture
+def page(chromium_browser: Browser) -> Iterator[Page]:
+    """A blank page with the widget's CSS and a controllable clock; page errors collected on `page.hw_errors`."""
+    context = chromium_browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.clock.install()
+    page.set_content("<!doctype html><html><body></body></html>")
+    page.add_style_tag(content=(STATIC / "widget.css").read_text())
+    page.hw_errors = errors  # type: ignore[attr-defined]
+    yield page
+    context.close()
+
+
+def _toggle_state(page: Page) -> dict:
+    return page.evaluate(
+        f"""() => {{
+          const input = document.querySelector('{_TOGGLE}');
+          const wait = document.querySelector('.hw-kernel-wait');
+          return {{checked: input.checked, disabled: input.disabled, waiting: !wait.hidden}};
+        }}"""
+    )
+
+
+def test_a_toggle_waits_for_its_reply_and_says_when_the_kernel_is_late(page: Page) -> None:
+    page.evaluate(_SETUP, (STATIC / "widget.js").read_text())
+    page.locator(_TOGGLE).check()
+    (sent,) = page.evaluate("() => hw.model.sent")
+    assert {k: sent[k] for k in ("type", "target", "kind", "action")} == {
+        "type": "attach",
+        "target": "a",
+        "kind": "grad",
+        "action": "capture",
+    }
+    assert isinstance(sent["request_id"], str) and "hook" not in sent
+    assert _toggle_state(page) == {"checked": True, "disabled": True, "waiting": False}
+
+    # other state changes are no answer: the toggle keeps waiting for its reply
+    page.evaluate("() => hw.model.set('hooks', [{target: 'b', kind: 'forward', action: 'capture', fired: 1}])")
+    page.evaluate("() => hw.model.set('error', 'an error of something else')")
+    assert _toggle_state(page) == {"checked": True, "disabled": True, "waiting": False}
+
+    page.clock.fast_forward(11_000)  # a cell keeps the kernel busy: no answer for 11 s, and none is made up
+    assert _toggle_state(page) == {"checked": True, "disabled": True, "waiting": True}
+    page.clock.fast_forward(60_000)
+    assert _toggle_state(page)["disabled"] is True
+
+    # the kernel answers: the state it changed first, then the reply
+    page.evaluate("() => hw.model.set('hooks', [{target: 'a', kind: 'grad', action: 'capture', fired: 0}])")
+    page.evaluate(
+        "(id) => hw.model.fromKernel({type: 'reply', request_id: id, ok: true, error: ''})", sent["request_id"]
+    )
+    page.wait_for_function(f"() => !document.querySelector('{_TOGGLE}').disabled")
+    assert _toggle_state(page) == {"checked": True, "disabled": False, "waiting": False}
+    assert page.locator(".hw-row[data-path='a'] .hw-badge[data-kind='grad']").count() == 1
+
+    # a failed request: the error reply gives the toggle back, showing the hooks as they are
+    page.locator(_TOGGLE).uncheck()
+    detach = page.evaluate("() => hw.model.sent.at(-1)")
+    assert detach["type"] == "detach" and detach["kind"] == "grad" and detach["request_id"] != sent["request_id"]
+    assert _toggle_state(page)["disabled"] is True
+    page.evaluate(
+        "(id) => hw.model.fromKernel({type: 'reply', request_id: id, ok: false, error: 'ValueError: no'})",
+        detach["request_id"],
+    )
+    page.wait_for_function(f"() => !document.querySelector('{_TOGGLE}').disabled")
+    assert _toggle_state(page) == {"checked": True, "disabled": False, "waiting": False}  # still attached
+    assert page.hw_errors == []  # type: ignore[attr-defined]
+
+
+def test_graph_nodes_say_their_type_in_data_node_type_and_data_kind_names_hook_kinds_only(page: Page) -> None:
+    page.evaluate(_SETUP, (STATIC / "widget.js").read_text())
+    graph = {
+        "autograd": {
+            "ids": ["a/AccumulateGrad#weight", "a/AddmmBackward0#0"],
+            "op": [0, 1],
+            "ops": ["AccumulateGrad", "AddmmBackward0"],
+            "module": [1, 1],
+            "modules": ["", "a"],
+            "parents": [-1, 0],
+            "params": [[0, "a.weight"]],
+            "saved": [],
+            "edges": [[1, 0]],
+            "outputs": [1],
+        },
+        "dataflow": None,
+        "error": "",
+    }
+    page.evaluate("(g) => hw.model.set('graph', g)", graph)
+    page.evaluate(
+        "() => hw.model.set('hooks', [{target: 'a/AddmmBackward0#0', kind: 'node', action: 'capture', fired: 0}])"
+    )
+    page.clock.run_for(5_000)  # layout and drawing run in timed slices
+    page.wait_for_function("() => document.querySelectorAll('g.hw-gnode[data-node-type]').length >= 2")
+    types = page.evaluate(
+        "() => [...document.querySelectorAll('g.hw-gnode')].map((g) => [g.dataset.nodeType, g.dataset.kind ?? null])"
+    )
+    assert sorted(types) == [["op", None], ["param", None]]
+    kinds = page.evaluate("() => [...document.querySelectorAll('[data-kind]')].map((e) => e.dataset.kind)")
+    assert set(kinds) <= {"forward", "grad", "node"}  # toggles, and the node hook's badge
