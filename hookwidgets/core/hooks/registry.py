@@ -254,7 +254,6 @@ class HookRegistry(KindRegistrations, CallClock):
         if self._model_wide:
             self._model_wide.sync()  # modules added to the model get the global kinds, from this step on
         self._new_step(loose=False)
-        self.store.compact_if_faulting()  # the last step's graph is gone: captures can leave the heap
 
     def _end_step(self, module: nn.Module, args: Any, output: Any) -> None:
         self._local.root_args = None
