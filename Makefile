@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
+BENCH_INSTALLED := $(VENV)/.bench-installed
+TORCH := torch==2.13.0
 BUNDLE := hookwidgets/static/widget.js
 JS_SOURCES := $(shell find js/src -type f 2>/dev/null) js/package.json js/package-lock.json
 HOST ?= 127.0.0.1
@@ -15,8 +17,14 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # environment would pull a multi-GB CUDA build. The editable install builds js/ (hatch-jupyter-builder).
 $(INSTALLED): pyproject.toml js/package.json js/package-lock.json
 	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet $(TORCH)
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+# The benchmarks' own dependencies (transformers, nnsight), after torch: naming torch's version makes pip fail
+# rather than replace it with another build.
+$(BENCH_INSTALLED): $(INSTALLED)
+	$(BIN)/python -m pip install --quiet -e ".[bench]" $(TORCH)
 	touch $@
 
 # Rebuild the bundle whenever the frontend source changed since the last build.
@@ -62,7 +70,7 @@ soak: $(INSTALLED) compiler
 
 # Runs every script in bench/ and rewrites bench/RESULTS.md from their output (contract: bench/README.md).
 # Run it on a quiet machine: the figures are ratios, but a busy machine makes them noisy.
-bench: $(INSTALLED) $(BUNDLE) chromium compiler
+bench: $(INSTALLED) $(BENCH_INSTALLED) $(BUNDLE) chromium compiler
 	$(BIN)/python bench/report.py --output bench/RESULTS.md
 
 lint: $(INSTALLED)

@@ -106,23 +106,6 @@ def raw_saved_attrs(node_type: type) -> tuple[tuple[str, str], ...]:
     return tuple((a[len(_RAW_SAVED) :], a) for a in dir(node_type) if a.startswith(_RAW_SAVED))
 
 
-# --- Who holds a tensor and its memory ------------------------------------------------------------------------------
-_storage_use_count = getattr(_C, "_storage_Use_Count", None)
-HAS_USE_COUNTS = _storage_use_count is not None and hasattr(torch.Tensor, "_use_count")
-"""A tensor's and its storage's reference counts: the capture pool moves only what nothing else holds."""
-USE_COUNTS_OFF = (
-    "captures are never moved out of the model's heap (CaptureStore.compact() moves none): this torch cannot "
-    "count who holds a tensor (Tensor._use_count, torch._C._storage_Use_Count)"
-)
-
-
-def use_counts(t: torch.Tensor) -> tuple[int, int] | None:
-    """``(holders of t's C++ object, holders of its storage)``, the latter counting one temporary; None if off."""
-    if not HAS_USE_COUNTS or _storage_use_count is None:
-        return None
-    return t._use_count(), _storage_use_count(t.untyped_storage()._cdata)
-
-
 # --- torch's process-wide module hooks ------------------------------------------------------------------------------
 GLOBAL_HOOK_DICTS = {
     "_global_forward_pre_hooks": "global_forward_pre",
@@ -224,7 +207,6 @@ def off() -> dict[str, str]:
         (HAS_CURRENT_NODE, "current_node", CURRENT_NODE_OFF),
         (HAS_NODE_NUMBERS, "node_numbers", NODE_NUMBERS_OFF),
         (HAS_SAVED_TENSORS, "saved_tensors", SAVED_TENSORS_OFF),
-        (HAS_USE_COUNTS, "use_counts", USE_COUNTS_OFF),
         (HAS_GLOBAL_HOOKS, "global_hooks", GLOBAL_HOOKS_OFF),
         (HAS_FULL_BACKWARD_FLAG, "full_backward_flag", FULL_BACKWARD_FLAG_OFF),
     )

@@ -1,8 +1,6 @@
-"""An import path kept for existing code: the blocks captures move into once only the store holds them.
+"""Deprecated, kept importable for one release: captures no longer move into a pool of mapped memory (they stay
+references to the model's own tensors), and ``SHARED.clear()`` does nothing. Defined in ``capture.retired``."""
 
-Defined in ``hookwidgets.core.capture.pool``.
-"""
-
-from .capture.pool import SHARED
+from .capture.retired import SHARED
 
 __all__ = ["SHARED"]

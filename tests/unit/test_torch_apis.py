@@ -80,7 +80,7 @@ def test_without_raw_saved_tensors_the_graph_shows_none_saved(monkeypatch):
         assert "_raw_saved_" in ex.diagnostics[0]
 
 
-@pytest.mark.parametrize("fact", ["HAS_CURRENT_NODE", "HAS_NODE_NUMBERS", "HAS_SAVED_TENSORS", "HAS_USE_COUNTS"])
+@pytest.mark.parametrize("fact", ["HAS_CURRENT_NODE", "HAS_NODE_NUMBERS", "HAS_SAVED_TENSORS"])
 def test_each_fact_holds_on_the_torch_tested_with_and_says_why_when_off(fact, monkeypatch):
     assert getattr(_torch, fact) is True and _torch.off() == {}
     monkeypatch.setattr(_torch, fact, False)

@@ -1,5 +1,9 @@
 """The fused statistics kernel (``_fused_stats.c``): compiled on first use with the system C compiler,
-cached on disk, loaded with ctypes; without a compiler the stats fall back to torch reductions."""
+cached on disk, loaded with ctypes; without a compiler the stats fall back to torch reductions.
+
+No compiler is run where running one misbehaves: on Windows none is tried, and on macOS only once
+``xcode-select -p`` finds the Command Line Tools (without them, running ``cc`` opens an install dialog).
+"""
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ ABI = 2  # what hw_stats_abi() of that source returns
 DISABLE_ENV = "HOOKWIDGETS_NO_NATIVE"
 """Set to 1 to use torch reductions only (to compare the two paths, or where compiling is unwanted)."""
 COMPILE_TIMEOUT_S = 60
+XCODE_SELECT_TIMEOUT_S = 10
 
 Sums = tuple[float, float, float, float, int, bool]
 """sum, sum of squares, min, max, nonzero count, and whether a value may be NaN or Inf (min/max skip NaN)."""
@@ -134,6 +139,9 @@ def _build() -> Path:
     target = cache / f"fused_stats-{key}.so"
     if target.exists():
         return target
+    refusal = _why_not_compile()
+    if refusal is not None:
+        raise RuntimeError(refusal)
     configured = shlex.split(os.environ.get("CC", ""))  # CC may carry a wrapper: "ccache gcc"
     found = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     compiler = configured or ([found] if found else None)
@@ -153,6 +161,29 @@ def _build() -> Path:
                 return target
             last_error = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
         raise RuntimeError(f"{Path(compiler[-1]).name} failed: {last_error}")
+
+
+def _why_not_compile() -> str | None:
+    """Why no compiler may be run on this platform, or None where one may."""
+    if sys.platform == "win32":
+        return "no C compiler is run on Windows"
+    if sys.platform == "darwin":
+        # /usr/bin/cc without the Command Line Tools opens a dialog offering to install them: ask xcode-select,
+        # which only prints, where they are first.
+        missing = (
+            "xcode-select -p finds no Command Line Tools, so no C compiler is run; xcode-select --install adds them"
+        )
+        tool = shutil.which("xcode-select")
+        if tool is None:
+            return missing
+        try:
+            found = subprocess.run([tool, "-p"], capture_output=True, text=True, timeout=XCODE_SELECT_TIMEOUT_S)
+        except (OSError, subprocess.SubprocessError):
+            return missing
+        folder = found.stdout.strip()
+        if found.returncode != 0 or not folder or not os.path.isdir(folder):
+            return missing
+    return None
 
 
 def _cache_dir() -> Path:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import heapq
-import sys
 import threading
-import weakref
 from collections import OrderedDict, deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -15,18 +13,14 @@ import torch
 
 from ..display import quoted
 from . import fingerprint
-from . import pool as capture_pool
-from .pool import MIN_BYTES, PAGE, minor_faults, movable, shared
+from .retired import warn_retired
 from .short_steps import ShortSteps, describe, format_bytes
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 MAX_RECORDS = 100_000
 """Records kept at most, whatever their bytes: stats and tensor-less records hold no tensor bytes, but
 each still costs ~0.7 KB of Python objects, and stats on every layer add ~100 of them per step."""
-MOVE_TRIES = 3
-"""Steps a record waits for its tensors to be held by the store alone (a graph kept for a later backward)."""
-UNMOVED_KEPT = 10_000
-"""Records waiting to move, at most: hooks that fire outside the model's own forward begin no step."""
+_KEPT_AS_REFERENCES = "captures stay references to the model's own tensors"
 
 
 @dataclass
@@ -167,13 +161,6 @@ class CaptureStore(Mapping):
         self._emptied: dict[str, str] = {}  # target -> the limit that evicted its last record
         self._by_target: dict[str, OrderedDict[str, deque[Record]]] = {}
         self._lock = threading.Lock()
-        # Records whose tensors are still the model's own memory, with the moves tried: see compact(). Weak, so
-        # that an evicted record is freed at once even if no step comes to drop it from here.
-        self._unmoved: deque[list] = deque(maxlen=UNMOVED_KEPT)
-        self._pool = capture_pool.SHARED if offload is None else None
-        self._faults_seen: int | None = None  # at the last step's begin (None before the first)
-        self._mapped_seen = self._pool.mapped_bytes if self._pool is not None else 0
-        self._added_since = 0  # bytes of the records added since then that could move
 
     def add(self, record: Record) -> None:
         """Keep ``record``; evict the oldest records until the store fits its budget again."""
@@ -191,9 +178,6 @@ class CaptureStore(Mapping):
             else:
                 self._heavy.append(record)
                 self.nbytes += size
-                if size >= MIN_BYTES and self._pool is not None:
-                    self._unmoved.append([weakref.ref(record), 0])
-                    self._added_since += size
                 heavy = self._heavy
                 while self.nbytes > self.memory_budget and len(heavy) > 1:  # the newest is always kept
                     self._evict(heavy.popleft(), record.step, "memory_budget")
@@ -201,66 +185,16 @@ class CaptureStore(Mapping):
                 self._evict_over_count(record.step)
 
     def compact_if_faulting(self) -> int:
-        """``compact()`` when the last step page-faulted in at least the bytes it captured; returns how many moved.
-
-        Called as each step begins. A loop whose heap is released and grown again every step faults, and
-        references kept in that heap make it fault more (a ResNet-18 loop keeping 1,472 pages a step
-        faulted ~5,000 more a step); moving costs a copy of the bytes instead. A loop reusing its heap without
-        faulting (a small model) loses nothing to references, and would only pay for the copy: they stay
-        references, until its steps start faulting. The pages of blocks the pool mapped meanwhile are its own
-        faults, not the loop's. Where the OS does not count faults, captures always move.
-        """
-        if self._pool is None:
-            return 0
-        faults, captured, mapped = minor_faults(), self._added_since, self._pool.mapped_bytes
-        last, self._faults_seen, self._added_since = self._faults_seen, faults, 0
-        # the pool's new blocks fault too as moves first write them: those pages are not the loop's
-        ours, self._mapped_seen = mapped - self._mapped_seen, mapped
-        if faults is not None and (last is None or (faults - last) * PAGE - ours < captured):
-            return 0
-        return self.compact() if self._unmoved else 0
+        """Deprecated: does nothing and returns 0; it goes in the next release. Captures stay references to the
+        model's own tensors (moving them out of its heap cost more time than it saved)."""
+        warn_retired("CaptureStore.compact_if_faulting()", _KEPT_AS_REFERENCES)
+        return 0
 
     def compact(self) -> int:
-        """Move the captured CPU tensors that only the store still holds into its own memory; returns how many.
-
-        A kept reference pins the model's memory in the heap its next steps reuse (see ``capture_pool``).
-        Values, shapes, dtypes and staleness stay as they were; a tensor someone else still holds (a graph
-        kept for a later backward, a variable of the user's) stays a reference, and is tried again at the
-        next ``MOVE_TRIES`` calls.
-        """
-        moved = 0
-        with self._lock:
-            pending, self._unmoved = self._unmoved, deque(maxlen=UNMOVED_KEPT)
-            for entry in pending:
-                record, tries = entry[0](), entry[1]
-                if record is None or not record._kept:
-                    continue
-                waiting = False
-                for name in list(record.tensors):
-                    status = self._move(record, name)
-                    moved += status == "moved"
-                    waiting |= status == "held"
-                if waiting and tries + 1 < MOVE_TRIES:
-                    entry[1] = tries + 1
-                    self._unmoved.append(entry)
-        return moved
-
-    def _move(self, record: Record, name: str) -> str:
-        """Move one tensor of ``record`` into the pool: "moved", "held" (someone else holds it) or "skipped"."""
-        t = record.tensors[name]
-        versions = record._versions
-        if not movable(t) or name not in versions or versions[name] != t._version:
-            # off the CPU, small, an inference tensor (no version counter), or changed in place since (its
-            # staleness is kept)
-            return "skipped"
-        if sys.getrefcount(t) > 3 or shared(t):  # the record's, this function's and getrefcount's argument
-            return "held"
-        copy = self._pool.move(t)
-        if copy is None:
-            return "skipped"
-        record.tensors[name] = copy
-        record._versions[name] = copy._version
-        return "moved"
+        """Deprecated: does nothing and returns 0; it goes in the next release. Captures stay references to the
+        model's own tensors (moving them out of its heap cost more time than it saved)."""
+        warn_retired("CaptureStore.compact()", _KEPT_AS_REFERENCES)
+        return 0
 
     def _evict_over_count(self, step: int) -> None:
         """Evict the oldest records, with bytes or not, until ``max_records`` are left (at least the newest)."""

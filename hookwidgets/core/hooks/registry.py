@@ -221,7 +221,6 @@ class HookRegistry:
         if self._model_wide:
             self._model_wide.sync()  # modules added to the model get the global kinds, from this step on
         self.clock.begin_step()
-        self.store.compact_if_faulting()  # the last step's graph is gone: captures can leave the heap
 
     def _end_step(self, module: nn.Module, args: Any, output: Any) -> None:
         if not self.clock.leave_root_call():
