@@ -1,6 +1,6 @@
 """Every shape the view and the page exchange, declared once: the traitlets' payloads and the messages.
 
-docs/widget-protocol.md documents each of these (tests/widget/test_protocol_docs.py checks that it names every
+docs/widget-protocol.md documents each of these (tests/unit/widget/test_protocol_docs.py checks that it names every
 field, and no other); the payload functions return them and the message handlers read them. No ``from __future__
 import annotations`` here: Python 3.11 would take a ``NotRequired`` field for a required one.
 """

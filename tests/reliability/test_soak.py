@@ -20,8 +20,8 @@ from hookwidgets.core.hooks.clock import CALL_STEPS_KEPT
 from hookwidgets.core.hooks.kinds import NODE_KINDS
 from hookwidgets.core.hooks.registry import TIMELINE_CAP
 from hookwidgets.widget import live
+from tests.unit.widget._messages import browser_sets
 
-from ..widget._messages import browser_sets
 from ._soak_model import SoakNet, attach_every_kind
 
 STEPS = int(os.environ.get("HOOKWIDGETS_SOAK_STEPS", "150"))

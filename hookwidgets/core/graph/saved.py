@@ -2,7 +2,7 @@
 read from the nodes before a backward frees them, keeping no tensor.
 
 Reading the nodes after the forward gives the numbers a ``saved_tensors_hooks`` pack hook would see
-during it (tests/unit/test_graph_memory.py compares the two) without a Python call on every save,
+during it (tests/unit/core/graph/test_memory.py compares the two) without a Python call on every save,
 and without the reference cycle a pack hook returning its own tensor makes through a saved output.
 One difference: autograd saves a Python number (``x * 2.0``) as a 0-dim double tensor without calling
 pack hooks; it is listed here, and counted (8 bytes).
