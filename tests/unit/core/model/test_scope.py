@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import contextlib
 
+import pytest
 import torch
 from torch import nn
 
+from hookwidgets.core import Explorer
 from hookwidgets.core.graph.record import GraphRecorder, record_graph
 from hookwidgets.core.model import scope
 from hookwidgets.core.model.scope import ScopeTracker
@@ -145,3 +147,13 @@ def test_a_raising_submodule_pops_its_scope_for_the_parent_that_catches_it():
     nodes = record_graph(Catches(), x).data()["nodes"]
     assert [(n["op"], n["module"]) for n in nodes if n["op"] == "SinBackward0"] == [("SinBackward0", "")]
     assert nn.Module.__call__ is TORCH_CALL
+
+
+def test_a_recording_whose_forward_raises_gives_torchs_call_back():
+    class Raises(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            raise RuntimeError("the model's own error")
+
+    with Explorer(Raises()) as ex, pytest.warns(RuntimeWarning, match="forward of Raises raised RuntimeError"):
+        assert ex.graph(torch.randn(2, requires_grad=True))["nodes"] == []
+    assert nn.Module.__call__ is TORCH_CALL and scope._following == ()
