@@ -96,8 +96,8 @@ class ViewController:
 
     # The engine's events.
     def _on_event(self, event: Event) -> None:
-        kind = event["type"]
-        if kind in ("attached", "detached"):
+        event_type = event["type"]
+        if event_type in ("attached", "detached"):
             watch = event.get("watch")
             if watch == "ddp":
                 explorer = self.explorer
@@ -107,14 +107,14 @@ class ViewController:
                 self.sync_training(follow=True)
             else:
                 self.sync(plots=False)  # captures are unchanged: the images need no redraw
-        elif kind == "step" and self.live is not None:
+        elif event_type == "step" and self.live is not None:
             if not event["done"]:
                 self.live.on_step(event["step"])
             elif not self.live.is_paused:  # a run() from Python ended: what it changed, at once
                 self.sync()
                 self.sync_summary()  # only runs add statistics: the heatmap is redrawn after them, not on clicks
                 self.sync_training()  # a run of a DDP model adds bucket records
-        elif kind == "capture" and event["graph"]:
+        elif event_type == "capture" and event["graph"]:
             self.sync_graph()
 
     # The page's messages.

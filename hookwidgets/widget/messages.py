@@ -26,11 +26,11 @@ Handler = Callable[["ViewController", Explorer, dict[str, Any]], str]
 
 def handle(controller: ViewController, explorer: Explorer, content: Any) -> str:
     """Do what the message ``content`` asks; returns the error to reply with. Raises for a message it cannot read."""
-    kind = content.get("type") if isinstance(content, dict) else None
-    handler = HANDLERS.get(kind) if isinstance(kind, str) else None
+    message_type = content.get("type") if isinstance(content, dict) else None
+    handler = HANDLERS.get(message_type) if isinstance(message_type, str) else None
     if handler is None:
         known = ", ".join(MESSAGES)
-        raise ValueError(f"the widget sent an unknown message type {kind!r}; the types are {known}")
+        raise ValueError(f"the widget sent an unknown message type {message_type!r}; the types are {known}")
     return handler(controller, explorer, content)
 
 
