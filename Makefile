@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8888
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-python test-js lint format screenshots chromium compiler frontend clean fuzz soak bench
+.PHONY: demo test test-python test-js lint format docs screenshots chromium compiler frontend clean fuzz soak bench
 
 # torch goes in first, from the CPU wheel: any unpinned torch requirement resolved on an empty
 # environment would pull a multi-GB CUDA build. The editable install builds js/ (hatch-jupyter-builder).
@@ -74,12 +74,17 @@ bench: $(INSTALLED) $(BENCH_INSTALLED) $(BUNDLE) chromium compiler
 	$(BIN)/python bench/report.py --output bench/RESULTS.md
 
 lint: $(INSTALLED)
-	$(BIN)/ruff check hookwidgets tests $(wildcard bench)
-	$(BIN)/ruff format --check hookwidgets tests $(wildcard bench)
+	$(BIN)/ruff check hookwidgets tests tools $(wildcard bench)
+	$(BIN)/ruff format --check hookwidgets tests tools $(wildcard bench)
 
 format: $(INSTALLED)
-	$(BIN)/ruff format hookwidgets tests $(wildcard bench)
-	$(BIN)/ruff check --fix hookwidgets tests $(wildcard bench)
+	$(BIN)/ruff format hookwidgets tests tools $(wildcard bench)
+	$(BIN)/ruff check --fix hookwidgets tests tools $(wildcard bench)
+
+# Rewrites docs/api.md from the code's signatures and docstrings and the hand-written blocks in docs/api/;
+# tests/repo/test_api_docs.py fails while the page differs from what this writes.
+docs: $(INSTALLED)
+	$(BIN)/python -m tools.apidoc
 
 # Browser tests write screenshots to artifacts/; this copies one per view into docs/ (README's gallery).
 screenshots: $(INSTALLED) $(BUNDLE) chromium

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+"""The package version."""
 __all__ = [
     "Explorer",
     "HookExplorer",
@@ -25,14 +26,15 @@ if TYPE_CHECKING:
 
 
 def load_ipython_extension(ip: Any) -> None:
-    """``%load_ext hookwidgets``: registers the ``%hookexplorer`` magic."""
+    """``%load_ext hookwidgets``: registers the ``%hookexplorer`` magic (display stays opt-in)."""
     from .ipython import load_ipython_extension as load
 
     load(ip)
 
 
 def unload_ipython_extension(ip: Any) -> None:
-    """``%unload_ext hookwidgets``: removes the magic and display printer, closes the explorers they made."""
+    """``%unload_ext hookwidgets``: removes the magic and display printer, closes the explorers they made (their
+    models left as found)."""
     from .ipython import unload_ipython_extension as unload
 
     unload(ip)

@@ -66,7 +66,7 @@ def _shell(ip: InteractiveShell | None) -> InteractiveShell:
 
 
 def split_line(line: str) -> list[str]:
-    """Split a magic's line on top-level whitespace, keeping brackets and strings whole."""
+    """Split a magic's line on top-level whitespace, keeping brackets and strings whole (``"x[:, 0]"``)."""
     parts: list[str] = []
     current: list[str] = []
     depth, quote = 0, ""
@@ -91,7 +91,8 @@ def split_line(line: str) -> list[str]:
 
 
 def parse_line(line: str) -> tuple[str, str | None, str | None]:
-    """``(model expression, inputs expression or None, name or None)`` from the magic's line."""
+    """``(model expression, inputs expression or None, name or None)`` from the magic's line; a UsageError for a
+    missing model or name."""
     parts = split_line(line)
     name = None
     for flag in ("--name", "-n"):
@@ -123,7 +124,7 @@ def _evaluate(ip: InteractiveShell, expression: str, what: str) -> Any:
 
 @magics_class
 class HookMagics(Magics):
-    """The ``%hookexplorer`` line magic."""
+    """The IPython ``Magics`` class of the ``%hookexplorer`` line magic; ``load_ipython_extension`` registers it."""
 
     @line_magic
     def hookexplorer(self, line: str) -> None:
@@ -169,7 +170,8 @@ def _module_bundle(state: _Extension, module: nn.Module) -> dict[str, Any] | Non
 
 
 def enable_display(ip: InteractiveShell | None = None) -> None:
-    """Show an explorer for every ``nn.Module`` that is a cell's last expression (this shell only)."""
+    """Show an explorer for every ``nn.Module`` that is a cell's last expression, in the ``InteractiveShell`` ``ip``
+    only (default: the running one)."""
     ip = _shell(ip)
     state = _state(ip)
     if state.display_enabled:

@@ -1,4 +1,5 @@
-"""Torch-only engine of hookwidgets: targets, hooks, captures, module tree. No display code."""
+"""Torch-only engine of hookwidgets: targets, hooks, captures, module tree. No display code: it never imports
+ipywidgets, IPython or matplotlib."""
 
 from .capture.store import CaptureStore, Record
 from .explorer import Explorer

@@ -56,8 +56,7 @@ class Explorer:
     """Hooks on a model, what they captured, and runs that leave the model as found.
 
     Use as a context manager or call ``close()``; a finalizer removes the hooks if the explorer is
-    dropped unclosed. ``unwatched`` lists the outermost torch.jit.script modules (``""``: the model itself),
-    which take no hooks, so they and their submodules show no shape and fire no hooks.
+    dropped unclosed.
     """
 
     def __init__(
@@ -75,15 +74,23 @@ class Explorer:
         self._model_name = display_name(type(model).__name__)  # for messages
         self._module_count = sum(1 for _ in model.modules())
         self.example_inputs = example_inputs
+        """What the shape probe, the Run button and every method given no inputs run (see ``example_copy()``)."""
         self.captures = CaptureStore(memory_budget, offload)
+        """The ``CaptureStore``: ``ex.captures[target][kind]`` is a list of ``Record``s, newest last."""
         self._registry = HookRegistry(model, self.captures, on_error=on_error)
         # (optimizer or None for "every optimizer of the model", its monitor), from watch_optimizer()
         self._monitors: list[tuple[torch.optim.Optimizer | None, UpdateRatioMonitor]] = []
         self._finalizer = weakref.finalize(self, _close_all, self._registry.close, self._monitors)
         self.probe_error: str | None = None
-        self.probe_classes: list[tuple[int, float]] = []  # the probe's top classes, set by _probe
+        """The text of a failed shape probe, or None."""
+        self.probe_classes: list[tuple[int, float]] = []
+        """The first item's top five classes in the probe's output, ``[(class, probability), …]``, as a class target
+        finds the scores; ``[]`` without example inputs, or when the output holds no ``(batch, classes)`` scores."""
         self.unwatched: list[str] = []
-        self.ddp_inspector: Any = None  # the DDPInspector of the latest watch_ddp()
+        """Paths of the outermost ``torch.jit.script`` modules (``""``: a scripted model). They take no hooks, so they
+        and their submodules show no shape and fire no hooks; attaching a module hook there raises a ValueError."""
+        self.ddp_inspector: Any = None
+        """The ``DDPInspector`` of the latest ``watch_ddp()``, or None."""
         self._graph = RecordedGraph()
         probed = self._probe()
         self._ran: set[int] | None = probed.called if probed is not None else None  # modules the probe saw run
@@ -146,7 +153,7 @@ class Explorer:
 
     @property
     def hooks(self) -> list[HookInfo]:
-        """The explorer's live hooks in attach order."""
+        """The explorer's live hooks in attach order, then hooks others attached (``foreign=True``, never removed)."""
         return self._registry.hooks
 
     @property
@@ -161,11 +168,12 @@ class Explorer:
 
     @property
     def recorded_graph(self) -> dict[str, Any] | None:
-        """The graph ``graph()`` returns, without recording one: None until a run was recorded."""
+        """The graph ``graph()`` returns, without recording one: None until a run was recorded (``graph()``, or
+        ``run(record_graph=True)``)."""
         return self._graph.data
 
     def subscribe(self, callback: Callable[[Event], Any]) -> Callable[[], None]:
-        """Call ``callback(event)`` with each event of the explorer (plain dicts; ``docs/api.md`` lists their types);
+        """Call ``callback(event)`` with each event of the explorer, a plain dict whose ``type`` says what happened;
         returns the function that unsubscribes it. Nothing is collected while nobody is subscribed."""
         self.model  # noqa: B018 -- a closed explorer says so, as every method does
         return self._registry.events.subscribe(callback)
@@ -177,7 +185,7 @@ class Explorer:
 
     @property
     def model(self) -> nn.Module:
-        """The explored model; after ``close()`` the explorer lets go of it."""
+        """The explored model; after ``close()``, which lets go of it, a RuntimeError says the explorer is closed."""
         if self._model is None:
             raise RuntimeError(f"this explorer of {self._model_name} is closed: create a new HookExplorer(model)")
         return self._model
@@ -300,7 +308,7 @@ class Explorer:
 
     @property
     def timeline(self) -> list[TimelineEvent]:
-        """Every hook firing in order (step, phase, target, kind, call); the newest 10,000 are kept."""
+        """Every hook firing in order, recomputed forwards included (``recompute=True``); the newest 10,000 are kept."""
         return list(self._registry.timeline)
 
     def detach(self, target: str | None = None, kind: str | None = None) -> list[HookInfo]:
@@ -373,7 +381,7 @@ class Explorer:
         return f"run(target=...) has nothing to backpropagate: {reason}"
 
     def graph(self, inputs: Inputs | None = None, *, saved_tensors: bool = True) -> dict[str, Any]:
-        """The autograd graph of the last recorded run as plain data (``docs/api.md`` has its shape).
+        """The autograd graph of the last recorded run as plain data: its nodes, edges and module clusters.
 
         With ``inputs``, or when no run was recorded yet, records a forward of ``inputs`` (default: the
         example inputs) first; the model is left as found. A ValueError says why a run left no graph; a

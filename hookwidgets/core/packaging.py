@@ -1,4 +1,4 @@
-"""An import path kept for existing code: package_report, what torch.package"s hooks saw while a model was exported.
+"""An import path kept for existing code: package_report, what torch.package's hooks saw while a model was exported.
 
 Defined in ``hookwidgets.core.hooks.packaging``.
 """

@@ -57,9 +57,13 @@ class DDPInspector:
         if isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 1:
             raise ValueError(f"max_records must be a positive int (records kept in memory), got {max_records!r}")
         self.ddp = ddp
+        """The ``DistributedDataParallel`` model."""
         self.hook = hook or allreduce_hook
+        """The comm hook it wraps (torch's ``allreduce_hook`` by default)."""
         self.rank = dist.get_rank()
+        """This process's rank."""
         self.world_size = dist.get_world_size(ddp.process_group)
+        """The number of ranks in the model's process group."""
         names = {id(p): name for name, p in ddp.module.named_parameters()}
         log = None
         if log_dir is not None:

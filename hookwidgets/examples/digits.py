@@ -58,9 +58,11 @@ class DigitsCNN(nn.Module):
                 conv3=nn.Conv2d(32, 32, 3, padding=1),
             )
         )
+        """Three conv blocks, ``conv1`` … ``conv3``, each with BatchNorm (an ``nn.Sequential``)."""
         self.classifier = nn.Sequential(
             OrderedDict(pool=nn.AdaptiveAvgPool2d(4), flatten=nn.Flatten(), fc=nn.Linear(32 * 16, classes))
         )
+        """``pool``, ``flatten`` and ``fc`` (an ``nn.Sequential``)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.classifier(torch.relu(self.features(x)))
@@ -126,7 +128,8 @@ def cached_model(name: str, build: Callable[[], nn.Module], train: Callable[[], 
 
 
 def train_digits_cnn(epochs: int = 5, seed: int = 0) -> DigitsCNN:
-    """Train a DigitsCNN on 1,500 digits in seconds on a CPU, leaving the global RNG and thread count untouched."""
+    """Train a DigitsCNN on the first 1,500 digits in seconds on one CPU thread, leaving the global RNG and thread
+    count untouched."""
     return train_on_digits(DigitsCNN, torch.optim.Adam, 3e-3, epochs, seed)
 
 

@@ -21,9 +21,13 @@ class Attention(nn.Module):
     def __init__(self, dim: int, heads: int) -> None:
         super().__init__()
         self.heads = heads
+        """The number of heads."""
         self.qkv = nn.Linear(dim, 3 * dim)
+        """Queries, keys and values in one Linear."""
         self.softmax = nn.Softmax(dim=-1)
+        """The softmax over keys, a module: a forward hook here captures the attention weights."""
         self.proj = nn.Linear(dim, dim)
+        """The output projection."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         n, tokens, dim = x.shape
@@ -38,9 +42,13 @@ class Block(nn.Module):
     def __init__(self, dim: int, heads: int) -> None:
         super().__init__()
         self.norm1 = nn.LayerNorm(dim)
+        """The norm before attention."""
         self.attn = Attention(dim, heads)
+        """The attention."""
         self.norm2 = nn.LayerNorm(dim)
+        """The norm before the MLP."""
         self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+        """The MLP."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.norm1(x))
@@ -53,11 +61,17 @@ class DigitsViT(nn.Module):
     def __init__(self, dim: int = 32, heads: int = 4, depth: int = 2, classes: int = 10) -> None:
         super().__init__()
         self.patch = nn.Conv2d(1, dim, PATCH, stride=PATCH)
+        """The patch embedding, a strided conv: 4×4 patches, an 8×8 grid."""
         self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
+        """The class token."""
         self.pos = nn.Parameter(torch.randn(1, 1 + GRID * GRID, dim) * 0.02)
+        """The position embedding."""
         self.blocks = nn.Sequential(*(Block(dim, heads) for _ in range(depth)))
+        """The transformer blocks (``Block``)."""
         self.norm = nn.LayerNorm(dim)
+        """The final norm."""
         self.head = nn.Linear(dim, classes)
+        """The classifier, on the class token."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         tokens = self.patch(x).flatten(2).transpose(1, 2)
@@ -66,7 +80,8 @@ class DigitsViT(nn.Module):
 
 
 def train_digits_vit(epochs: int = 4, seed: int = 0) -> DigitsViT:
-    """Train a DigitsViT on 1,500 digits in seconds on a CPU, leaving the global RNG and thread count untouched."""
+    """Train a DigitsViT on the first 1,500 digits in seconds on one CPU thread, leaving the global RNG and thread
+    count untouched."""
     return train_on_digits(DigitsViT, torch.optim.AdamW, 4e-3, epochs, seed)
 
 

@@ -21,7 +21,9 @@ from matplotlib.textpath import text_to_path
 from ..core.display import shortened, visible
 
 NONFINITE_COLOR = "#ff00ff"
+"""Magenta: NaN and Inf values, drawn and counted in the title, never a crash."""
 MISSING_COLOR = "#d9d9d9"
+"""Grey: cells with no value (no record)."""
 MAGNITUDE = " (magnitude)"
 """After the title of a figure of complex values: they are drawn as their magnitude."""
 EMPTY = "empty (0 elements)"

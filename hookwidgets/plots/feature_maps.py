@@ -24,6 +24,7 @@ from ._tiles import choose, compose, per_channel, plan
 from .tensors import bars_figure
 
 MAX_CHANNELS = 32
+"""Channels drawn by default."""
 DPI = 96
 MARGIN = {"left": 6, "right": 64, "bottom": 6, "top": 24}  # pixels: colour bar with ticks on the right, title on top
 
@@ -114,5 +115,5 @@ def _figure(height_px: int, width_px: int) -> tuple[Figure, Axes, Axes]:
 
 
 def gradient_map_figure(tensor: torch.Tensor, *, title: str = "", **kwargs) -> Figure:
-    """Like :func:`feature_map_figure`, on a diverging scale centred on zero."""
+    """Like :func:`feature_map_figure`, on a diverging scale centred on zero: for gradients."""
     return feature_map_figure(tensor, title=title, diverging=True, **kwargs)

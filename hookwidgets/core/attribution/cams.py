@@ -53,3 +53,4 @@ CAM_FUNCTIONS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] =
     "xgradcam": xgradcam,
     "layercam": layercam,
 }
+"""Each CAM method's name -> the function weighing a layer's activations by their gradients."""

@@ -35,7 +35,8 @@ def is_spatial(shape: tuple[int, ...], image_size: tuple[int, int]) -> bool:
 
 
 def as_grid(tensor: torch.Tensor, image_size: tuple[int, int]) -> torch.Tensor:
-    """A layer output as ``(N, C, h, w)``: 4-D is returned as is, ViT tokens are reshaped (class token dropped)."""
+    """A layer output as ``(N, C, h, w)``: 4-D is returned as is, ViT tokens ``(N, T, C)`` are reshaped (class token
+    dropped)."""
     if tensor.dim() == 4:
         return tensor
     found = token_grid(tensor.shape[1], image_size) if tensor.dim() == 3 else None

@@ -24,8 +24,11 @@ from .tap import LayerTap
 from .targets import AttributionTarget, target_score
 
 CAM_METHODS = tuple(CAM_FUNCTIONS)
+"""The Grad-CAM family: a map ``(N, H, W)`` in [0, 1] at a layer."""
 PIXEL_METHODS = ("saliency", "input_x_grad", "guided_backprop", "guided_gradcam")
+"""The methods that give an input-shaped map ``(N, C, H, W)``."""
 METHODS = CAM_METHODS + PIXEL_METHODS
+"""Every method ``attribute`` takes: the CAMs, then the pixel methods."""
 _LAYER_METHODS = (*CAM_METHODS, "guided_gradcam")
 _GUIDED_METHODS = ("guided_backprop", "guided_gradcam")
 
@@ -39,9 +42,13 @@ class Attribution:
     """
 
     map: torch.Tensor
+    """The map: ``(N, H, W)`` in [0, 1] for CAMs, input-shaped ``(N, C, H, W)`` otherwise."""
     method: str
+    """The method, as ``METHODS`` spells it."""
     layer: str | None
+    """The layer used (chosen when none was given); None for a method that takes no layer."""
     classes: list[int] | None
+    """The class explained for each item (None for a callable target)."""
 
     def annotated(self) -> torch.Tensor:
         """``map`` with ``method``, ``layer`` and ``classes`` set as attributes: a plain tensor that says what it is."""

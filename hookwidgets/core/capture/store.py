@@ -28,13 +28,29 @@ class Record:
     """One hook firing: the tensors it saw (detached, ordered by name) and where it came from."""
 
     target: str
+    """Where it fired: the hook's path."""
     kind: str
+    """The kind of the hook that fired."""
     step: int
+    """The forward it belongs to (a backward belongs to the step whose forward built its graph)."""
     call: int
+    """0, 1, … for a module called several times in one step, in the order its forward firings come
+    (``forward_pre`` as calls begin; ``forward``, ``grad``, and so the backward kinds, as they finish: a module
+    calling itself numbers its innermost call 0): the forward call the firing belongs to, for backward kinds too,
+    whichever thread runs the backward (a backward reaches a module's later calls first)."""
     tensors: dict[str, torch.Tensor] = field(default_factory=dict)
+    """Ordered name → detached tensor: ``output``, ``output.1``, ``output.logits`` (a dict key or dataclass field),
+    ``args.0``, ``grad_output.0``, ``grad_input.0``, …; a None gradient is left out. The model's own tensor
+    (detached), for as long as the store keeps the record."""
     stats: dict[str, float] | None = None
+    """For the ``stats`` action: ``mean``, ``std``, ``min``, ``max``, ``norm`` (finite values only),
+    ``zero_fraction``, ``nan``, ``inf``, ``numel``, and ``magnitude: True`` for a complex tensor (its statistics
+    are of its magnitude); else None."""
     recompute: bool = False
-    """A forward firing repeated in a backward (``torch.utils.checkpoint``), with the original's step and call."""
+    """True for a forward firing repeated inside a backward by ``torch.utils.checkpoint`` (reentrant or not): it
+    carries the ``step`` and ``call`` of the original firing and counts no new call (a forward that torch's early
+    stop ends inside its call, once it has the tensors it needs, records nothing); gradients of a recomputed
+    forward are no recompute."""
     _versions: dict[str, int] = field(default_factory=dict, repr=False)
     _prints: dict[str, fingerprint.Print] = field(default_factory=dict, repr=False)  # see fingerprint.take
     _copy_done: Any = field(default=None, repr=False)  # a CUDA event while an offload copy is in flight
@@ -56,7 +72,8 @@ class Record:
 
     @property
     def tensor(self) -> torch.Tensor | None:
-        """The primary tensor: the first one recorded (output, first arg or first gradient)."""
+        """The primary tensor, the first one recorded (``forward_pre``: first arg; ``forward``: first output;
+        backward kinds: the first gradient on the output side), or None."""
         return next(iter(self.tensors.values()), None)
 
     @property
@@ -78,7 +95,8 @@ class Record:
 
     @property
     def verified(self) -> bool:
-        """Whether ``stale`` can tell a change of every tensor: each has a version counter or a fingerprint."""
+        """Whether ``stale`` can tell a change of every tensor: each has a version counter or a fingerprint.
+        False where neither exists (e.g. a sparse tensor made under ``inference_mode``)."""
         versions, prints = self._versions, self._prints
         return all(name in versions or name in prints for name in self.tensors)
 
@@ -148,10 +166,16 @@ class CaptureStore(Mapping):
         if max_records <= 0:
             raise ValueError(f"max_records must be a positive number of records, got {max_records}")
         self.memory_budget = int(memory_budget)
+        """Bytes of tensors kept at most: over it, the oldest records holding tensor bytes are evicted."""
         self.max_records = int(max_records)
+        """Records kept at most, whatever their bytes: stats and tensor-less records hold no tensor bytes, but each
+        costs ~0.7 KB of Python objects."""
         self.offload = offload
+        """None, or ``"cpu"``: accelerator captures are copied into pinned host memory without blocking."""
         self.evicted = 0
+        """Records evicted so far."""
         self.nbytes = 0
+        """Bytes of tensors held."""
         # Records in arrival order, those holding tensor bytes apart from those holding none, so that the byte
         # budget evicts the oldest with bytes while the count cap evicts the oldest of both.
         self._heavy: deque[Record] = deque()
@@ -230,7 +254,8 @@ class CaptureStore(Mapping):
             return history[-1].wait() if history else None
 
     def snapshot(self) -> tuple[list[Record], dict[str, int]]:
-        """Every record in arrival order and the store's counts, read together so they agree."""
+        """Every record in arrival order and the store's counts (``records``, ``nbytes``, ``evicted``), read together
+        so they agree."""
         with self._lock:
             records = [r.wait() for r in self._in_order()]
             return records, {"records": len(records), "nbytes": self.nbytes, "evicted": self.evicted}

@@ -45,13 +45,21 @@ class BackwardComparison:
     """
 
     layer: str
+    """The module's path (``target``, its former name, still reads it with a DeprecationWarning)."""
     legacy_grad_input: Grads | None
+    """What the legacy hook saw as grad_input (a tuple of tensors or None), or None when it did not fire."""
     full_grad_input: Grads | None
+    """What the full backward hook saw as grad_input (a tuple of tensors or None), or None when it did not fire."""
     legacy_grad_output: Grads | None
+    """What the legacy hook saw as grad_output (a tuple of tensors or None), or None when it did not fire."""
     full_grad_output: Grads | None
+    """What the full backward hook saw as grad_output (a tuple of tensors or None), or None when it did not fire."""
     legacy_node: str | None
+    """The autograd node the legacy hook really hooked, e.g. ``AddmmBackward0``."""
     matches: bool
+    """Both fired and agree in count, shapes and values."""
     notes: list[str] = field(default_factory=list)
+    """Explanations, and torch's warnings."""
     legacy_slots: list[str] = field(default_factory=list)
     """What each legacy grad_input slot is the gradient of, e.g. ``["bias", "input", "weight.T"]``."""
 
@@ -66,7 +74,8 @@ class BackwardComparison:
         return self.layer
 
     def table(self) -> list[dict[str, Any]]:
-        """One row per grad_input slot, then per grad_output slot: shapes on each side and the largest difference."""
+        """One row per grad_input slot, then per grad_output slot: ``slot``, ``legacy_shape``, ``full_shape``,
+        ``max_abs_diff``."""
         rows = []
         for kind, legacy, full in (
             ("grad_input", self.legacy_grad_input, self.full_grad_input),

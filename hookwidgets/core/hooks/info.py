@@ -15,11 +15,17 @@ class TimelineEvent(NamedTuple):
     """One hook firing, in the order it happened (``recompute``: repeated in a backward by a checkpoint)."""
 
     step: int
+    """The step of the firing, as ``Record.step``."""
     phase: str
+    """``"forward"`` or ``"backward"``."""
     target: str
+    """The hook's path."""
     kind: str
+    """The hook's kind."""
     call: int
+    """The module's forward call the firing belongs to, as ``Record.call``."""
     recompute: bool = False
+    """A forward firing repeated in a backward by a checkpoint."""
 
 
 @dataclass
@@ -27,17 +33,30 @@ class HookInfo:
     """A live hook the explorer attached: what it does and how it fared."""
 
     target: str
+    """The hook's path: a module path, a parameter name or an autograd node id."""
     kind: str
+    """The hook kind, as attached."""
     action: str | Callable = "capture"
+    """A built-in action's name, or your callable."""
     edit: tuple = ()
+    """The normalised edits, applied in order."""
     copy: bool = False
+    """Whether captures are clones rather than detached references."""
     fired: int = 0
+    """Times it fired."""
     last_error: str | None = None
+    """The traceback text of its last failure."""
     note: str | None = None
-    spec: str = ""  # the engine's kind: as ``kind``, except "param_grad" for "grad" on a parameter
+    """Why it stays silent (e.g. "not armed: the forward ran without grad"), or that the capture budget holds
+    less than one step and which of its records went."""
+    spec: str = ""
+    """The engine's kind: as ``kind``, except ``param_grad`` for ``grad`` on a parameter."""
     with_kwargs: bool = False
+    """Whether a ``forward_pre``/``forward`` callable takes torch's ``kwargs`` form."""
     foreign: bool = False
+    """A hook others attached: shown, and left alone."""
     active: bool = True
+    """False once the hook was removed."""
     _handles: list[RemovableHandle] = field(default_factory=list, repr=False)
 
     @property
@@ -56,7 +75,8 @@ class HookInfo:
         return f"<hook {self.kind} on {quoted(self.target)}: {action}{edit}, fired {self.fired}{error}{note}>"
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain data for display and export."""
+        """Plain data for display and export: ``target``, ``kind``, ``action``, ``edit``, ``fired``, ``error``,
+        ``note``, ``foreign``."""
         return {
             "target": self.target,
             "kind": self.kind,

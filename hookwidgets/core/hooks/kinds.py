@@ -41,10 +41,14 @@ KINDS = {
         Kind("node", "node", "backward", 2, "hook(grad_inputs, grad_outputs)"),
     )
 }
+"""Each hook kind's name → its ``Kind``: target family, phase, torch's callable arity and signature."""
 MODULE_KINDS = tuple(k for k, spec in KINDS.items() if spec.family == "module")
+"""The kinds valid on a module."""
 GLOBAL_KINDS = tuple(k for k, spec in KINDS.items() if spec.family == "global")
+"""The kinds valid on the model itself (target ``""``), each firing for every module of the model."""
 NODE_KINDS = ("node_pre", "node")
-PARAM_KINDS = ("grad", "post_accumulate")  # as users name them; "grad" on a parameter is param_grad
+PARAM_KINDS = ("grad", "post_accumulate")
+"""The kinds valid on a parameter, as users name them (``grad`` on a parameter is the engine's ``param_grad``)."""
 WIDGET_KINDS = ("forward_pre", "forward", "backward_pre", "backward", "grad")
 
 

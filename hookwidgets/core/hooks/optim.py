@@ -46,7 +46,10 @@ class UpdateRatioMonitor:
         if model is not None and not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module (for parameter names), got {type(model).__name__}")
         self.scope, self.every = scope, every
+        """``scope`` and ``every`` as given."""
         self.records: list[dict[str, Any]] = []
+        """One dict per parameter per measured step: ``step``, ``optimizer`` (index into ``optimizers``), ``group``,
+        ``param``, ``lr``, ``update_norm``, ``weight_norm``, ``ratio``."""
         self._names = {id(p): name for name, p in model.named_parameters()} if model is not None else {}
         self._seen: list[torch.optim.Optimizer] = list(self._optimizers)  # index = record["optimizer"]
         self._steps: dict[int, int] = {}

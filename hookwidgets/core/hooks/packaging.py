@@ -28,12 +28,19 @@ class PackageReport:
     """One export: a row per module (``module``, ``action``, ``why``), whether it worked, and the reload."""
 
     rows: list[dict[str, str]]
+    """One dict per module: ``module``, ``action``, ``why``."""
     ok: bool
+    """Whether the export worked."""
     error: str | None = None
+    """torch's reasons when it failed."""
     path: str | None = None
+    """Where the package was written, or None (in memory)."""
     nbytes: int = 0
+    """The package's size in bytes."""
     loaded: str | None = None
+    """The qualified class name of the model loaded back."""
     patterns: dict[str, list[str]] = field(default_factory=dict)
+    """The patterns used, by action."""
 
     def modules(self, action: str) -> list[str]:
         """The module names that ended as ``action`` (intern, extern, mock or broken)."""

@@ -62,17 +62,23 @@ class HookRegistry:
     def __init__(self, root: nn.Module, store: CaptureStore, on_error: str = "record") -> None:
         self._dispatch = Dispatch(store, on_error)  # checks on_error first
         self.store = store
+        """Its ``CaptureStore``."""
         self.timeline: deque[TimelineEvent] = self._dispatch.timeline
+        """Its ``TimelineEvent``s, the newest kept: what ``Explorer.timeline`` lists."""
         self.clock = Clock(on_step=self._dispatch.memo.clear)  # a step's statistics are shared only within it
-        """Steps and call numbers of this registry's firings."""
+        """Its ``Clock`` (``hookwidgets.core.hooks.clock``): the steps and call numbers of its firings;
+        ``clock.kept_steps()`` lists the steps whose numbering it still keeps, the newest 16."""
         self._collisions = Collisions()
         self.explanations: deque[str] = self._collisions.explanations
+        """The texts behind ``Explorer.diagnostics``."""
         self._root_ref = weakref.ref(root)  # hooks live on the model and hold the registry: no cycle back
         self._hooks: dict[tuple[str, str], HookInfo] = {}
         self._step_armed: dict[tuple[str, str], HookInfo] = {}  # the hooks of ARMED_BY_THE_STEP kinds
         self._step_handles: list[RemovableHandle] = []
         self._pending_removal: list[RemovableHandle] = []
-        self.events = Events(self.timeline, self._records)  # the explorer's subscribers (Explorer.subscribe)
+        self.events = Events(self.timeline, self._records)
+        """The hub behind ``Explorer.subscribe``: its subscribers, and the firings it keeps for them while there
+        are any."""
         self._dispatch.events = self.events  # a firing is logged through it: kept for subscribers while any listen
         self._model_wide = ModelWideHooks(root)  # the global kinds' hooks, on every module of the model
         self._node_hooks = NodeHooks(self.clock, self._dispatch.fire)

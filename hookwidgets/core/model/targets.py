@@ -22,7 +22,7 @@ def describe_path(path: str) -> str:
 
 
 def resolve_module(model: nn.Module, path: str) -> nn.Module:
-    """The submodule at ``path``; a KeyError naming the closest paths when there is none."""
+    """The submodule at ``path`` (``""``: the model); a KeyError naming the closest paths when there is none."""
     if not isinstance(path, str):
         raise TypeError(f"a module path must be a string such as 'layer1.0.conv1', not {type(path).__name__}")
     module = submodule_or_none(model, path)
@@ -59,7 +59,7 @@ def submodule_or_none(model: nn.Module, path: str) -> nn.Module | None:
 
 
 def resolve_target(model: nn.Module, target: str) -> tuple[str, nn.Module | nn.Parameter]:
-    """``("module", module)`` or ``("param", parameter)`` for a path; a KeyError with close matches.
+    """``("module", module)``, ``("param", parameter)`` or ``("node", id)`` for a path; a KeyError with close matches.
 
     Inside a ``torch.compile`` wrapper the path may leave out torch's ``_orig_mod`` step, as the compiled
     model's attributes do (``"fc2"`` for ``"_orig_mod.fc2"``).
