@@ -42,7 +42,7 @@ def test_the_layout_names_every_package_and_test_folder():
     listed = set(_layout())
     folders = [
         p
-        for parent in ("hookwidgets", "hookwidgets/core", "tests")
+        for parent in ("hookwidgets", "hookwidgets/core", "tests", "tools")
         for p in sorted((ROOT / parent).iterdir())
         if p.is_dir() and (p / "__init__.py").exists()
     ]
