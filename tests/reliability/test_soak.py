@@ -103,8 +103,8 @@ def test_training_with_every_hook_kind_stays_flat(fast_pushes: None, ipython) ->
                 graph = mark_node(loss, HOOKED_NODE)
                 loss.backward()
                 del loss
-                # The node hooks' handles must not keep the step's graph: nor may a reference cycle made in the
-                # forward, which would hold it (memory the user no longer holds) until a collection.
+                # Neither the node hooks nor a reference cycle made in the forward may keep the step's graph (memory
+                # the user no longer holds) once the loop lets go of it.
                 assert graph() is None, f"step {step}: the graph outlived the loop's last reference to it"
                 optimizer.step()
                 assert ex.captures.nbytes <= BUDGET
