@@ -1,33 +1,41 @@
 """Soak: a training loop with every hook kind attached and the widget's live updates running headless.
 
-``make test`` runs 150 steps; ``make soak`` (``HOOKWIDGETS_SOAK_STEPS=2000``) the long one. Resident
-memory must stay flat after warm-up, the capture store under its budget, the timeline at its cap,
-and every per-hook list the engine keeps bounded.
+``make test`` runs 150 steps; ``make soak`` (``HOOKWIDGETS_SOAK_STEPS=2000``) the long one. Once the store and
+the timeline are full (within the warm-up), nothing may grow: resident memory, the Python objects and memory
+blocks the engine keeps (per-hook handles, the clock's per-step counters, ...), the hooks on the model; and each
+step's graph is freed as soon as the loop lets go of it.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import sys
 import time
 import warnings
+import weakref
+from collections import Counter
 
 import pytest
 import torch
 
 from hookwidgets import HookExplorer
-from hookwidgets.core.hooks.clock import CALL_STEPS_KEPT
-from hookwidgets.core.hooks.kinds import NODE_KINDS
-from hookwidgets.core.hooks.registry import TIMELINE_CAP
+from hookwidgets.core.hooks import dispatch
 from hookwidgets.widget import live
 from tests.unit.widget._messages import browser_sets
 
 from ._soak_model import SoakNet, attach_every_kind
+from ._state import all_hook_state, diff_keys
 
 STEPS = int(os.environ.get("HOOKWIDGETS_SOAK_STEPS", "150"))
 WARMUP = max(50, STEPS // 5)
 BUDGET = 2 * 2**20  # small, so the store evicts from the first steps on
+RECORDS = 2_000  # the store's max_records: ~80 records a step fill it within the warm-up
+TIMELINE = 2_000  # the timeline's cap, as small, for the same reason
 MAX_GROWTH = 50 * 2**20
+MAX_OBJECTS_PER_STEP = 0.5  # a leak of one object a step fails; measured: ±15 objects over 100 steps
+MAX_BLOCKS_PER_STEP = 20  # a leak of one dict a step fails; measured: ±300 blocks over 100 steps
+HOOKED_NODE = "ConvolutionBackward0"  # features.conv's node: node hooks are on it each step
 
 
 def resident_bytes() -> int:
@@ -36,12 +44,38 @@ def resident_bytes() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def python_heap() -> tuple[int, int]:
+    """Objects the garbage collector follows and memory blocks Python's allocator holds, after a full collection."""
+    gc.collect()
+    return len(gc.get_objects()), sys.getallocatedblocks()
+
+
+class Mark:
+    """Put in an autograd node's metadata: it lives exactly as long as the node."""
+
+
+def mark_node(loss: torch.Tensor, name: str) -> weakref.ref:
+    """A reference that dies with the node called ``name`` in ``loss``'s graph."""
+    todo, seen = [loss.grad_fn], set()
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        if node.name() == name:
+            mark = node.metadata["soak"] = Mark()
+            return weakref.ref(mark)
+        seen.add(node)
+        todo.extend(next_node for next_node, _ in node.next_functions)
+    raise AssertionError(f"no {name} in the graph")
+
+
 @pytest.fixture
 def fast_pushes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Push and redraw as often as the live path allows, so a short soak runs it many times."""
+    """Push and redraw as often as the live path allows, so a short soak runs it many times; a small timeline."""
     monkeypatch.setattr(live, "PUSH_INTERVAL_S", 0.0)
     monkeypatch.setattr(live, "PLOT_INTERVAL_S", 0.0)  # images as soon as their share allows, not every 2 s
     monkeypatch.setattr(live, "MAX_SHARE", 0.2)  # the live path may take a fifth of the loop (3% by default)
+    monkeypatch.setattr(dispatch, "TIMELINE_CAP", TIMELINE)
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="resident memory is read from /proc (Linux)")
@@ -55,64 +89,65 @@ def test_training_with_every_hook_kind_stays_flat(fast_pushes: None, ipython) ->
         warnings.simplefilter("ignore")  # legacy hook and first-layer warnings, every step
         ex = HookExplorer(model, example_inputs=images, memory_budget=BUDGET)
         try:
+            ex.captures.max_records = RECORDS
             view = ex.view  # headless: the view exists and live updates follow the loop
             attach_every_kind(ex, model)
             browser_sets(view, selected="features.conv")
-            pushes = []
-            view.observe(lambda change: pushes.append(change["new"]["state"]), names="status")
-            view.observe(lambda change: pushes.append("plots"), names="plots")
-            node_hooks = [info for info in ex.hooks if info.kind in NODE_KINDS]
+            pushes: Counter[str] = Counter()
+            view.observe(lambda change: pushes.update([change["new"]["state"]]), names="status")
+            view.observe(lambda change: pushes.update(["plots"]), names="plots")
             baseline, samples, started = None, [], time.perf_counter()
             for step in range(1, STEPS + 1):
                 optimizer.zero_grad(set_to_none=True)
-                torch.nn.functional.cross_entropy(model(images), labels).backward()
+                loss = torch.nn.functional.cross_entropy(model(images), labels)
+                graph = mark_node(loss, HOOKED_NODE)
+                loss.backward()
+                del loss
+                # Neither the node hooks nor a reference cycle made in the forward may keep the step's graph (memory
+                # the user no longer holds) once the loop lets go of it.
+                assert graph() is None, f"step {step}: the graph outlived the loop's last reference to it"
                 optimizer.step()
                 assert ex.captures.nbytes <= BUDGET
-                # A node hook keeps a handle per graph alive when a forward placed it; the loop drops each step's
-                # graph, so only the newest is: one kept longer (a reference cycle made in the forward holding
-                # it until a collection) is memory the user no longer holds, and would make this count vary.
-                assert [len(info._handles) for info in node_hooks] == [1] * len(node_hooks), f"step {step}"
                 if step == WARMUP:
-                    gc.collect()
+                    hooks_on_model = all_hook_state(model)
+                    heap = python_heap()
                     baseline = resident_bytes()
                 if step >= WARMUP and step % 50 == 0:
                     samples.append(resident_bytes())
                 if step % 500 == 0 or step == WARMUP - 1:
                     ipython.run_cell("pass")  # a cell ends now and then: the full sync runs too (and in warm-up)
-            gc.collect()
+            objects, blocks = (after - before for after, before in zip(python_heap(), heap, strict=True))
             growth = resident_bytes() - baseline
             seconds = time.perf_counter() - started
             check_bounded(ex, pushes)
+            assert all_hook_state(model) == hooks_on_model, diff_keys(hooks_on_model, all_hook_state(model))
             mib = 2**20
             print(
                 f"\nsoak: {STEPS} steps in {seconds:.0f} s, {len(ex.hooks)} hooks of every kind, widget live updates "
-                f"{pushes.count('live')}, image redraws {pushes.count('plots')}; resident memory "
+                f"{pushes['live']}, image redraws {pushes['plots']}; resident memory "
                 f"{baseline / mib:.1f} MiB at step {WARMUP}, max {max(samples) / mib:.1f} MiB after it, "
                 f"{(baseline + growth) / mib:.1f} MiB at the end: "
-                f"growth {growth / mib:+.1f} MiB (bar < {MAX_GROWTH / mib:.0f}); store {ex.captures.nbytes / mib:.2f} "
-                f"of {BUDGET / mib:.0f} MiB, {ex.captures.evicted} records evicted; timeline {len(ex.timeline)} "
-                f"events (cap {TIMELINE_CAP})"
+                f"growth {growth / mib:+.1f} MiB (bar < {MAX_GROWTH / mib:.0f}); Python objects {objects:+d}, "
+                f"memory blocks {blocks:+d} after step {WARMUP}; store {ex.captures.nbytes / mib:.2f} of "
+                f"{BUDGET / mib:.0f} MiB, {ex.captures.evicted} records evicted; timeline {len(ex.timeline)} events"
             )
         finally:
             ex.close()
+    steps = STEPS - WARMUP
     assert growth < MAX_GROWTH, f"resident memory grew {growth / 2**20:.1f} MiB after {WARMUP} warm-up steps"
+    assert objects < steps * MAX_OBJECTS_PER_STEP, f"{objects} more Python objects after {steps} steps"
+    assert blocks < steps * MAX_BLOCKS_PER_STEP, f"{blocks} more memory blocks after {steps} steps"
 
 
-def check_bounded(ex: HookExplorer, pushes: list[str]) -> None:
-    """Store, timeline and the engine's per-hook lists are bounded; every hook fired without error."""
+def check_bounded(ex: HookExplorer, pushes: Counter[str]) -> None:
+    """Store and timeline are full and no fuller; every hook fired at every step, without error."""
     assert ex.step == STEPS + 0
     assert ex.captures.evicted > 0 and ex.captures.nbytes <= BUDGET
+    assert sum(len(records) for kinds in ex.captures.values() for records in kinds.values()) <= RECORDS
     timeline = ex.timeline
-    assert len(timeline) == TIMELINE_CAP and timeline[-1].step == STEPS
-    assert pushes.count("live") >= 10, f"live updates ran {pushes.count('live')} times in {STEPS} steps"
+    assert len(timeline) == TIMELINE and timeline[-1].step == STEPS
+    assert pushes["live"] >= 10, f"live updates ran {pushes['live']} times in {STEPS} steps"
     assert ex.view.plots.get("target") == "features.conv" and ex.view.plots["items"]
-    modules = sum(1 for _ in ex.model.modules())
     for info in ex.hooks:
         assert info.last_error is None, f"{info}: {info.last_error}"
         assert info.fired >= STEPS, f"{info} fired {info.fired} times in {STEPS} steps"
-        # a global kind: one or two hooks on each module of the model; node hooks: one, checked above
-        most = 2 * modules if info.kind.startswith("global_") else 3
-        assert len(info._handles) <= most, f"{info} keeps {len(info._handles)} handles"
-    # call counters, firing logs and step beginnings of the newest steps only
-    kept = ex._registry.clock.kept_steps()
-    assert len(kept) <= CALL_STEPS_KEPT and kept[-1] == STEPS

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import torch
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
+from ipywidgets import widget_serialization
 from torch import nn
 from traitlets.config import Config
 
 import hookwidgets
 from hookwidgets import HookExplorer
+from hookwidgets.core import Explorer
 from hookwidgets.ipython import parse_line, split_line
 from tests.conftest import hook_state
 from tests.reliability._state import all_hook_state, diff_keys
+from tests.unit.widget._messages import browser_sends
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -42,6 +47,19 @@ def _run(ip: InteractiveShell, code: str):
     result = ip.run_cell(code)
     assert result.success, result.error_before_exec or result.error_in_exec
     return result.result
+
+
+def widget_shown(bundle: dict[str, Any]) -> Any:
+    """The open widget a display bundle shows, found by its model id as the page finds it."""
+    widget = widget_serialization["from_json"](f"IPY_MODEL_{bundle[WIDGET_MIME]['model_id']}", None)
+    assert not isinstance(widget, str), f"no open widget is {widget}"
+    return widget
+
+
+def tree_of(module: nn.Module) -> dict[str, Any]:
+    """The module tree an explorer of ``module`` shows."""
+    with Explorer(module) as ex:
+        return ex.tree
 
 
 def _usage_error(ip: InteractiveShell, line: str) -> str:
@@ -86,18 +104,23 @@ def test_rerunning_the_magic_without_a_name_replaces_the_explorer_of_that_model(
     shown = []
     monkeypatch.setattr(ip.display_pub, "publish", lambda data, **kwargs: shown.append(data))
     _run(ip, "%hookexplorer model x")
-    first = hookwidgets.ipython._state(ip).explorers[-1]
-    first.attach("features.conv", "forward")
+    first = widget_shown(shown[-1])  # the unnamed explorer is reached through its widget, as in the page
+    assert browser_sends(first, type="attach", target="features.conv", kind="forward")["ok"]
+    assert len(user_model.features.conv._forward_hooks) == 1
     _run(ip, "%hookexplorer model x")  # the cell run again: its old widget is gone from the page
-    explorers = hookwidgets.ipython._state(ip).explorers
-    assert len(explorers) == 1 and explorers[0] is not first
-    assert repr(first).endswith("closed>")
+    second = widget_shown(shown[-1])
+    assert second is not first and first.comm is None  # the first widget closed with its explorer
     assert len(user_model.features.conv._forward_hooks) == 0  # no hidden explorer keeps capturing
     assert len(shown) == 2
+    assert browser_sends(second, type="attach", target="features.conv", kind="forward")["ok"]
 
     ip.user_ns["other"] = nn.Linear(2, 2)
     _run(ip, "%hookexplorer other")  # another model gets an explorer of its own
-    assert len(hookwidgets.ipython._state(ip).explorers) == 2
+    other_view = widget_shown(shown[-1])
+    assert other_view is not second and second.comm is not None
+    assert len(user_model.features.conv._forward_hooks) == 1  # the model's explorer stays, hook and all
+    _run(ip, "%hookexplorer model x")  # and replacing the model's explorer leaves the other model's
+    assert second.comm is None and other_view.comm is not None
 
 
 def test_expressions_are_evaluated_in_the_user_namespace(ip, user_model, image):
@@ -148,17 +171,23 @@ def test_a_cell_ending_in_a_module_shows_its_explorer_once_display_is_enabled(ip
     _run(ip, "import hookwidgets; hookwidgets.enable_display()")
     assert _run(ip, "model") is user_model  # Out[] keeps the module itself
     assert shown[-1]["text/plain"] == repr(user_model)
-    made = hookwidgets.ipython._state(ip).explorers
-    assert len(made) == 1 and made[0].model is user_model
-    assert shown[-1][WIDGET_MIME]["model_id"] == made[0].view.model_id
+    model_view = widget_shown(shown[-1])
+    assert model_view.tree == tree_of(user_model)
     _run(ip, "model.features")  # a submodule as the last expression is a module too
-    assert shown[-1][WIDGET_MIME]["model_id"] == made[1].view.model_id and made[1].model is user_model.features
-    _run(ip, "hookwidgets.disable_display()")
+    features_view = widget_shown(shown[-1])
+    assert features_view.tree == tree_of(user_model.features)
+    assert browser_sends(features_view, type="attach", target="conv", kind="forward")["ok"]
+    assert len(user_model.features.conv._forward_hooks) == 1
+    _run(ip, "hookwidgets.disable_display()")  # closes the explorers display made: their widgets and hooks go
+    assert model_view.comm is None and features_view.comm is None
+    assert len(user_model.features.conv._forward_hooks) == 0
     _run(ip, "model")
-    assert WIDGET_MIME not in shown[-1] and not hookwidgets.ipython._state(ip).explorers
+    assert WIDGET_MIME not in shown[-1]
 
 
-def test_unloading_closes_every_explorer_and_leaves_the_models_as_found(ip, user_model, image):
+def test_unloading_closes_every_explorer_and_leaves_the_models_as_found(ip, user_model, image, monkeypatch):
+    shown = []
+    monkeypatch.setattr(ip.displayhook, "write_format_data", lambda data, metadata=None: shown.append(data))
     before = hook_state(user_model)
     other = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
     other_before = hook_state(other)
@@ -169,15 +198,15 @@ def test_unloading_closes_every_explorer_and_leaves_the_models_as_found(ip, user
     _run(ip, "ex.run(x, target=0)")
     hookwidgets.enable_display()
     _run(ip, "other")  # the display printer made an explorer of it
-    displayed = next(e for e in hookwidgets.ipython._state(ip).explorers if e.model is other)
-    displayed.attach("0", "forward_pre")
+    displayed = widget_shown(shown[-1])
+    assert browser_sends(displayed, type="attach", target="0", kind="forward_pre")["ok"]
     assert hook_state(user_model) != before and hook_state(other) != other_before
 
     ex = ip.user_ns["ex"]
     _run(ip, "%unload_ext hookwidgets")
     assert hook_state(user_model) == before
     assert hook_state(other) == other_before
-    assert repr(ex).endswith("closed>") and repr(displayed).endswith("closed>")
+    assert repr(ex).endswith("closed>") and displayed.comm is None
     assert "hookexplorer" not in ip.magics_manager.magics["line"]
     assert WIDGET_MIME not in ip.display_formatter.format(other)[0]
     assert not torch.nn.modules.module._global_forward_hooks
@@ -188,8 +217,10 @@ def test_unloading_closes_every_explorer_and_leaves_the_models_as_found(ip, user
     assert ip.user_ns["ex2"].model is user_model
 
 
-def test_unloading_removes_every_kind_of_hook_and_restores_the_global_state(ip, user_model):
+def test_unloading_removes_every_kind_of_hook_and_restores_the_global_state(ip, user_model, monkeypatch):
     """Module, global, parameter and autograd-node hooks, and torch's full-backward flags, all as found."""
+    shown = []
+    monkeypatch.setattr(ip.displayhook, "write_format_data", lambda data, metadata=None: shown.append(data))
     before = all_hook_state(user_model)
     _run(ip, "%hookexplorer model x --name ex")
     _run(ip, "ex.attach('features.conv', ['forward_pre', 'backward', 'grad'])")
@@ -201,8 +232,7 @@ def test_unloading_removes_every_kind_of_hook_and_restores_the_global_state(ip, 
     assert all(h.fired > 0 for h in ex.hooks), ex.hooks
     hookwidgets.enable_display()
     _run(ip, "model.head")
-    displayed = hookwidgets.ipython._state(ip).by_model[id(user_model.head)]
-    displayed.attach("fc", "backward_pre")
+    assert browser_sends(widget_shown(shown[-1]), type="attach", target="fc", kind="backward_pre")["ok"]
     assert diff_keys(before, all_hook_state(user_model))
 
     _run(ip, "%unload_ext hookwidgets")

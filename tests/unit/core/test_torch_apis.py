@@ -82,7 +82,10 @@ def test_without_raw_saved_tensors_the_graph_shows_none_saved(monkeypatch):
 
 @pytest.mark.parametrize("fact", ["HAS_CURRENT_NODE", "HAS_NODE_NUMBERS", "HAS_SAVED_TENSORS"])
 def test_each_fact_holds_on_the_torch_tested_with_and_says_why_when_off(fact, monkeypatch):
-    assert getattr(_torch, fact) is True and _torch.off() == {}
+    model = nn.Linear(4, 4)
+    with Explorer(model) as ex:
+        assert getattr(_torch, fact) is True and ex.diagnostics == []
     monkeypatch.setattr(_torch, fact, False)
-    (why,) = _torch.off().values()
+    with Explorer(model) as ex:
+        (why,) = ex.diagnostics
     assert "this torch" in why

@@ -11,12 +11,12 @@ import torch
 
 from hookwidgets.plots import NONFINITE_COLOR, feature_map_figure, figure_png, gradient_map_figure
 from hookwidgets.plots._labels import box_size
-from hookwidgets.plots._tiles import BOX_SHADE
 from hookwidgets.plots.feature_maps import DPI
 
 MAGENTA = np.array([255, 0, 255], dtype=np.uint8)
 WHITE = np.array([255, 255, 255], dtype=np.uint8)
 TOP, LEFT = 24, 6  # the grid's offset in the PNG: title margin above, a small margin on the left
+SHADE = 0.35  # a label box darkens the tile under it to 35% (black at 65% opacity): white text reads on any colour
 
 
 def _png(fig, dpi: int = DPI) -> np.ndarray:
@@ -202,7 +202,7 @@ def test_labels_sit_on_a_dark_box_and_leave_nan_pixels_magenta():
     fig = feature_map_figure(torch.full((1, 1, 3, 3), 1.0))
     grid = _grid(fig)
     shaded, tile = grid[1, 1, :3].astype(int), grid[20, 20, :3].astype(int)
-    assert (np.abs(shaded - (tile * BOX_SHADE).astype(int)) <= 1).all() and (shaded < tile).all()
+    assert (np.abs(shaded - (tile * SHADE).astype(int)) <= 1).all() and (shaded < tile).all()
     assert (grid[height - 1, width - 1, :3] == shaded).all() and (grid[height, width, :3] == tile).all()
 
 

@@ -1,4 +1,5 @@
-"""The comm messages the frontend sends, for driving a view from Python as the browser does."""
+"""The comm messages the frontend sends, for driving a view from Python as the browser does: each is handed to the
+view's comm, as the kernel hands it a message from the page."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ _request_ids = itertools.count()
 
 def browser_sets(view: Any, /, **state: Any) -> None:
     """What the frontend sends for ``model.set(...); model.save_changes()``."""
-    view._handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []})
+    view.comm.handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []})
 
 
 def browser_sends(view: Any, /, **content: Any) -> dict[str, Any]:
     """What the frontend sends for a request (``model.send(content)`` with a fresh ``request_id``); returns the
     kernel's reply, after checking that exactly one came and that it carries the request's id."""
     request_id = f"test-{next(_request_ids)}"
-    replies = sent_by_kernel(view, lambda: _send(view, {**content, "request_id": request_id}))
+    replies = sent_by_kernel(view, lambda: page_sends(view, {**content, "request_id": request_id}))
     answers = [m for m in replies if m.get("type") == "reply"]
     assert len(answers) == 1, f"{content.get('type')!r} got {len(answers)} replies: {answers}"
     assert answers[0]["request_id"] == request_id
@@ -45,8 +46,9 @@ def sent_by_kernel(view: Any, action: Any) -> list[dict[str, Any]]:
     return sent
 
 
-def _send(view: Any, content: dict[str, Any]) -> None:
-    view._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
+def page_sends(view: Any, content: dict[str, Any]) -> None:
+    """What the frontend sends for ``model.send(content)``, as it is (``browser_sends`` adds a request id)."""
+    view.comm.handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
 
 
 def summary_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from torch import nn
 
 from hookwidgets import HookExplorer
 
-from ._messages import browser_sends, browser_sets, sent_by_kernel
+from ._messages import browser_sends, browser_sets, page_sends, sent_by_kernel
 
 
 def test_a_request_that_succeeds_gets_an_ok_reply(explorer):
@@ -76,14 +76,7 @@ def test_a_message_without_a_request_id_is_done_and_answered_by_nothing(explorer
     view = explorer.view
 
     def send() -> None:
-        view._handle_msg(
-            {
-                "content": {
-                    "data": {"method": "custom", "content": {"type": "attach", "target": "", "kind": "forward"}}
-                },
-                "buffers": [],
-            }
-        )
+        page_sends(view, {"type": "attach", "target": "", "kind": "forward"})
 
     assert sent_by_kernel(view, send) == []
     assert [(h["target"], h["kind"]) for h in view.hooks] == [("", "forward")]

@@ -5,6 +5,7 @@ import warnings
 
 import pytest
 import torch
+from IPython.core.formatters import DisplayFormatter
 from ipywidgets.widgets.widget import _remove_buffers
 from torch import nn
 
@@ -24,8 +25,7 @@ def test_view_starts_with_the_tree_and_the_offered_hook_kinds(explorer):
     assert view.selection["target"] == "" and view.selection["family"] == "module"
     assert "global_forward" in view.selection["kinds"]  # the model itself takes the global kinds
     assert view.hooks == [] and view.error == "" and view.status["state"] == "idle"
-    bundle = explorer._repr_mimebundle_()
-    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    data, _ = DisplayFormatter().format(explorer)  # what IPython shows for ``ex`` at a cell's end
     assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == view.model_id
 
 

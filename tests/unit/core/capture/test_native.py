@@ -1,9 +1,11 @@
 """The fused C kernel of the stats action: built here, equal to the torch reductions, and safely optional."""
 
+import importlib
 import math
 import os
 import signal
 import subprocess
+import threading
 import time
 
 import pytest
@@ -12,6 +14,8 @@ import torch
 import hookwidgets.core.capture.stats as stats_module
 from hookwidgets.core.capture import native
 from hookwidgets.core.capture.stats import STAT_KEYS, tensor_stats
+
+REAL_RUN = subprocess.run
 
 
 def torch_path_stats(t: torch.Tensor) -> dict[str, float]:
@@ -37,14 +41,17 @@ def assert_same_stats(fused: dict, reference: dict) -> None:
 
 @pytest.fixture
 def fresh_kernel_state(monkeypatch, tmp_path):
-    """The loader as in a new process, with its cache in ``tmp_path``."""
-    monkeypatch.setattr(native, "_tried", False)
-    monkeypatch.setattr(native, "_functions", None)
-    monkeypatch.setattr(native, "_status", "not loaded yet")
-    monkeypatch.setattr(native, "_loader", None)
+    """The loader as in a new process (its module run again), with its cache in ``tmp_path``; as in this one after."""
     monkeypatch.setenv("HOOKWIDGETS_CACHE", str(tmp_path))
     monkeypatch.delenv(native.DISABLE_ENV, raising=False)
-    return tmp_path
+    importlib.reload(native)
+    yield tmp_path
+    importlib.reload(native)  # the next use loads the kernel again, from the cache the environment names by then
+
+
+def kernel_loaders() -> list[threading.Thread]:
+    """The threads loading the kernel now."""
+    return [thread for thread in threading.enumerate() if thread.name == "hookwidgets-stats-kernel"]
 
 
 def test_the_kernel_is_built_and_loaded_in_this_environment():
@@ -204,7 +211,7 @@ def test_the_library_is_compiled_once_then_taken_from_the_cache(fresh_kernel_sta
     assert native.status().startswith(f"loaded from {fresh_kernel_state}")
     built = sorted(fresh_kernel_state.iterdir())
     assert len(built) == 1 and built[0].suffix == ".so"  # the scratch folder is gone, the library stays
-    monkeypatch.setattr(native, "_tried", False)
+    importlib.reload(native)  # a new process
 
     def no_compiling(*args, **kwargs):
         raise AssertionError(f"compiled again: {args}")
@@ -226,21 +233,32 @@ def test_attaching_a_stats_hook_compiles_the_kernel_on_a_thread_before_the_first
     model = torch.nn.Sequential(torch.nn.Linear(3, 2))
     with Explorer(model) as ex:
         ex.attach("0", "forward", action="capture")
-        assert native._loader is None  # a capture needs no kernel
+        assert kernel_loaders() == [] and not list(fresh_kernel_state.iterdir())  # a capture needs no kernel
         ex.attach("0", "forward", action="stats")
-        loader = native._loader
-        assert loader is not None and loader.name == "hookwidgets-stats-kernel"
+        (loader,) = kernel_loaders()  # compiling on a thread of its own: attach returned meanwhile
         loader.join(native.COMPILE_TIMEOUT_S * 4)
-        assert native._tried and native._status.startswith(f"loaded from {fresh_kernel_state}")
+        assert [path.suffix for path in fresh_kernel_state.iterdir()] == [".so"]
         assert native.load_in_background() is None  # loaded: nothing more to start
+        assert native.status().startswith(f"loaded from {fresh_kernel_state}")
         model(torch.ones(1, 3))
         assert ex.captures["0"]["forward"][-1].stats["max"] == pytest.approx(model(torch.ones(1, 3)).max().item())
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX only")
-def test_a_fork_while_the_loader_holds_the_lock_leaves_the_child_a_free_lock(fresh_kernel_state):
-    native._lock.acquire()  # as if the loader thread were compiling at the moment of the fork
+def test_a_fork_while_the_loader_compiles_leaves_the_child_a_free_lock(fresh_kernel_state, monkeypatch):
+    compiling, done_forking = threading.Event(), threading.Event()
+    parent = os.getpid()
+
+    def slow_compiler(*args, **kwargs):
+        if os.getpid() == parent:  # the loader thread holds the loader's lock until its compiler is done
+            compiling.set()
+            done_forking.wait(120)
+        return REAL_RUN(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", slow_compiler)
+    loader = native.load_in_background()
     try:
+        assert compiling.wait(60), "the loader never ran the compiler"
         pid = os.fork()
         if pid == 0:  # the child: loads the kernel itself instead of waiting for a thread it does not have
             os._exit(0 if native.fused_sums(torch.arange(4.0))[:2] == (6.0, 14.0) else 1)
@@ -252,5 +270,7 @@ def test_a_fork_while_the_loader_holds_the_lock_leaves_the_child_a_free_lock(fre
             os.waitpid(pid, 0)
             pytest.fail("the forked child blocked on the kernel's lock")
     finally:
-        native._lock.release()
+        done_forking.set()
+        loader.join(native.COMPILE_TIMEOUT_S * 4)
     assert os.waitstatus_to_exitcode(done[1]) == 0
+    assert native.status().startswith(f"loaded from {fresh_kernel_state}")  # and the parent's loader finished

@@ -2,6 +2,7 @@
 ``xcode-select -p`` finds the Command Line Tools; ``native.status()`` says why the kernel is off."""
 
 import hashlib
+import importlib
 import math
 import platform
 import shutil
@@ -20,15 +21,14 @@ REAL_RUN = subprocess.run
 
 @pytest.fixture
 def fresh_kernel_state(monkeypatch, tmp_path):
-    """The loader as in a new process, with an empty cache in ``tmp_path`` (so it would have to compile)."""
-    monkeypatch.setattr(native, "_tried", False)
-    monkeypatch.setattr(native, "_functions", None)
-    monkeypatch.setattr(native, "_status", "not loaded yet")
-    monkeypatch.setattr(native, "_loader", None)
+    """The loader as in a new process (its module run again), with an empty cache in ``tmp_path`` (so it would have
+    to compile); as in this one after."""
     monkeypatch.setenv("HOOKWIDGETS_CACHE", str(tmp_path))
     monkeypatch.delenv(native.DISABLE_ENV, raising=False)
     monkeypatch.delenv("CC", raising=False)
-    return tmp_path
+    importlib.reload(native)
+    yield tmp_path
+    importlib.reload(native)  # the next use loads the kernel again, from the cache the environment names by then
 
 
 @pytest.fixture
@@ -129,7 +129,7 @@ def test_on_macos_a_cached_library_is_loaded_without_asking_xcode_select(fresh_k
     # the library as cached on a Mac: the cache key names the platform
     key = hashlib.sha256(native.SOURCE.read_bytes() + f"{platform.machine()}-darwin".encode()).hexdigest()[:16]
     next(fresh_kernel_state.iterdir()).rename(fresh_kernel_state / f"fused_stats-{key}.so")
-    monkeypatch.setattr(native, "_tried", False)
+    importlib.reload(native)  # a new process, on a Mac
     monkeypatch.setattr(sys, "platform", "darwin")
     monkeypatch.setattr(shutil, "which", lambda name: pytest.fail(f"looked for {name} with a cached library"))
     assert native.status().startswith(f"loaded from {fresh_kernel_state / f'fused_stats-{key}.so'}")

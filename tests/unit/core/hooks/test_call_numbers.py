@@ -8,6 +8,8 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
+from hookwidgets.core.hooks import Clock
+from hookwidgets.core.hooks.clock import CALL_STEPS_KEPT
 from tests.conftest import hook_state
 
 
@@ -88,6 +90,14 @@ def test_calls_are_numbered_per_step_over_several_steps():
                 (3, 1),
                 (3, 0),
             ]
+
+
+def test_the_clock_keeps_the_call_counters_of_the_newest_steps_only():
+    clock = Clock()
+    for _ in range(3 * CALL_STEPS_KEPT):
+        step = clock.begin_step()
+        assert [clock.next_call("l", "forward") for _ in range(2)] == [0, 1]
+    assert clock.kept_steps() == list(range(step - CALL_STEPS_KEPT + 1, step + 1))  # a long loop keeps no more
 
 
 def two_forwards_one_backward(model: Twice, x1: torch.Tensor, x2: torch.Tensor) -> None:

@@ -2,7 +2,6 @@
 
 import copy
 import warnings
-import weakref
 
 import pytest
 import torch
@@ -413,19 +412,26 @@ def test_a_global_kind_attached_after_a_module_was_added_leaves_none_of_them_beh
         assert [r.step for r in ex.captures["3"]["global_forward_pre"]] == [2]
 
 
-def test_a_module_that_took_the_id_of_a_collected_one_gets_the_global_kinds(mlp, x):
-    with Explorer(mlp) as ex:
+class Wide(nn.Tanh):
+    """A Tanh too big for Python's small-object allocator: malloc hands a freed one's memory to the next one made."""
+
+    __slots__ = tuple(f"slot{i}" for i in range(80))
+
+
+def test_a_module_that_took_the_id_of_a_collected_one_gets_the_global_kinds(x):
+    model = nn.Sequential(nn.Linear(4, 4), Wide(), nn.Linear(4, 2))
+    with Explorer(model) as ex:
         ex.attach("", "global_forward")
-        wide = ex._registry._model_wide
-        # As if mlp[1] were new, at the address of a hooked module collected since: no hook of ours, and the
-        # reference kept for its id is that dead module's.
-        mlp[1]._forward_hooks.clear()
-        mlp[1]._forward_hooks_always_called.clear()
-        collected = nn.Tanh()
-        wide._refs[id(mlp[1])] = weakref.ref(collected, wide._died.append)
-        del collected
-        mlp(x)
-        assert [r.step for r in ex.captures["1"]["global_forward"]] == [1]
+        model(x)
+        hooked = id(model[1])
+        model[1] = nn.Identity()  # the hooked module is collected now
+        others = []  # kept alive, so each try is a fresh address
+        while id(new := Wide()) != hooked and len(others) < 100:
+            others.append(new)
+        assert id(new) == hooked, "no new module took the collected one's memory"
+        model[1] = new  # a new module at the address of a hooked one: no hook of ours is on it
+        model(x)
+        assert [r.step for r in ex.captures["1"]["global_forward"]] == [1, 2]
 
 
 def test_a_step_that_adds_no_module_places_no_hook_again(mlp, x):

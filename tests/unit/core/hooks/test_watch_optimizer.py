@@ -45,12 +45,12 @@ def test_watching_again_replaces_and_never_stacks():
     with Explorer(model) as ex:
         first = ex.watch_optimizer(opt)
         second = ex.watch_optimizer(opt, every=2)
-        assert "closed" in repr(first) and [m for _, m in ex._monitors] == [second]
+        assert "closed" in repr(first) and ex.monitors == [second]
         assert [len(d) for d in optimizer_hook_state(opt)[:2]] == [1, 1]  # one pre and one post hook
         # A re-run cell makes a new optimizer of the same parameters: its watch replaces the old one too.
         rerun = torch.optim.SGD(model.parameters(), lr=0.1)
         third = ex.watch_optimizer(rerun)
-        assert "closed" in repr(second) and [m for _, m in ex._monitors] == [third]
+        assert "closed" in repr(second) and ex.monitors == [third]
         assert optimizer_hook_state(opt) == before
         _train_step(model, rerun)
         assert len(third.records) == 4 and first.records == [] and second.records == []
@@ -64,15 +64,19 @@ def test_disjoint_optimizers_are_kept_and_watching_every_optimizer_replaces_them
     before = optimizer_hook_state(first_opt, second_opt)
     with Explorer(model) as ex:
         a, b = ex.watch_optimizer(first_opt), ex.watch_optimizer(second_opt)
-        assert [m for _, m in ex._monitors] == [a, b]
+        assert ex.monitors == [a, b]
         every = ex.watch_optimizer()  # every optimizer of the model: it measures both, so it replaces both
-        assert every.scope == "global" and [m for _, m in ex._monitors] == [every]
+        assert every.scope == "global" and ex.monitors == [every]
         assert "closed" in repr(a) and "closed" in repr(b)
         for opt in (first_opt, second_opt):
             _train_step(model, opt)
         assert [r["param"] for r in every.records] == ["0.weight", "0.bias", "2.weight", "2.bias"]
+        assert a.records == [] and b.records == []  # the replaced monitors measure nothing more
         one = ex.watch_optimizer(first_opt)  # and a single optimizer replaces the watch of every optimizer
-        assert [m for _, m in ex._monitors] == [one] and "closed" in repr(every)
+        assert ex.monitors == [one] and "closed" in repr(every)
+        for opt in (first_opt, second_opt):
+            _train_step(model, opt)
+        assert [r["param"] for r in one.records] == ["0.weight", "0.bias"] and len(every.records) == 4
     assert optimizer_hook_state(first_opt, second_opt) == before
 
 
@@ -87,11 +91,15 @@ def test_close_restores_every_optimizer_hook_dict_and_lets_go_of_the_optimizers(
     _train_step(model, first_opt)
     assert all(optimizer_hook_state(first_opt, second_opt)[i] != before[i] for i in (0, 1, 4, 5))
     ex.close()
-    assert optimizer_hook_state(first_opt, second_opt) == before and ex._monitors == []
+    assert optimizer_hook_state(first_opt, second_opt) == before and ex.monitors == []
     assert len(local.records) == 2  # a closed monitor keeps what it measured
+    optimizers = [weakref.ref(first_opt), weakref.ref(second_opt)]
+    del local, first_opt, second_opt
+    gc.collect()
+    assert [ref() for ref in optimizers] == [None, None]  # the closed explorer holds none of them
     ex.close()  # twice is fine
     with pytest.raises(RuntimeError, match="closed"):
-        ex.watch_optimizer(first_opt)
+        ex.watch_optimizer(torch.optim.SGD(model.parameters(), lr=0.1))
 
 
 def test_a_dropped_explorer_frees_the_model_and_removes_its_step_hooks():
@@ -123,4 +131,4 @@ def test_bad_arguments_name_the_fix_and_leave_the_watch_as_it_was():
             ex.watch_optimizer(opt, every=0)
         with pytest.raises(ValueError, match="scope must be one of"):
             ex.watch_optimizer(opt, scope="everywhere")
-        assert [m for _, m in ex._monitors] == [kept] and "closed" not in repr(kept)
+        assert ex.monitors == [kept] and "closed" not in repr(kept)

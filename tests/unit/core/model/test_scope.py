@@ -11,7 +11,6 @@ from torch import nn
 
 from hookwidgets.core import Explorer
 from hookwidgets.core.graph.record import GraphRecorder, record_graph
-from hookwidgets.core.model import scope
 from hookwidgets.core.model.scope import ScopeTracker
 
 TORCH_CALL = nn.Module.__call__
@@ -27,17 +26,24 @@ def ids_of(model: nn.Module, x: torch.Tensor) -> list[str]:
 
 
 def test_the_wrapper_is_in_place_only_while_a_tracker_runs():
-    model = mlp()
-    first, second = ScopeTracker(model, lambda *a: None), ScopeTracker(model, lambda *a: None)
+    model, x = mlp(), torch.randn(2, 4)
+    ended: dict[str, list] = {"first": [], "second": []}
+    first = ScopeTracker(model, lambda call, output, exc: ended["first"].append(output))
+    second = ScopeTracker(model, lambda call, output, exc: ended["second"].append(output))
     first.start()
-    assert nn.Module.__call__ is scope._tracked_call
+    wrapper = nn.Module.__call__
+    assert wrapper is not TORCH_CALL
     second.start()
+    assert nn.Module.__call__ is wrapper  # one wrapper for every tracker
     first.stop()
-    assert nn.Module.__call__ is scope._tracked_call  # the second still follows
+    assert nn.Module.__call__ is wrapper  # the second still follows
+    model(x)
+    assert [len(calls) for calls in ended.values()] == [0, 1]
     second.stop()
     assert nn.Module.__call__ is TORCH_CALL
     second.stop()  # idempotent
-    assert nn.Module.__call__ is TORCH_CALL and scope._following == ()
+    model(x)
+    assert nn.Module.__call__ is TORCH_CALL and [len(calls) for calls in ended.values()] == [0, 1]
 
 
 def test_plain_forwards_leave_torchs_call_alone_and_recordings_restore_it():
@@ -45,7 +51,7 @@ def test_plain_forwards_leave_torchs_call_alone_and_recordings_restore_it():
     model(torch.randn(2, 4))
     assert nn.Module.__call__ is TORCH_CALL
     with GraphRecorder(model) as recorder:
-        assert nn.Module.__call__ is scope._tracked_call
+        assert nn.Module.__call__ is not TORCH_CALL
         model(torch.randn(2, 4))
     assert nn.Module.__call__ is TORCH_CALL
     assert "0/AddmmBackward0#0" in recorder.result().ids()
@@ -90,20 +96,22 @@ def test_a_wrapper_installed_over_ours_is_left_in_place_and_calls_pass_through(m
     assert ids_of(model, x) == expected and nn.Module.__call__ is TORCH_CALL
 
 
-def test_nothing_is_logged_while_torch_compile_traces(monkeypatch):
-    model = mlp()
+def test_nothing_is_logged_while_torch_compile_traces():
+    model, x = mlp(), torch.randn(2, 4)
     ended = []
     tracker = ScopeTracker(model, lambda call, output, exc: ended.append(call))
+    torch._dynamo.reset()  # traced from scratch, and no compiled code left for other tests
     tracker.start()
     try:
-        monkeypatch.setattr(scope, "_is_compiling", lambda: True)
-        model(torch.randn(2, 4))
+        compiled = torch.compile(model, backend="eager")
+        compiled(x)  # traced, then run: the modules' calls are inlined in the compiled code
+        compiled(x)
         assert ended == [] and tracker.call is None
-        monkeypatch.setattr(scope, "_is_compiling", lambda: False)
-        model(torch.randn(2, 4))
+        model(x)
         assert len(ended) == 1 and {"0", "1", "2"} <= set(ended[0].scopes)
     finally:
         tracker.stop()
+        torch._dynamo.reset()
 
 
 class Doubled(nn.Module):
