@@ -44,8 +44,10 @@ class HookExplorer(Explorer):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = self.view._repr_mimebundle_(**kwargs)
-        if isinstance(bundle, dict):
-            bundle["text/plain"] = repr(self)  # what a console without widgets shows
+        # ipywidgets gives (data, metadata), older versions data alone; a console without widgets shows text/plain
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict):
+            data["text/plain"] = repr(self)
         return bundle
 
     def show_ddp(self, source: DDPInspector | list[dict[str, Any]] | str | os.PathLike) -> None:

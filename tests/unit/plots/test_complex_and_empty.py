@@ -32,7 +32,7 @@ def _imaginary(*shape: int) -> torch.Tensor:
 
 
 def _titles(fig) -> str:
-    texts = [ax.get_title() for ax in fig.axes] + ([fig._suptitle.get_text()] if fig._suptitle else [])
+    texts = [ax.get_title() for ax in fig.axes] + ([fig.get_suptitle()] if fig.get_suptitle() else [])
     return " ".join(texts).replace("\n", " ")
 
 
@@ -71,7 +71,7 @@ def test_bars_matrices_and_attention_of_complex_values_draw_their_magnitude():
 
     weights = _imaginary(2, 3, 3)
     attention = attention_figure(weights, title="attn")
-    assert attention._suptitle.get_text() == "attn (magnitude)"
+    assert attention.get_suptitle() == "attn (magnitude)"
     np.testing.assert_allclose(attention.axes[1].get_images()[0].get_array(), weights[1].abs().numpy(), rtol=1e-6)
 
 

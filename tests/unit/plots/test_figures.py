@@ -364,7 +364,7 @@ def test_half_precision_and_nonfinite_values_are_drawn_magenta_where_they_are(ca
     draw, nonfinite, finite = CASES[case]
     t = _half_with_nonfinite(64, dtype)
     fig = draw(t)
-    title = fig._suptitle.get_text() if fig._suptitle is not None else fig.axes[0].get_title()
+    title = fig.get_suptitle() or fig.axes[0].get_title()
     assert "1 NaN, 1 Inf" in title
     rgb = _rendered(fig)
     ax = fig.axes[0]

@@ -27,6 +27,8 @@ def test_view_starts_with_the_tree_and_the_offered_hook_kinds(explorer):
     assert view.hooks == [] and view.error == "" and view.status["state"] == "idle"
     data, _ = DisplayFormatter().format(explorer)  # what IPython shows for ``ex`` at a cell's end
     assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == view.model_id
+    assert data["text/plain"] == repr(explorer)  # a console without widgets shows the explorer, not the view
+    assert data["text/plain"].startswith("<HookExplorer of SmallCNN")
 
 
 def test_click_toggle_run_shows_the_capture_as_png_bytes(explorer, cnn):
