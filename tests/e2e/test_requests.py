@@ -120,6 +120,30 @@ def test_a_toggle_waits_for_its_reply_and_says_when_the_kernel_is_late(page: Pag
     assert page.hw_errors == []  # type: ignore[attr-defined]
 
 
+def test_a_toggle_stays_the_same_element_when_the_selections_code_changes(page: Page) -> None:
+    page.evaluate(_SETUP, (STATIC / "widget.js").read_text())
+    page.locator(_TOGGLE).check()
+    (sent,) = page.evaluate("() => hw.model.sent")
+    page.evaluate("(toggle) => { window.clicked = document.querySelector(toggle); }", _TOGGLE)
+    # the kernel's answer: the hooks, a selection whose code now shows the new hook, then the reply
+    page.evaluate("() => hw.model.set('hooks', [{target: 'a', kind: 'grad', action: 'capture', fired: 0}])")
+    page.evaluate("() => hw.model.set('selection', {...hw.model.get('selection'), code: 'handle = ...'})")
+    page.evaluate(
+        "(id) => hw.model.fromKernel({type: 'reply', request_id: id, ok: true, error: ''})", sent["request_id"]
+    )
+    page.wait_for_function(f"() => !document.querySelector('{_TOGGLE}').disabled")
+    kept = page.evaluate(
+        """(toggle) => ({same: window.clicked === document.querySelector(toggle),
+                        checked: window.clicked.checked, disabled: window.clicked.disabled})""",
+        _TOGGLE,
+    )
+    assert kept == {"same": True, "checked": True, "disabled": False}  # a script holding it sees it settle
+    # another place's selection brings its own toggles
+    page.evaluate("() => hw.model.set('selection', {...hw.model.get('selection'), target: 'a', kinds: ['forward']})")
+    assert page.locator("input.hw-toggle").count() == 1
+    assert page.hw_errors == []  # type: ignore[attr-defined]
+
+
 def test_graph_nodes_say_their_type_in_data_node_type_and_data_kind_names_hook_kinds_only(page: Page) -> None:
     page.evaluate(_SETUP, (STATIC / "widget.js").read_text())
     graph = {

@@ -102,6 +102,15 @@ export function createInspector(model, requests) {
     const path = selectedPath();
     const sel = selection();
     const kinds = sel?.kinds ?? [];
+    const shown = [...toggles.querySelectorAll("input.hw-toggle")];
+    const same =
+      shown.length === kinds.length &&
+      shown.every((input, i) => input.getAttribute("data-kind") === kinds[i] && input.getAttribute("data-target") === path);
+    if (same && kinds.length > 0) {
+      // The same toggles (a hook's code changed the selection payload): kept, so focus and a pending click stay put.
+      syncToggles();
+      return;
+    }
     toggles.replaceChildren(
       ...kinds.map((kind) => {
         const input = h("input", {
