@@ -138,6 +138,9 @@ def fit_title(fig: Figure, ax: Axes, text: str, size: float = 9) -> None:
 
     Call it once the axes are placed: the title is centred over the axes, not over the figure.
     """
+    if not text:
+        ax.set_title("")
+        return
     width = fig.get_size_inches()[0]
     box = ax.get_position()
     centre = (box.x0 + box.x1) / 2 * width

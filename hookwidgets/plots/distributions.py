@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ._common import as_float_array, empty_figure, is_empty, literal, magnitude_note
+from ._common import as_float_array, empty_figure, fit_title, is_empty, literal, magnitude_note
 
 
 def histogram_figure(
@@ -45,6 +45,6 @@ def histogram_figure(
     ax.set_ylabel("count" + (" (log)" if log else ""), fontsize=8)
     ax.tick_params(labelsize=7)
     ax.legend(fontsize=7, frameon=False)
-    ax.set_title(f"{literal(title)}{magnitude}", fontsize=9)
     fig.tight_layout()
+    fit_title(fig, ax, f"{literal(title)}{magnitude}")
     return fig

@@ -14,6 +14,7 @@ from ._common import (
     as_float_array,
     empty_figure,
     finite_range,
+    fit_title,
     is_empty,
     literal,
     magnitude_note,
@@ -43,8 +44,8 @@ def bars_figure(values: torch.Tensor | np.ndarray, *, title: str = "", diverging
     ax.axhline(0, color="#444", linewidth=0.6)
     ax.set_xlabel("feature", fontsize=8)
     ax.tick_params(labelsize=7)
-    ax.set_title(f"{literal(title)}{magnitude}{nonfinite_note(values)}", fontsize=9)
     fig.tight_layout()
+    fit_title(fig, ax, f"{literal(title)}{magnitude}{nonfinite_note(values)}")  # a few features: a narrow figure
     return fig
 
 

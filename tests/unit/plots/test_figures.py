@@ -421,3 +421,16 @@ def test_model_strings_are_drawn_as_they_are_never_as_mathtext():
         assert figure_png(fig, dpi=40)[:8] == PNG  # mathtext would raise here
         texts = _texts(fig)
         assert any(NAME.replace("$", r"\$") in t for t in texts), (k, texts)
+
+
+@pytest.mark.parametrize("draw", ["bars", "histogram"])
+def test_a_long_title_over_a_few_values_stays_inside_the_figure(draw):
+    title = "classifier.fc/AddmmBackward0#0 · grad_output.0"
+    values = torch.arange(10.0)
+    fig = bars_figure(values, title=title) if draw == "bars" else histogram_figure(values, title=title * 2)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    width, height = canvas.get_width_height()
+    box = fig.axes[0].title.get_window_extent(canvas.get_renderer())
+    assert box.x0 >= 0 and box.x1 <= width and box.y1 <= height
+    assert " ".join(fig.axes[0].title.get_text().split()).startswith(title)  # all of it, maybe on more lines
