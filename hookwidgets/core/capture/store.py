@@ -210,13 +210,13 @@ class CaptureStore(Mapping):
 
     def compact_if_faulting(self) -> int:
         """Deprecated: does nothing and returns 0; it goes in the next release. Captures stay references to the
-        model's own tensors (moving them out of its heap cost more time than it saved)."""
+        model's own tensors (moving them out of its heap gained nothing measurable)."""
         warn_retired("CaptureStore.compact_if_faulting()", _KEPT_AS_REFERENCES)
         return 0
 
     def compact(self) -> int:
         """Deprecated: does nothing and returns 0; it goes in the next release. Captures stay references to the
-        model's own tensors (moving them out of its heap cost more time than it saved)."""
+        model's own tensors (moving them out of its heap gained nothing measurable)."""
         warn_retired("CaptureStore.compact()", _KEPT_AS_REFERENCES)
         return 0
 
