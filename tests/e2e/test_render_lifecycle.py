@@ -4,14 +4,14 @@ one model stay in step, and each view's cleanup removes every listener it added 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page
 
+from tests.e2e._browser import STATIC, widget_page
+
 pytestmark = pytest.mark.e2e
 
-STATIC = Path(__file__).resolve().parents[2] / "hookwidgets" / "static"
 
 # A stand-in for anywidget's model: get/set/save_changes/send/on/off, counting listeners per event.
 _SETUP = """
@@ -53,16 +53,8 @@ async (bundle) => {
 @pytest.fixture
 def page(chromium_browser: Browser) -> Iterator[Page]:
     """A blank page with the widget's CSS; page errors collected on `page.hw_errors`."""
-    context = chromium_browser.new_context(viewport={"width": 1200, "height": 900})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("dialog", lambda dialog: (errors.append(f"dialog: {dialog.message}"), dialog.dismiss()))
-    page.set_content("<!doctype html><html><body></body></html>")
-    page.add_style_tag(content=(STATIC / "widget.css").read_text())
-    page.hw_errors = errors  # type: ignore[attr-defined]
-    yield page
-    context.close()
+    with widget_page(chromium_browser) as page:
+        yield page
 
 
 def test_two_views_stay_in_step_and_each_cleanup_removes_its_listeners(page: Page) -> None:

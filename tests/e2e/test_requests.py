@@ -4,14 +4,14 @@ the kernel's one reply to its request, however late it comes, and says so when i
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page
 
+from tests.e2e._browser import STATIC, widget_page
+
 pytestmark = pytest.mark.e2e
 
-STATIC = Path(__file__).resolve().parents[2] / "hookwidgets" / "static"
 
 # A stand-in for anywidget's model whose kernel never answers on its own: the test sends each reply.
 _SETUP = """
@@ -52,16 +52,8 @@ _TOGGLE = 'input.hw-toggle[data-kind="grad"]'
 @pytest.fixture
 def page(chromium_browser: Browser) -> Iterator[Page]:
     """A blank page with the widget's CSS and a controllable clock; page errors collected on `page.hw_errors`."""
-    context = chromium_browser.new_context(viewport={"width": 1200, "height": 900})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.clock.install()
-    page.set_content("<!doctype html><html><body></body></html>")
-    page.add_style_tag(content=(STATIC / "widget.css").read_text())
-    page.hw_errors = errors  # type: ignore[attr-defined]
-    yield page
-    context.close()
+    with widget_page(chromium_browser, clock=True) as page:
+        yield page
 
 
 def _toggle_state(page: Page) -> dict:

@@ -170,13 +170,7 @@ class Registrar:
                     return None
                 firing = backward_firing(target, kind)
                 call_user = (lambda g: user(mod, g, grad_output)) if callable(user) else None
-                result = fire(info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user)
-                if all(g is None for g in grad_input):
-                    # torch refuses a changed grad_input here (and warns): say what that means
-                    edited = result is not None and not callable(user)  # a callable's Nones are no edit
-                    info.note = input_grad_note(target, grad_input, edited=edited)
-                    return None
-                return result
+                return _fire_full_backward(fire, info, firing, target, grad_input, grad_output, call_user)
 
             if spec.name == "legacy_backward":
                 if full_backward_flag(flag_owner(module)) is True:  # torch's own error names neither
@@ -287,12 +281,7 @@ class Registrar:
                 return fire(info, "backward", firing, values[0], _grad_outputs, call_user)
             grad_input, grad_output = values
             call_user = (lambda g: user(module, g, grad_output)) if callable(user) else None
-            result = fire(info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user)
-            if all(g is None for g in grad_input):
-                edited = result is not None and not callable(user)  # a callable's Nones are no edit
-                info.note = input_grad_note(path, grad_input, edited=edited)
-                return None
-            return result
+            return _fire_full_backward(fire, info, firing, path, grad_input, grad_output, call_user)
 
         # Backward firings name their step and forward call (Clock.backward_firing): each call of the model's
         # modules tags the nodes its backward runs.
@@ -356,6 +345,19 @@ def _forward_inputs(args: Any, kwargs: dict | None) -> dict[str, torch.Tensor]:
 
 def _grad_outputs(grad_output: Any) -> dict[str, torch.Tensor]:
     return named_tensors("grad_output", grad_output)
+
+
+def _fire_full_backward(
+    fire: Callable, info: HookInfo, firing: Firing, path: str, grad_input: Any, grad_output: Any, call_user: Any
+) -> Any:
+    """Fire a full backward hook on ``path``; when every input gradient is None, note why an edit cannot apply."""
+    result = fire(info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user)
+    if all(g is None for g in grad_input):
+        # torch refuses a changed grad_input here (and warns): say what that means
+        edited = result is not None and call_user is None  # a callable's Nones are no edit
+        info.note = input_grad_note(path, grad_input, edited=edited)
+        return None
+    return result
 
 
 def _grads_both(grad_input: Any, grad_output: Any) -> dict[str, torch.Tensor]:
