@@ -473,7 +473,7 @@ class Explorer:
         target: Any = None,
         method: str = "gradcam",
     ) -> torch.Tensor:
-        """A CAM of ``target`` at ``layer`` (None: the last spatial layer): ``(N, H, W)`` in [0, 1] at input size.
+        """A CAM of ``target`` at ``layer`` (None: ``default_layer``'s, on the image path): ``(N, H, W)`` in [0, 1].
 
         ``method`` is ``gradcam``, ``gradcam++``, ``hirescam``, ``xgradcam`` or ``layercam``; the
         tensor's ``.layer`` names the layer used and ``.classes`` the class explained per item.

@@ -1,4 +1,5 @@
-"""The layer a CAM is taken at: the user's choice checked, or the last layer with a spatial output."""
+"""The layer a CAM is taken at: the user's choice checked, or the last layer on the image path with a spatial
+output."""
 
 from __future__ import annotations
 
@@ -7,66 +8,44 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.autograd.graph import GradientEdge, get_gradient_edge
 
 from ..display import display_name, quoted
-from ..model.inputs import Inputs, call_model
+from ..model.inputs import Inputs
 from ..model.targets import resolve_module
-from .grid import as_grid, is_spatial
-from .tap import first_tensor
+from .grid import as_grid
+from .image_path import image_path
 
 # Their map is a coarser copy of the layer before, so the default looks past them (a user may still pick one).
 POOLING = (nn.MaxPool1d, nn.MaxPool2d, nn.AvgPool2d, nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d)
 SHOWN = 12
 
 
-def output_shapes(model: nn.Module, inputs: Inputs) -> list[tuple[str, tuple[int, ...]]]:
-    """``(path, first output shape)`` of every submodule in the order their forwards finish (no grad)."""
-    seen: list[tuple[str, tuple[int, ...]]] = []
-
-    def note(path: str):
-        def hook(module: nn.Module, args: Any, output: Any) -> None:
-            tensor = first_tensor(output)
-            if tensor is not None:
-                seen.append((path, tuple(tensor.shape)))
-
-        return hook
-
-    handles = [m.register_forward_hook(note(p)) for p, m in model.named_modules() if p]
-    try:
-        with torch.no_grad():
-            call_model(model, inputs)
-    finally:
-        for handle in handles:
-            handle.remove()
-    return seen
-
-
 def spatial_layers(model: nn.Module, inputs: Inputs, image_size: tuple[int, int]) -> list[str]:
-    """Paths of layers whose output can carry a CAM, in the order their forwards finish (once each)."""
-    found: dict[str, None] = {}
-    for path, shape in output_shapes(model, inputs):
-        if is_spatial(shape, image_size):
-            found.pop(path, None)  # a module called again moves to its last call
-            found[path] = None
-    return list(found)
+    """Paths of layers whose output can carry a CAM, in the order their forwards finish (once each): outputs
+    ``(N, C, h, w)`` or ViT tokens computed from the image input (the first ``(N, C, H, W)`` floating tensor),
+    one per image; a text tower's outputs never are."""
+    return list(image_path(model, inputs, image_size).layers)
 
 
 def default_layer(model: nn.Module, inputs: Inputs, image_size: tuple[int, int]) -> str:
-    """The last layer to finish with a spatial output, pooling layers aside (e.g. ``layer4`` of a ResNet).
+    """The last layer on the image path to finish with a spatial output, pooling layers aside (``layer4`` of a
+    ResNet); for tokens, the input of the last attention over them (a ViT's last ``layernorm_before``).
 
-    A container that returns its last child's output finishes after it, so the container's
-    shorter name is chosen for the same tensor. ``attribute`` steps back from it when its grid gets no gradient.
+    A vision transformer's head reads one token, which takes in the patch tokens only through attention: after the
+    last attention their gradient is zero, so the map would be blank. A container that returns its last child's
+    output finishes after it, so the container's shorter name is chosen for the same tensor.
     """
-    candidates = spatial_layers(model, inputs, image_size)
-    preferred = [p for p in candidates if not isinstance(model.get_submodule(p), POOLING)]
-    if preferred or candidates:
-        return (preferred or candidates)[-1]
-    raise ValueError(
-        f"no layer of {display_name(type(model).__name__)} has a spatial output for these inputs: CAM methods need "
-        "a layer output of shape (N, C, H, W) or ViT tokens (N, 1+H·W, C); use a pixel method such as "
-        "method='saliency' instead"
-    )
+    found = image_path(model, inputs, image_size)
+    candidates = [p for p in found.layers if not isinstance(model.get_submodule(p), POOLING)] or list(found.layers)
+    if not candidates:
+        raise ValueError(
+            f"no layer of {display_name(type(model).__name__)} has a spatial output computed from the image for "
+            "these inputs: CAM methods need a layer output of shape (N, C, H, W) or ViT tokens (N, 1+H·W, C); "
+            "use a pixel method such as method='saliency' instead"
+        )
+    last = candidates[-1]
+    tokens = len(found.layers[last][1]) == 3
+    return found.attention_inputs[-1] if tokens and found.attention_inputs else last
 
 
 def resolve_layer(model: nn.Module, layer: str | nn.Module) -> tuple[str, nn.Module]:
@@ -104,31 +83,17 @@ def layers_reached(
     image_size: tuple[int, int],
     items: list[int],
 ) -> list[tuple[str, tuple[int, ...]]]:
-    """``(path, output shape)`` of the spatial layers, pooling aside, whose grid gets a non-zero gradient of
-    ``score_of(output)`` for each of ``items``, in the order their forwards finish (one forward and backward)."""
-    edges: dict[str, tuple[GradientEdge, tuple[int, ...]]] = {}
-
-    def note(path: str):
-        def hook(module: nn.Module, args: Any, output: Any) -> None:
-            tensor = first_tensor(output)
-            if tensor is not None and tensor.requires_grad and is_spatial(tuple(tensor.shape), image_size):
-                edges.pop(path, None)  # a module called again moves to its last call, as the CAM's tap keeps it
-                edges[path] = (get_gradient_edge(tensor), tuple(tensor.shape))
-
-        return hook
-
-    handles = [m.register_forward_hook(note(p)) for p, m in model.named_modules() if p and not isinstance(m, POOLING)]
-    try:
-        output = call_model(model, inputs)
-    finally:
-        for handle in handles:
-            handle.remove()
-    if not edges:
+    """``(path, output shape)`` of the spatial layers on the image path, pooling aside, whose grid gets a non-zero
+    gradient of ``score_of(output)`` for each of ``items``, in the order their forwards finish (one forward and
+    backward)."""
+    found = image_path(model, inputs, image_size)
+    layers = {p: entry for p, entry in found.layers.items() if not isinstance(model.get_submodule(p), POOLING)}
+    if not layers:
         return []
-    grads = torch.autograd.grad(score_of(output), [edge for edge, _ in edges.values()], allow_unused=True)
+    grads = torch.autograd.grad(score_of(found.output), [edge for edge, _ in layers.values()], allow_unused=True)
     return [
         (path, shape)
-        for (path, (_, shape)), grad in zip(edges.items(), grads, strict=True)
+        for (path, (_, shape)), grad in zip(layers.items(), grads, strict=True)
         if grad is not None and as_grid(grad, image_size)[items].flatten(1).any(dim=1).all()
     ]
 

@@ -107,7 +107,7 @@ def attribute(
 
     # The layer's grid got no gradient, so the map is blank: find the layers whose grid does (one more pass).
     with preserved_state(model), torch.enable_grad():
-        reached = layers_reached(model, with_grad(inputs)[0], score_of, blank.size, blank.items)
+        reached = layers_reached(model, inputs, score_of, blank.size, blank.items)
     alike = [path for path, shape in reached if shape == blank.shape]  # e.g. the last block's norm1 for a ViT's norm
     if layer is None and len(blank.items) == len(result.map) and alike:
         return _attribute(model, inputs, target, method, alike[-1])[0]
