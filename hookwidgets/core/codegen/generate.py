@@ -8,7 +8,7 @@ from torch import nn
 
 from ..diagnostics.notes import CANNOT_FIRE
 from ..display import display_name, quoted
-from ..hooks.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS
+from ..hooks.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, takes_kwargs
 from ..hooks.registry import HookInfo
 from ..model.scope import parse_node_id
 from ..model.targets import resolve_target
@@ -142,8 +142,8 @@ def _hides_edit(info: HookInfo, spec: str) -> bool:
 
 
 def _with_kwargs(info: HookInfo) -> bool:
-    """Whether a forward or forward-pre hook takes kwargs."""
-    return info.with_kwargs and info.kind in ("forward_pre", "forward")
+    """Whether a forward or forward-pre hook takes kwargs, as the explorer registered it."""
+    return takes_kwargs(info.spec, info.action, info.with_kwargs)
 
 
 def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[str], hide_edits: bool = False) -> str:

@@ -96,3 +96,11 @@ def check_callable(fn: Callable, spec: Kind, with_kwargs: bool = False) -> None:
             f"the callable {quoted(getattr(fn, '__name__', fn))} cannot be a {spec.name!r} hook: torch calls it as "
             f"{expected} ({arity} positional arguments), and binding them failed: {exc}"
         ) from None
+
+
+def takes_kwargs(spec: str, action: str | Callable, with_kwargs: bool) -> bool:
+    """Whether a module hook is registered in torch's ``with_kwargs`` form: as asked for a callable, and always for a
+    built-in ``forward_pre`` action, which records a module called with keywords as ``kwargs.<name>``."""
+    if spec == "forward_pre" and not callable(action):
+        return True  # torch hides keyword arguments from a pre-hook that does not ask for them
+    return with_kwargs and spec in ("forward_pre", "forward")

@@ -31,7 +31,7 @@ from .dispatch import ON_ERROR, TIMELINE_CAP, Dispatch
 from .edits import normalize_edits
 from .events import Events
 from .info import HookInfo, TimelineEvent
-from .kinds import MODULE_KINDS, Kind, check_callable
+from .kinds import MODULE_KINDS, Kind, check_callable, takes_kwargs
 from .model_wide import ModelWideHooks
 from .node_hooks import NodeHooks
 from .own_runs import own_run
@@ -163,7 +163,9 @@ class HookRegistry:
         # tracker's, as torch's global hooks would (the root's global_forward record precedes the step's end).
         self._ensure_step_tracker()
         try:
-            info._handles.extend(self._registrar.register(spec, obj, info, with_kwargs))
+            info._handles.extend(
+                self._registrar.register(spec, obj, info, takes_kwargs(spec.name, action, with_kwargs))
+            )
         except BaseException:
             self._drop_idle_step_tracker()
             raise

@@ -468,6 +468,31 @@ def test_tuple_outputs_and_a_with_kwargs_pre_hook(generated):
     ex.close()
 
 
+def test_a_forward_pre_capture_of_a_module_called_with_keywords_records_them_in_the_code_too(generated):
+    class Scaled(nn.Module):
+        def forward(self, x, scale):
+            return x * scale
+
+    class Outer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scaled = Scaled()
+
+        def forward(self, x):
+            return self.scaled(x=x, scale=torch.full((1,), 3.0))
+
+    x = torch.randn(3, 2)
+    model = Outer()
+    twin = copy.deepcopy(model)
+    ex = Explorer(model)
+    ex.attach("scaled", "forward_pre")
+    ns = generated(hook_code(ex.hooks), twin)
+    assert torch.equal(model(x), twin(x))
+    assert_same_records(ex, ns["captures"], "scaled", "forward_pre")
+    assert list(ns["captures"][("scaled", "forward_pre")][0]) == ["kwargs.x", "kwargs.scale"]
+    ex.close()
+
+
 @pytest.mark.filterwarnings("ignore:Using a non-full backward hook:FutureWarning")
 def test_legacy_backward_matches_and_says_why_it_is_discouraged(net, x, generated):
     ex, ns, _ = twin_run(net, lambda ex: ex.attach("fc", "legacy_backward"), x, generated, steps=1)
