@@ -287,7 +287,10 @@ class Explorer:
         if not infos or self.example_inputs is None or has_lazy(self.model):
             return  # a lazy module would be materialized by the check: the run that meets the collision explains it
         try:
-            with self._own_run(), preserved_state(self.model), torch.enable_grad():
+            with self._own_run(), preserved_state(self.model), torch.enable_grad(), warnings.catch_warnings():
+                # a hook on a module with a dict output is set aside at its first call, with a note: torch need
+                # not warn about it here
+                warnings.filterwarnings("ignore", message="For backward hooks to be called, module output should be")
                 call_model(self.model, self._inputs(None))
         except Exception as exc:
             if not isinstance(exc, RuntimeError) or not is_inplace_collision(exc):
@@ -357,7 +360,8 @@ class Explorer:
         ):
             # torch warns on every backward when a first layer's inputs need no grad; the hook's note says it once
             warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed")
-            # torch repeats this at every forward of a module with a dict output; the hook's note says it once
+            # torch says this at the first forward of a module with a dict output (then our hook steps aside); the
+            # hook's note says it
             warnings.filterwarnings("ignore", message="For backward hooks to be called, module output should be")
             try:
                 with recorder:

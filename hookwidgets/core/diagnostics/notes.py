@@ -183,11 +183,16 @@ def backward_output_note(kind: str, output: object) -> str | None:
 
 
 def _unhookable_output(output: object) -> str | None:
-    """``"a dict"`` or ``"a dataclass (Name)"`` for an output torch's full backward hooks skip, else None."""
+    """``"a dict"``, ``"a dataclass (Name)"``, ``"a list"``... for an output torch's full backward hooks skip (neither a
+    Tensor nor a tuple), else None."""
     if isinstance(output, dict):  # before dataclasses: HF's ModelOutput is both, and reads as a dict
         return "a dict"
     if is_dataclass_value(output):
         return f"a dataclass ({display_name(type(output).__name__)})"
+    if output is None:
+        return "None"
+    if not isinstance(output, (torch.Tensor, tuple)):
+        return f"a {display_name(type(output).__name__)}"
     return None
 
 

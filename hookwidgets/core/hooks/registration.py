@@ -21,8 +21,9 @@ from .._torch import full_backward_flag
 from ..diagnostics.notes import backward_output_note, input_grad_note
 from ..display import quoted
 from ..model.compiled import is_compiled
-from ..model.nested import is_dataclass_value, tensors_in
+from ..model.nested import tensors_in
 from .actions import Firing, named_tensors
+from .arming import BackwardArming
 from .clock import Clock
 from .collisions import Collisions
 from .dispatch import Dispatch
@@ -72,7 +73,8 @@ class Registrar:
             return []
         handles = [self._register_module(spec, obj, info, info.target, with_kwargs)]
         if spec.name in ("backward", "backward_pre"):  # their firings name the forward call that tagged its nodes
-            handles.append(own(obj, obj.register_forward_hook(self.eager(self._check_backward_output(info)))))
+            arming = BackwardArming(handles[0], info)
+            handles.append(own(obj, obj.register_forward_hook(self.eager(self._check_backward_output(info, arming)))))
         if spec.name == "legacy_backward":
             target, kind, tag_legacy_call = info.target, info.kind, self._clock.tag_legacy_call
             tag = lambda m, args, output: tag_legacy_call(target, kind, args, output)  # noqa: E731
@@ -88,9 +90,9 @@ class Registrar:
         root = self._root_ref()
         return torch.compiler.disable(hook, recursive=True) if root is not None and is_compiled(root) else hook
 
-    def _check_backward_output(self, info: HookInfo) -> Callable:
-        """A forward hook tagging the call's nodes for its backward firings, and telling why a full backward hook
-        cannot fire (dict output, no grad)."""
+    def _check_backward_output(self, info: HookInfo, arming: BackwardArming) -> Callable:
+        """A forward hook tagging the call's nodes for its backward firings, telling why a full backward hook
+        cannot fire (dict output, no grad), and setting it aside while it cannot (``BackwardArming``)."""
         target, kind = info.target, info.kind
         slots = callable(info.action)  # a callable's return value is checked against the tensors' positions
         note_outputs, tag_call = self._collisions.note_outputs, self._clock.tag_call
@@ -98,13 +100,16 @@ class Registrar:
         def check(mod: nn.Module, args: Any, output: Any) -> None:
             # Kept even in own runs (the attach-time check is one): the tensor an in-place op breaks is a
             # view of one of these, which tells whose full backward hook it collided with.
+            aside = arming.follow(output)
             tensors = tensors_in(output)
             note_outputs(target, tensors)
             firing = tag_call(target, kind, args, output, slots, tensors)
             if firing is None:
+                if aside:  # an own run, such as the attach-time check: the note is known from now on
+                    info.note = backward_output_note(kind, output)
                 return
             info.note = backward_output_note(kind, output)
-            if kind == "backward_pre" and (isinstance(output, dict) or is_dataclass_value(output)):
+            if kind == "backward_pre" and not isinstance(output, (torch.Tensor, tuple)):
                 # torch's full backward hooks see only a Tensor or a tuple of them: fall back to tensor
                 # hooks so the output gradients are still recorded.
                 firing = Firing(target, kind, firing.step, firing.call)
@@ -287,13 +292,16 @@ class Registrar:
         # modules tags the nodes its backward runs.
         slots = callable(user)  # a callable's return value is checked against the tensors' positions
 
-        def tag(module: nn.Module, args: Any, output: Any) -> None:
-            path = paths.get(id(module))
-            if path is not None and info.active:
-                clock.tag_call(path, kind, args, output, slots)
+        def tagger(arming: BackwardArming) -> Callable:
+            def tag(module: nn.Module, args: Any, output: Any) -> None:
+                arming.follow(output)
+                path = paths.get(id(module))
+                if path is not None and info.active:
+                    clock.tag_call(path, kind, args, output, slots)
+
+            return self.eager(tag)
 
         hook = self.eager(dispatch) if spec.phase == "forward" else dispatch
-        eager_tag = self.eager(tag)
 
         def place(module: nn.Module, handles: list[RemovableHandle]) -> str | None:
             if spec.name == "global_forward_pre":
@@ -303,12 +311,13 @@ class Registrar:
                 handles.append(own(module, module.register_forward_hook(hook, prepend=True, always_call=True)))
                 return None
             if spec.name == "global_backward_pre":
-                handles.append(own(module, module.register_full_backward_pre_hook(hook, prepend=True)))
+                handle = own(module, module.register_full_backward_pre_hook(hook, prepend=True))
             elif full_backward_flag(flag_owner(module)) is False:
                 return LEGACY_REFUSES_FULL
             else:
-                handles.append(own_backward(module, lambda: module.register_full_backward_hook(hook, prepend=True)))
-            handles.append(own(module, module.register_forward_hook(eager_tag, prepend=True)))
+                handle = own_backward(module, lambda: module.register_full_backward_hook(hook, prepend=True))
+            tag = tagger(BackwardArming(handle, info, prepend=True))
+            handles += [handle, own(module, module.register_forward_hook(tag, prepend=True))]
             return None
 
         self._model_wide.add(info, place)
