@@ -47,7 +47,7 @@ MODULE_REGISTER = {
     "post_accumulate": "register_post_accumulate_grad_hook({fn})",
 }
 GLOBAL_REGISTER = {  # on each module of the model, first among its hooks: where torch runs its global hooks
-    "global_forward_pre": "register_forward_pre_hook({fn}, prepend=True)",
+    "global_forward_pre": "register_forward_pre_hook({fn}, prepend=True{kwargs})",
     "global_forward": "register_forward_hook({fn}, prepend=True, always_call=True)",
     "global_backward_pre": "register_full_backward_pre_hook({fn}, prepend=True)",
     "global_backward": "register_full_backward_hook({fn}, prepend=True)",

@@ -177,8 +177,9 @@ def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[st
         if spec == "global_grad":
             lines += _global_grad_hook(info, fn, names)
         else:
-            lines += _global_hook(info, spec, fn, signature, names, hide_edits)
-        register = f"handles.append(_module.{GLOBAL_REGISTER[spec].format(fn=fn)})"
+            lines += _global_hook(info, spec, fn, signature, names, hide_edits, with_kwargs)
+        kwargs = ", with_kwargs=True" if with_kwargs else ""
+        register = f"handles.append(_module.{GLOBAL_REGISTER[spec].format(fn=fn, kwargs=kwargs)})"
         if spec == "global_backward":
             register = GLOBAL_BACKWARD_SKIP + register
         return "\n".join([*lines, "", "", "for _module in _every_module:", f"    {register}"])
@@ -279,7 +280,9 @@ def _global_grad_hook(info: HookInfo, fn: str, names: set[str]) -> list[str]:
     ]
 
 
-def _global_hook(info: HookInfo, spec: str, fn: str, signature: str, names: set[str], hide_edits: bool) -> list[str]:
+def _global_hook(
+    info: HookInfo, spec: str, fn: str, signature: str, names: set[str], hide_edits: bool, with_kwargs: bool
+) -> list[str]:
     """A module hook, on every module of the model, recording under the module's path."""
     lines = []
     if callable(info.action):
@@ -288,7 +291,7 @@ def _global_hook(info: HookInfo, spec: str, fn: str, signature: str, names: set[
         body = [f"    return {user}({signature})"]
     else:
         where = f"f\"{{path or '(model)'}} {info.kind}\""
-        body = _body(info, spec, f"(path, {quote(info.kind)})", where, hide_edits=hide_edits)
+        body = _body(info, spec, f"(path, {quote(info.kind)})", where, with_kwargs, hide_edits)
     return [
         *lines,
         f"def {fn}({signature}):",

@@ -100,7 +100,7 @@ def check_callable(fn: Callable, spec: Kind, with_kwargs: bool = False) -> None:
 
 def takes_kwargs(spec: str, action: str | Callable, with_kwargs: bool) -> bool:
     """Whether a module hook is registered in torch's ``with_kwargs`` form: as asked for a callable, and always for a
-    built-in ``forward_pre`` action, which records a module called with keywords as ``kwargs.<name>``."""
-    if spec == "forward_pre" and not callable(action):
+    built-in ``forward_pre`` or ``global_forward_pre`` action, which records keyword arguments as ``kwargs.<name>``."""
+    if spec in ("forward_pre", "global_forward_pre") and not callable(action):
         return True  # torch hides keyword arguments from a pre-hook that does not ask for them
     return with_kwargs and spec in ("forward_pre", "forward")

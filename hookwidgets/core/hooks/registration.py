@@ -64,7 +64,7 @@ class Registrar:
         """Register ``info``'s hooks on ``obj`` (module, parameter or node id); returns the handles to hold
         (global and node kinds add theirs to ``info._handles`` as they are placed)."""
         if spec.family == "global":
-            self._register_global(spec, info)  # handles join info._handles, one set per module
+            self._register_global(spec, info, with_kwargs)  # handles join info._handles, one set per module
             return []
         if spec.family == "param":
             return [self._register_param(spec, obj, info)]
@@ -248,7 +248,7 @@ class Registrar:
 
         return param.register_post_accumulate_grad_hook(post_accumulate)
 
-    def _register_global(self, spec: Kind, info: HookInfo) -> None:
+    def _register_global(self, spec: Kind, info: HookInfo, with_kwargs: bool) -> None:
         """The global kind's hook on every module of the model, first among the module's own (see ModelWideHooks)."""
         paths, kind, user = self._model_wide.paths, info.kind, info.action
         fire, clock, root_ref, begin_step = self._fire, self._clock, self._root_ref, self._begin_step
@@ -279,7 +279,9 @@ class Registrar:
                     return None
             call_user = (lambda v: user(module, *values[:-1], v)) if callable(user) else None
             if spec.name == "global_forward_pre":
-                return fire(info, "forward", firing, values[0], lambda a: named_tensors("args", a), call_user)
+                kwargs = values[1] if with_kwargs else None
+                result = fire(info, "forward", firing, values[0], lambda a: _forward_inputs(a, kwargs), call_user)
+                return result if kwargs is None or result is None else (result, kwargs)  # torch wants both back
             if spec.name == "global_forward":
                 return fire(info, "forward", firing, values[1], lambda o: named_tensors("output", o), call_user)
             if spec.name == "global_backward_pre":
@@ -305,7 +307,8 @@ class Registrar:
 
         def place(module: nn.Module, handles: list[RemovableHandle]) -> str | None:
             if spec.name == "global_forward_pre":
-                handles.append(own(module, module.register_forward_pre_hook(hook, prepend=True)))
+                pre = module.register_forward_pre_hook(hook, prepend=True, with_kwargs=with_kwargs)
+                handles.append(own(module, pre))
                 return None
             if spec.name == "global_forward":
                 handles.append(own(module, module.register_forward_hook(hook, prepend=True, always_call=True)))

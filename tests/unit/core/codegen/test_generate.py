@@ -486,10 +486,13 @@ def test_a_forward_pre_capture_of_a_module_called_with_keywords_records_them_in_
     twin = copy.deepcopy(model)
     ex = Explorer(model)
     ex.attach("scaled", "forward_pre")
+    ex.attach("", "global_forward_pre", edit=("scale", 2.0))  # edits the positional arguments, keeps the keywords
     ns = generated(hook_code(ex.hooks), twin)
     assert torch.equal(model(x), twin(x))
-    assert_same_records(ex, ns["captures"], "scaled", "forward_pre")
-    assert list(ns["captures"][("scaled", "forward_pre")][0]) == ["kwargs.x", "kwargs.scale"]
+    for kind in ("forward_pre", "global_forward_pre"):
+        assert_same_records(ex, ns["captures"], "scaled", kind)
+        assert list(ns["captures"][("scaled", kind)][0]) == ["kwargs.x", "kwargs.scale"]
+    assert_same_records(ex, ns["captures"], "", "global_forward_pre")
     ex.close()
 
 

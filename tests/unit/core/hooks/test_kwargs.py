@@ -41,6 +41,18 @@ def test_a_gpt2_root_called_with_keywords_records_them():
         assert torch.equal(record.tensors["kwargs.attention_mask"], mask)
 
 
+def test_global_forward_pre_records_the_keywords_of_every_module_called_with_them():
+    model, ids = tm.gpt2(), tm.token_ids(2, 5)
+    mask = torch.ones_like(ids)
+    with Explorer(model) as ex:
+        ex.attach("", "global_forward_pre")
+        model(input_ids=ids, attention_mask=mask)
+        (root,) = ex.captures[""]["global_forward_pre"]
+        (body,) = ex.captures["transformer"]["global_forward_pre"]
+    assert list(root.tensors) == ["kwargs.input_ids", "kwargs.attention_mask"]
+    assert "kwargs.attention_mask" in body.tensors and torch.equal(body.tensors["kwargs.attention_mask"], mask)
+
+
 def test_a_module_called_with_keywords_records_them_beside_its_positional_arguments():
     x = torch.ones(2, 2)
     for by_name, names in [(True, ["kwargs.x", "kwargs.scale"]), (False, ["args.0", "kwargs.scale"])]:
