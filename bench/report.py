@@ -46,6 +46,7 @@ BENCHES: dict[str, list[str]] = {
     "attribution": [],
     "plots": [],
     "frontend": [],
+    "frontend_gpt2": [],
     "live_overhead": ["--pairs", "30"],
     "ddp_overhead": ["--pairs", "60"],
     "other_models": ["--pairs", "30"],
