@@ -9,6 +9,7 @@ import numpy as np
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ._common import (
     NONFINITE_COLOR,
@@ -237,6 +238,8 @@ def patch_grid_figure(
     ax = fig.add_axes(((0.25 + apart) / fw, 0.3 / fh, width / fw, height / fh))
     image = show_image(ax, per_token[first:].reshape(grid), cmap, vmin, vmax, interpolation="none")
     ax.tick_params(labelsize=6)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # patches, not fractions of one
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("patch column", fontsize=7)
     ax.set_ylabel("patch row", fontsize=7)
     if class_token:

@@ -156,7 +156,8 @@ class ViewController:
             self._view.status = status_payload(state, message, self.top)
 
     def _on_selected(self, change: dict[str, Any]) -> None:
-        self.plot_steps.clear()  # a new selection starts at its newest captures
+        self.plot_steps.clear()  # a new selection starts at its newest captures, in their default views
+        self.plot_views.clear()  # (which views fit, the elements and the heads are another target's)
         self.sync()
 
     # Pushing state: each payload from the explorer's public state.
