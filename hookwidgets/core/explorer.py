@@ -481,8 +481,10 @@ class Explorer:
         return hook_code(self.hooks, model=self.model)
 
     def export(self, path: str | os.PathLike) -> Path:
-        """Write every capture to ``path`` (``.safetensors``) with a JSON sidecar of targets, kinds and steps."""
-        return export_captures(self.captures, path)
+        """Write every capture to ``path`` (``.safetensors``) with a JSON sidecar of targets, kinds and steps (and the
+        ``tokens`` and ``decoder_tokens`` when known)."""
+        labels = {"tokens": self.tokens, "decoder_tokens": self.decoder_tokens}
+        return export_captures(self.captures, path, labels=labels)
 
     def gradcam(
         self,
