@@ -114,7 +114,7 @@ def attention_figure(
     Rows are queries, columns keys, both labelled with ``tokens``; all heads share one scale. The same figure as
     ``attention_heads_figure``, which also draws cross-attention (T_q ≠ T_k).
     """
-    if (weights.ndim in (2, 3, 4) and weights.shape[-1] != weights.shape[-2]) or weights.ndim not in (2, 3, 4):
+    if weights.ndim not in (2, 3, 4) or weights.shape[-1] != weights.shape[-2]:
         raise ValueError(
             f"attention weights must be (L, L), (heads, L, L) or (N, heads, L, L), got {tuple(weights.shape)}"
         )

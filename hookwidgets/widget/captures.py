@@ -43,18 +43,17 @@ _png_cache: OrderedDict[tuple, tuple[weakref.ref, bytes]] = OrderedDict()
 _png_lock = threading.Lock()
 
 
-def _cached_png(owner: Record | torch.Tensor, key: tuple, draw: Callable[[], Any]) -> bytes:
-    """``figure_png(draw())``, remembered for ``owner`` (a record or a tensor, by identity while it lives) and
-    ``key``."""
-    full_key = (id(owner), *key)
+def _cached_png(record: Record, key: tuple, draw: Callable[[], Any]) -> bytes:
+    """``figure_png(draw())``, remembered for ``record`` (by identity, while it lives) and ``key``."""
+    full_key = (id(record), *key)
     with _png_lock:
         hit = _png_cache.get(full_key)
-        if hit is not None and hit[0]() is owner:  # the same owner, not a new one at a reused address
+        if hit is not None and hit[0]() is record:  # the same record, not a new one at a reused address
             _png_cache.move_to_end(full_key)
             return hit[1]
     png = figure_png(draw())
     with _png_lock:
-        _png_cache[full_key] = (weakref.ref(owner), png)
+        _png_cache[full_key] = (weakref.ref(record), png)
         while len(_png_cache) > PNG_CACHE_SIZE:
             _png_cache.popitem(last=False)
     return png
@@ -105,7 +104,7 @@ def plot_item(
         gradient=record.kind in GRADIENT_KINDS,
         context=context or Context(),
         head=head,
-        owner=record,
+        record=record,
     )
     return {
         "kind": record.kind,
@@ -131,10 +130,11 @@ def tensor_fields(
     gradient: bool,
     context: Context,
     head: int | None = None,
-    owner: Record | torch.Tensor | None = None,
+    record: Record | None = None,
 ) -> dict[str, Any]:
     """The drawn part of an item: ``title``, ``view`` (the chosen one if it fits, else the default), ``views``,
-    ``tokens`` (the sequence axis' labels), ``heads`` and ``head`` (the heads view), ``png``."""
+    ``tokens`` (the sequence axis' labels), ``heads`` and ``head`` (the heads view), ``png`` (remembered for
+    ``record`` while it lives)."""
     views = views_of(tensor, context)
     view = view if view in views else views[0]
     heads = int(tensor.shape[1]) if view == "heads" else 0
@@ -146,7 +146,7 @@ def tensor_fields(
 
     # The explorer's sequences last as long as it does: their identity stands for the labels drawn.
     key = (view, shown, name, context.attention, context.decoder, id(context.sequences))
-    png = figure_png(figure()) if owner is None else _cached_png(owner, key, figure)
+    png = figure_png(figure()) if record is None else _cached_png(record, key, figure)
     return {
         "title": shown,
         "view": view,
