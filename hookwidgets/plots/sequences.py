@@ -233,9 +233,10 @@ def patch_grid_figure(
     cell = side_in / max(grid)
     height, width = grid[0] * cell, grid[1] * cell
     apart = 0.9 if class_token else 0.0
-    fig = Figure(figsize=(0.25 + apart + width + 0.95, height + 0.85))
+    bottom = 0.45  # room for the tick labels and the axis label under the grid
+    fig = Figure(figsize=(0.25 + apart + width + 0.95, height + bottom + 0.55))
     fw, fh = fig.get_size_inches()
-    ax = fig.add_axes(((0.25 + apart) / fw, 0.3 / fh, width / fw, height / fh))
+    ax = fig.add_axes(((0.25 + apart) / fw, bottom / fh, width / fw, height / fh))
     image = show_image(ax, per_token[first:].reshape(grid), cmap, vmin, vmax, interpolation="none")
     ax.tick_params(labelsize=6)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # patches, not fractions of one
@@ -243,12 +244,12 @@ def patch_grid_figure(
     ax.set_xlabel("patch column", fontsize=7)
     ax.set_ylabel("patch row", fontsize=7)
     if class_token:
-        cls_ax = fig.add_axes((0.2 / fw, (0.3 + height - 0.5) / fh, 0.5 / fw, 0.5 / fh))
+        cls_ax = fig.add_axes((0.2 / fw, (bottom + height - 0.5) / fh, 0.5 / fw, 0.5 / fh))
         show_image(cls_ax, per_token[:1].reshape(1, 1), cmap, vmin, vmax)
         cls_ax.set_xticks([])
         cls_ax.set_yticks([])
         cls_ax.set_xlabel("class\ntoken", fontsize=7)
-    bar_ax = fig.add_axes(((0.25 + apart + width + 0.15) / fw, 0.3 / fh, 0.12 / fw, height / fh))
+    bar_ax = fig.add_axes(((0.25 + apart + width + 0.15) / fw, bottom / fh, 0.12 / fw, height / fh))
     fig.colorbar(image, cax=bar_ax).ax.tick_params(labelsize=6)
     fit_title(fig, ax, f"{literal(title)}{magnitude_note(tensor)} · {what}{nonfinite_note(per_token)}".lstrip(" ·"))
     return fig
