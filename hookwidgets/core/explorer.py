@@ -49,6 +49,7 @@ from .model.lazy import MaterializedWarning, has_lazy, materialize, unmaterializ
 from .model.nested import map_tensors, tensors_in
 from .model.state import preserved_state
 from .model.targets import alias_note, first_name, resolve_target, without_compiled_steps
+from .model.tokens import Sequences, read_sequences
 from .model.tree import ProbeResult, build_tree, hookable_modules, probe
 
 
@@ -64,12 +65,19 @@ class Explorer:
         model: nn.Module,
         example_inputs: Inputs | None = None,
         *,
+        tokens: Sequence[str] | Sequence[Sequence[str]] | None = None,
+        tokenizer: Any = None,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         offload: str | None = None,
         on_error: str = "record",
     ) -> None:
         if not isinstance(model, nn.Module):
             raise TypeError(f"HookExplorer needs a torch.nn.Module, got {type(model).__name__}")
+        self.sequences: Sequences = read_sequences(model, example_inputs, tokens, tokenizer)
+        """What the explorer knows of the inputs' sequences: ``tokens`` (a list of strings, or one list per item) or
+        ``tokenizer`` (anything with ``convert_ids_to_tokens``) applied to the ``input_ids`` and ``decoder_input_ids``
+        of the example inputs, their lengths, and a vision transformer's patch grid; the views label sequence axes
+        with them."""
         self._model: nn.Module | None = model
         self._model_name = display_name(type(model).__name__)  # for messages
         self._module_count = sum(1 for _ in model.modules())
@@ -123,6 +131,16 @@ class Explorer:
         finally:
             if handle is not None:
                 handle.remove()
+
+    @property
+    def tokens(self) -> list[list[str]] | None:
+        """The input tokens' labels, one list per item (None when neither ``tokens`` nor ``tokenizer`` was given)."""
+        return self.sequences.tokens
+
+    @property
+    def decoder_tokens(self) -> list[list[str]] | None:
+        """The labels of an encoder-decoder model's ``decoder_input_ids``, one list per item, from ``tokenizer``."""
+        return self.sequences.decoder_tokens
 
     @property
     def tree(self) -> dict[str, Any]:
@@ -467,8 +485,10 @@ class Explorer:
         return hook_code(self.hooks, model=self.model)
 
     def export(self, path: str | os.PathLike) -> Path:
-        """Write every capture to ``path`` (``.safetensors``) with a JSON sidecar of targets, kinds and steps."""
-        return export_captures(self.captures, path)
+        """Write every capture to ``path`` (``.safetensors``) with a JSON sidecar of targets, kinds and steps (and the
+        ``tokens`` and ``decoder_tokens`` when known)."""
+        labels = {"tokens": self.tokens, "decoder_tokens": self.decoder_tokens}
+        return export_captures(self.captures, path, labels=labels)
 
     def gradcam(
         self,

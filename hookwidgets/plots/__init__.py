@@ -9,6 +9,7 @@ from ._common import MISSING_COLOR, NONFINITE_COLOR, figure_png
 from .distributions import histogram_figure
 from .feature_maps import MAX_CHANNELS, feature_map_figure, gradient_map_figure
 from .overlay import cam_overlay_figure
+from .sequences import attention_heads_figure, patch_grid_figure, token_map_figure
 from .steps import stats_figure, summary_heatmap_figure
 from .tensors import attention_figure, bars_figure, matrix_figure
 from .training import update_ratio_figure
@@ -18,6 +19,7 @@ __all__ = [
     "MISSING_COLOR",
     "NONFINITE_COLOR",
     "attention_figure",
+    "attention_heads_figure",
     "bars_figure",
     "cam_overlay_figure",
     "feature_map_figure",
@@ -25,7 +27,9 @@ __all__ = [
     "gradient_map_figure",
     "histogram_figure",
     "matrix_figure",
+    "patch_grid_figure",
     "stats_figure",
     "summary_heatmap_figure",
+    "token_map_figure",
     "update_ratio_figure",
 ]

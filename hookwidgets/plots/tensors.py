@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,6 +21,7 @@ from ._common import (
     nonfinite_note,
     show_image,
 )
+from .sequences import attention_heads_figure
 
 MAX_LABELS = 64  # beyond this, tick labels overlap into a black bar
 
@@ -109,39 +109,13 @@ def attention_figure(
     item: int = 0,
     heads: Sequence[int] | None = None,
 ) -> Figure:
-    """Attention weights ``(L, L)``, ``(heads, L, L)`` or ``(N, heads, L, L)``: one heatmap per head.
+    """Self-attention weights ``(L, L)``, ``(heads, L, L)`` or ``(N, heads, L, L)``: one heatmap per head.
 
-    Rows are queries, columns keys, both labelled with ``tokens``; all heads share one scale.
+    Rows are queries, columns keys, both labelled with ``tokens``; all heads share one scale. The same figure as
+    ``attention_heads_figure``, which also draws cross-attention (T_q ≠ T_k).
     """
-    if is_empty(weights):
-        return empty_figure(title, weights.shape)
-    values = as_float_array(weights)
-    if values.ndim == 4:
-        values = values[item]
-    if values.ndim == 2:
-        values = values[None]
-    if values.ndim != 3 or values.shape[-1] != values.shape[-2]:
+    if weights.ndim not in (2, 3, 4) or weights.shape[-1] != weights.shape[-2]:
         raise ValueError(
             f"attention weights must be (L, L), (heads, L, L) or (N, heads, L, L), got {tuple(weights.shape)}"
         )
-    chosen = list(range(len(values))) if heads is None else list(heads)
-    columns = math.ceil(math.sqrt(len(chosen)))
-    rows = math.ceil(len(chosen) / columns)
-    size = values.shape[-1]
-    panel = min(4.0, 1.5 + 0.16 * size)
-    fig = Figure(figsize=(min(12.0, panel * columns + 1.0), min(12.0, panel * rows + 0.6)))
-    axes = fig.subplots(rows, columns, squeeze=False)
-    vmin, vmax = finite_range(values[chosen])
-    image = None
-    for ax, head in zip(axes.flat, chosen, strict=False):
-        image = show_image(ax, values[head], "magma", vmin, vmax)
-        _label_axis(ax, "x", tokens, size)
-        _label_axis(ax, "y", tokens, size)
-        ax.set_title(f"head {head}", fontsize=8)
-    for ax in list(axes.flat)[len(chosen) :]:
-        ax.set_axis_off()
-    axes[0, 0].set_ylabel("query", fontsize=7)
-    axes[-1, 0].set_xlabel("key", fontsize=7)
-    fig.suptitle(f"{literal(title)}{magnitude_note(weights)}{nonfinite_note(values[chosen])}", fontsize=9)
-    fig.colorbar(image, ax=list(axes.flat), fraction=0.03, pad=0.02)
-    return fig
+    return attention_heads_figure(weights, tokens, item=item, heads=heads, title=title)

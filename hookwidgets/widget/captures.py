@@ -8,10 +8,14 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 from ..core.capture.store import CaptureStore, Record
 from ..core.display import display_name
-from ..plots import feature_map_figure, figure_png, gradient_map_figure, histogram_figure, stats_figure
+from ..core.model.tokens import Sequences
+from ..plots import figure_png, stats_figure
 from .protocol import PlotItem
+from .tensor_views import Context, draw, sequence_labels, views_of
 
 # Kinds whose captures the inspector draws, in display order; gradient kinds on a diverging scale.
 PLOTTED_KINDS = (
@@ -31,8 +35,6 @@ PLOTTED_KINDS = (
     "node",
 )
 GRADIENT_KINDS = frozenset(PLOTTED_KINDS) - {"forward_pre", "forward", "global_forward_pre", "global_forward"}
-TENSOR_VIEWS = ("maps", "histogram")
-"""How a captured tensor can be drawn: its maps (feature or gradient) or the histogram of its values."""
 
 
 PNG_CACHE_SIZE = 64
@@ -57,8 +59,8 @@ def _cached_png(record: Record, key: tuple, draw: Callable[[], Any]) -> bytes:
     return png
 
 
-def _title(record: Record) -> str:
-    name = next(iter(record.tensors), "stats")  # output, output.0, args.0, grad_output…: says what is drawn
+def _title(record: Record, name: str) -> str:
+    # name: output, output.0, output.logits, args.0, grad_output…: says what is drawn
     title = f"{display_name(record.target or '(model)')} · {display_name(name)}"
     if record.recompute:
         title += " · recomputed by a checkpoint"
@@ -73,33 +75,120 @@ Position = tuple[int, int]
 """Where a record sits in a hook's history: (step, call), the call counting the target's calls within the step."""
 
 
-def plot_item(record: Record, positions: list[Position] | None = None, view: str = "maps") -> PlotItem | None:
-    """One view item for a record: title, shape, step and call, the positions to choose from, and PNG bytes."""
-    tensor = record.tensor
-    if tensor is None:
+Choice = dict[str, Any]
+"""What the page chose for one kind's item: ``view``, ``element`` (a name of ``Record.tensors``) and ``head``."""
+
+
+def plot_item(
+    record: Record,
+    positions: list[Position] | None = None,
+    view: str | None = None,
+    *,
+    element: str | None = None,
+    head: int | None = None,
+    context: Context | None = None,
+) -> PlotItem | None:
+    """One view item for a record: title, shape, step and call, the positions to choose from, and PNG bytes.
+
+    ``element`` picks one of a tuple, dict or ModelOutput output's tensors (default: the first); ``view`` one of
+    the views that fit it (default: the first); ``head`` one head of the ``heads`` view (None: all).
+    """
+    if not record.tensors:
         return None
-    title = _title(record)
-    if view == "histogram":
-        png = _cached_png(
-            record, (view, title), lambda: histogram_figure({next(iter(record.tensors)): tensor}, title=title)
-        )
-    else:
-        view = "maps"
-        draw = gradient_map_figure if record.kind in GRADIENT_KINDS else feature_map_figure
-        png = _cached_png(record, (view, title), lambda: draw(tensor, title=title))
+    name = element if element in record.tensors else next(iter(record.tensors))
+    fields = tensor_fields(
+        record.tensors[name],
+        view,
+        name=name,
+        title=_title(record, name),
+        gradient=record.kind in GRADIENT_KINDS,
+        context=context or Context(),
+        head=head,
+        record=record,
+    )
     return {
         "kind": record.kind,
-        "title": title,
-        "shape": list(tensor.shape),
-        "dtype": str(tensor.dtype).removeprefix("torch."),
+        "shape": list(record.tensors[name].shape),
+        "dtype": str(record.tensors[name].dtype).removeprefix("torch."),
         "step": record.step,
         "call": record.call,
         "positions": [list(p) for p in positions] if positions is not None else [[record.step, record.call]],
         "stale": record.stale,
         "verified": record.verified,
+        "element": name,
+        "elements": list(record.tensors),
+        **fields,
+    }
+
+
+def tensor_fields(
+    tensor: torch.Tensor,
+    view: str | None,
+    *,
+    name: str,
+    title: str,
+    gradient: bool,
+    context: Context,
+    head: int | None = None,
+    record: Record | None = None,
+) -> dict[str, Any]:
+    """The drawn part of an item: ``title``, ``view`` (the chosen one if it fits, else the default), ``views``,
+    ``tokens`` (the sequence axis' labels), ``heads`` and ``head`` (the heads view), ``png`` (remembered for
+    ``record`` while it lives)."""
+    views = views_of(tensor, context)
+    view = view if view in views else views[0]
+    heads = int(tensor.shape[1]) if view == "heads" else 0
+    head = head if view == "heads" and isinstance(head, int) and 0 <= head < heads else None
+    shown = title if head is None else f"{title} · head {head}"
+
+    def figure() -> Any:
+        return draw(tensor, view, name=name, title=shown, gradient=gradient, context=context, head=head)
+
+    # The explorer's sequences last as long as it does: their identity stands for the labels drawn.
+    key = (view, shown, name, context.attention, context.decoder, id(context.sequences))
+    png = figure_png(figure()) if record is None else _cached_png(record, key, figure)
+    return {
+        "title": shown,
         "view": view,
-        "views": list(TENSOR_VIEWS),
+        "views": views,
+        "tokens": sequence_labels(tensor, view, context)[0],
+        "heads": heads,
+        "head": head,
         "png": png,
+    }
+
+
+def heads_item(
+    tensor: torch.Tensor,
+    path: str,
+    tokens: list[str] | None = None,
+    *,
+    head: int | None = None,
+    step: int = 0,
+    key_tokens: list[str] | None = None,
+) -> PlotItem:
+    """The ``heads`` item of attention probabilities ``(N, H, T_q, T_k)`` computed for the module at ``path``
+    (not captured by a hook): labelled with ``tokens`` (queries) and ``key_tokens`` (keys; default ``tokens``)."""
+    if tensor.dim() != 4:
+        raise ValueError(f"attention probabilities are (N, heads, T_q, T_k), got shape {tuple(tensor.shape)}")
+    labels = [tokens] if tokens is not None else None
+    keys = [key_tokens] if key_tokens is not None else None
+    lengths = tuple(dict.fromkeys(tensor.shape[-2:]))
+    context = Context(Sequences(labels, keys, lengths), attention=True)  # keys of cross-attention: the second list
+    title = f"{display_name(path or '(model)')} · attention probabilities"
+    fields = tensor_fields(tensor, "heads", name="attention", title=title, gradient=False, context=context, head=head)
+    return {
+        "kind": "attention",
+        "shape": list(tensor.shape),
+        "dtype": str(tensor.dtype).removeprefix("torch."),
+        "step": step,
+        "call": 0,
+        "positions": [],
+        "stale": False,
+        "verified": True,
+        "element": "attention",
+        "elements": ["attention"],
+        **fields,
     }
 
 
@@ -117,8 +206,13 @@ def stats_item(kind: str, target: str, records: list[Record]) -> PlotItem:
         "positions": [],
         "stale": False,
         "verified": True,
+        "element": "stats",
+        "elements": [],
         "view": "stats",
         "views": ["stats"],
+        "tokens": None,
+        "heads": 0,
+        "head": None,
         # the last record stands for the history: a new step brings a new last record, hence a new image
         "png": _cached_png(last, ("stats", title, len(records)), lambda: stats_figure(records, title=title)),
     }
@@ -139,9 +233,12 @@ def plot_items(
     store: CaptureStore,
     target: str,
     chosen: dict[str, tuple[int, int | None]] | None = None,
-    views: dict[str, str] | None = None,
+    views: dict[str, Choice] | None = None,
+    *,
+    context: Context | None = None,
 ) -> list[PlotItem]:
-    """Items for each plotted kind on ``target``: the chosen (step, call) and view, else the newest maps."""
+    """Items for each plotted kind on ``target``: the chosen (step, call), element, view and head, else the
+    newest capture's first tensor in its default view (``context``: see ``tensor_views.context_for``)."""
     try:
         by_kind = store[target]
     except KeyError:
@@ -154,7 +251,15 @@ def plot_items(
         if tensors:
             record = _pick(tensors, chosen.get(kind))
             positions = sorted({(r.step, r.call) for r in tensors})  # every call of every step kept
-            item = plot_item(record, positions, views.get(kind, "maps"))
+            choice = views.get(kind, {})
+            item = plot_item(
+                record,
+                positions,
+                choice.get("view"),
+                element=choice.get("element"),
+                head=choice.get("head"),
+                context=context,
+            )
             if item is not None:
                 items.append(item)
             continue

@@ -25,6 +25,7 @@ from .messages import handle, message_text
 from .protocol import reply
 from .state import ALL_KINDS, hooks_payload, memory_payload, selection_payload, status_payload
 from .summary_panel import summary_payload
+from .tensor_views import context_for
 from .training_panel import DDPSource, training_payload, training_version
 from .view import ExplorerView
 
@@ -43,7 +44,7 @@ class ViewController:
         self._unsubscribe: Callable[[], None] = lambda: None
         self.live: LiveUpdates | None = None
         self.plot_steps: dict[str, tuple[int, int | None]] = {}  # kind -> (step, call) the inspector's slider shows
-        self.plot_views: dict[str, str] = {}  # kind -> maps or histogram
+        self.plot_views: dict[str, dict[str, Any]] = {}  # kind -> the view, element and head the page chose
         self.plot_cost = FIRST_PLOT_COST_S  # seconds the last drawing of the selection's images took (live budgets it)
         self.summary_choice: dict[str, Any] = {"field": "grad_norm", "step": None, "first_nonfinite": None}
         self.ddp: DDPSource | None = None  # what the Training panel shows of DDP (show_ddp, watch_ddp)
@@ -155,7 +156,8 @@ class ViewController:
             self._view.status = status_payload(state, message, self.top)
 
     def _on_selected(self, change: dict[str, Any]) -> None:
-        self.plot_steps.clear()  # a new selection starts at its newest captures
+        self.plot_steps.clear()  # a new selection starts at its newest captures, in their default views
+        self.plot_views.clear()  # (which views fit, the elements and the heads are another target's)
         self.sync()
 
     # Pushing state: each payload from the explorer's public state.
@@ -189,7 +191,8 @@ class ViewController:
             return
         try:
             started = time.monotonic()
-            items = plot_items(explorer.captures, view.selected, self.plot_steps, self.plot_views)
+            context = context_for(explorer, view.selected)
+            items = plot_items(explorer.captures, view.selected, self.plot_steps, self.plot_views, context=context)
             if items:
                 self.plot_cost = time.monotonic() - started
             view.plots = {"target": view.selected, "items": items}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from torch import nn
@@ -30,11 +31,21 @@ class HookExplorer(Explorer):
         model: nn.Module,
         example_inputs: Inputs | None = None,
         *,
+        tokens: Sequence[str] | Sequence[Sequence[str]] | None = None,
+        tokenizer: Any = None,
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         offload: str | None = None,
         on_error: str = "record",
     ) -> None:
-        super().__init__(model, example_inputs, memory_budget=memory_budget, offload=offload, on_error=on_error)
+        super().__init__(
+            model,
+            example_inputs,
+            tokens=tokens,
+            tokenizer=tokenizer,
+            memory_budget=memory_budget,
+            offload=offload,
+            on_error=on_error,
+        )
         self._controller = ViewController(self)  # follows the explorer's events once the view is open
 
     @property

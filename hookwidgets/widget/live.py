@@ -17,6 +17,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from ..core.gc_pause import no_gc
 from .captures import plot_items
 from .state import hooks_payload, memory_payload
+from .tensor_views import context_for
 
 if TYPE_CHECKING:
     from .controller import ViewController
@@ -158,7 +159,10 @@ class LiveUpdates:
         started = time.monotonic()
         drew = False
         if view.selected in explorer.captures:
-            items = plot_items(explorer.captures, view.selected, controller.plot_steps, controller.plot_views)
+            context = context_for(explorer, view.selected)
+            items = plot_items(
+                explorer.captures, view.selected, controller.plot_steps, controller.plot_views, context=context
+            )
             view.plots = {"target": view.selected, "items": items}
             drew = True
         if any(info.action == "stats" for info in explorer.own_hooks):

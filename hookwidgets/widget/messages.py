@@ -64,7 +64,17 @@ def plot_step(controller: ViewController, explorer: Explorer, content: dict[str,
 
 
 def plot_view(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
-    controller.plot_views[content["kind"]] = str(content.get("view") or "maps")
+    """Choose how one kind's capture is drawn: its ``view``, its ``element`` (of a tuple or dict output) and
+    ``head`` (the heads view; None: all heads); what the message leaves out stays as chosen."""
+    choice = controller.plot_views.setdefault(content["kind"], {})
+    for key in ("view", "element"):
+        if content.get(key) is not None:
+            choice[key] = str(content[key])
+    if "head" in content:
+        head = content["head"]
+        if head is not None and (isinstance(head, bool) or not isinstance(head, int)):
+            raise ValueError(f"plot_view's head must be a head number or null (all heads), got {head!r}")
+        choice["head"] = head
     controller.sync_plots()
     return ""
 

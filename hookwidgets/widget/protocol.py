@@ -59,8 +59,13 @@ class PlotItem(TypedDict):
     positions: list[list[int]]
     stale: bool
     verified: bool
+    element: str
+    elements: list[str]
     view: str
     views: list[str]
+    tokens: list[str] | None
+    heads: int
+    head: int | None
     png: bytes
 
 
@@ -260,7 +265,9 @@ class PlotViewMessage(TypedDict):
     type: Literal["plot_view"]
     request_id: str
     kind: str
-    view: str
+    view: NotRequired[str]
+    element: NotRequired[str]
+    head: NotRequired[int | None]
 
 
 class SummaryMessage(TypedDict):

@@ -305,3 +305,56 @@ def test_the_memory_meter_says_when_the_budget_holds_less_than_one_step(lab: Lab
     ]
     assert "hw-meter-over" in explorer.locator(".hw-meter").get_attribute("class")
     explorer.locator(".hw-header-line").screenshot(path=str(lab.artifacts_dir / "memory-meter-short-step.png"))
+
+
+GPT2_MODEL = """
+import torch
+import transformers
+from hookwidgets import HookExplorer
+
+torch.manual_seed(0)
+config = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=96, n_positions=64)
+model = transformers.GPT2LMHeadModel(config).eval()
+model.config._attn_implementation = "eager"  # the attention module returns its probabilities
+WORDS = ["The", "cat", "sat", "on", "the", "mat"]
+ex = HookExplorer(model, example_inputs=torch.arange(10, 16)[None], tokens=WORDS)
+ex.attach("transformer.h.0", "forward")
+ex.attach("transformer.h.0.attn", "forward")
+ex.run()
+ex
+"""
+
+
+def test_a_gpt2_blocks_capture_is_a_token_map_and_its_attention_heads_can_be_picked(lab: Lab) -> None:
+    path = _open(lab, "gpt2.ipynb", GPT2_MODEL)
+    page = lab.page
+    explorer = page.locator(".hw-explorer")
+    explorer.locator(".hw-row").first.wait_for(timeout=30_000)
+    with lab.kernel(path) as kernel:
+        kernel.evaluate("ex.view.selected = 'transformer.h.0'")
+    figure = explorer.locator('figure[data-kind="forward"]')
+    active = figure.locator("button.hw-view-active")
+    active.filter(has_text="tokens").wait_for(timeout=30_000)
+    assert figure.locator("button.hw-view").all_inner_texts() == ["tokens", "histogram"]
+    with lab.kernel(path) as kernel:
+        (item,) = kernel.evaluate_json("[{k: i[k] for k in ('view', 'tokens')} for i in ex.view.plots['items']]")
+    assert item == {"view": "tokens", "tokens": ["The", "cat", "sat", "on", "the", "mat"]}
+    lab.screenshot("gpt2-token-map")
+    figure.locator('button.hw-view[data-view="histogram"]').click()
+    active.filter(has_text="histogram").wait_for(timeout=15_000)
+    figure.locator('button.hw-view[data-view="tokens"]').click()
+    active.filter(has_text="tokens").wait_for(timeout=15_000)
+
+    # the attention module: its probabilities (output.1) picked in the element picker are heads, one head picked
+    with lab.kernel(path) as kernel:
+        kernel.evaluate("ex.view.selected = 'transformer.h.0.attn'")
+    elements = figure.locator("select.hw-element")
+    elements.wait_for(timeout=30_000)
+    assert elements.locator("option").all_inner_texts() == ["output.0", "output.1"]
+    elements.select_option("output.1")
+    active.filter(has_text="heads").wait_for(timeout=15_000)
+    heads = figure.locator("select.hw-head")
+    assert heads.locator("option").all_inner_texts() == ["all 4 heads", "head 0", "head 1", "head 2", "head 3"]
+    heads.select_option("1")
+    figure.locator(".hw-plot-caption", has_text="head 1").wait_for(timeout=15_000)
+    explorer.locator(".hw-inspector").screenshot(path=str(lab.artifacts_dir / "inspector-attention-heads.png"))

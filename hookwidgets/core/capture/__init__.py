@@ -1,17 +1,21 @@
-"""What hooks capture: the store and its records, statistics and their kernel, export and load."""
+"""What hooks capture: the store and its records, statistics and their kernel, export and load, the views that fit."""
 
 from .export import export_captures, load_captures
 from .stats import STAT_KEYS, combine_stats, tensor_stats
 from .store import DEFAULT_MEMORY_BUDGET, CaptureStore, Record, make_record
+from .views import VIEWS, is_attention_source, tensor_views
 
 __all__ = [
     "DEFAULT_MEMORY_BUDGET",
     "STAT_KEYS",
+    "VIEWS",
     "CaptureStore",
     "Record",
     "combine_stats",
     "export_captures",
+    "is_attention_source",
     "load_captures",
     "make_record",
     "tensor_stats",
+    "tensor_views",
 ]

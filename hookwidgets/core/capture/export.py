@@ -26,8 +26,10 @@ def sidecar_path(path: str | os.PathLike) -> Path:
     return path.with_name(path.name + ".json")
 
 
-def export_captures(store: CaptureStore, path: str | os.PathLike) -> Path:
+def export_captures(store: CaptureStore, path: str | os.PathLike, *, labels: dict[str, Any] | None = None) -> Path:
     """Write every record of ``store``, oldest first, to ``path`` and its JSON sidecar; returns ``path``.
+
+    ``labels`` (``tokens``, ``decoder_tokens``: one list per item) go into the sidecar where they are not None.
 
     Tensor keys are ``"{record index:06d}/{tensor name}"``. Tensors are saved contiguous, on the CPU,
     in their own dtype; tensors sharing memory with an earlier one are copied so each key has its own.
@@ -52,6 +54,7 @@ def export_captures(store: CaptureStore, path: str | os.PathLike) -> Path:
 
     sidecar = sidecar_path(path)
     document = {"format": FORMAT, "version": VERSION, "file": path.name, "summary": summary, "records": entries}
+    document.update({key: value for key, value in (labels or {}).items() if value is not None})
     metadata = {"hookwidgets": json.dumps({"format": FORMAT, "version": VERSION, "sidecar": sidecar.name})}
     # Both files are written under temporary names and renamed at the end, so a failed export never
     # leaves a capture file paired with another export's sidecar.

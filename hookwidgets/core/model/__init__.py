@@ -8,6 +8,7 @@ from .nested import first_tensor, map_tensors, named_tensors, output_tensors, te
 from .scope import ScopeTracker, hidden_ops, node_id, op_name, parse_node_id
 from .state import preserved_state
 from .targets import resolve_module, resolve_target
+from .tokens import Sequences, read_sequences
 from .tree import ProbeResult, build_tree, describe_shape, probe
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "ParamNames",
     "ProbeResult",
     "ScopeTracker",
+    "Sequences",
     "Target",
     "backward_score",
     "build_tree",
@@ -35,6 +37,7 @@ __all__ = [
     "parse_node_id",
     "preserved_state",
     "probe",
+    "read_sequences",
     "resolve_module",
     "resolve_target",
     "run_eagerly",

@@ -1,6 +1,6 @@
 /** Plots area: the PNG captures of the selection as Blob-URL images, each with a step slider over its history. */
 
-import { formatPosition, formatShape, plotPositions } from "../format.js";
+import { displayName, formatPosition, formatShape, plotPositions } from "../format.js";
 import { h, pngUrls, setText, subscribe } from "./dom.js";
 
 const HINT = "Attach a hook and press Run (or run your own code) to see captures.";
@@ -70,11 +70,46 @@ export function createPlots(model, requests) {
     );
   }
 
+  /** A <select> of `options` ([value, label]) sending `plot_view` with `field` set to the chosen value. */
+  function picker(item, cls, label, options, chosen, field, parse) {
+    const select = h(
+      "select",
+      { cls, attrs: { "data-kind": item.kind ?? "", "aria-label": `${label} of the ${item.kind} capture` } },
+      options.map(([value, text]) => h("option", { attrs: { value, selected: value === chosen }, text })),
+    );
+    select.addEventListener("change", () => {
+      requests.send({ type: "plot_view", kind: item.kind, [field]: parse(select.value) });
+    });
+    return select;
+  }
+
+  /** The element picker (a tuple, dict or ModelOutput output's tensors), shown when there are several. */
+  function elementPicker(item) {
+    const elements = Array.isArray(item.elements) ? item.elements : [];
+    if (elements.length < 2) return null;
+    const options = elements.map((name) => [name, displayName(name)]);
+    return picker(item, "hw-element", "tensor", options, item.element, "element", (value) => value);
+  }
+
+  /** The head picker of the heads view: all heads, or one. */
+  function headPicker(item) {
+    if (item.view !== "heads" || !(item.heads > 1)) return null;
+    const options = [["all", `all ${item.heads} heads`]];
+    for (let head = 0; head < item.heads; head += 1) options.push([String(head), `head ${head}`]);
+    const chosen = Number.isInteger(item.head) ? String(item.head) : "all";
+    return picker(item, "hw-head", "head", options, chosen, "head", (value) => (value === "all" ? null : Number(value)));
+  }
+
+  function controls(item) {
+    const parts = [elementPicker(item), viewButtons(item), headPicker(item)].filter(Boolean);
+    return parts.length > 0 ? h("div", { cls: "hw-plot-controls" }, parts) : null;
+  }
+
   function figure(item) {
     const url = images.url(item.png);
     const children = [h("figcaption", { cls: item.stale ? "hw-plot-caption hw-stale" : "hw-plot-caption", text: caption(item) })];
-    const views = viewButtons(item);
-    if (views) children.push(views);
+    const row = controls(item);
+    if (row) children.push(row);
     const steps = slider(item);
     if (steps) children.push(steps);
     if (url) {

@@ -210,3 +210,16 @@ def test_the_sidecar_is_strict_json_when_statistics_hold_nan_and_inf(tmp_path):
     loaded = load_captures(path)[0]["stats"]
     assert math.isnan(loaded["mean"]) and math.isnan(loaded["max"]) and loaded["nan"] == 3  # floats again
     ex.close()
+
+
+def test_the_sidecar_holds_the_token_labels_when_known(tmp_path):
+    ids = torch.tensor([[4, 5, 6]])
+    model = nn.Sequential(nn.Embedding(10, 4), nn.Linear(4, 2))
+    with Explorer(model, ids, tokens=["the", "cat", "sat"]) as ex:
+        ex.attach("1", "forward")
+        ex.run()
+        document = json.loads(sidecar_path(ex.export(tmp_path / "caps.safetensors")).read_text())
+        assert document["tokens"] == [["the", "cat", "sat"]] and "decoder_tokens" not in document
+    with Explorer(model, ids) as ex:
+        document = json.loads(sidecar_path(ex.export(tmp_path / "none.safetensors")).read_text())
+        assert "tokens" not in document

@@ -1,0 +1,158 @@
+"""What the explorer knows of its inputs' sequences: token labels, sequence lengths and a vision model's patch grid."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+TokenList = list[list[str]]
+
+
+@dataclass(frozen=True)
+class Sequences:
+    """Token labels per item (encoder side and decoder side), the known sequence lengths, and the patch grid."""
+
+    tokens: TokenList | None = None
+    """One list of labels per item for the (encoder's) input sequence, or None."""
+    decoder_tokens: TokenList | None = None
+    """One list of labels per item for an encoder-decoder model's decoder input, or None."""
+    lengths: tuple[int, ...] = ()
+    """Sequence lengths the inputs have (``input_ids``' and ``decoder_input_ids``' T, a ViT's 1 + patches)."""
+    grid: tuple[int, int] | None = None
+    """(rows, columns) of a vision transformer's patches, from its image input and its patch embedding."""
+
+    def labels(self, length: int, item: int = 0, decoder: bool = False) -> list[str] | None:
+        """The labels of item ``item`` for a sequence axis of ``length`` (the decoder's first when ``decoder``)."""
+        sides = (self.decoder_tokens, self.tokens) if decoder else (self.tokens, self.decoder_tokens)
+        for side in sides:
+            if side and len(side[min(item, len(side) - 1)]) == length:
+                return side[min(item, len(side) - 1)]
+        return None
+
+    def patch_tokens(self, length: int) -> int | None:
+        """How many tokens precede the patches in a sequence of ``length`` (1: a class token, 0: none), or None
+        when ``length`` is not the patch grid's."""
+        if self.grid is None:
+            return None
+        extra = length - self.grid[0] * self.grid[1]
+        return extra if extra in (0, 1) else None
+
+
+def read_sequences(model: nn.Module, inputs: Any, tokens: Any = None, tokenizer: Any = None) -> Sequences:
+    """The ``Sequences`` of ``inputs``: ``tokens`` (one list, or one per item) or ``tokenizer`` applied to the
+    ``input_ids`` (and ``decoder_input_ids``) found in them; a ValueError when they do not fit the inputs."""
+    if tokens is not None and tokenizer is not None:
+        raise ValueError("pass tokens= or tokenizer=, not both: tokens= are the labels, tokenizer= makes them")
+    if tokenizer is not None and not callable(getattr(tokenizer, "convert_ids_to_tokens", None)):
+        raise TypeError(
+            f"tokenizer= needs a convert_ids_to_tokens(ids) method (a transformers tokenizer has one); "
+            f"got {type(tokenizer).__name__}"
+        )
+    ids, decoder_ids = _token_ids(inputs)
+    decoder_tokens = None
+    if tokenizer is not None:
+        if ids is None and decoder_ids is None:
+            raise ValueError(
+                "tokenizer= labels the input_ids of the example inputs, and they hold none: pass example_inputs "
+                "with input_ids (a dict, a tokenizer's BatchEncoding, or an integer tensor (N, T)), or tokens="
+            )
+        tokens = _convert(tokenizer, ids)
+        decoder_tokens = _convert(tokenizer, decoder_ids)
+    elif tokens is not None:
+        tokens = _checked(tokens, ids)
+    lengths = [t.shape[1] for t in (ids, decoder_ids) if t is not None]
+    if tokens and ids is None:
+        lengths.append(len(tokens[0]))
+    grid = patch_grid(model, inputs)
+    if grid is not None:
+        lengths.append(grid[0] * grid[1] + 1)
+    return Sequences(tokens, decoder_tokens, tuple(dict.fromkeys(lengths)), grid)
+
+
+def _token_ids(inputs: Any) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """``(input_ids, decoder_input_ids)`` of the inputs: Mapping keys, or a lone integer tensor (N, T)."""
+    if isinstance(inputs, Mapping):
+        return _ids(inputs.get("input_ids")), _ids(inputs.get("decoder_input_ids"))
+    if isinstance(inputs, (tuple, list)) and len(inputs) == 1:
+        inputs = inputs[0]
+    return _ids(inputs), None
+
+
+def _ids(value: Any) -> torch.Tensor | None:
+    """``value`` if it is an integer tensor of token ids ``(N, T)`` (``(T,)`` taken as one item), else None."""
+    if not isinstance(value, torch.Tensor) or value.is_floating_point() or value.is_complex():
+        return None
+    if value.dtype == torch.bool or value.dim() not in (1, 2):
+        return None
+    return value[None] if value.dim() == 1 else value
+
+
+def _convert(tokenizer: Any, ids: torch.Tensor | None) -> TokenList | None:
+    if ids is None:
+        return None
+    labelled = []
+    for row in ids.tolist():
+        names = tokenizer.convert_ids_to_tokens(row)
+        # An id the vocabulary lacks comes back as None: labelled by its number instead.
+        labelled.append([f"#{i}" if t is None else str(t) for i, t in zip(row, names, strict=True)])
+    return labelled
+
+
+def _checked(tokens: Any, ids: torch.Tensor | None) -> TokenList:
+    """``tokens`` as one list per item, checked against the shape of the ``input_ids``."""
+    if isinstance(tokens, str) or not isinstance(tokens, Sequence) or not tokens:
+        raise TypeError(
+            f"tokens= takes a list of strings (one sequence) or one list per item, got {type(tokens).__name__}"
+        )
+    if all(isinstance(t, str) for t in tokens):
+        per_item = [list(tokens)] * (ids.shape[0] if ids is not None else 1)
+    elif all(isinstance(t, Sequence) and not isinstance(t, str) for t in tokens):
+        per_item = [[str(t) for t in row] for row in tokens]
+        if ids is not None and len(per_item) != ids.shape[0]:
+            raise ValueError(
+                f"tokens= has {len(per_item)} lists but the input_ids hold {ids.shape[0]} items: "
+                "pass one list per item, or one list for all"
+            )
+    else:
+        raise TypeError("tokens= takes a list of strings (one sequence) or one list of strings per item, not a mix")
+    length = ids.shape[1] if ids is not None else len(per_item[0])
+    for item, row in enumerate(per_item):
+        if len(row) != length:
+            what = "the input_ids have" if ids is not None else "the first list has"
+            raise ValueError(
+                f"tokens= for item {item} has {len(row)} tokens but {what} {length}: give one label per token"
+            )
+    return per_item
+
+
+def patch_grid(model: nn.Module, inputs: Any) -> tuple[int, int] | None:
+    """(rows, columns) of patches a vision transformer makes of its image input: the first ``Conv2d`` whose stride
+    equals its kernel (a patch embedding) applied to the first image ``(N, C, H, W)`` of the inputs; else None."""
+    image = _first_image(inputs)
+    if image is None:
+        return None
+    for module in model.modules():
+        if isinstance(module, nn.Conv2d) and module.kernel_size == module.stride and max(module.kernel_size) > 1:
+            (kh, kw), (h, w) = module.kernel_size, image.shape[-2:]
+            return (h // kh, w // kw) if h >= kh and w >= kw else None
+    return None
+
+
+def _first_image(inputs: Any) -> torch.Tensor | None:
+    values = (
+        inputs.values() if isinstance(inputs, Mapping) else inputs if isinstance(inputs, (tuple, list)) else [inputs]
+    )
+    for value in values:
+        if isinstance(value, torch.Tensor) and value.dim() == 4 and value.is_floating_point():
+            return value
+    return None
+
+
+def is_square(count: int) -> bool:
+    """Whether ``count`` patches fill a square grid."""
+    return count > 0 and math.isqrt(count) ** 2 == count

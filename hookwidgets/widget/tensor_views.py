@@ -1,0 +1,88 @@
+"""Draw one captured tensor in the view chosen for it: maps, heads, patches, tokens, bars or a histogram."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from matplotlib.figure import Figure
+
+from ..core.capture.views import is_attention_source, sequence_axis, tensor_views
+from ..core.model.tokens import Sequences
+from ..plots import (
+    attention_heads_figure,
+    bars_figure,
+    feature_map_figure,
+    gradient_map_figure,
+    histogram_figure,
+    patch_grid_figure,
+    token_map_figure,
+)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the views of a target's tensors need beyond their shapes."""
+
+    sequences: Sequences = field(default_factory=Sequences)
+    """The explorer's token labels, sequence lengths and patch grid."""
+    attention: bool = False
+    """The target gives attention probabilities (an attention module, or a softmax or dropout inside one)."""
+    decoder: bool = False
+    """The target is in a decoder: its sequence axes take the decoder's tokens first."""
+
+
+def context_for(explorer: Any, target: str) -> Context:
+    """The ``Context`` of ``target`` in ``explorer`` (a module path, a parameter or a node id)."""
+    model = explorer.model
+    decoder = "decoder" in target.split(".")
+    return Context(explorer.sequences, is_attention_source(model, target), decoder)
+
+
+def views_of(tensor: torch.Tensor, context: Context) -> list[str]:
+    """The views that fit ``tensor`` from a target of ``context``, the default first."""
+    return tensor_views(tuple(tensor.shape), attention=context.attention, sequences=context.sequences)
+
+
+def sequence_labels(tensor: torch.Tensor, view: str, context: Context) -> tuple[list[str] | None, list[str] | None]:
+    """(labels of the sequence axis — the queries in ``heads`` —, labels of the keys) of item 0 for ``view``."""
+    sequences, shape = context.sequences, tuple(tensor.shape)
+    if view == "heads":
+        queries = sequences.labels(shape[-2], 0, context.decoder)
+        # Keys of a cross-attention (T_k ≠ T_q) are the encoder's tokens.
+        keys = queries if shape[-1] == shape[-2] else sequences.labels(shape[-1], 0, decoder=False)
+        return queries, keys
+    if view == "tokens":
+        axis = sequence_axis(shape, sequences)
+        return (sequences.labels(shape[axis], 0, context.decoder) if axis is not None else None), None
+    return None, None
+
+
+def draw(
+    tensor: torch.Tensor,
+    view: str,
+    *,
+    name: str,
+    title: str,
+    gradient: bool,
+    context: Context,
+    head: int | None = None,
+) -> Figure:
+    """The figure of ``tensor`` (named ``name``) in ``view``; gradients on a scale centred on zero."""
+    if view == "histogram":
+        return histogram_figure({name: tensor}, title=title)
+    if view == "heads":
+        queries, keys = sequence_labels(tensor, view, context)
+        return attention_heads_figure(tensor, queries, heads=head, title=title, key_tokens=keys)
+    if view == "tokens":
+        axis = sequence_axis(tuple(tensor.shape), context.sequences)
+        labels, _ = sequence_labels(tensor, view, context)
+        return token_map_figure(tensor.movedim(axis, 1), labels, title=title, diverging=gradient)
+    if view == "patches":
+        first = context.sequences.patch_tokens(tensor.shape[1])
+        return patch_grid_figure(tensor, class_token=first == 1, grid=context.sequences.grid, title=title)
+    if view == "bars":
+        values = tensor[0] if tensor.dim() == 2 else tensor.reshape(-1)
+        return bars_figure(values, title=title, diverging=gradient)
+    return (gradient_map_figure if gradient else feature_map_figure)(tensor, title=title)
