@@ -389,10 +389,8 @@ def test_a_run_target_that_is_no_class_is_reported_and_nothing_runs(explorer, ta
     view = explorer.view
     browser_sends(view, type="attach", target="head.fc", kind="forward")
     browser_sends(view, type="run", mode="backward", target=target)
-    assert (
-        view.error
-        == f'ValueError: the widget sent the run target {target!r}; expected "top", "loss" or a class or token id such as 3'
-    )
+    expected = f'the widget sent the run target {target!r}; expected "top", "loss" or a class or token id such as 3'
+    assert view.error == f"ValueError: {expected}"
     assert view.status["state"] == "error" and explorer.step == 0 and view.hooks[0]["fired"] == 0
 
 
