@@ -88,8 +88,10 @@ class Explorer:
         """The first item's top five classes in the probe's output, ``[(class, probability), …]``, as a class target
         finds the scores; ``[]`` without example inputs, or when the output holds no ``(batch, classes)`` scores."""
         self.probe_output: dict[str, Any] = output_summary(None)
-        """What the probe's output offers a backward, as plain data (``kind`` ``classes``, ``sequence``, ``scalar`` or
-        ``none``, the scores' ``tensor``, ``loss``, ``top``…: see ``output_summary``); kind ``none`` without a probe."""
+        """What the probe's output offers a backward, as plain data: ``kind`` (``classes``, ``sequence``, ``scalar``,
+        ``none``), the scores' ``tensor`` and ``shape``, ``words`` (``classes``, ``tokens``, ``labels``), ``positions``
+        (a sequence's length), ``decoder``, ``loss`` (``target="loss"`` works) and ``top`` (``[[id, probability], …]``
+        of the first item, at the last position); kind ``none`` without a probe."""
         self.last_score: Score | None = None
         """What the latest ``run()`` backpropagated (value, description, tensor, position, classes); None after a
         run without a target."""
