@@ -40,7 +40,7 @@ class Score:
 
 
 @dataclasses.dataclass(frozen=True)
-class OutputScores:
+class ScoreTensor:
     """The tensor of an output that class, token and "top" targets read, and what it holds."""
 
     name: str
@@ -74,7 +74,7 @@ def find_scores(output: Any) -> tuple[str, torch.Tensor] | None:
     return None
 
 
-def output_scores(output: Any, fix: str = SCALAR_FIX) -> OutputScores:
+def output_scores(output: Any, fix: str = SCALAR_FIX) -> ScoreTensor:
     """The scores a class or token target reads; a ValueError naming what the output holds, ending with ``fix``."""
     found = find_scores(output)
     if found is None or found[1].dim() not in (2, 3):
@@ -84,7 +84,7 @@ def output_scores(output: Any, fix: str = SCALAR_FIX) -> OutputScores:
             f"sequence, got {got}; {fix}"
         )
     name, tensor = found
-    return OutputScores(name, tensor, "classes" if tensor.dim() == 2 else "sequence")
+    return ScoreTensor(name, tensor, "classes" if tensor.dim() == 2 else "sequence")
 
 
 def class_scores(output: Any, fix: str = SCALAR_FIX) -> torch.Tensor:
@@ -214,7 +214,7 @@ def _callable_score(output: Any, target: Callable, position: int | None, per_ite
     return score, Score(float(score.detach()), f"{name}(output)", None, None, None)
 
 
-def _indices(scores: torch.Tensor, target: str | int | list[int], words: dict[str, str]) -> torch.Tensor:
+def _indices(scores: torch.Tensor, target: str | int | list[int], words: dict[str, Any]) -> torch.Tensor:
     """One index per item into ``scores`` ``(N, C)``: each item's top one, the one given, or one given per item."""
     batch, classes = scores.shape
     if target == "top":
@@ -234,7 +234,7 @@ def _indices(scores: torch.Tensor, target: str | int | list[int], words: dict[st
     return index
 
 
-def _chosen(target: str | int | list[int], classes: list[int], words: dict[str, str]) -> str:
+def _chosen(target: str | int | list[int], classes: list[int], words: dict[str, Any]) -> str:
     if target == "top":
         return words["top"]
     if isinstance(target, int):
@@ -242,12 +242,12 @@ def _chosen(target: str | int | list[int], classes: list[int], words: dict[str, 
     return f"{words['many']} {classes}"
 
 
-def _words(model: nn.Module | None, scores: OutputScores) -> dict[str, str]:
+def _words(model: nn.Module | None, scores: ScoreTensor) -> dict[str, Any]:
     """How the chosen scores are named: classes, next tokens (a language model's vocabulary) or labels per token."""
     if scores.kind == "classes":
-        return {"one": "class", "many": "classes", "top": "top class", "decoder": ""}
+        return {"one": "class", "many": "classes", "top": "top class", "decoder": False}
     config = getattr(model, "config", None)
-    decoder = "yes" if getattr(config, "is_encoder_decoder", False) is True else ""
+    decoder = getattr(config, "is_encoder_decoder", False) is True  # duck-typed: transformers' configs say it
     vocabulary = getattr(config, "vocab_size", None)
     if isinstance(vocabulary, int) and vocabulary != scores.tensor.shape[-1]:
         return {"one": "label", "many": "labels", "top": "top label", "decoder": decoder}
@@ -292,12 +292,12 @@ def output_summary(output: Any, model: nn.Module | None = None, k: int = 5) -> d
     if isinstance(output, torch.Tensor) and output.numel() == 1:
         summary["kind"] = "scalar"
     elif found is not None and found[1].dim() in (2, 3):
-        scores = OutputScores(found[0], found[1], "classes" if found[1].dim() == 2 else "sequence")
+        scores = ScoreTensor(found[0], found[1], "classes" if found[1].dim() == 2 else "sequence")
         words = _words(model, scores)
         summary.update(kind=scores.kind, tensor=scores.name, shape=list(scores.tensor.shape))
         summary["words"] = {"class": "classes", "token id": "tokens", "label": "labels"}[words["one"]]
         if scores.kind == "sequence":
-            summary.update(positions=scores.tensor.shape[1], decoder=bool(words["decoder"]))
+            summary.update(positions=scores.tensor.shape[1], decoder=words["decoder"])
         summary["top"] = _top(scores.tensor if scores.kind == "classes" else scores.tensor[:, -1], k)
     return summary
 
