@@ -115,13 +115,13 @@ class Explorer:
         model = self.model
         scripted = isinstance(model, torch.jit.ScriptModule)  # takes no hooks: no top classes
 
+        noted: list[bool] = []
+
         def note_top(module: nn.Module, args: Any, output: Any) -> None:
             if not noted:  # the root's first call is the model's output
                 noted.append(True)
                 self.probe_classes = top_classes(output)
                 self.probe_output = output_summary(output, model)
-
-        noted: list[bool] = []
 
         handle = None if scripted else model.register_forward_hook(note_top)
         try:
@@ -366,7 +366,7 @@ class Explorer:
                 events.flush()
                 events.emit({"type": "step", "step": self.step, "done": True})
 
-    def _run(self, inputs: Inputs | None, target: Target, position: Any, record_graph: bool, train: bool) -> Any:
+    def _run(self, inputs: Inputs | None, target: Target, position: int | None, record_graph: bool, train: bool) -> Any:
         if target is None and position is not None:
             raise ValueError(f"position={position} picks where a target reads the output: pass target= as well")
         self.last_score = None
