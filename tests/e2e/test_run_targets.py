@@ -16,7 +16,9 @@ import transformers
 from hookwidgets import HookExplorer
 
 torch.manual_seed(0)
-config = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=96, n_positions=64, bos_token_id=1, eos_token_id=2)
+config = transformers.GPT2Config(
+    n_layer=2, n_embd=32, n_head=4, vocab_size=96, n_positions=64, bos_token_id=1, eos_token_id=2
+)
 model = transformers.GPT2LMHeadModel(config).eval()
 ids = torch.randint(3, 96, (1, 8), generator=torch.Generator().manual_seed(1))
 ex = HookExplorer(model, example_inputs={"input_ids": ids})
