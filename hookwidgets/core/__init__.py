@@ -5,6 +5,7 @@ from .capture.store import CaptureStore, Record
 from .explorer import Explorer
 from .hooks.kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, PARAM_KINDS
 from .hooks.registry import HookInfo, HookRegistry, TimelineEvent
+from .model.scores import Score
 from .model.targets import resolve_module, resolve_target
 from .model.tree import build_tree, probe
 
@@ -18,6 +19,7 @@ __all__ = [
     "HookInfo",
     "HookRegistry",
     "Record",
+    "Score",
     "TimelineEvent",
     "build_tree",
     "probe",

@@ -44,9 +44,10 @@ from .hooks.kinds import KINDS, resolve_kind
 from .hooks.optim import UpdateRatioMonitor
 from .hooks.registry import FULL_BACKWARD_KINDS, HookInfo, HookRegistry, TimelineEvent
 from .model.compiled import run_eagerly
-from .model.inputs import Inputs, Target, backward_score, call_model, describe_inputs, top_classes
+from .model.inputs import Inputs, Target, call_model, describe_inputs
 from .model.lazy import MaterializedWarning, has_lazy, materialize, unmaterialized_param
 from .model.nested import map_tensors, tensors_in
+from .model.scores import Score, output_summary, resolve_score, top_classes
 from .model.state import preserved_state
 from .model.targets import alias_note, first_name, resolve_target, without_compiled_steps
 from .model.tokens import Sequences, read_sequences
@@ -94,6 +95,14 @@ class Explorer:
         self.probe_classes: list[tuple[int, float]] = []
         """The first item's top five classes in the probe's output, ``[(class, probability), …]``, as a class target
         finds the scores; ``[]`` without example inputs, or when the output holds no ``(batch, classes)`` scores."""
+        self.probe_output: dict[str, Any] = output_summary(None)
+        """What the probe's output offers a backward, as plain data: ``kind`` (``classes``, ``sequence``, ``scalar``,
+        ``none``), the scores' ``tensor`` and ``shape``, ``words`` (``classes``, ``tokens``, ``labels``), ``positions``
+        (a sequence's length), ``decoder``, ``loss`` (``target="loss"`` works) and ``top`` (``[[id, probability], …]``
+        of the first item, at the last position); kind ``none`` without a probe."""
+        self.last_score: Score | None = None
+        """What the latest ``run()`` backpropagated (value, description, tensor, position, classes); None after a
+        run without a target."""
         self.unwatched: list[str] = []
         """Paths of the outermost ``torch.jit.script`` modules (``""``: a scripted model). They take no hooks, so they
         and their submodules show no shape and fire no hooks; attaching a module hook there raises a ValueError."""
@@ -114,9 +123,13 @@ class Explorer:
         model = self.model
         scripted = isinstance(model, torch.jit.ScriptModule)  # takes no hooks: no top classes
 
+        noted: list[bool] = []
+
         def note_top(module: nn.Module, args: Any, output: Any) -> None:
-            if not self.probe_classes:  # the root's first call is the model's output
+            if not noted:  # the root's first call is the model's output
+                noted.append(True)
                 self.probe_classes = top_classes(output)
+                self.probe_output = output_summary(output, model)
 
         handle = None if scripted else model.register_forward_hook(note_top)
         try:
@@ -351,23 +364,33 @@ class Explorer:
         return removed
 
     def run(
-        self, inputs: Inputs | None = None, target: Target = None, *, record_graph: bool = False, train: bool = False
+        self,
+        inputs: Inputs | None = None,
+        target: Target = None,
+        *,
+        position: int | None = None,
+        record_graph: bool = False,
+        train: bool = False,
     ) -> Any:
-        """Forward ``inputs`` (default: the example inputs) in eval mode; with ``target``, backward from that score.
+        """Forward ``inputs`` (default: the example inputs) in eval mode; with ``target``, backward from that score,
+        which ``last_score`` then describes (``position``: where a sequence output is read, default the last).
 
         ``train=True`` runs in training mode (Dropout active, BatchNorm on batch statistics), as a training
         step does. The run leaves parameters' ``.grad``, buffers, RNG state and train/eval mode as found.
         With ``record_graph``, its autograd graph becomes the one ``graph()`` returns.
         """
         try:
-            return self._run(inputs, target, record_graph, train)
+            return self._run(inputs, target, position, record_graph, train)
         finally:
             events = self._registry.events
             if events.listening:  # its step is over: its firings, then the end of the run
                 events.flush()
                 events.emit({"type": "step", "step": self.step, "done": True})
 
-    def _run(self, inputs: Inputs | None, target: Target, record_graph: bool, train: bool) -> Any:
+    def _run(self, inputs: Inputs | None, target: Target, position: int | None, record_graph: bool, train: bool) -> Any:
+        if target is None and position is not None:
+            raise ValueError(f"position={position} picks where a target reads the output: pass target= as well")
+        self.last_score = None
         inputs = self._inputs(inputs)
         self._materialize(inputs, "run()")
         recorder = GraphRecorder(self.model) if record_graph else contextlib.nullcontext()
@@ -389,10 +412,11 @@ class Explorer:
                     self._graph.keep(recorder)  # before the backward frees what the nodes saved
                     self._graph_recorded()
             if target is not None:
-                score = backward_score(output, target)
+                score, chosen = resolve_score(output, target, position, model=self.model)
                 if not score.requires_grad:  # torch would only say "element 0 of tensors does not require grad"
                     raise ValueError(self._why_no_backward(output, inputs))
                 score.backward()
+                self.last_score = chosen
         return _detached(output)
 
     def _why_no_backward(self, output: Any, inputs: Inputs) -> str:
@@ -472,13 +496,15 @@ class Explorer:
         return summary_rows(self.captures)
 
     @former_keywords
-    def compare_backward(self, layer: str, inputs: Inputs | None = None, target: Target = None) -> BackwardComparison:
+    def compare_backward(
+        self, layer: str, inputs: Inputs | None = None, target: Target = None, *, position: int | None = None
+    ) -> BackwardComparison:
         """The legacy and the full backward hook's gradients on ``layer`` side by side (on hook-free copies),
-        in the backward of the score ``target`` (as in ``run``; default: the sum of the output)."""
+        in the backward of the score ``target`` at ``position`` (as in ``run``; default: the sum of the output)."""
         inputs = self._inputs(inputs)
         self._materialize(inputs, "compare_backward()")
         with self._own_run():  # on copies: no explorer records them, and they would compile anew
-            return compare_backward(self.model, layer, inputs, target)
+            return compare_backward(self.model, layer, inputs, target, position=position)
 
     def code(self) -> str:
         """Plain-torch Python (no hookwidgets) that registers hooks doing what the explorer's hooks do."""
@@ -496,11 +522,13 @@ class Explorer:
         inputs: Inputs | None = None,
         target: Any = None,
         method: str = "gradcam",
+        *,
+        position: int | None = None,
     ) -> torch.Tensor:
         """A CAM of ``target`` at ``layer`` (None: ``default_layer``'s, on the image path): ``(N, H, W)`` in [0, 1].
 
         ``method`` is ``gradcam``, ``gradcam++``, ``hirescam``, ``xgradcam`` or ``layercam``; the
-        tensor's ``.layer`` names the layer used and ``.classes`` the class explained per item.
+        tensor's ``.layer`` names the layer used, ``.classes`` the class explained per item and ``.target`` the score.
         """
         method = check_method(method)  # an unknown name: a ValueError with the closest one
         if method not in CAM_METHODS:
@@ -508,7 +536,7 @@ class Explorer:
                 f"gradcam() draws CAMs ({', '.join(CAM_METHODS)}); "
                 f"for {method!r} use ex.attribute(x, method={method!r})"
             )
-        return self.attribute(inputs, target, method=method, layer=layer)
+        return self.attribute(inputs, target, method=method, layer=layer, position=position)
 
     def attribute(
         self,
@@ -516,18 +544,21 @@ class Explorer:
         target: Any = None,
         method: str = "gradcam",
         layer: str | nn.Module | None = None,
+        *,
+        position: int | None = None,
     ) -> torch.Tensor:
         """Any attribution method: CAMs give ``(N, H, W)`` in [0, 1], pixel methods an input-shaped ``(N, C, H, W)``.
 
-        ``target`` is a class index, one per item, a callable on the output, or None (each item's top
-        class). The model is left as found and the explorer's hooks record nothing during the run.
+        ``target`` is a class index, one per item, ``"loss"``, a callable on the output, or None or ``"top"`` (each
+        item's top class; ``position`` as in ``run``). The model is left as found and the explorer's hooks record
+        nothing during the run.
         """
         inputs = self._inputs(inputs)
         self._materialize(inputs, "the attribution run")
         with self._own_run():
             while True:  # ends: each collision detaches at least one hook, or raises
                 try:
-                    return attribute(self.model, inputs, target, method, layer).annotated()
+                    return attribute(self.model, inputs, target, method, layer, position=position).annotated()
                 except RuntimeError as exc:
                     # A full backward hook of ours broke the forward on an in-place op: explained and detached
                     # as run() does; its hooks record nothing here, so running again without it changes no record.

@@ -14,7 +14,7 @@ from ..core.explorer import Explorer
 from ..plots import cam_overlay_figure, figure_png, gradient_map_figure
 from ..plots.overlay import _display_image
 from .protocol import Attribution
-from .state import class_choice
+from .state import score_choice
 
 EMPTY: Attribution = {
     "layer": None,
@@ -51,7 +51,7 @@ def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any
         raise ValueError(f"unknown attribution method {method!r}; choose one of {', '.join(METHODS)}")
     if not isinstance(explorer.example_inputs, torch.Tensor):
         raise ValueError("attribution here needs example inputs that are one image tensor (N, C, H, W)")
-    chosen = class_choice(target, "attribution class")
+    chosen = score_choice(target, "attribution target")
     inputs = explorer.example_copy()  # the model may change its input in place
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -59,7 +59,7 @@ def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any
     note = "\n\n".join(dict.fromkeys(str(w.message) for w in caught))  # each once, in order
     classes = [int(c) for c in getattr(result, "classes", []) or []]
     used = getattr(result, "layer", None) or layer
-    what = f"class {classes[0]}" if classes else "the top class"
+    what = f"class {classes[0]}" if classes else result.target  # the first item's, drawn; else the loss or callable
     caption = f"{method} of {what} at {display_name(used or '(input)')}"
     if result.dim() == 3:  # a CAM (N, H, W) in [0, 1]
         figure = cam_overlay_figure(inputs, result, title=caption)

@@ -34,7 +34,7 @@ class ViewController:
     """Opens the view of one explorer, pushes what its events change, and answers the page's messages.
 
     Holds what the page chose that the engine does not know: the plots' steps and views, the summary's field and
-    step, the DDP records shown, and the classes the run bar offers.
+    step, the DDP records shown, and the targets the run bar offers (what the latest output holds).
     """
 
     def __init__(self, explorer: Explorer) -> None:
@@ -48,7 +48,7 @@ class ViewController:
         self.plot_cost = FIRST_PLOT_COST_S  # seconds the last drawing of the selection's images took (live budgets it)
         self.summary_choice: dict[str, Any] = {"field": "grad_norm", "step": None, "first_nonfinite": None}
         self.ddp: DDPSource | None = None  # what the Training panel shows of DDP (show_ddp, watch_ddp)
-        self.top: list[tuple[int, float]] = list(explorer.probe_classes)  # the run bar's classes
+        self.output: dict[str, Any] = dict(explorer.probe_output)  # what the run bar offers: the latest output's scores
         self._training_version: tuple[Any, ...] | None = None  # the panel is redrawn only when this changes
         self._graph_shown: dict[str, Any] | None = None  # the recorded graph the view shows, by identity
 
@@ -69,7 +69,7 @@ class ViewController:
         explorer.model  # noqa: B018 -- a closed explorer says so, as every method does
         notes = [explorer.probe_error, unwatched_note(explorer.unwatched)]
         view = ExplorerView(tree=explorer.tree, hook_kinds=ALL_KINDS, error="\n\n".join(n for n in notes if n))
-        view.status = status_payload("idle", "", self.top)  # Run can pick a class at once
+        view.status = status_payload("idle", "", self.output["top"], self.output)  # Run can pick a target at once
         # The view is kept alive by the widget registry: it must hold the controller weakly, as it holds the explorer.
         on_message = weakref.WeakMethod(self.on_message)
         view.on_msg(lambda widget, content, buffers: (m := on_message()) and m(content))
@@ -153,7 +153,7 @@ class ViewController:
     def set_status(self, state: str, message: str) -> None:
         """Say in the status line what the latest action did (``state``: idle, busy, live or error)."""
         if self._view is not None:
-            self._view.status = status_payload(state, message, self.top)
+            self._view.status = status_payload(state, message, self.output["top"], self.output)
 
     def _on_selected(self, change: dict[str, Any]) -> None:
         self.plot_steps.clear()  # a new selection starts at its newest captures, in their default views

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.display import display_name
 from ..core.explorer import Explorer, explain_run_error
-from ..core.model.inputs import top_classes
 from ..core.model.lazy import materialize_notices
+from ..core.model.scores import output_summary
 from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
 from .attribution_panel import attribution_payload
 from .graph_panel import EMPTY as EMPTY_GRAPH
 from .protocol import MESSAGES
-from .state import class_choice, parse_edit
+from .state import parse_edit, position_choice, score_choice
 
 if TYPE_CHECKING:
     from .controller import ViewController
@@ -116,13 +116,20 @@ def attribute(controller: ViewController, explorer: Explorer, content: dict[str,
 
 
 def run(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
-    """Forward the example inputs; with mode "backward" (the default), backward from the chosen class."""
+    """Forward the example inputs; with mode "backward" (the default), backward from the chosen target ("top": each
+    item's top class or next token at ``position``). An output with no scores runs the default forward only."""
     view = controller.view
     if explorer.example_inputs is None:
         raise ValueError("Run needs example inputs: create the explorer with HookExplorer(model, example_inputs=x)")
     backward = content.get("mode", "backward") != "forward"
-    target = _run_target(content.get("target")) if backward else None
+    target = score_choice(content.get("target"), "run target") if backward else None
+    position = position_choice(content.get("position")) if backward else None
     train = _run_train(content.get("train"))
+    skipped = ""
+    if target == "top" and position is None and controller.output["kind"] in ("none", "scalar"):
+        # the default Run on an output with no class or token scores: the loss it is, else a forward only
+        target = "loss" if controller.output["loss"] else None
+        backward, skipped = target is not None, "" if target else FORWARD_ONLY
     what = ("forward and backward" if backward else "forward") + (" in training mode" if train else "")
     controller.set_status("busy", f"running {what}…")
     explained, notices = len(explorer.diagnostics), []
@@ -131,21 +138,20 @@ def run(controller: ViewController, explorer: Explorer, content: dict[str, Any])
             controller.live.paused() if controller.live is not None else contextlib.nullcontext(),
             materialize_notices(explorer.model, notices),
         ):
-            output = explorer.run(None, target=target, train=train)  # a copy of the example inputs
+            output = explorer.run(None, target=target, position=position, train=train)  # a copy of the example inputs
     except Exception as exc:
         new = explorer.diagnostics[explained:]  # what the engine understood about this failure comes first
         view.error = "\n\n".join([*notices, *new, explain_run_error(exc, explorer.example_inputs)])
         controller.set_status("error", f"run failed: {type(exc).__name__}")
         controller.sync()
         return f"run failed: {type(exc).__name__}: {message_text(exc)}"
-    controller.top = top_classes(output)
+    controller.output = output_summary(output, explorer.model)
     mode = " in training mode" if train else ""
-    if not backward:
-        message = f"step {explorer.step}: forward{mode}"
-    elif target == "top":
-        message = f"step {explorer.step}: forward{mode}, then backward from each item's top class"
+    score = explorer.last_score
+    if not backward or score is None:
+        message = f"step {explorer.step}: forward{mode}{skipped}"
     else:
-        message = f"step {explorer.step}: forward{mode}, then backward from class {target}"
+        message = f"step {explorer.step}: forward{mode}, then backward from {score.description}"
     view.error = "\n\n".join(notices)  # the model changed for good: said where it is seen, not in a log
     controller.set_status("idle", message)
     controller.sync()
@@ -193,6 +199,12 @@ def record_graph(controller: ViewController, explorer: Explorer, content: dict[s
     return ""
 
 
+FORWARD_ONLY = (
+    " only: the output holds no class or token scores and no loss to backpropagate from; "
+    "call ex.run(target=callable) with a function of the output returning a scalar"
+)
+
+
 def message_text(exc: BaseException) -> str:
     """An exception's message without the quotes KeyError adds."""
     return exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
@@ -203,12 +215,6 @@ def _run_train(value: Any) -> bool:
     if value is None or isinstance(value, bool):
         return bool(value)
     raise ValueError(f"Run's train must be true or false, got {value!r}")
-
-
-def _run_target(value: Any) -> str | int:
-    """The class a Run message backpropagates from: "top" or an integer class index (see ``class_choice``)."""
-    chosen = class_choice(value, "run target")
-    return "top" if chosen is None else chosen
 
 
 HANDLERS: dict[str, Handler] = {

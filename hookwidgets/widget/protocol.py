@@ -74,10 +74,21 @@ class Plots(TypedDict):
     items: list[PlotItem]
 
 
+class OutputScores(TypedDict):
+    kind: str
+    tensor: str | None
+    shape: list[int] | None
+    words: str | None
+    positions: int | None
+    decoder: bool
+    loss: bool
+
+
 class Status(TypedDict):
     state: str
     message: str
     top: list[list[Any]]
+    output: OutputScores
 
 
 class ShortStep(TypedDict):
@@ -250,6 +261,7 @@ class RunMessage(TypedDict):
     request_id: str
     mode: NotRequired[str]
     target: NotRequired[str | int | None]
+    position: NotRequired[int | None]
     train: NotRequired[bool | None]
 
 

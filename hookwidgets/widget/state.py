@@ -16,6 +16,7 @@ from ..core.explorer import Explorer
 from ..core.hooks.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS, valid_kinds
 from ..core.hooks.registry import HookInfo
 from ..core.model.lazy import unmaterialized_param
+from ..core.model.scores import output_summary
 from ..core.model.targets import resolve_target
 from .protocol import HookItem, Memory, Selection, Status
 
@@ -35,10 +36,25 @@ def _plain_hook(hook: dict[str, Any]) -> HookItem:
     return {**hook, "edit": [[plain_number(arg) for arg in edit] for edit in hook["edit"]]}
 
 
-def status_payload(state: str, message: str, top: Iterable[tuple[int, float]] | Iterable[list[Any]]) -> Status:
-    """The ``status`` traitlet: idle, busy, live or error, what the latest action did, and the classes the run bar
-    and the attribution offer (``[class, probability]``, NaN as ``"nan"``)."""
-    return {"state": state, "message": message, "top": [[int(c), plain_number(p)] for c, p in top]}
+def status_payload(
+    state: str,
+    message: str,
+    top: Iterable[tuple[int, float]] | Iterable[list[Any]],
+    output: dict[str, Any] | None = None,
+) -> Status:
+    """The ``status`` traitlet: idle, busy, live or error, what the latest action did, the classes or next tokens the
+    run bar and the attribution offer (``[index, probability]``, NaN as ``"nan"``), and what the model's output
+    offers a backward (``output``: ``Explorer.probe_output`` without its ``top``; kind ``none`` when unknown)."""
+    summary = output_summary(None) if output is None else output
+    return {
+        "state": state,
+        "message": message,
+        "top": [[int(c), plain_number(p)] for c, p in top],
+        "output": {key: summary[key] for key in OUTPUT_FIELDS},
+    }
+
+
+OUTPUT_FIELDS = ("kind", "tensor", "shape", "words", "positions", "decoder", "loss")
 
 
 def memory_payload(explorer: Explorer) -> Memory:
@@ -164,6 +180,32 @@ def parse_edit(edit: Any) -> Any:
     if isinstance(edit, list) and edit and isinstance(edit[0], str):
         return tuple(edit)
     raise ValueError(f"the widget sent an edit {edit!r}; expected a list such as ['scale', 2.0]")
+
+
+def score_choice(value: Any, what: str = "target") -> int | str:
+    """A target the page picked: "top" (also for null), "loss", or an integer class or token id (see
+    ``class_choice``); a ValueError naming the forms for anything else."""
+    if value == "loss":
+        return "loss"
+    try:
+        chosen = class_choice(value, what)
+    except ValueError:
+        raise ValueError(
+            f'the widget sent the {what} {value!r}; expected "top", "loss" or a class or token id such as 3'
+        ) from None
+    return "top" if chosen is None else chosen
+
+
+def position_choice(value: Any) -> int | None:
+    """The sequence position the page picked: None for null (the last position), else an integer (negative counts
+    from the end); a ValueError for anything else."""
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ValueError(f"the widget sent the run position {value!r}; expected an integer such as -1, or null")
 
 
 def class_choice(value: Any, what: str = "class") -> int | None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
 
 from ..model.inputs import Inputs, describe_inputs
+from ..model.nested import rebuilt_mapping
 
 
 def with_grad(inputs: Inputs) -> tuple[Inputs, list[torch.Tensor]]:
@@ -26,8 +28,8 @@ def with_grad(inputs: Inputs) -> tuple[Inputs, list[torch.Tensor]]:
             alias = value.detach().requires_grad_(True)
             found.append(alias)
             return alias.clone()
-        if isinstance(value, dict):
-            return {k: convert(v) for k, v in value.items()}
+        if isinstance(value, Mapping):  # keyword arguments; a tokenizer's BatchEncoding keeps its type
+            return rebuilt_mapping(value, {k: convert(v) for k, v in value.items()})
         if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
             return type(value)(convert(v) for v in value)
         return value

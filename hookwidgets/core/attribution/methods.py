@@ -12,7 +12,8 @@ import torch
 from torch import nn
 
 from ..display import display_name
-from ..model.inputs import Inputs, call_model
+from ..model.inputs import Inputs, Target, call_model
+from ..model.scores import Score, resolve_score
 from ..model.state import preserved_state
 from .cams import CAM_FUNCTIONS, gradcam
 from .grid import as_grid, is_spatial
@@ -21,7 +22,6 @@ from .inputs import image_of, with_grad
 from .layers import blank_map_warning, default_layer, layers_reached, not_spatial_error, resolve_layer
 from .maps import normalize, upsample
 from .tap import LayerTap
-from .targets import AttributionTarget, target_score
 
 CAM_METHODS = tuple(CAM_FUNCTIONS)
 """The Grad-CAM family: a map ``(N, H, W)`` in [0, 1] at a layer."""
@@ -38,7 +38,7 @@ class Attribution:
     """One attribution: ``map`` is ``(N, H, W)`` in [0, 1] for CAMs, input-shaped ``(N, C, H, W)`` otherwise.
 
     ``layer`` is the layer the CAM was taken at (chosen when none was given), ``classes`` the class
-    explained for each item (None for a callable target).
+    explained for each item (None for a callable target), ``target`` the score explained, in words.
     """
 
     map: torch.Tensor
@@ -48,12 +48,15 @@ class Attribution:
     layer: str | None
     """The layer used (chosen when none was given); None for a method that takes no layer."""
     classes: list[int] | None
-    """The class explained for each item (None for a callable target)."""
+    """The class (or token id, at the position read) explained for each item (None for the loss or a callable)."""
+    target: str = ""
+    """The score explained, in words, e.g. ``output.logits · class 3`` (``Score.description``)."""
 
     def annotated(self) -> torch.Tensor:
-        """``map`` with ``method``, ``layer`` and ``classes`` set as attributes: a plain tensor that says what it is."""
+        """``map`` with ``method``, ``layer``, ``classes`` and ``target`` set as attributes: a plain tensor that says
+        what it is."""
         result = self.map
-        result.method, result.layer, result.classes = self.method, self.layer, self.classes
+        result.method, result.layer, result.classes, result.target = self.method, self.layer, self.classes, self.target
         return result
 
 
@@ -86,11 +89,14 @@ def check_method(method: str) -> str:
 def attribute(
     model: nn.Module,
     inputs: Inputs,
-    target: AttributionTarget = None,
+    target: Target = None,
     method: str = "gradcam",
     layer: str | nn.Module | None = None,
+    *,
+    position: int | None = None,
 ) -> Attribution:
-    """Attribute ``target`` (class index, one per item, callable on the output, None = top class) by ``method``.
+    """Attribute ``target`` by ``method``: a class index, one per item, ``"top"`` (None: each item's top class),
+    ``"loss"`` or a callable on the output; ``position`` picks the position of a sequence output (default: the last).
 
     Runs in eval mode with gradients enabled; parameters' ``.grad``, buffers, RNG state and
     train/eval mode are left as found, and every temporary hook is removed, also on an exception.
@@ -98,19 +104,20 @@ def attribute(
     method = check_method(method)
     if layer is not None and method not in _LAYER_METHODS:
         raise ValueError(f"{method} attributes input pixels and takes no layer; leave layer=None")
-    result, blank = _attribute(model, inputs, target, method, layer)
+    chosen = ("top" if target is None else target, position)
+    result, blank = _attribute(model, inputs, chosen, method, layer)
     if blank is None:
         return result
 
     def score_of(output: Any) -> torch.Tensor:
-        return target_score(output, target)[0]
+        return _score(model, output, chosen)[0]
 
     # The layer's grid got no gradient, so the map is blank: find the layers whose grid does (one more pass).
     with preserved_state(model), torch.enable_grad():
         reached = layers_reached(model, inputs, score_of, blank.size, blank.items)
     alike = [path for path, shape in reached if shape == blank.shape]  # e.g. the last block's norm1 for a ViT's norm
     if layer is None and len(blank.items) == len(result.map) and alike:
-        return _attribute(model, inputs, target, method, alike[-1])[0]
+        return _attribute(model, inputs, chosen, method, alike[-1])[0]
     others = alike or [path for path, _ in reached]
     tokens = len(blank.shape) == 3
     warnings.warn(blank_map_warning(result.layer, method, blank.items, len(result.map), tokens, others), stacklevel=2)
@@ -125,8 +132,13 @@ class _Blank(NamedTuple):
     shape: tuple[int, ...]
 
 
+def _score(model: nn.Module, output: Any, chosen: tuple[Any, int | None]) -> tuple[torch.Tensor, Score]:
+    """The scalar an attribution differentiates (the items' scores summed: items do not interact in eval mode)."""
+    return resolve_score(output, chosen[0], chosen[1], model=model, per_item=True)
+
+
 def _attribute(
-    model: nn.Module, inputs: Inputs, target: AttributionTarget, method: str, layer: str | nn.Module | None
+    model: nn.Module, inputs: Inputs, chosen: tuple[Any, int | None], method: str, layer: str | nn.Module | None
 ) -> tuple[Attribution, _Blank | None]:
     """One attribution run, and the items whose CAM came out blank for lack of a gradient at the layer."""
     with preserved_state(model), torch.enable_grad(), warnings.catch_warnings():
@@ -144,19 +156,21 @@ def _attribute(
             guided.enabled = False  # its Grad-CAM needs the true gradients; the guided rule is for the pixel pass
         with tap, guided:
             output = call_model(model, prepared)
-        score, classes = target_score(output, target)
+        score, chosen_score = _score(model, output, chosen)
+        classes, described = chosen_score.classes, chosen_score.description
         cam, blank = None, None
         if isinstance(tap, LayerTap):
             cam, items = _cam(model, prepared, tap, score, method, size, retain=method == "guided_gradcam")
             blank = _Blank(items, size, tuple(tap.activations.shape)) if items else None
             if method in CAM_METHODS:
-                return Attribution(cam, method, path, classes), blank
+                return Attribution(cam, method, path, classes, described), blank
         if isinstance(guided, GuidedReLUs):
             _check_relus(model, guided)
             guided.enabled = True
         (grad,) = torch.autograd.grad(score, [image], allow_unused=True)
         grad = torch.zeros_like(image) if grad is None else grad
-        return Attribution(_pixel_map(method, image.detach(), grad, cam), method, path, classes), blank
+        pixels = _pixel_map(method, image.detach(), grad, cam)
+        return Attribution(pixels, method, path, classes, described), blank
 
 
 def _default(model: nn.Module, inputs: Inputs, size: tuple[int, int]) -> tuple[str, nn.Module]:

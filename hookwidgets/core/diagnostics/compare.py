@@ -10,7 +10,7 @@ import copy
 import functools
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -23,8 +23,9 @@ from torch.nn.utils.weight_norm import WeightNorm
 from ..._renamed import take_old
 from .._torch import global_module_hooks, set_full_backward_flag
 from ..model.hook_dicts import HOOK_DICTS
-from ..model.inputs import Inputs, Target, backward_score, call_model
-from ..model.nested import first_tensor
+from ..model.inputs import Inputs, Target, call_model
+from ..model.nested import first_tensor, map_tensors
+from ..model.scores import resolve_score
 from ..model.targets import describe_path, resolve_module, submodule_or_none
 from .notes import inplace_culprit, is_inplace_collision
 
@@ -117,11 +118,13 @@ def former_keywords(function: F) -> F:
 
 
 @former_keywords
-def compare_backward(model: nn.Module, layer: str, inputs: Inputs, target: Target = None) -> BackwardComparison:
+def compare_backward(
+    model: nn.Module, layer: str, inputs: Inputs, target: Target = None, *, position: int | None = None
+) -> BackwardComparison:
     """Run the legacy and the full backward hook of ``model``'s module at ``layer`` on the same backward.
 
-    ``target`` is the score backpropagated, as in ``Explorer.run`` (default: the sum of the output, or of its
-    first tensor). Each run needs a deep copy of the model in memory.
+    ``target`` (and ``position``) is the score backpropagated, as in ``Explorer.run`` (default: the sum of the
+    output, or of its first tensor). Each run needs a deep copy of the model in memory.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"compare_backward needs a torch.nn.Module, got {type(model).__name__}")
@@ -129,8 +132,8 @@ def compare_backward(model: nn.Module, layer: str, inputs: Inputs, target: Targe
     devices = _cuda_devices(model, inputs)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        legacy = _run(_hookless_copy(model), layer, inputs, target, devices, legacy=True)
-        full = _run(_hookless_copy(model), layer, inputs, target, devices, legacy=False)
+        legacy = _run(_hookless_copy(model), layer, inputs, (target, position), devices, legacy=True)
+        full = _run(_hookless_copy(model), layer, inputs, (target, position), devices, legacy=False)
     torch_warnings = _sort_warnings(caught)
 
     legacy_gi, legacy_go = legacy.grads[0] if legacy.grads else (None, None)
@@ -162,7 +165,9 @@ class _Seen:
     slots: list[str] = field(default_factory=list)
 
 
-def _run(model: nn.Module, layer: str, inputs: Inputs, target: Any, devices: list[int], *, legacy: bool) -> _Seen:
+def _run(
+    model: nn.Module, layer: str, inputs: Inputs, target: tuple[Any, Any], devices: list[int], *, legacy: bool
+) -> _Seen:
     """One forward and backward of a hook-free copy with one kind of backward hook on ``layer``."""
     module = model.get_submodule(layer)
     seen = _Seen()
@@ -208,7 +213,7 @@ def _run(model: nn.Module, layer: str, inputs: Inputs, target: Any, devices: lis
                     "on a module whose output is not a tensor or a tuple of tensors, so there is nothing to compare "
                     "— pick one of its submodules instead"
                 )
-            loss = _score(output, target)
+            loss = _score(output, *target, model)
             if not loss.requires_grad:
                 raise ValueError(
                     "the score does not require grad, so no backward can run: no parameter before it requires grad "
@@ -355,11 +360,13 @@ def _param_name(tensor: torch.Tensor | None, module: nn.Module, model: nn.Module
     return None
 
 
-def _score(output: Any, target: Any) -> torch.Tensor:
+def _score(output: Any, target: Any, position: int | None, model: nn.Module) -> torch.Tensor:
     """The scalar to backpropagate: ``target`` as in ``Explorer.run``, by default the sum of the first tensor
     (at any depth of tuples, lists, mappings and dataclasses)."""
     if target is not None:
-        return backward_score(output, target)
+        return resolve_score(output, target, position, model=model)[0]
+    if position is not None:
+        raise ValueError(f"position={position} picks where a target reads the output: pass target= as well")
     first = first_tensor(output)
     if first is None:
         raise ValueError(
@@ -377,14 +384,9 @@ def _hookable(output: Any) -> bool:
 
 
 def _fresh(inputs: Any) -> Any:
-    """Detached copies of the input tensors keeping each one's requires_grad, so the caller's get no ``.grad``."""
-    if isinstance(inputs, torch.Tensor):
-        return inputs.detach().clone().requires_grad_(inputs.requires_grad)
-    if isinstance(inputs, dict):
-        return {k: _fresh(v) for k, v in inputs.items()}
-    if isinstance(inputs, (tuple, list)):
-        return type(inputs)(_fresh(v) for v in inputs)
-    return inputs
+    """Detached copies of the input tensors keeping each one's requires_grad, so the caller's get no ``.grad``; the
+    containers keep their types (a tokenizer's ``BatchEncoding`` stays one)."""
+    return map_tensors(inputs, lambda t: t.detach().clone().requires_grad_(t.requires_grad))
 
 
 def _cuda_devices(model: nn.Module, inputs: Any) -> list[int]:
@@ -395,7 +397,7 @@ def _cuda_devices(model: nn.Module, inputs: Any) -> list[int]:
         value = stack.pop()
         if isinstance(value, torch.Tensor):
             tensors.append(value)
-        elif isinstance(value, dict):
+        elif isinstance(value, Mapping):
             stack.extend(value.values())
         elif isinstance(value, (tuple, list)):
             stack.extend(value)

@@ -1,11 +1,12 @@
 """The model as the explorer sees it: its tree, targets and inputs, nested values, lazy modules, scopes and state."""
 
 from .compiled import is_compiled, run_eagerly
-from .inputs import Inputs, Target, backward_score, call_model, class_scores
+from .inputs import Inputs, Target, call_model
 from .lazy import MaterializedWarning, has_lazy, lazy_modules
 from .names import ParamNames
 from .nested import first_tensor, map_tensors, named_tensors, output_tensors, tensors_in
 from .scope import ScopeTracker, hidden_ops, node_id, op_name, parse_node_id
+from .scores import Score, backward_score, class_scores, output_summary, resolve_score
 from .state import preserved_state
 from .targets import resolve_module, resolve_target
 from .tokens import Sequences, read_sequences
@@ -18,6 +19,7 @@ __all__ = [
     "ProbeResult",
     "ScopeTracker",
     "Sequences",
+    "Score",
     "Target",
     "backward_score",
     "build_tree",
@@ -33,12 +35,14 @@ __all__ = [
     "named_tensors",
     "node_id",
     "op_name",
+    "output_summary",
     "output_tensors",
     "parse_node_id",
     "preserved_state",
     "probe",
     "read_sequences",
     "resolve_module",
+    "resolve_score",
     "resolve_target",
     "run_eagerly",
     "tensors_in",

@@ -86,7 +86,7 @@ def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
         rebuilt[:] = items
         return rebuilt
     if isinstance(value, Mapping):
-        return _rebuilt_mapping(value, {k: map_tensors(v, fn) for k, v in value.items()})
+        return rebuilt_mapping(value, {k: map_tensors(v, fn) for k, v in value.items()})
     if is_dataclass_value(value):
         # replace() passes init fields only (it refuses the others); __post_init__ recomputes those.
         changes = {f.name: map_tensors(getattr(value, f.name), fn) for f in dataclasses.fields(value) if f.init}
@@ -94,7 +94,7 @@ def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
     return value
 
 
-def _rebuilt_mapping(value: Mapping, mapped: dict) -> Mapping:
+def rebuilt_mapping(value: Mapping, mapped: dict) -> Mapping:
     """A mapping of ``value``'s type holding ``mapped``'s items."""
     if type(value) is dict:
         return mapped

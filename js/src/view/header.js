@@ -2,11 +2,15 @@
 
 import { describeMemory } from "../bytes.js";
 import { displayName, displayPath } from "../format.js";
+import { positionField, runChoice, targetOptions } from "../targets.js";
 import { countModules, isTree } from "../tree.js";
 import { h, listen, setAttr, setText, subscribe } from "./dom.js";
 
 /** Build the header for `model`, sending through `requests`; returns {el, destroy}. */
 export function createHeader(model, requests) {
+  // What the picker's ids are called (e.g. token strings); none are sent yet, so ids are shown.
+  const labels = null;
+  let field = { shown: false };
   const title = h("span", { cls: "hw-title" });
   const count = h("span", { cls: "hw-count" });
   const mode = h("select", { cls: "hw-run-mode", attrs: { "aria-label": "What Run does" } }, [
@@ -15,6 +19,14 @@ export function createHeader(model, requests) {
   ]);
   const target = h("select", { cls: "hw-run-target", attrs: { "aria-label": "Backward from" } }, [
     h("option", { attrs: { value: "top" }, text: "each item's top class" }),
+  ]);
+  const position = h("input", {
+    cls: "hw-run-position",
+    attrs: { type: "number", step: "1", placeholder: "last", "aria-label": "position", hidden: true },
+  });
+  const positionLabel = h("label", { cls: "hw-run-position-label", attrs: { hidden: true } }, [
+    h("span", { cls: "hw-run-position-word", text: "at position" }),
+    position,
   ]);
   const train = h("input", {
     cls: "hw-run-train",
@@ -35,7 +47,7 @@ export function createHeader(model, requests) {
   const errors = h("span", { cls: "hw-error-count", attrs: { hidden: true } });
   const el = h("div", { cls: "hw-header" }, [
     h("div", { cls: "hw-header-line" }, [title, count, errors, h("span", { cls: "hw-spacer" }), meter, meterText, meterWarning]),
-    h("div", { cls: "hw-run-bar" }, [mode, target, trainLabel, run, progress, status]),
+    h("div", { cls: "hw-run-bar" }, [mode, target, positionLabel, trainLabel, run, progress, status]),
   ]);
 
   function updateTree() {
@@ -57,15 +69,19 @@ export function createHeader(model, requests) {
     setText(status, state.message ?? "");
     run.disabled = name === "busy";
     progress.hidden = name !== "busy" && name !== "live";
-    if (Array.isArray(state.top) && state.top.length > 0) {
-      const chosen = target.value;
-      const options = [h("option", { attrs: { value: "top" }, text: "each item's top class" })];
-      for (const [cls, prob] of state.top) {
-        options.push(h("option", { attrs: { value: String(cls) }, text: `class ${cls} (${(prob * 100).toFixed(1)}%)` }));
-      }
-      target.replaceChildren(...options);
-      // Keep the user's choice when it is still offered.
-      target.value = [...target.options].some((o) => o.value === chosen) ? chosen : "top";
+    const chosen = target.value;
+    const options = targetOptions(state, labels);
+    target.replaceChildren(...options.map((o) => h("option", { attrs: { value: o.value }, text: o.text })));
+    // Keep the user's choice when it is still offered.
+    target.value = options.some((o) => o.value === chosen) ? chosen : options[0].value;
+    field = positionField(state);
+    positionLabel.hidden = !field.shown;
+    position.hidden = !field.shown;
+    if (field.shown) {
+      setText(positionLabel.firstChild, `at ${field.label}`);
+      setAttr(position, "min", String(field.min));
+      setAttr(position, "max", String(field.max));
+      setAttr(positionLabel, "title", field.title);
     }
   }
 
@@ -100,12 +116,13 @@ export function createHeader(model, requests) {
   }
 
   function onRun() {
-    const chosen = target.value === "top" ? "top" : Number(target.value);
-    requests.send({ type: "run", mode: mode.value, target: chosen, train: train.checked });
+    const chosen = runChoice(target.value, position.value, field);
+    requests.send({ type: "run", mode: mode.value, ...chosen, train: train.checked });
   }
 
   function onMode() {
     target.disabled = mode.value === "forward";
+    position.disabled = mode.value === "forward";
   }
 
   const offs = [

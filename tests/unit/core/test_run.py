@@ -6,8 +6,7 @@ import pytest
 import torch
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.attribution.targets import target_score
-from hookwidgets.core.model.inputs import backward_score, class_scores
+from hookwidgets.core.model.scores import backward_score, class_scores, resolve_score
 
 
 def test_run_with_a_target_leaves_grads_buffers_rng_and_mode_as_found(cnn, image):
@@ -59,9 +58,9 @@ def test_backward_score_targets():
 @pytest.mark.parametrize(
     ("output", "target", "message"),
     [
-        (torch.zeros(2, 3), 3, r"target class \[3, 3\] out of range: the output has 3 classes"),
+        (torch.zeros(2, 3), 3, r"target class 3 is out of range: the output has 3 classes \(0 to 2\)"),
         (torch.zeros(2, 3), [0], "target has 1 class indices but the batch has 2 items"),
-        (torch.zeros(2, 3, 4), 0, r"needs an output of shape \(batch, classes\), got \(2, 3, 4\)"),
+        (torch.zeros(2, 3, 4, 5), 0, r"needs scores of shape \(batch, classes\), or .* got \(2, 3, 4, 5\)"),
         (torch.zeros(2, 3), lambda out: out, "a callable target must return a scalar tensor"),
     ],
 )
@@ -160,7 +159,7 @@ def test_class_scores_are_found_in_dicts_dataclasses_and_namedtuples():
     for output in outputs:
         assert class_scores(output) is scores
         assert backward_score(output, "top").item() == 12.0
-        assert target_score(output, [2, 0])[0].item() == 9.0  # attribution finds the same scores
+        assert resolve_score(output, [2, 0], per_item=True)[0].item() == 9.0  # attribution finds the same scores
 
 
 @pytest.mark.parametrize(
@@ -168,17 +167,17 @@ def test_class_scores_are_found_in_dicts_dataclasses_and_namedtuples():
     [
         ({"feat": torch.ones(2, 4, 3, 3), "n": 3}, r"got dict \{feat: Tensor\(2, 4, 3, 3\), n: int\}"),
         (
-            Out(torch.ones(2, 4, 3, 3), torch.ones(2, 7, 5)),
-            r"got Out \{features: Tensor\(2, 4, 3, 3\), logits: Tensor\(2, 7, 5\)\}",
+            Out(torch.ones(2, 4, 3, 3), torch.ones(2, 7, 5, 5)),
+            r"got Out \{features: Tensor\(2, 4, 3, 3\), logits: Tensor\(2, 7, 5, 5\)\}",
         ),
-        ((torch.ones(2, 4, 3), torch.ones(2, 3)), r"got tuple \(Tensor\(2, 4, 3\), Tensor\(2, 3\)\)"),
+        ((torch.ones(2, 4, 3, 3), torch.ones(5)), r"got tuple \(Tensor\(2, 4, 3, 3\), Tensor\(5\)\)"),
     ],
 )
 def test_an_output_without_class_scores_is_named_with_the_callable_fix(output, got):
     with pytest.raises(ValueError, match=got + r"; pass target=callable\(output\) returning a scalar instead"):
         backward_score(output, 0)
     with pytest.raises(ValueError, match=got + r"; pass target=callable\(output\) returning one score per item"):
-        target_score(output, 0)
+        resolve_score(output, 0, per_item=True)
 
 
 class StepCounter(torch.nn.Module):

@@ -109,6 +109,13 @@ def test_python_calls_reach_the_view_through_the_engines_events(cnn, image):
         assert view.training["visible"] is True
 
 
-def test_a_model_that_is_not_a_classifier_offers_no_classes():
-    with HookExplorer(nn.Sequential(nn.Linear(4, 4)), example_inputs=torch.randn(2, 3, 4)) as ex:  # (2, 3, 4) scores
-        assert ex.probe_classes == [] and ex.view.status["top"] == []
+def test_a_sequence_output_offers_its_next_tokens_not_classes():
+    x = torch.randn(2, 3, 4)
+    model = nn.Sequential(nn.Linear(4, 4))
+    with HookExplorer(model, example_inputs=x) as ex:  # (2, 3, 4) scores: a sequence, read at its last position
+        expected = model(x)[0, -1].softmax(-1).topk(4)
+        assert ex.probe_classes == []  # no (batch, classes) scores
+        assert [c for c, _ in ex.view.status["top"]] == expected.indices.tolist()
+        assert ex.view.status["output"]["kind"] == "sequence" and ex.view.status["output"]["positions"] == 3
+    with HookExplorer(nn.Flatten(0), example_inputs=torch.randn(2, 3, 4)) as ex:  # a vector: no scores
+        assert ex.probe_classes == [] and ex.view.status["top"] == [] and ex.view.status["output"]["kind"] == "none"

@@ -378,7 +378,7 @@ def test_a_null_run_target_backpropagates_from_each_items_top_class(explorer):
     view = explorer.view
     browser_sends(view, type="attach", target="head.fc", kind="grad")
     browser_sends(view, type="run", mode="backward", target=None)  # the page's Number() gave NaN: JSON sends null
-    assert view.error == "" and view.status["message"] == "step 1: forward, then backward from each item's top class"
+    assert view.error == "" and view.status["message"] == "step 1: forward, then backward from output · top class"
     grad = explorer.captures["head.fc"]["grad"][-1].tensors["grad_output"]
     top = explorer.run().argmax(1)  # the top class of each item gets the gradient 1, the others 0
     assert torch.equal(grad, torch.nn.functional.one_hot(top, 5).float())
@@ -389,10 +389,8 @@ def test_a_run_target_that_is_no_class_is_reported_and_nothing_runs(explorer, ta
     view = explorer.view
     browser_sends(view, type="attach", target="head.fc", kind="forward")
     browser_sends(view, type="run", mode="backward", target=target)
-    assert (
-        view.error
-        == f'ValueError: the widget sent the run target {target!r}; expected "top" or a class index such as 3'
-    )
+    expected = f'the widget sent the run target {target!r}; expected "top", "loss" or a class or token id such as 3'
+    assert view.error == f"ValueError: {expected}"
     assert view.status["state"] == "error" and explorer.step == 0 and view.hooks[0]["fired"] == 0
 
 
@@ -436,20 +434,27 @@ def test_run_and_the_class_picker_find_the_scores_of_a_wrapped_output(image, wra
         assert [p for _, p in view.status["top"]] == pytest.approx(expected.values.tolist(), abs=1e-4)
         browser_sends(view, type="attach", target="fc", kind="grad")
         browser_sends(view, type="run", mode="backward", target=3)
-        assert view.error == "" and view.status["message"] == "step 1: forward, then backward from class 3"
+        assert view.status["message"] == "step 1: forward, then backward from output.logits · class 3"
+        assert view.error == ""
         grad = ex.captures["fc"]["grad"][-1].tensors["grad_output"]
         assert torch.equal(grad, torch.tensor([[0.0, 0, 0, 1, 0]] * 2))
         assert [c for c, _ in view.status["top"]] == expected.indices.tolist()  # and from the Run
 
 
-def test_a_wrapped_output_without_class_scores_names_what_it_holds(image):
+def test_a_wrapped_output_without_class_scores_runs_forward_only_and_a_class_names_what_it_holds(image):
     with HookExplorer(Wrapped("features only"), example_inputs=image) as ex:
         view = ex.view
-        assert view.status["top"] == []
-        browser_sends(view, type="run")
+        assert view.status["top"] == [] and view.status["output"]["kind"] == "none"
+        ex.attach("conv", ["forward", "grad"])
+        browser_sends(view, type="run")  # the default Run: nothing to backpropagate from, so a forward only
+        assert view.error == "" and view.status["state"] == "idle"
+        assert view.status["message"].startswith("step 1: forward only: the output holds no class or token scores")
+        assert len(ex.captures["conv"]["forward"]) == 1 and "grad" not in ex.captures["conv"]
+        browser_sends(view, type="run", target=3)  # a class asked for: the error says what the output holds
         assert view.error.splitlines()[0] == (
-            "ValueError: a class target needs an output of shape (batch, classes), got dict "
-            "{features: Tensor(2, 4, 6, 6), n: int}; pass target=callable(output) returning a scalar instead"
+            "ValueError: a class target needs scores of shape (batch, classes), or (batch, positions, vocabulary) "
+            "for a sequence, got dict {features: Tensor(2, 4, 6, 6), n: int}; pass target=callable(output) "
+            "returning a scalar instead"
         )
 
 

@@ -12,6 +12,7 @@ import traitlets
 
 from hookwidgets import HookExplorer
 from hookwidgets.widget import messages, protocol
+from hookwidgets.widget.state import status_payload
 from hookwidgets.widget.view import ExplorerView
 
 from ._messages import browser_sends, browser_sets, in_cell, sent_by_kernel
@@ -76,11 +77,14 @@ def test_the_checks_see_a_wrong_field_or_type():
     documented = dict(SECTIONS["Status"])
     documented.pop("top")
     assert list(documented) != list(fields(protocol.Status))
-    assert problems({"state": "idle", "message": ""}, protocol.Status) == [": Status lacks ['top']"]
-    assert problems({"state": "idle", "message": "", "top": [], "x": 1}, protocol.Status) == [
+    output = status_payload("idle", "", [])["output"]
+    assert problems({"state": "idle", "message": "", "output": output}, protocol.Status) == [": Status lacks ['top']"]
+    assert problems({"state": "idle", "message": "", "top": [], "output": output, "x": 1}, protocol.Status) == [
         ": Status has no field ['x']"
     ]
-    assert problems({"state": 1, "message": "", "top": []}, protocol.Status) == [".state: 1 is no str"]
+    assert problems({"state": 1, "message": "", "top": [], "output": output}, protocol.Status) == [
+        ".state: 1 is no str"
+    ]
 
 
 def _session(shell: Any) -> tuple[ExplorerView, list[dict[str, Any]]]:

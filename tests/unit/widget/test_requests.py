@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from hookwidgets import HookExplorer
+from hookwidgets.widget.state import status_payload
 
 from ._messages import browser_sends, browser_sets, page_sends, sent_by_kernel
 
@@ -43,7 +44,7 @@ def test_a_run_or_recording_that_fails_replies_with_the_failure():
         view = ex.view
         reply = browser_sends(view, type="run")
         assert reply["ok"] is False and reply["error"].startswith("run failed: RuntimeError: ")
-        assert view.status == {"state": "error", "message": "run failed: RuntimeError", "top": []}
+        assert view.status == status_payload("error", "run failed: RuntimeError", [])
         reply = browser_sends(view, type="graph")
         assert reply["ok"] is False and reply["error"] == view.status["message"]
     with HookExplorer(nn.Linear(4, 2)) as ex:

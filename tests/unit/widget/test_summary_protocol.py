@@ -163,7 +163,7 @@ def test_a_hook_an_attribution_detaches_leaves_the_hook_list_and_the_panel_says_
 def test_an_attribution_class_that_is_no_class_index_is_an_error_in_the_panel(cnn, image, target):
     with HookExplorer(cnn, example_inputs=image) as ex:
         browser_sends(ex.view, type="attribute", layer="features.conv", method="gradcam", target=target)
-        assert f"the widget sent the attribution class {target!r}; expected" in ex.view.attribution["error"]
+        assert f"the widget sent the attribution target {target!r}; expected" in ex.view.attribution["error"]
         browser_sends(ex.view, type="attribute", layer="features.conv", method="gradcam", target=2.0)
         assert ex.view.attribution["error"] == "" and "of class 2 at features.conv" in ex.view.attribution["caption"]
 
