@@ -129,7 +129,7 @@ class Explorer:
             if not noted:  # the root's first call is the model's output
                 noted.append(True)
                 self.probe_classes = top_classes(output)
-                self.probe_output = output_summary(output, model)
+                self.probe_output = output_summary(output, model, id_names=self.sequences.id_names)
 
         handle = None if scripted else model.register_forward_hook(note_top)
         try:

@@ -145,7 +145,7 @@ def run(controller: ViewController, explorer: Explorer, content: dict[str, Any])
         controller.set_status("error", f"run failed: {type(exc).__name__}")
         controller.sync()
         return f"run failed: {type(exc).__name__}: {message_text(exc)}"
-    controller.output = output_summary(output, explorer.model)
+    controller.output = output_summary(output, explorer.model, id_names=explorer.sequences.id_names)
     mode = " in training mode" if train else ""
     score = explorer.last_score
     if not backward or score is None:

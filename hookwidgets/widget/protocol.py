@@ -82,6 +82,7 @@ class OutputScores(TypedDict):
     positions: int | None
     decoder: bool
     loss: bool
+    labels: dict[str, str]
 
 
 class Status(TypedDict):

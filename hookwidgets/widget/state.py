@@ -54,7 +54,7 @@ def status_payload(
     }
 
 
-OUTPUT_FIELDS = ("kind", "tensor", "shape", "words", "positions", "decoder", "loss")
+OUTPUT_FIELDS = ("kind", "tensor", "shape", "words", "positions", "decoder", "loss", "labels")
 
 
 def memory_payload(explorer: Explorer) -> Memory:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -272,12 +272,19 @@ def _index(value: Any) -> int | None:
         return None
 
 
-def output_summary(output: Any, model: nn.Module | None = None, k: int = 5) -> dict[str, Any]:
+def output_summary(
+    output: Any,
+    model: nn.Module | None = None,
+    k: int = 5,
+    *,
+    id_names: Callable[[list[int]], list[str] | None] | None = None,
+) -> dict[str, Any]:
     """What a model output offers a backward, as plain data: ``kind`` (``classes``, ``sequence``, ``scalar`` or
     ``none``), the scores' ``tensor`` name and ``shape``, ``words`` (``classes``, ``tokens`` or ``labels``),
     ``positions`` (a sequence's length), ``decoder`` (positions are an encoder-decoder's decoder positions),
-    ``loss`` (``target="loss"`` works) and ``top``, ``[[id, probability], …]`` of the first item's top ``k`` at the
-    last position."""
+    ``loss`` (``target="loss"`` works), ``top``, ``[[id, probability], …]`` of the first item's top ``k`` at the
+    last position, and ``labels``, ``{id: name}`` of those ids in the model's words (``id_names``, e.g. a tokenizer's,
+    for token ids; the config's ``id2label`` for classes and labels)."""
     summary: dict[str, Any] = {
         "kind": "none",
         "tensor": None,
@@ -287,6 +294,7 @@ def output_summary(output: Any, model: nn.Module | None = None, k: int = 5) -> d
         "decoder": False,
         "loss": find_loss(output) is not None,
         "top": [],
+        "labels": {},
     }
     found = find_scores(output)
     if isinstance(output, torch.Tensor) and output.numel() == 1:
@@ -299,7 +307,21 @@ def output_summary(output: Any, model: nn.Module | None = None, k: int = 5) -> d
         if scores.kind == "sequence":
             summary.update(positions=scores.tensor.shape[1], decoder=words["decoder"])
         summary["top"] = _top(scores.tensor if scores.kind == "classes" else scores.tensor[:, -1], k)
+        summary["labels"] = _id_labels(model, summary["words"], [i for i, _ in summary["top"]], id_names)
     return summary
+
+
+def _id_labels(
+    model: nn.Module | None, words: str, ids: list[int], id_names: Callable[[list[int]], list[str] | None] | None
+) -> dict[str, str]:
+    """``{id: name}`` for ``ids``: token strings from ``id_names``, classes and labels from ``config.id2label``."""
+    if words == "tokens":
+        names = id_names(ids) if id_names is not None and ids else None
+        return {str(i): str(n) for i, n in zip(ids, names, strict=True)} if names else {}
+    id2label = getattr(getattr(model, "config", None), "id2label", None)  # duck-typed: transformers' configs hold it
+    if not isinstance(id2label, Mapping):
+        return {}
+    return {str(i): str(id2label[i]) for i in ids if i in id2label}
 
 
 def top_classes(output: Any, k: int = 5) -> list[tuple[int, float]]:

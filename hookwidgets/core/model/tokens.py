@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -25,6 +25,14 @@ class Sequences:
     """Sequence lengths the inputs have (``input_ids``' and ``decoder_input_ids``' T, a ViT's 1 + patches)."""
     grid: tuple[int, int] | None = None
     """(rows, columns) of a vision transformer's patches, from its image input and its patch embedding."""
+    tokenizer: Any = field(default=None, repr=False, compare=False)
+    """The ``tokenizer=`` given, which names the token ids the run bar offers as targets; None otherwise."""
+
+    def id_names(self, ids: list[int]) -> list[str] | None:
+        """The tokenizer's strings for vocabulary ``ids`` (``#id`` for one it lacks); None without a tokenizer."""
+        if self.tokenizer is None:
+            return None
+        return _convert(self.tokenizer, torch.tensor([ids], dtype=torch.long))[0] if ids else []
 
     def labels(self, length: int, item: int = 0, decoder: bool = False) -> list[str] | None:
         """The labels of item ``item`` for a sequence axis of ``length`` (the decoder's first when ``decoder``)."""
@@ -71,7 +79,7 @@ def read_sequences(model: nn.Module, inputs: Any, tokens: Any = None, tokenizer:
     grid = patch_grid(model, inputs)
     if grid is not None:
         lengths.append(grid[0] * grid[1] + 1)
-    return Sequences(tokens, decoder_tokens, tuple(dict.fromkeys(lengths)), grid)
+    return Sequences(tokens, decoder_tokens, tuple(dict.fromkeys(lengths)), grid, tokenizer)
 
 
 def _token_ids(inputs: Any) -> tuple[torch.Tensor | None, torch.Tensor | None]:

@@ -8,8 +8,6 @@ import { h, listen, setAttr, setText, subscribe } from "./dom.js";
 
 /** Build the header for `model`, sending through `requests`; returns {el, destroy}. */
 export function createHeader(model, requests) {
-  // What the picker's ids are called (e.g. token strings); none are sent yet, so ids are shown.
-  const labels = null;
   let field = { shown: false };
   const title = h("span", { cls: "hw-title" });
   const count = h("span", { cls: "hw-count" });
@@ -70,7 +68,7 @@ export function createHeader(model, requests) {
     run.disabled = name === "busy";
     progress.hidden = name !== "busy" && name !== "live";
     const chosen = target.value;
-    const options = targetOptions(state, labels);
+    const options = targetOptions(state, state.output?.labels ?? null); // ids named in the model's words
     target.replaceChildren(...options.map((o) => h("option", { attrs: { value: o.value }, text: o.text })));
     // Keep the user's choice when it is still offered.
     target.value = options.some((o) => o.value === chosen) ? chosen : options[0].value;

@@ -20,6 +20,8 @@ def type_text(annotation: Any) -> str:
         return " | ".join(type_text(a) for a in args)
     if origin is list:
         return f"list[{type_text(args[0])}]"
+    if origin is dict:
+        return f"dict[{type_text(args[0])}, {type_text(args[1])}]"
     if isinstance(annotation, type):
         return annotation.__name__
     raise TypeError(f"no text for the annotation {annotation!r}")
@@ -50,6 +52,14 @@ def problems(value: Any, annotation: Any, where: str = "") -> list[str]:
         if not isinstance(value, list):
             return [f"{where}: {type(value).__name__} is no list"]
         return [p for k, item in enumerate(value) for p in problems(item, args[0], f"{where}[{k}]")]
+    if origin is dict:
+        if not isinstance(value, dict):
+            return [f"{where}: {type(value).__name__} is no dict"]
+        return [
+            p
+            for key, item in value.items()
+            for p in [*problems(key, args[0], f"{where} key"), *problems(item, args[1], f"{where}[{key!r}]")]
+        ]
     if is_typeddict(annotation):
         if not isinstance(value, dict):
             return [f"{where}: {type(value).__name__} is no {annotation.__name__}"]

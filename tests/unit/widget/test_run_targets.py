@@ -99,3 +99,19 @@ def test_a_scalar_output_runs_backward_from_itself_by_default():
         browser_sends(view, type="run")
         assert view.error == "" and view.status["message"] == "step 1: forward, then backward from output"
         assert len(ex.captures["0.weight"]["grad"]) == 1
+
+
+def test_the_run_bar_names_the_top_ids_in_the_models_words():
+    tokenizer = tm.tokenizer()
+    model = tm.gpt2(vocab=len(tokenizer))
+    batch = tokenizer("the cat sat on a mat", return_tensors="pt")
+    with HookExplorer(model, example_inputs=batch, tokenizer=tokenizer) as ex:
+        output = ex.view.status["output"]
+        ids = [i for i, _ in ex.view.status["top"]]
+        assert output["labels"] == {str(i): t for i, t in zip(ids, tokenizer.convert_ids_to_tokens(ids), strict=True)}
+    with HookExplorer(model, example_inputs=batch) as ex:  # no tokenizer: the ids alone
+        assert ex.view.status["output"]["labels"] == {}
+    classifier = tm.bert(labels=3)
+    classifier.config.id2label = {0: "negative", 1: "neutral", 2: "positive"}
+    with HookExplorer(classifier, example_inputs={"input_ids": tm.token_ids(1, 6)}) as ex:
+        assert sorted(ex.view.status["output"]["labels"].values()) == ["negative", "neutral", "positive"]
