@@ -57,10 +57,11 @@ def record_attention(model: nn.Module, inputs: Inputs, sources: list[AttentionSo
 
 
 def _hooks(source: AttentionSource, records: list) -> list[Any]:
-    """The handles of the hooks that record ``source``'s probabilities into ``records``."""
+    """The handles of the hooks that record ``source``'s probabilities into ``records``: forward hooks run first,
+    so they read what the module returned before any other hook of the model changes it."""
     if source.how == "softmax":
         child = source.module.get_submodule(source.child)
-        return [child.register_forward_hook(lambda _m, _a, output: records.append((source, output)))]
+        return [child.register_forward_hook(lambda _m, _a, output: records.append((source, output)), prepend=True)]
     if source.how == "mha":
         return _mha_hooks(source, records)
     index = source.index
@@ -69,7 +70,7 @@ def _hooks(source: AttentionSource, records: list) -> list[Any]:
         value = output[index] if isinstance(output, (tuple, list)) else output
         records.append((source, value if isinstance(value, torch.Tensor) else None))
 
-    return [source.module.register_forward_hook(read)]
+    return [source.module.register_forward_hook(read, prepend=True)]
 
 
 def _mha_hooks(source: AttentionSource, records: list) -> list[Any]:
@@ -91,16 +92,16 @@ def _mha_hooks(source: AttentionSource, records: list) -> list[Any]:
             return attn, None
         return attn, weights.mean(dim=-3) if average else weights
 
-    return [
+    return [  # ``after`` first: the model's other forward hooks see what the caller asked for
         source.module.register_forward_pre_hook(before, with_kwargs=True),
-        source.module.register_forward_hook(after, with_kwargs=True),
+        source.module.register_forward_hook(after, with_kwargs=True, prepend=True),
     ]
 
 
 @contextlib.contextmanager
 def _mha_fast_path_off() -> Iterator[None]:
-    """torch's fused transformer fast path skips MultiheadAttention's forward (and so its hooks) in eval without
-    grad: off for the run, as found after."""
+    """MultiheadAttention's fused fast path (eval, no grad) computes the weights with another kernel, a few ulps
+    from the ones a call with autograd on returns: off for the run, as found after."""
     enabled = torch.backends.mha.get_fastpath_enabled()
     torch.backends.mha.set_fastpath_enabled(False)
     try:
