@@ -450,7 +450,8 @@ class Explorer:
 
     def attention(self, inputs: Inputs | None = None) -> dict[str, torch.Tensor]:
         """``{module path: attention probabilities (N, H, T_q, T_k)}`` of one forward, in execution order: what the
-        model returns with ``output_attentions=True`` under eager attention, from any implementation it runs.
+        model returns with ``output_attentions=True`` under eager attention, from any implementation it runs (a
+        module called twice gives ``path#2`` too).
 
         For that run only, every config is set to eager attention and ``nn.MultiheadAttention`` asked for per-head
         weights; the model, its configs and hooks are left as found, and the explorer's hooks record nothing.

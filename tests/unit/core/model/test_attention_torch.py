@@ -73,6 +73,25 @@ def test_mha_gives_per_head_weights_and_its_caller_what_it_asked_for(need_weight
     assert torch.backends.mha.get_fastpath_enabled() == fast_path
 
 
+def test_mha_attributes_hook_dicts_and_the_fast_path_flag_are_as_found_when_the_forward_raises():
+    class Raising(HandWritten):
+        def forward(self, x: torch.Tensor) -> tuple:
+            self.mha(x, x, x, need_weights=False)
+            raise RuntimeError("after the attention")
+
+    torch.manual_seed(0)
+    model = Raising().eval()
+    attrs, hooks, fast_path = mha_state(model.mha), hook_state(model), torch.backends.mha.get_fastpath_enabled()
+    with pytest.raises(RuntimeError, match="after the attention"):
+        Explorer(model).attention(torch.randn(2, 5, 16))
+    assert mha_state(model.mha) == attrs
+    assert hook_state(model) == hooks
+    assert torch.backends.mha.get_fastpath_enabled() == fast_path
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        assert model.mha(x, x, x, need_weights=False)[1] is None  # asked no weights: gets none, as before
+
+
 class CausalEncoder(nn.Module):
     """nn.TransformerEncoderLayer with a causal mask and the is_causal hint (MHA is called with need_weights=False,
     where the hint alone would do without the mask)."""
