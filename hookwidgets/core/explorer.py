@@ -458,7 +458,7 @@ class Explorer:
         """
         sources = attention_sources(self.model)
         if not sources:
-            raise ValueError(no_attention_message(self._model_name))
+            raise ValueError(no_attention_message(self.model, self._model_name))
         inputs = self._inputs(inputs)
         self._materialize(inputs, "attention()")
         with self._own_run(), preserved_state(self.model):

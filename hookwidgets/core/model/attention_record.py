@@ -12,16 +12,23 @@ from torch import nn
 
 from ..display import display_name, quoted
 from .attention_sources import LOOKED_FOR, AttentionSource
-from .attn_impl import eager_attention
+from .attn_impl import eager_attention, reachable_configs
 from .inputs import Inputs, call_model
 
 _MHA_ARGUMENTS = ("key_padding_mask", "need_weights", "attn_mask", "average_attn_weights", "is_causal")
 """MultiheadAttention.forward's arguments after query, key and value, in order."""
 
 
-def no_attention_message(model_name: str) -> str:
+def no_attention_message(model: nn.Module, model_name: str) -> str:
     """The error of ``attention()`` on a model with no attention source."""
-    return f"attention() found no attention in {model_name}: it looked for {LOOKED_FOR}"
+    text = f"attention() found no attention in {model_name}: it looked for {LOOKED_FOR}"
+    if reachable_configs(model):  # a transformers model of the older kind, which passes output_attentions down
+        text += (
+            "; this transformers model declares no attentions to record, so it returns them only when called with "
+            "output_attentions=True: build it with attn_implementation='eager' and call "
+            "model(..., output_attentions=True)"
+        )
+    return text
 
 
 def record_attention(model: nn.Module, inputs: Inputs, sources: list[AttentionSource]) -> dict[str, torch.Tensor]:

@@ -248,3 +248,21 @@ def test_no_note_on_an_attention_module_that_runs_eager():
     ex = Explorer(model, clip_inputs())
     assert ex.attach("text_model.encoder.layers.0.self_attn").note is None
     assert "sdpa" in ex.attach("vision_model.encoder.layers.0.self_attn").note
+
+
+def test_a_transformers_model_that_declares_no_attentions_to_record_says_how_to_get_them():
+    class Config:  # a transformers-like config, duck-typed
+        _attn_implementation = "sdpa"
+
+    class OldStyle(nn.Module):  # passes output_attentions down instead of declaring what transformers records
+        def __init__(self):
+            super().__init__()
+            self.config = Config()
+            self.dense = nn.Linear(3, 3)
+
+        def forward(self, x, output_attentions=False):
+            return self.dense(x)
+
+    with pytest.raises(ValueError, match="found no attention in OldStyle") as error:
+        Explorer(OldStyle()).attention(torch.randn(1, 3))
+    assert "output_attentions=True" in str(error.value) and "attn_implementation='eager'" in str(error.value)
