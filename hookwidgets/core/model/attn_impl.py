@@ -52,7 +52,7 @@ def hides_probabilities(implementation: str | None) -> bool:
 
 def hidden_attention_note(path: str, implementation: str, index: int | None) -> str:
     """The note of a hook on an attention module whose probabilities the implementation does not compute."""
-    where = f" (output.{index})" if index is not None and index >= 0 else ""
+    where = "" if index is None else f" (output.{index})" if index >= 0 else " (the last element of its output)"
     return (
         f"attention probabilities are not computed under {implementation}: {quoted(path or '(model)')} returns None "
         f"in their place{where}; ex.attention() runs the model once with eager attention and returns them, or load "

@@ -236,6 +236,8 @@ def test_a_forward_hook_on_an_attention_module_under_sdpa_says_its_probabilities
     assert "not computed under sdpa" in note and "output.1" in note and "ex.attention()" in note
     assert ex.attach("transformer.h.0.mlp").note is None
     assert ex.attach("transformer.h.0.attn", "backward").note is None  # it is about the output a forward hook sees
+    t5 = Explorer(tm.t5(), {"input_ids": tm.token_ids(), "decoder_input_ids": tm.token_ids()})
+    assert "(the last element of its output)" in t5.attach("encoder.block.0.layer.0").note  # output.1: position bias
     ex.run()  # the hook fires: the note stays true
     assert ex.hooks[0].note == note
     record = ex.captures["transformer.h.0.attn"]["forward"][-1]
