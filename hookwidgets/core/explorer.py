@@ -43,8 +43,8 @@ from .hooks.events import Event
 from .hooks.kinds import KINDS, resolve_kind
 from .hooks.optim import UpdateRatioMonitor
 from .hooks.registry import FULL_BACKWARD_KINDS, HookInfo, HookRegistry, TimelineEvent
-from .model.attention_record import no_attention_message, record_attention
-from .model.attention_sources import attention_sources, hidden_probabilities_note
+from .model.attention_record import attention_runner
+from .model.attention_sources import hidden_probabilities_note
 from .model.compiled import run_eagerly
 from .model.inputs import Inputs, Target, backward_score, call_model, describe_inputs, top_classes
 from .model.lazy import MaterializedWarning, has_lazy, materialize, unmaterialized_param
@@ -454,15 +454,15 @@ class Explorer:
         module called twice gives ``path#2`` too).
 
         For that run only, every config is set to eager attention and ``nn.MultiheadAttention`` asked for per-head
-        weights; the model, its configs and hooks are left as found, and the explorer's hooks record nothing.
+        weights (an older transformers model, which declares nothing to record, is called with
+        ``output_attentions=True``); the model, its configs and hooks are left as found, and the explorer's hooks
+        record nothing.
         """
-        sources = attention_sources(self.model)
-        if not sources:
-            raise ValueError(no_attention_message(self.model, self._model_name))
+        run = attention_runner(self.model, self._model_name)  # a ValueError naming what it looked for if none
         inputs = self._inputs(inputs)
         self._materialize(inputs, "attention()")
         with self._own_run(), preserved_state(self.model):
-            return record_attention(self.model, inputs, sources)
+            return run(inputs)
 
     def summary(self) -> list[dict[str, Any]]:
         """Per-layer, per-step rows of activation and gradient statistics from ``stats`` hooks.

@@ -4,14 +4,15 @@ eager attention, per-head ``nn.MultiheadAttention`` weights and torch's MHA fast
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 from torch import nn
 
 from ..display import display_name, quoted
-from .attention_sources import LOOKED_FOR, AttentionSource
+from .attention_returned import record_returned_attention, returns_attentions
+from .attention_sources import LOOKED_FOR, AttentionSource, attention_sources
 from .attn_impl import eager_attention, reachable_configs
 from .inputs import Inputs, call_model
 
@@ -22,13 +23,31 @@ _MHA_ARGUMENTS = ("key_padding_mask", "need_weights", "attn_mask", "average_attn
 def no_attention_message(model: nn.Module, model_name: str) -> str:
     """The error of ``attention()`` on a model with no attention source."""
     text = f"attention() found no attention in {model_name}: it looked for {LOOKED_FOR}"
-    if reachable_configs(model):  # a transformers model of the older kind, which passes output_attentions down
+    if reachable_configs(model):  # a transformers model that declares nothing to record
         text += (
-            "; this transformers model declares no attentions to record, so it returns them only when called with "
-            "output_attentions=True: build it with attn_implementation='eager' and call "
-            "model(..., output_attentions=True)"
+            "; this transformers model declares no attentions to record and returned none with eager attention and "
+            "output_attentions=True (or takes no such argument): hook the module that computes its softmax over keys"
         )
     return text
+
+
+def attention_runner(model: nn.Module, model_name: str) -> Callable[[Inputs], dict[str, torch.Tensor]]:
+    """How to get ``model``'s attention probabilities from inputs: its attention sources recorded in one forward,
+    or, for an older transformers model that declares nothing to record, the attentions it returns when asked; a
+    ValueError naming what was looked for when it has neither."""
+    sources = attention_sources(model)
+    if sources:
+        return lambda inputs: record_attention(model, inputs, sources)
+    if not returns_attentions(model):
+        raise ValueError(no_attention_message(model, model_name))
+
+    def returned(inputs: Inputs) -> dict[str, torch.Tensor]:
+        found = record_returned_attention(model, inputs)
+        if not found:
+            raise ValueError(no_attention_message(model, model_name))
+        return found
+
+    return returned
 
 
 def record_attention(model: nn.Module, inputs: Inputs, sources: list[AttentionSource]) -> dict[str, torch.Tensor]:

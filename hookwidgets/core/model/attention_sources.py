@@ -13,7 +13,8 @@ from .attn_impl import hidden_attention_note, hides_probabilities, implementatio
 
 LOOKED_FOR = (
     "the modules transformers records attentions from (a model's _can_record_outputs), nn.MultiheadAttention "
-    "modules, and modules named …Attention with an nn.Softmax child module"
+    "modules, modules named …Attention with an nn.Softmax child module, and the attentions a transformers model "
+    "returns when called with output_attentions=True"
 )
 """What ``attention_sources`` looks for, in words for the error of a model with none."""
 

@@ -186,7 +186,7 @@ def test_a_model_without_attention_names_what_was_looked_for(cnn, image):
         Explorer(cnn, image).attention()
     for looked_for in ("_can_record_outputs", "nn.MultiheadAttention", "nn.Softmax"):
         assert looked_for in str(error.value)
-    assert "output_attentions" not in str(error.value)  # no transformers model here
+    assert "declares no attentions" not in str(error.value)  # no transformers model here
 
 
 def test_no_example_inputs_and_no_inputs_says_to_pass_them():

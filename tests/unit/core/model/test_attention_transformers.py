@@ -252,11 +252,63 @@ def test_no_note_on_an_attention_module_that_runs_eager():
     assert "sdpa" in ex.attach("vision_model.encoder.layers.0.self_attn").note
 
 
-def test_a_transformers_model_that_declares_no_attentions_to_record_says_how_to_get_them():
+def older_model(name: str) -> nn.Module:
+    """A model of the older kind, which passes output_attentions down and declares nothing to record."""
+    torch.manual_seed(0)
+    if name == "bloom":  # eager by default
+        return transformers.BloomForCausalLM(
+            transformers.BloomConfig(n_layer=2, hidden_size=16, n_head=2, vocab_size=tm.VOCAB)
+        ).eval()
+    if name == "falcon":  # sdpa by default, and refuses set_attn_implementation
+        return transformers.FalconForCausalLM(
+            transformers.FalconConfig(num_hidden_layers=2, hidden_size=16, num_attention_heads=2, vocab_size=tm.VOCAB)
+        ).eval()
+    config = transformers.DebertaV2Config(  # attention.self inside attention: both named …Attention
+        num_hidden_layers=2,
+        hidden_size=16,
+        num_attention_heads=2,
+        intermediate_size=32,
+        vocab_size=tm.VOCAB,
+        max_position_embeddings=32,
+    )
+    return transformers.DebertaV2ForSequenceClassification(config).eval()
+
+
+@pytest.mark.parametrize(
+    ("name", "paths"),
+    [
+        ("bloom", ["transformer.h.0.self_attention", "transformer.h.1.self_attention"]),
+        ("falcon", ["transformer.h.0.self_attention", "transformer.h.1.self_attention"]),
+        ("debertav2", ["deberta.encoder.layer.0.attention.self", "deberta.encoder.layer.1.attention.self"]),
+    ],
+)
+def test_an_older_model_called_with_output_attentions_gives_them_keyed_by_the_module_that_computed_them(name, paths):
+    model = older_model(name)
+    inputs = {"input_ids": tm.token_ids(2, 6)}
+    configs, hooks = configs_state(model), hook_state(model)
+    got = Explorer(model, inputs).attention()
+    assert list(got) == paths
+    reference = copy.deepcopy(model)
+    reference.config._attn_implementation = "eager"  # Falcon refuses set_attn_implementation
+    with torch.no_grad():
+        expected = reference(**inputs, output_attentions=True).attentions
+    assert_same(list(got.values()), expected)
+    assert configs_state(model) == configs
+    assert hook_state(model) == hooks
+
+
+def test_falcon_left_on_sdpa_gives_the_causal_probabilities_of_eager_attention():
+    model = older_model("falcon")
+    assert model.config._attn_implementation == "sdpa"
+    weights = Explorer(model, {"input_ids": tm.token_ids(1, 6)}).attention()["transformer.h.0.self_attention"]
+    assert torch.all(weights.triu(1) == 0)  # no weight on later tokens (sdpa's boolean mask would add 0 or 1)
+
+
+def test_a_transformers_model_that_declares_no_attentions_and_returns_none_says_what_was_looked_for():
     class Config:  # a transformers-like config, duck-typed
         _attn_implementation = "sdpa"
 
-    class OldStyle(nn.Module):  # passes output_attentions down instead of declaring what transformers records
+    class OldStyle(nn.Module):  # passes output_attentions down, but returns no attentions
         def __init__(self):
             super().__init__()
             self.config = Config()
@@ -267,4 +319,5 @@ def test_a_transformers_model_that_declares_no_attentions_to_record_says_how_to_
 
     with pytest.raises(ValueError, match="found no attention in OldStyle") as error:
         Explorer(OldStyle()).attention(torch.randn(1, 3))
-    assert "output_attentions=True" in str(error.value) and "attn_implementation='eager'" in str(error.value)
+    assert "output_attentions=True" in str(error.value) and "softmax over keys" in str(error.value)
+    assert vars(OldStyle().config) == {}
