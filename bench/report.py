@@ -50,6 +50,7 @@ BENCHES: dict[str, list[str]] = {
     "live_overhead": ["--pairs", "30"],
     "ddp_overhead": ["--pairs", "60"],
     "other_models": ["--pairs", "30"],
+    "attention": [],
 }
 """Every benchmark ``make bench`` runs, in this order, with its flags."""
 

@@ -43,6 +43,8 @@ from .hooks.events import Event
 from .hooks.kinds import KINDS, resolve_kind
 from .hooks.optim import UpdateRatioMonitor
 from .hooks.registry import FULL_BACKWARD_KINDS, HookInfo, HookRegistry, TimelineEvent
+from .model.attention_record import attention_runner
+from .model.attention_sources import hidden_probabilities_note
 from .model.compiled import run_eagerly
 from .model.inputs import Inputs, Target, call_model, describe_inputs
 from .model.lazy import MaterializedWarning, has_lazy, materialize, unmaterialized_param
@@ -296,6 +298,11 @@ class Explorer:
             warnings.warn(COMPILED, stacklevel=2)
             for info in infos:  # until each fires: a hook attached before the model's first compiled call does
                 info.note = note
+        note = hidden_probabilities_note(self.model, target, obj) if "forward" in kinds else None
+        if note:  # sdpa or flash attention: the hook sees None where the probabilities would be
+            for info in infos:
+                if info.kind == "forward":
+                    info.note = info.note or note
         if target != given and without_compiled_steps(target) != given:  # not merely inside torch.compile's wrapper
             note = alias_note(given, target)
             warnings.warn(note, stacklevel=2)
@@ -486,6 +493,22 @@ class Explorer:
         self._materialize(inputs, "first_nonfinite()")
         with self._own_run():  # a diagnostic run: the user's hooks record nothing
             return first_nonfinite(self.model, inputs, train=train)
+
+    def attention(self, inputs: Inputs | None = None) -> dict[str, torch.Tensor]:
+        """``{module path: attention probabilities (N, H, T_q, T_k)}`` of one forward, in execution order: what the
+        model returns with ``output_attentions=True`` under eager attention, from any implementation it runs (a
+        module called twice gives ``path#2`` too).
+
+        For that run only, every config is set to eager attention and ``nn.MultiheadAttention`` asked for per-head
+        weights (an older transformers model, which declares nothing to record, is called with
+        ``output_attentions=True``); the model, its configs and hooks are left as found, and the explorer's hooks
+        record nothing.
+        """
+        run = attention_runner(self.model, self._model_name)  # a ValueError naming what it looked for if none
+        inputs = self._inputs(inputs)
+        self._materialize(inputs, "attention()")
+        with self._own_run(), preserved_state(self.model):
+            return run(inputs)
 
     def summary(self) -> list[dict[str, Any]]:
         """Per-layer, per-step rows of activation and gradient statistics from ``stats`` hooks.
