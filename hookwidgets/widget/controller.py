@@ -18,6 +18,7 @@ from ..core.diagnostics.notes import unwatched_note
 from ..core.display import quoted
 from ..core.explorer import Explorer
 from ..core.hooks.events import Event
+from .attention_heads import AttentionHeads
 from .captures import plot_items
 from .graph_panel import graph_payload
 from .live import FIRST_PLOT_COST_S, LiveUpdates
@@ -45,6 +46,7 @@ class ViewController:
         self.live: LiveUpdates | None = None
         self.plot_steps: dict[str, tuple[int, int | None]] = {}  # kind -> (step, call) the inspector's slider shows
         self.plot_views: dict[str, dict[str, Any]] = {}  # kind -> the view, element and head the page chose
+        self.attention_heads = AttentionHeads()  # an attention module's heads, shown when it is selected
         self.plot_cost = FIRST_PLOT_COST_S  # seconds the last drawing of the selection's images took (live budgets it)
         self.summary_choice: dict[str, Any] = {"field": "grad_norm", "step": None, "first_nonfinite": None}
         self.ddp: DDPSource | None = None  # what the Training panel shows of DDP (show_ddp, watch_ddp)
@@ -158,6 +160,7 @@ class ViewController:
     def _on_selected(self, change: dict[str, Any]) -> None:
         self.plot_steps.clear()  # a new selection starts at its newest captures, in their default views
         self.plot_views.clear()  # (which views fit, the elements and the heads are another target's)
+        self.attention_heads.forget()  # the user may have trained since: a selection shows what the model does now
         self.sync()
 
     # Pushing state: each payload from the explorer's public state.
@@ -193,6 +196,12 @@ class ViewController:
             started = time.monotonic()
             context = context_for(explorer, view.selected)
             items = plot_items(explorer.captures, view.selected, self.plot_steps, self.plot_views, context=context)
+            heads = self.attention_heads.item(explorer, view.selected, self.plot_views.get("attention", {}).get("head"))
+            if heads is not None:
+                items.append(heads)
+            error = self.attention_heads.take_error()
+            if error:
+                view.error = error
             if items:
                 self.plot_cost = time.monotonic() - started
             view.plots = {"target": view.selected, "items": items}

@@ -139,6 +139,7 @@ def run(controller: ViewController, explorer: Explorer, content: dict[str, Any])
             materialize_notices(explorer.model, notices),
         ):
             output = explorer.run(None, target=target, position=position, train=train)  # a copy of the example inputs
+            controller.attention_heads.forget()  # the heads are drawn anew, with what the model computes now
     except Exception as exc:
         new = explorer.diagnostics[explained:]  # what the engine understood about this failure comes first
         view.error = "\n\n".join([*notices, *new, explain_run_error(exc, explorer.example_inputs)])

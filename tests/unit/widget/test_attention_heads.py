@@ -1,0 +1,81 @@
+"""An attention module's inspector shows its heads, from ex.attention() on the example inputs (sdpa left on)."""
+
+from __future__ import annotations
+
+import torch
+
+from hookwidgets import HookExplorer
+from tests import transformer_models as tm
+
+from ._messages import browser_sends, browser_sets
+
+ATTENTION = "transformer.h.1.attn"
+
+
+def _heads(view) -> dict | None:
+    return next((item for item in view.plots["items"] if item["kind"] == "attention"), None)
+
+
+def _gpt2_explorer() -> tuple[HookExplorer, torch.nn.Module, object]:
+    tokenizer = tm.tokenizer()
+    model = tm.gpt2(vocab=len(tokenizer))
+    batch = tokenizer("the cat sat on a mat", return_tensors="pt")
+    return HookExplorer(model, example_inputs=batch, tokenizer=tokenizer), model, batch
+
+
+def test_selecting_an_attention_module_shows_its_heads_with_token_labels_and_a_head_picker():
+    ex, model, batch = _gpt2_explorer()
+    with ex:
+        view = ex.view
+        browser_sets(view, selected=ATTENTION)  # no hook attached: the heads come without one
+        item = _heads(view)
+        assert item is not None and model.config._attn_implementation == "sdpa"
+        assert item["view"] == "heads" and item["shape"] == [1, 4, 6, 6] and item["heads"] == 4
+        assert item["tokens"] == ["the", "cat", "sat", "on", "a", "mat"] and item["png"]
+        assert item["title"].startswith("transformer.h.1.attn · attention probabilities")
+        browser_sends(view, type="plot_view", kind="attention", head=3)
+        one = _heads(view)
+        assert one["head"] == 3 and one["png"] != item["png"]
+        browser_sets(view, selected="transformer.h.1.mlp")  # not an attention module: no heads item
+        assert _heads(view) is None
+        assert view.error == ""
+
+
+def test_the_heads_are_computed_once_per_selection_and_again_after_a_run():
+    ex, model, batch = _gpt2_explorer()
+    calls = []
+    attention = ex.attention
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return attention(*args, **kwargs)
+
+    ex.attention = counted  # counts the explorer's public method, as the widget calls it
+    with ex:
+        view = ex.view
+        browser_sets(view, selected="transformer.h.0.attn")
+        first = _heads(view)
+        browser_sends(view, type="plot_view", kind="attention", head=1)  # a head pick draws the held probabilities
+        browser_sends(view, type="plot_view", kind="attention", head=None)
+        assert len(calls) == 1 and first["shape"] == [1, 4, 6, 6] and _heads(view)["png"] == first["png"]
+        with torch.no_grad():
+            model.transformer.h[0].attn.c_attn.weight.mul_(3.0)  # trained in another cell, say
+        browser_sends(view, type="run", mode="forward")
+        assert len(calls) == 2 and _heads(view)["png"] != first["png"]
+        browser_sets(view, selected=ATTENTION)  # another selection: what the model computes now
+        assert len(calls) == 3
+
+
+def test_a_failing_attention_run_is_said_in_the_errors_panel():
+    ex, model, batch = _gpt2_explorer()
+
+    def refuses(*args, **kwargs):
+        raise ValueError("eager attention refused")
+
+    ex.attention = refuses
+    with ex:
+        view = ex.view
+        browser_sets(view, selected=ATTENTION)
+        assert _heads(view) is None
+        assert "attention heads of 'transformer.h.1.attn' could not be computed" in view.error
+        assert "eager attention refused" in view.error
