@@ -35,7 +35,8 @@ class AttentionHeads:
                 self._probabilities = explorer.attention()
             except Exception as exc:  # shown in the inspector's errors, never a broken selection
                 self._probabilities = {}
-                self._error = f"the attention heads of {quoted(path)} could not be computed: {type(exc).__name__}: {exc}"
+                why = f"{type(exc).__name__}: {exc}"
+                self._error = f"the attention heads of {quoted(path)} could not be computed: {why}"
         tensor = self._probabilities.get(path)
         if tensor is None:
             return None

@@ -16,15 +16,15 @@ def _heads(view) -> dict | None:
     return next((item for item in view.plots["items"] if item["kind"] == "attention"), None)
 
 
-def _gpt2_explorer() -> tuple[HookExplorer, torch.nn.Module, object]:
+def _gpt2_explorer() -> tuple[HookExplorer, torch.nn.Module]:
     tokenizer = tm.tokenizer()
     model = tm.gpt2(vocab=len(tokenizer))
     batch = tokenizer("the cat sat on a mat", return_tensors="pt")
-    return HookExplorer(model, example_inputs=batch, tokenizer=tokenizer), model, batch
+    return HookExplorer(model, example_inputs=batch, tokenizer=tokenizer), model
 
 
 def test_selecting_an_attention_module_shows_its_heads_with_token_labels_and_a_head_picker():
-    ex, model, batch = _gpt2_explorer()
+    ex, model = _gpt2_explorer()
     with ex:
         view = ex.view
         browser_sets(view, selected=ATTENTION)  # no hook attached: the heads come without one
@@ -42,7 +42,7 @@ def test_selecting_an_attention_module_shows_its_heads_with_token_labels_and_a_h
 
 
 def test_the_heads_are_computed_once_per_selection_and_again_after_a_run():
-    ex, model, batch = _gpt2_explorer()
+    ex, model = _gpt2_explorer()
     calls = []
     attention = ex.attention
 
@@ -67,7 +67,7 @@ def test_the_heads_are_computed_once_per_selection_and_again_after_a_run():
 
 
 def test_a_failing_attention_run_is_said_in_the_errors_panel():
-    ex, model, batch = _gpt2_explorer()
+    ex, _ = _gpt2_explorer()
 
     def refuses(*args, **kwargs):
         raise ValueError("eager attention refused")
