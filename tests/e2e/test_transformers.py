@@ -64,6 +64,7 @@ def test_a_gpt2_explorer_runs_by_default_labels_tokens_and_shows_attention_heads
     status.wait_for(timeout=60_000)
     assert status.inner_text() == "step 1: forward, then backward from output.logits[:, -1] · top next token"
     assert explorer.locator("div.hw-error").is_hidden()  # no error box
+    assert explorer.locator("select.hw-attr-target option").all_inner_texts() == options  # the same words
 
     # the block's hidden states: a token map labelled with the tokens
     figure = explorer.locator('figure[data-kind="forward"]')

@@ -1,5 +1,6 @@
 /** "Attribution here": a method and class picker for the selected layer, and the map over the input image. */
 
+import { targetOptions } from "../targets.js";
 import { h, listen, pngUrls, setText, subscribe } from "./dom.js";
 
 const METHODS = [
@@ -39,14 +40,12 @@ export function createAttributionView(model, requests) {
   const images = pngUrls();
 
   function updateTargets() {
-    const top = model.get("status")?.top ?? [];
+    // The run bar's targets, in the same words (top class or class k, named by id2label; "loss" where there is one).
+    const status = model.get("status") ?? {};
     const chosen = target.value;
-    const options = [h("option", { attrs: { value: "top" }, text: "top class" })];
-    for (const [cls, prob] of top) {
-      options.push(h("option", { attrs: { value: String(cls) }, text: `class ${cls} (${(prob * 100).toFixed(1)}%)` }));
-    }
-    target.replaceChildren(...options);
-    target.value = [...target.options].some((o) => o.value === chosen) ? chosen : "top";
+    const options = targetOptions(status, status.output?.labels ?? null);
+    target.replaceChildren(...options.map((o) => h("option", { attrs: { value: o.value }, text: o.text })));
+    target.value = options.some((o) => o.value === chosen) ? chosen : options[0].value;
   }
 
   function updateResult() {
@@ -69,7 +68,7 @@ export function createAttributionView(model, requests) {
   }
 
   function onRun() {
-    const chosen = target.value === "top" ? "top" : Number(target.value);
+    const chosen = target.value === "top" || target.value === "loss" ? target.value : Number(target.value);
     requests.send({ type: "attribute", layer: model.get("selected"), method: method.value, target: chosen });
   }
 
