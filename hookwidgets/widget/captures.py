@@ -53,6 +53,10 @@ def _cached_png(record: Record, key: tuple, draw: Callable[[], Any]) -> bytes:
             return hit[1]
     png = figure_png(draw())
     with _png_lock:
+        # Images of records the store has let go of can never be shown again: they go first (a training loop's
+        # live redraws would otherwise fill the cache with them, 64 images held for nothing).
+        for dead in [k for k, (ref, _) in _png_cache.items() if ref() is None]:
+            del _png_cache[dead]
         _png_cache[full_key] = (weakref.ref(record), png)
         while len(_png_cache) > PNG_CACHE_SIZE:
             _png_cache.popitem(last=False)

@@ -491,6 +491,37 @@ def test_selecting_a_module_again_redraws_only_what_changed(explorer, cnn, image
     assert drawn.count("feature_map_figure") == 3 and "STALE" in view.plots["items"][0]["title"]
 
 
+def _held_images() -> int:
+    """Images the widget holds for records, found as the (weak reference, PNG bytes) pairs it keeps them in."""
+    gc.collect()
+    return sum(
+        1
+        for o in gc.get_objects()
+        if type(o) is tuple
+        and len(o) == 2
+        and isinstance(o[0], weakref.ref)
+        and isinstance(o[1], bytes)
+        and o[1].startswith(b"\x89PNG")
+    )
+
+
+def test_images_of_records_the_store_let_go_of_are_not_held(cnn, image):
+    # A training loop's live redraws draw each step's new records; the store evicts the old ones, and their
+    # images can never be shown again: the widget must not keep up to its cache's size of them.
+    with HookExplorer(cnn, example_inputs=image, memory_budget=2**20) as ex:
+        ex.captures.max_records = 4  # each step's records push the last step's out
+        view = ex.view
+        ex.attach("features.conv", ["forward", "grad"])
+        browser_sets(view, selected="features.conv")
+        for _ in range(3):
+            browser_sends(view, type="run")
+        held = _held_images()
+        for _ in range(20):
+            browser_sends(view, type="run")  # each Run redraws the selection: two new images
+        assert len(view.plots["items"]) == 2
+        assert _held_images() <= held
+
+
 def test_an_error_stays_in_the_errors_panel_while_the_status_follows_the_next_action(explorer):
     view = explorer.view
     browser_sends(view, type="attach", target="head.fc", kind="grad", edit=["scale", "big"])
