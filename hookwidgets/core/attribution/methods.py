@@ -43,11 +43,13 @@ class Attribution:
     """
 
     map: torch.Tensor
-    """The map: ``(N, H, W)`` in [0, 1] for CAMs, input-shaped ``(N, C, H, W)`` otherwise."""
+    """The map: ``(N, H, W)`` in [0, 1] for CAMs, input-shaped ``(N, C, H, W)`` for pixel methods; raw ``(N, T)``
+    per token, or ``(N, h, w)`` per patch, for the attention rollouts."""
     method: str
     """The method, as ``METHODS`` spells it."""
     layer: str | None
-    """The layer used (chosen when none was given); None for a method that takes no layer."""
+    """The layer used (chosen when none was given); for a rollout its stack (``a.layers.*.attn``); None for a method
+    that takes no layer."""
     classes: list[int] | None
     """The class (or token id, at the position read) explained for each item (None for the loss or a callable)."""
     target: str = ""

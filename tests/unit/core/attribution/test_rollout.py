@@ -40,7 +40,10 @@ def reference_grad_rollout(attentions, grads) -> torch.Tensor:
 def eager_run(model: nn.Module, inputs: dict, score, attentions: str = "attentions"):
     """Rollout and gradient rollout of a copy of ``model`` under eager attention, from ``output_attentions=True``."""
     reference = copy.deepcopy(model)
-    reference.set_attn_implementation("eager")
+    if getattr(type(reference), "_can_record_outputs", None):
+        reference.set_attn_implementation("eager")
+    else:  # an older model (Falcon) refuses set_attn_implementation
+        reference.config._attn_implementation = "eager"
     output = reference(**inputs, output_attentions=True)
     found = getattr(output, attentions)
     grads = torch.autograd.grad(score(output), found)
@@ -86,6 +89,18 @@ def test_bert_gives_row_0_the_cls_token_and_explains_the_class_given():
     assert got.classes == [2, 2] and got.layer == "bert.encoder.layer.*.attention.self"
 
 
+def test_an_older_model_that_returns_its_attentions_when_asked_keeps_them_in_the_graph():
+    torch.manual_seed(0)
+    config = tm.transformers.FalconConfig(num_hidden_layers=2, hidden_size=16, num_attention_heads=2, vocab_size=96)
+    model, inputs = tm.transformers.FalconForCausalLM(config).eval(), {"input_ids": tm.token_ids(2, 6)}
+    plain, weighted = eager_run(model, inputs, top_last)
+    ex = explorer(model, inputs)
+    torch.testing.assert_close(ex.attribute(inputs, method="attention_rollout"), plain[:, -1])
+    got = ex.attribute(inputs, method="grad_attention_rollout")
+    torch.testing.assert_close(got, weighted[:, -1])
+    assert got.layer == "transformer.h.*.self_attention" and model.config._attn_implementation == "sdpa"
+
+
 def test_a_position_picks_the_row_and_the_score_read_there():
     model, inputs = tm.gpt2(), {"input_ids": tm.token_ids(1, 6)}
 
@@ -129,6 +144,51 @@ def test_digits_vit_with_softmax_modules_gives_an_8x8_grid():
     torch.testing.assert_close(got, reference_rollout(found)[:, 0, 1:].reshape(2, 8, 8))
     got = ex.attribute(image, method="grad_attention_rollout")
     torch.testing.assert_close(got, reference_grad_rollout(found, grads)[:, 0, 1:].reshape(2, 8, 8))
+
+
+class MultiheadModel(nn.Module):
+    """Two ``nn.MultiheadAttention`` layers with residuals, called for no weights, and a head on token 0."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Linear(4, 8)
+        self.layers = nn.ModuleList(nn.MultiheadAttention(8, 2, batch_first=True) for _ in range(2))
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.embed(x)
+        for attention in self.layers:
+            x = x + attention(x, x, x, need_weights=False)[0]
+        return self.head(x[:, 0])
+
+
+def by_hand(attention: nn.MultiheadAttention, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Multi-head attention written out: its output and its probabilities (N, heads, T, T)."""
+    n, t, d = x.shape
+    heads = attention.num_heads
+    qkv = nn.functional.linear(x, attention.in_proj_weight, attention.in_proj_bias)
+    q, k, v = qkv.reshape(n, t, 3, heads, d // heads).permute(2, 0, 3, 1, 4)
+    probabilities = (q @ k.transpose(-2, -1) * (d // heads) ** -0.5).softmax(-1)
+    return attention.out_proj((probabilities @ v).transpose(1, 2).reshape(n, t, d)), probabilities
+
+
+def test_multihead_attention_returns_a_view_of_its_probabilities_and_still_gets_their_gradients():
+    torch.manual_seed(0)
+    model, x = MultiheadModel().eval(), torch.randn(2, 5, 4)
+    hidden, found = model.embed(x), []
+    for attention in model.layers:
+        out, probabilities = by_hand(attention, hidden)
+        hidden = hidden + out
+        found.append(probabilities)
+    score = model.head(hidden[:, 0])[:, 1].sum()
+    grads = torch.autograd.grad(score, found)
+    found = [a.detach() for a in found]
+    ex = explorer(model, x)
+    got = ex.attribute(x, method="attention_rollout")
+    assert got.shape == (2, 5) and got.layer == "layers.*"
+    torch.testing.assert_close(got, reference_rollout(found)[:, 0])
+    got = ex.attribute(x, 1, method="grad_attention_rollout")
+    torch.testing.assert_close(got, reference_grad_rollout(found, grads)[:, 0])
 
 
 def test_an_encoder_decoder_rolls_out_its_encoder_self_attention():
