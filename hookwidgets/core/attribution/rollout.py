@@ -49,30 +49,32 @@ def rollout(model: nn.Module, inputs: Inputs, target: Any, position: int | None,
                 output, "top" if target is None else target, position, model=model, per_item=True
             )
             classes, described = chosen.classes, chosen.description
-            relevance = gradient_rollout(probabilities, _gradients(score, probabilities))
+            relevance = gradient_rollout(probabilities, _gradients(score, probabilities), row)
         else:
-            relevance = attention_rollout(probabilities)
-    return Rollout(_as_grid(relevance[:, row].detach(), model, inputs), stack, classes, described)
+            relevance = attention_rollout(probabilities, row)
+    return Rollout(_as_grid(relevance.detach(), model, inputs), stack, classes, described)
 
 
-def attention_rollout(probabilities: list[torch.Tensor]) -> torch.Tensor:
-    """``Ã_L ··· Ã_1`` with ``Ã_l = 0.5·mean_heads(A_l) + 0.5·I``, rows renormalized: ``(N, T, T)``."""
-    result = None
-    for attention in probabilities:
+def attention_rollout(probabilities: list[torch.Tensor], row: int) -> torch.Tensor:
+    """Row ``row`` of ``Ã_L ··· Ã_1``, ``Ã_l = 0.5·mean_heads(A_l) + 0.5·I`` with rows renormalized: ``(N, T)``."""
+    relevance = None
+    for attention in reversed(probabilities):  # one row times each matrix, last layer first: no T×T products
         mixed = 0.5 * attention.float().mean(dim=1) + 0.5 * torch.eye(attention.shape[-1], device=attention.device)
         mixed = mixed / mixed.sum(dim=-1, keepdim=True)
-        result = mixed if result is None else mixed @ result
-    return result  # type: ignore[return-value]  # a stack has at least one layer
+        relevance = mixed[:, row] if relevance is None else (relevance[:, None] @ mixed)[:, 0]
+    return relevance  # type: ignore[return-value]  # a stack has at least one layer
 
 
-def gradient_rollout(probabilities: list[torch.Tensor], gradients: list[torch.Tensor]) -> torch.Tensor:
-    """``R = I``, then ``R ← R + mean_heads((∇A_l ⊙ A_l)⁺)·R`` for each layer in forward order: ``(N, T, T)``."""
+def gradient_rollout(probabilities: list[torch.Tensor], gradients: list[torch.Tensor], row: int) -> torch.Tensor:
+    """Row ``row`` of ``R``: ``R = I``, then ``R ← R + mean_heads((∇A_l ⊙ A_l)⁺)·R`` for each layer in forward
+    order, so ``R = (I + W_L) ··· (I + W_1)``: ``(N, T)``."""
     first = probabilities[0]
-    result = torch.eye(first.shape[-1], device=first.device).expand(first.shape[0], -1, -1)
-    for attention, gradient in zip(probabilities, gradients, strict=True):
-        weighted = (gradient.float() * attention.float()).clamp(min=0).mean(dim=1)
-        result = result + weighted @ result
-    return result
+    relevance = torch.zeros(first.shape[0], first.shape[-1], device=first.device)
+    relevance[:, row] = 1.0
+    for attention, gradient in zip(reversed(probabilities), reversed(gradients), strict=True):
+        weighted = (gradient.float() * attention.detach().float()).clamp(min=0).mean(dim=1)
+        relevance = relevance + (relevance[:, None] @ weighted)[:, 0]
+    return relevance
 
 
 def self_attention_stack(found: dict[str, torch.Tensor]) -> tuple[str, list[torch.Tensor]]:
