@@ -575,6 +575,11 @@ class Explorer:
         ``target`` is a class index, one per item, ``"loss"``, a callable on the output, or None or ``"top"`` (each
         item's top class; ``position`` as in ``run``). The model is left as found and the explorer's hooks record
         nothing during the run.
+
+        ``attention_rollout`` (Abnar & Zuidema 2020; ``target`` unused) and ``grad_attention_rollout`` (Chefer et al.
+        2021) roll out the self-attention layers of one stack (an encoder-decoder's encoder) under eager attention
+        and give one row, raw: ``position``, else row 0 (the last row for causal attention), ``(N, T)``; a vision
+        transformer's patches ``(N, h, w)``, its class token dropped.
         """
         inputs = self._inputs(inputs)
         self._materialize(inputs, "the attribution run")

@@ -1,15 +1,18 @@
-"""Attributions (torch only): the Grad-CAM family at a layer; guided backprop, saliency, input×gradient on pixels."""
+"""Attributions (torch only): the Grad-CAM family at a layer; guided backprop, saliency, input×gradient on pixels;
+attention rollout and gradient rollout over a transformer's self-attention."""
 
 from .cams import CAM_FUNCTIONS
 from .grid import as_grid, token_grid
 from .layers import default_layer, spatial_layers
 from .methods import CAM_METHODS, METHODS, PIXEL_METHODS, Attribution, attribute, check_method
+from .rollout import ROLLOUT_METHODS
 
 __all__ = [
     "CAM_FUNCTIONS",
     "CAM_METHODS",
     "METHODS",
     "PIXEL_METHODS",
+    "ROLLOUT_METHODS",
     "Attribution",
     "as_grid",
     "attribute",

@@ -21,14 +21,15 @@ from .guided import GuidedReLUs
 from .inputs import image_of, with_grad
 from .layers import blank_map_warning, default_layer, layers_reached, not_spatial_error, resolve_layer
 from .maps import normalize, upsample
+from .rollout import ROLLOUT_METHODS, rollout
 from .tap import LayerTap
 
 CAM_METHODS = tuple(CAM_FUNCTIONS)
 """The Grad-CAM family: a map ``(N, H, W)`` in [0, 1] at a layer."""
 PIXEL_METHODS = ("saliency", "input_x_grad", "guided_backprop", "guided_gradcam")
 """The methods that give an input-shaped map ``(N, C, H, W)``."""
-METHODS = CAM_METHODS + PIXEL_METHODS
-"""Every method ``attribute`` takes: the CAMs, then the pixel methods."""
+METHODS = CAM_METHODS + PIXEL_METHODS + ROLLOUT_METHODS
+"""Every method ``attribute`` takes: the CAMs, the pixel methods, then the attention rollouts."""
 _LAYER_METHODS = (*CAM_METHODS, "guided_gradcam")
 _GUIDED_METHODS = ("guided_backprop", "guided_gradcam")
 
@@ -42,11 +43,13 @@ class Attribution:
     """
 
     map: torch.Tensor
-    """The map: ``(N, H, W)`` in [0, 1] for CAMs, input-shaped ``(N, C, H, W)`` otherwise."""
+    """The map: ``(N, H, W)`` in [0, 1] for CAMs, input-shaped ``(N, C, H, W)`` for pixel methods; raw ``(N, T)``
+    per token, or ``(N, h, w)`` per patch, for the attention rollouts."""
     method: str
     """The method, as ``METHODS`` spells it."""
     layer: str | None
-    """The layer used (chosen when none was given); None for a method that takes no layer."""
+    """The layer used (chosen when none was given); for a rollout its stack (``a.layers.*.attn``); None for a method
+    that takes no layer."""
     classes: list[int] | None
     """The class (or token id, at the position read) explained for each item (None for the loss or a callable)."""
     target: str = ""
@@ -98,10 +101,16 @@ def attribute(
     """Attribute ``target`` by ``method``: a class index, one per item, ``"top"`` (None: each item's top class),
     ``"loss"`` or a callable on the output; ``position`` picks the position of a sequence output (default: the last).
 
+    The attention rollouts (``ROLLOUT_METHODS``) give the row ``position`` of the rolled-out self-attention of one
+    stack (the encoder's in an encoder-decoder; default: row 0, the last row under causal attention): ``(N, T)``,
+    or a vision transformer's patches ``(N, h, w)``; ``.layer`` names the stack, ``a.layers.*.attn``.
+
     Runs in eval mode with gradients enabled; parameters' ``.grad``, buffers, RNG state and
     train/eval mode are left as found, and every temporary hook is removed, also on an exception.
     """
     method = check_method(method)
+    if method in ROLLOUT_METHODS:
+        return _rollout(model, inputs, target, method, layer, position)
     if layer is not None and method not in _LAYER_METHODS:
         raise ValueError(f"{method} attributes input pixels and takes no layer; leave layer=None")
     chosen = ("top" if target is None else target, position)
@@ -122,6 +131,16 @@ def attribute(
     tokens = len(blank.shape) == 3
     warnings.warn(blank_map_warning(result.layer, method, blank.items, len(result.map), tokens, others), stacklevel=2)
     return result
+
+
+def _rollout(
+    model: nn.Module, inputs: Inputs, target: Target, method: str, layer: Any, position: int | None
+) -> Attribution:
+    """An attention rollout: its layers are the self-attention stack it finds, so it takes none."""
+    if layer is not None:
+        raise ValueError(f"{method} rolls out every self-attention layer of the model's stack and takes no layer")
+    found = rollout(model, inputs, target, position, method)
+    return Attribution(found.relevance, method, found.stack, found.classes, found.target)
 
 
 class _Blank(NamedTuple):

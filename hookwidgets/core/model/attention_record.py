@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from ..display import display_name, quoted
-from .attention_returned import record_returned_attention, returns_attentions
+from .attention_returned import returned_attention_and_output, returns_attentions
 from .attention_sources import LOOKED_FOR, AttentionSource, attention_sources
 from .attn_impl import eager_attention, reachable_configs
 from .inputs import Inputs, call_model
@@ -35,17 +35,26 @@ def attention_runner(model: nn.Module, model_name: str) -> Callable[[Inputs], di
     """How to get ``model``'s attention probabilities from inputs: its attention sources recorded in one forward,
     or, for an older transformers model that declares nothing to record, the attentions it returns when asked; a
     ValueError naming what was looked for when it has neither."""
+    run = attention_graph_runner(model, model_name, grad=False)
+    return lambda inputs: run(inputs)[0]
+
+
+def attention_graph_runner(
+    model: nn.Module, model_name: str, *, grad: bool = True
+) -> Callable[[Inputs], tuple[dict[str, torch.Tensor], Any]]:
+    """As ``attention_runner``, with the model's output too; with ``grad`` the forward runs with autograd on, so the
+    probabilities stay in the graph of the output (for gradients of a score with respect to them)."""
     sources = attention_sources(model)
     if sources:
-        return lambda inputs: record_attention(model, inputs, sources)
+        return lambda inputs: _record(model, inputs, sources, grad)
     if not returns_attentions(model):
         raise ValueError(no_attention_message(model, model_name))
 
-    def returned(inputs: Inputs) -> dict[str, torch.Tensor]:
-        found = record_returned_attention(model, inputs)
+    def returned(inputs: Inputs) -> tuple[dict[str, torch.Tensor], Any]:
+        found, output = returned_attention_and_output(model, inputs, grad=grad)
         if not found:
             raise ValueError(no_attention_message(model, model_name))
-        return found
+        return found, output
 
     return returned
 
@@ -54,13 +63,20 @@ def record_attention(model: nn.Module, inputs: Inputs, sources: list[AttentionSo
     """``{path: probabilities}`` of one forward of ``model`` on ``inputs``, in the order the sources ran (a module
     called again gets ``path#2``, ``path#3``); the hooks it adds are removed and the settings it changes restored
     before it returns or raises."""
+    return _record(model, inputs, sources, grad=False)[0]
+
+
+def _record(
+    model: nn.Module, inputs: Inputs, sources: list[AttentionSource], grad: bool
+) -> tuple[dict[str, torch.Tensor], Any]:
+    """``record_attention`` and the model's output, the forward run with autograd on when ``grad``."""
     records: list[tuple[AttentionSource, torch.Tensor | None]] = []
     handles = []
     try:
         for source in sources:
             handles.extend(_hooks(source, records))
-        with eager_attention(model), _mha_fast_path_off(), torch.no_grad():
-            call_model(model, inputs)
+        with eager_attention(model), _mha_fast_path_off(), torch.set_grad_enabled(grad):
+            output = call_model(model, inputs)
     finally:
         for handle in handles:
             handle.remove()
@@ -79,7 +95,7 @@ def record_attention(model: nn.Module, inputs: Inputs, sources: list[AttentionSo
         calls[source.path] = calls.get(source.path, 0) + 1
         key = source.path if calls[source.path] == 1 else f"{source.path}#{calls[source.path]}"
         result[key] = value  # type: ignore[assignment]  # None was refused above
-    return result
+    return result, output
 
 
 def _hooks(source: AttentionSource, records: list) -> list[Any]:

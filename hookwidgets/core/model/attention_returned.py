@@ -27,6 +27,13 @@ def returns_attentions(model: nn.Module) -> bool:
 def record_returned_attention(model: nn.Module, inputs: Inputs) -> dict[str, torch.Tensor]:
     """``{path: probabilities}`` of one forward with ``output_attentions=True`` under eager attention, in the order
     the attention modules ran (``path#2`` for a second call); empty when the output holds none."""
+    return returned_attention_and_output(model, inputs)[0]
+
+
+def returned_attention_and_output(
+    model: nn.Module, inputs: Inputs, *, grad: bool = False
+) -> tuple[dict[str, torch.Tensor], Any]:
+    """``record_returned_attention`` and the model's output, the forward run with autograd on when ``grad``."""
     held: list[tuple[str, torch.Tensor]] = []  # (path, tensor) of each tensor an attention module returned
     handles = []
 
@@ -44,7 +51,7 @@ def record_returned_attention(model: nn.Module, inputs: Inputs) -> dict[str, tor
         for path, module in model.named_modules():
             if is_attention_module(module):
                 handles.append(module.register_forward_hook(hook(path), prepend=True))
-        with eager_attention(model), torch.no_grad():
+        with eager_attention(model), torch.set_grad_enabled(grad):
             output = call_model(lambda *args, **kwargs: model(*args, **kwargs, **extra), inputs)  # type: ignore[arg-type]
     finally:
         for handle in handles:
@@ -61,7 +68,7 @@ def record_returned_attention(model: nn.Module, inputs: Inputs) -> dict[str, tor
             owners.pop(id(tensor))
             calls[path] = calls.get(path, 0) + 1
             result[path if calls[path] == 1 else f"{path}#{calls[path]}"] = tensor
-    return result
+    return result, output
 
 
 def _parameters(model: nn.Module) -> set[str]:

@@ -11,7 +11,7 @@ from torch import nn
 from torch.nn.modules import module as torch_module
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.attribution import METHODS, attribute, check_method
+from hookwidgets.core.attribution import CAM_METHODS, PIXEL_METHODS, attribute, check_method
 from tests.conftest import SideBranch, SmallCNN, hook_state
 
 GLOBAL_DICTS = (
@@ -36,7 +36,10 @@ def model() -> SmallCNN:
     return SmallCNN()
 
 
-@pytest.mark.parametrize("method", METHODS)
+IMAGE_METHODS = CAM_METHODS + PIXEL_METHODS  # the attention rollouts are tested on transformers in test_rollout.py
+
+
+@pytest.mark.parametrize("method", IMAGE_METHODS)
 def test_every_method_returns_the_shape_design_md_names(model, image, method):
     result = attribute(model, image, 1, method=method)
     expected = (2, 8, 8) if method in ("gradcam", "gradcam++", "hirescam", "xgradcam", "layercam") else (2, 3, 8, 8)
@@ -174,7 +177,7 @@ def test_the_model_state_is_left_as_found(model, image):
     grad_objects = {name: p.grad for name, p in model.named_parameters()}
     buffers = {name: b.clone() for name, b in model.named_buffers()}
     rng, hooks, global_hooks = torch.get_rng_state(), hook_state(model), _global_state()
-    for method in METHODS:
+    for method in IMAGE_METHODS:
         attribute(model, image, 1, method=method)
     assert all(m.training for m in model.modules())
     for name, p in model.named_parameters():
