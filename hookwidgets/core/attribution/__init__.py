@@ -1,20 +1,24 @@
-"""Attributions (torch only): the Grad-CAM family at a layer; guided backprop, saliency, input×gradient on pixels."""
+"""Attributions (torch only): the Grad-CAM family at a layer; guided backprop, saliency, input×gradient on pixels;
+saliency, input×gradient and integrated gradients on input tokens."""
 
 from .cams import CAM_FUNCTIONS
 from .grid import as_grid, token_grid
 from .layers import default_layer, spatial_layers
 from .methods import CAM_METHODS, METHODS, PIXEL_METHODS, Attribution, attribute, check_method
+from .tokens import TOKEN_METHODS, token_attribution
 
 __all__ = [
     "CAM_FUNCTIONS",
     "CAM_METHODS",
     "METHODS",
     "PIXEL_METHODS",
+    "TOKEN_METHODS",
     "Attribution",
     "as_grid",
     "attribute",
     "check_method",
     "default_layer",
     "spatial_layers",
+    "token_attribution",
     "token_grid",
 ]

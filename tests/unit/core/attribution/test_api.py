@@ -11,8 +11,10 @@ from torch import nn
 from torch.nn.modules import module as torch_module
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.attribution import METHODS, attribute, check_method
+from hookwidgets.core.attribution import CAM_METHODS, PIXEL_METHODS, attribute, check_method
 from tests.conftest import SideBranch, SmallCNN, hook_state
+
+IMAGE_METHODS = (*CAM_METHODS, *PIXEL_METHODS)  # integrated gradients attributes tokens (test_tokens.py)
 
 GLOBAL_DICTS = (
     "_global_forward_pre_hooks",
@@ -36,7 +38,7 @@ def model() -> SmallCNN:
     return SmallCNN()
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", IMAGE_METHODS)
 def test_every_method_returns_the_shape_design_md_names(model, image, method):
     result = attribute(model, image, 1, method=method)
     expected = (2, 8, 8) if method in ("gradcam", "gradcam++", "hirescam", "xgradcam", "layercam") else (2, 3, 8, 8)
@@ -174,7 +176,7 @@ def test_the_model_state_is_left_as_found(model, image):
     grad_objects = {name: p.grad for name, p in model.named_parameters()}
     buffers = {name: b.clone() for name, b in model.named_buffers()}
     rng, hooks, global_hooks = torch.get_rng_state(), hook_state(model), _global_state()
-    for method in METHODS:
+    for method in IMAGE_METHODS:
         attribute(model, image, 1, method=method)
     assert all(m.training for m in model.modules())
     for name, p in model.named_parameters():
