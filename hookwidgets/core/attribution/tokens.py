@@ -108,13 +108,15 @@ def token_attribution(
     _check_options(method, n_steps, internal_batch_size)
     with preserved_state(model), torch.enable_grad(), EmbeddingTap(model) as tap:
         tap.watch(ids, _leaf)
-        output = call_model(model, inputs)
+        with torch.set_grad_enabled(method != "integrated_gradients"):  # IG's gradients come from its steps' runs
+            output = call_model(model, inputs)
         embedding = tap.output
         if embedding is None:
             raise ValueError(
                 f"found no nn.Embedding called on the input_ids {tuple(ids.shape)} of {describe_inputs(inputs)} in "
                 f"the forward of {type(model).__name__}: token attributions are taken at the output of the "
-                "nn.Embedding module whose forward receives the input_ids tensor itself"
+                "nn.Embedding module whose forward receives the input_ids tensor itself; a functional embedding or "
+                "a one-hot product has none: embed the ids with an nn.Embedding, or attribute a floating input"
             )
         module, path = tap.module, _path(model, tap.module)
         score, chosen = resolve_score(output, target, position, model=model, per_item=True)
