@@ -19,6 +19,7 @@ from torch.nn.parameter import is_lazy
 from ._torch import COMPILED_INNER, is_compile_wrapper
 from ._torch import off as torch_features_off
 from .attribution import CAM_METHODS, attribute, check_method
+from .attribution.tokens import token_ids
 from .capture.export import export_captures
 from .capture.store import DEFAULT_MEMORY_BUDGET, CaptureStore
 from .codegen.generate import hook_code
@@ -565,33 +566,51 @@ class Explorer:
         self,
         inputs: Inputs | None = None,
         target: Any = None,
-        method: str = "gradcam",
+        method: str | None = None,
         layer: str | nn.Module | None = None,
         *,
         position: int | None = None,
+        n_steps: int | None = None,
+        baseline: int | None = None,
+        internal_batch_size: int | None = None,
     ) -> torch.Tensor:
-        """Any attribution method: CAMs give ``(N, H, W)`` in [0, 1], pixel methods an input-shaped ``(N, C, H, W)``.
+        """Any attribution method: CAMs give ``(N, H, W)`` in [0, 1], pixel methods an input-shaped ``(N, C, H, W)``,
+        token methods on token ids ``(N, T)`` (``.tokens`` names them when the explorer knows the example's tokens).
 
         ``target`` is a class index, one per item, ``"loss"``, a callable on the output, or None or ``"top"`` (each
-        item's top class; ``position`` as in ``run``). The model is left as found and the explorer's hooks record
-        nothing during the run.
+        item's top class; ``position`` as in ``run``). ``method`` defaults to ``integrated_gradients`` on token ids
+        (``n_steps``: 50, ``baseline``: a token id or None for zeros, ``internal_batch_size`` as Captum's), else
+        ``gradcam``. The model is left as found and the explorer's hooks record nothing during the run.
 
         ``attention_rollout`` (Abnar & Zuidema 2020; ``target`` unused) and ``grad_attention_rollout`` (Chefer et al.
         2021) roll out the self-attention layers of one stack (an encoder-decoder's encoder) under eager attention
         and give one row, raw: ``position``, else row 0 (the last row for causal attention), ``(N, T)``; a vision
         transformer's patches ``(N, h, w)``, its class token dropped.
         """
+        given = inputs
         inputs = self._inputs(inputs)
         self._materialize(inputs, "the attribution run")
+        options = {"n_steps": n_steps, "baseline": baseline, "internal_batch_size": internal_batch_size}
         with self._own_run():
             while True:  # ends: each collision detaches at least one hook, or raises
                 try:
-                    return attribute(self.model, inputs, target, method, layer, position=position).annotated()
+                    found = attribute(self.model, inputs, target, method, layer, position=position, **options)
+                    result = found.annotated()
+                    ids = token_ids(inputs)
+                    if result.dim() == 2 and ids is not None:
+                        result.tokens = self._token_labels(ids, given is None)
+                    return result
                 except RuntimeError as exc:
                     # A full backward hook of ours broke the forward on an in-place op: explained and detached
                     # as run() does; its hooks record nothing here, so running again without it changes no record.
                     if not is_inplace_collision(exc) or not self._registry.explain_collision(exc):
                         raise
+
+    def _token_labels(self, ids: torch.Tensor, example: bool) -> list[list[str]] | None:
+        """The labels of ``ids``: the tokenizer's strings, else the example's ``tokens`` for the example inputs."""
+        if self.sequences.tokenizer is not None:
+            return [self.sequences.id_names(row) for row in ids.tolist()]
+        return self.tokens if example else None
 
     def watch_ddp(self, hook: Callable | None = None, log_dir: str | os.PathLike | None = None, **options: Any) -> Any:
         """A ``hookwidgets.distributed.DDPInspector`` on the explored DistributedDataParallel model.

@@ -1,11 +1,13 @@
 """Attributions (torch only): the Grad-CAM family at a layer; guided backprop, saliency, input×gradient on pixels;
-attention rollout and gradient rollout over a transformer's self-attention."""
+saliency, input×gradient and integrated gradients on input tokens; attention rollout and gradient rollout over a
+transformer's self-attention."""
 
 from .cams import CAM_FUNCTIONS
 from .grid import as_grid, token_grid
 from .layers import default_layer, spatial_layers
 from .methods import CAM_METHODS, METHODS, PIXEL_METHODS, Attribution, attribute, check_method
 from .rollout import ROLLOUT_METHODS
+from .tokens import TOKEN_METHODS, token_attribution
 
 __all__ = [
     "CAM_FUNCTIONS",
@@ -13,11 +15,13 @@ __all__ = [
     "METHODS",
     "PIXEL_METHODS",
     "ROLLOUT_METHODS",
+    "TOKEN_METHODS",
     "Attribution",
     "as_grid",
     "attribute",
     "check_method",
     "default_layer",
     "spatial_layers",
+    "token_attribution",
     "token_grid",
 ]

@@ -23,33 +23,36 @@ from .layers import blank_map_warning, default_layer, layers_reached, not_spatia
 from .maps import normalize, upsample
 from .rollout import ROLLOUT_METHODS, rollout
 from .tap import LayerTap
+from .tokens import check_token_call, holds_image, token_attribution, token_ids
 
 CAM_METHODS = tuple(CAM_FUNCTIONS)
 """The Grad-CAM family: a map ``(N, H, W)`` in [0, 1] at a layer."""
 PIXEL_METHODS = ("saliency", "input_x_grad", "guided_backprop", "guided_gradcam")
 """The methods that give an input-shaped map ``(N, C, H, W)``."""
-METHODS = CAM_METHODS + PIXEL_METHODS + ROLLOUT_METHODS
-"""Every method ``attribute`` takes: the CAMs, the pixel methods, then the attention rollouts."""
+METHODS = (*CAM_METHODS, *PIXEL_METHODS, "integrated_gradients", *ROLLOUT_METHODS)
+"""Every method ``attribute`` takes: the CAMs, the pixel methods, integrated gradients (token ids only; saliency and
+input×gradient also attribute tokens when the inputs are token ids), then the attention rollouts."""
 _LAYER_METHODS = (*CAM_METHODS, "guided_gradcam")
 _GUIDED_METHODS = ("guided_backprop", "guided_gradcam")
 
 
 @dataclass
 class Attribution:
-    """One attribution: ``map`` is ``(N, H, W)`` in [0, 1] for CAMs, input-shaped ``(N, C, H, W)`` otherwise.
+    """One attribution: ``map`` is ``(N, H, W)`` in [0, 1] for CAMs, input-shaped ``(N, C, H, W)`` for pixel
+    methods, ``(N, T)`` (one score per token) on token ids.
 
-    ``layer`` is the layer the CAM was taken at (chosen when none was given), ``classes`` the class
-    explained for each item (None for a callable target), ``target`` the score explained, in words.
+    ``layer`` is the layer the CAM was taken at (chosen when none was given) or the embedding of the token ids,
+    ``classes`` the class explained for each item (None for a callable target), ``target`` the score, in words.
     """
 
     map: torch.Tensor
-    """The map: ``(N, H, W)`` in [0, 1] for CAMs, input-shaped ``(N, C, H, W)`` for pixel methods; raw ``(N, T)``
-    per token, or ``(N, h, w)`` per patch, for the attention rollouts."""
+    """The map: ``(N, H, W)`` in [0, 1] for CAMs, input-shaped ``(N, C, H, W)`` for pixel methods, ``(N, T)`` per
+    token for the token methods; raw ``(N, T)`` per token, or ``(N, h, w)`` per patch, for the attention rollouts."""
     method: str
     """The method, as ``METHODS`` spells it."""
     layer: str | None
-    """The layer used (chosen when none was given); for a rollout its stack (``a.layers.*.attn``); None for a method
-    that takes no layer."""
+    """The layer used (chosen when none was given; the embedding for tokens); for a rollout its stack
+    (``a.layers.*.attn``); None for a method that takes no layer."""
     classes: list[int] | None
     """The class (or token id, at the position read) explained for each item (None for the loss or a callable)."""
     target: str = ""
@@ -71,6 +74,7 @@ _ALIASES = {
     "inputxgrad": "input_x_grad",
     "guidedbackprop": "guided_backprop",
     "guidedgradcam": "guided_gradcam",
+    "ig": "integrated_gradients",
 }
 
 
@@ -93,14 +97,20 @@ def attribute(
     model: nn.Module,
     inputs: Inputs,
     target: Target = None,
-    method: str = "gradcam",
+    method: str | None = None,
     layer: str | nn.Module | None = None,
     *,
     position: int | None = None,
+    n_steps: int | None = None,
+    baseline: int | None = None,
+    internal_batch_size: int | None = None,
 ) -> Attribution:
     """Attribute ``target`` by ``method``: a class index, one per item, ``"top"`` (None: each item's top class),
     ``"loss"`` or a callable on the output; ``position`` picks the position of a sequence output (default: the last).
 
+    On token ids (no image in the inputs) ``saliency``, ``input_x_grad`` and ``integrated_gradients`` (the default
+    there; ``gradcam`` for images) give ``(N, T)``, see ``token_attribution``; ``n_steps`` (50), ``baseline`` (a token
+    id; None: zeros) and ``internal_batch_size`` are integrated gradients'.
     The attention rollouts (``ROLLOUT_METHODS``) give the row ``position`` of the rolled-out self-attention of one
     stack (the encoder's in an encoder-decoder; default: row 0, the last row under causal attention): ``(N, T)``,
     or a vision transformer's patches ``(N, h, w)``; ``.layer`` names the stack, ``a.layers.*.attn``.
@@ -108,12 +118,22 @@ def attribute(
     Runs in eval mode with gradients enabled; parameters' ``.grad``, buffers, RNG state and
     train/eval mode are left as found, and every temporary hook is removed, also on an exception.
     """
-    method = check_method(method)
+    ids = None if holds_image(inputs) else token_ids(inputs)
+    method = check_method(method if method is not None else "gradcam" if ids is None else "integrated_gradients")
+    options = {"n_steps": n_steps, "baseline": baseline, "internal_batch_size": internal_batch_size}
     if method in ROLLOUT_METHODS:
+        given = ", ".join(f"{name}=" for name, value in options.items() if value is not None)
+        if given:
+            raise ValueError(f"{given} apply to method='integrated_gradients'; {method} takes none, leave them out")
         return _rollout(model, inputs, target, method, layer, position)
+    check_token_call(method, ids, layer, options)
+    chosen = ("top" if target is None else target, position)
+    if ids is not None:
+        options["n_steps"] = 50 if n_steps is None else n_steps
+        scores, path, classes, described = token_attribution(model, inputs, chosen[0], position, method, **options)
+        return Attribution(scores, method, path, classes, described)
     if layer is not None and method not in _LAYER_METHODS:
         raise ValueError(f"{method} attributes input pixels and takes no layer; leave layer=None")
-    chosen = ("top" if target is None else target, position)
     result, blank = _attribute(model, inputs, chosen, method, layer)
     if blank is None:
         return result

@@ -14,6 +14,8 @@ from hookwidgets.core import Explorer
 from hookwidgets.core.attribution import CAM_METHODS, PIXEL_METHODS, attribute, check_method
 from tests.conftest import SideBranch, SmallCNN, hook_state
 
+IMAGE_METHODS = (*CAM_METHODS, *PIXEL_METHODS)  # token methods: test_tokens.py; the rollouts: test_rollout.py
+
 GLOBAL_DICTS = (
     "_global_forward_pre_hooks",
     "_global_forward_hooks",
@@ -34,9 +36,6 @@ def _global_state() -> dict:
 def model() -> SmallCNN:
     torch.manual_seed(0)
     return SmallCNN()
-
-
-IMAGE_METHODS = CAM_METHODS + PIXEL_METHODS  # the attention rollouts are tested on transformers in test_rollout.py
 
 
 @pytest.mark.parametrize("method", IMAGE_METHODS)

@@ -262,3 +262,9 @@ def test_a_layer_is_refused():
     model, inputs = tm.gpt2(), {"input_ids": tm.token_ids(1, 6)}
     with pytest.raises(ValueError, match="attention_rollout rolls out every self-attention layer.*takes no layer"):
         explorer(model, inputs).attribute(inputs, method="attention_rollout", layer="transformer.h.0")
+
+
+def test_integrated_gradients_options_are_refused_by_a_rollout():
+    model, inputs = tm.gpt2(), {"input_ids": tm.token_ids(1, 6)}
+    with pytest.raises(ValueError, match="n_steps= apply to method='integrated_gradients'; attention_rollout takes"):
+        explorer(model, inputs).attribute(inputs, method="attention_rollout", n_steps=10)
