@@ -14,7 +14,7 @@ from __future__ import annotations
 import traceback
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -37,21 +37,34 @@ LOOKED_FOR = (
 )
 
 
-def head_ablation(root: nn.Module, target: str, module: nn.Module, heads: tuple[int, ...]) -> Callable:
-    """Where the heads of ``module`` (at ``target``) meet the output projection, checked now: returns
-    ``install(info)``, which places the hook zeroing ``heads`` and returns its handles; a ValueError naming the
-    module and what was looked for when there is no such place or ``heads`` are out of range."""
+class HeadPlan(NamedTuple):
+    """Where a head ablation's hook goes: ``place`` ``input`` (a pre-hook on the projection at ``path``), ``output``
+    (a forward hook on the module at ``path``, whose output is the context) or ``mha`` (the module re-run)."""
+
+    place: str
+    path: str
+    heads: tuple[int, ...]
+    dim: int
+
+
+def head_ablation(
+    root: nn.Module, target: str, module: nn.Module, heads: tuple[int, ...]
+) -> tuple[HeadPlan, Callable[[HookInfo, bool], list[RemovableHandle]]]:
+    """Where the heads of ``module`` (at ``target``) meet the output projection, checked now: the plan, and
+    ``install(info, raises)``, which places the hook zeroing ``heads`` and returns its handles; a ValueError naming
+    the module and what was looked for when there is no such place or ``heads`` are out of range."""
     where = f"module {quoted(target)} ({type(module).__name__})"
     count = _head_count(module)
-    projection = None
+    name, projection = "", None
     if isinstance(module, nn.MultiheadAttention):
         if reparametrized is None:  # pragma: no cover - every torch hookwidgets supports has it
             raise ValueError(f"('ablate_heads', …) on {where}: this torch cannot swap out_proj's weight for a call")
         place, width = "mha", module.embed_dim
     else:
-        projection = _child_projection(module)
+        name, projection = _child_projection(module)
         place = "input" if projection is not None else ("output" if _sibling_projection(root, target) else None)
         width = _width(module, projection)
+    path = f"{target}.{name}".lstrip(".") if place == "input" else target
     if place is None or count is None:
         missing = "no output projection" if place is None else "no head count"
         raise ValueError(f"('ablate_heads', …) on {where}: {missing} found; looked for {LOOKED_FOR}")
@@ -74,7 +87,7 @@ def head_ablation(root: nn.Module, target: str, module: nn.Module, heads: tuple[
         hook = _guarded(info, raises, lambda m, args, kwargs, out: _rerun_mha(m, args, kwargs, mask))
         return [own(module, module.register_forward_hook(hook, prepend=True, with_kwargs=True))]
 
-    return install
+    return HeadPlan(place, path, heads, dim), install
 
 
 def _guarded(info: HookInfo, raises: bool, edit: Callable) -> Callable:
@@ -121,15 +134,15 @@ def _rerun_mha(module: nn.MultiheadAttention, args: tuple, kwargs: dict, mask: t
         return module.forward(*args, **kwargs)
 
 
-def _child_projection(module: nn.Module) -> nn.Module | None:
+def _child_projection(module: nn.Module) -> tuple[str, nn.Module | None]:
     for name in PROJECTIONS:
         try:
             child = module.get_submodule(name)
         except AttributeError:
             continue
-        if isinstance(child, nn.Module) and _width(module, child) is not None:
-            return child
-    return None
+        if _width(module, child) is not None:
+            return name, child
+    return "", None
 
 
 def _sibling_projection(root: nn.Module, target: str) -> bool:

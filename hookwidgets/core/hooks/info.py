@@ -59,6 +59,7 @@ class HookInfo:
     active: bool = True
     """False once the hook was removed."""
     _handles: list[RemovableHandle] = field(default_factory=list, repr=False)
+    _heads: Any = field(default=None, repr=False, compare=False)  # an ablate_heads edit's HeadPlan (heads.py)
 
     @property
     def action_name(self) -> str:

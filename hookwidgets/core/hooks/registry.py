@@ -156,20 +156,21 @@ class HookRegistry:
                 "use kind 'grad' (on the parameter or module) to edit gradients"
             )
         heads = next((e[1] for e in edits if e[0] == "ablate_heads"), None)
-        install_heads = None
+        plan = install_heads = None
         if heads is not None:
             if spec.name != "forward" or not isinstance(obj, nn.Module):
                 raise ValueError(
                     f"('ablate_heads', …) edits an attention module's heads: attach it with kind 'forward' on the "
                     f"attention module, not kind {kind!r} on {quoted(target)}"
                 )
-            install_heads = head_ablation(self._root, target, obj, heads)  # refused here when there is no place
+            plan, install_heads = head_ablation(self._root, target, obj, heads)  # refused here when there is no place
         if action in ("stats", "print"):
             native.load_in_background()  # the kernel is ready before the hook first fires
         self.detach(target, kind)
         # post_accumulate sees p.grad, which later backwards accumulate into in place: keep a copy
         copy = copy or spec.name == "post_accumulate"
         info = HookInfo(target, kind, action, edits, copy, spec=spec.name, with_kwargs=with_kwargs)
+        info._heads = plan
         # The step tracker first: a global kind's hook on the root, put first after it, then runs before the
         # tracker's, as torch's global hooks would (the root's global_forward record precedes the step's end).
         self._ensure_step_tracker()

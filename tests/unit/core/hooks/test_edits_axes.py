@@ -263,3 +263,11 @@ def test_a_replaced_output_is_a_fresh_tensor_and_keeps_the_graph_with_zero_gradi
     assert torch.equal(out, patch + 1) and not torch.equal(patch, out)
     out.sum().backward()
     assert torch.equal(x.grad, torch.zeros(2, 3))
+
+
+def test_the_widgets_edit_parser_passes_the_new_forms_through():
+    from hookwidgets.widget.state import parse_edit
+
+    assert normalize_edits(parse_edit(["ablate", [3, 1], -1])) == (("ablate", (1, 3), -1),)
+    assert normalize_edits(parse_edit(["ablate_heads", [2, 0]])) == (("ablate_heads", (0, 2)),)
+    assert normalize_edits(parse_edit(["ablate", [0]])) == (("ablate", (0,)),)
