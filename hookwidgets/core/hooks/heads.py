@@ -73,9 +73,12 @@ def head_ablation(
         raise ValueError(
             f"('ablate_heads', {list(heads)}) on {where}: head {heads[-1]} is out of range, it has {count}"
         )
-    mask = torch.ones(count * dim if width is None else width)
-    for h in heads:
-        mask[h * dim : (h + 1) * dim] = 0
+    if width is not None and width != count * dim:
+        raise ValueError(
+            f"('ablate_heads', …) on {where}: its {count} heads of {dim} features do not make up the {width} features "
+            "its output projection takes, so the heads' slices are unknown"
+        )
+    mask = Mask(count * dim, heads, dim)
 
     def install(info: HookInfo, raises: bool) -> list[RemovableHandle]:
         if place == "input":
@@ -88,6 +91,29 @@ def head_ablation(
         return [own(module, module.register_forward_hook(hook, prepend=True, with_kwargs=True))]
 
     return HeadPlan(place, path, heads, dim), install
+
+
+class Mask:
+    """Ones with the heads' slices zero, made once per device and dtype (a hook runs on every forward)."""
+
+    __slots__ = ("_made", "_ones")
+
+    def __init__(self, width: int, heads: tuple[int, ...], dim: int) -> None:
+        ones = torch.ones(width)
+        for h in heads:
+            ones[h * dim : (h + 1) * dim] = 0
+        self._ones = ones
+        self._made: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
+
+    def like(self, t: torch.Tensor) -> torch.Tensor:
+        key = (t.device, t.dtype)
+        mask = self._made.get(key)
+        if mask is None:
+            mask = self._made[key] = self._ones.to(device=t.device, dtype=t.dtype)
+        return mask
+
+    def numel(self) -> int:
+        return self._ones.numel()
 
 
 def _guarded(info: HookInfo, raises: bool, edit: Callable) -> Callable:
@@ -110,16 +136,16 @@ def _guarded(info: HookInfo, raises: bool, edit: Callable) -> Callable:
     return hook
 
 
-def _zeroed(context: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def _zeroed(context: torch.Tensor, mask: Mask) -> torch.Tensor:
     if context.shape[-1] != mask.numel():
         raise ValueError(
             f"ablate_heads: the context has {context.shape[-1]} features in its last dim (shape "
             f"{tuple(context.shape)}), the heads span {mask.numel()}"
         )
-    return context * mask.to(device=context.device, dtype=context.dtype)
+    return context * mask.like(context)
 
 
-def _zero_first(out: Any, mask: torch.Tensor) -> Any:
+def _zero_first(out: Any, mask: Mask) -> Any:
     if isinstance(out, torch.Tensor):
         return _zeroed(out, mask)
     if isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor):
@@ -127,9 +153,9 @@ def _zero_first(out: Any, mask: torch.Tensor) -> Any:
     raise ValueError(f"ablate_heads: expected the context as the output or its first element, got {type(out).__name__}")
 
 
-def _rerun_mha(module: nn.MultiheadAttention, args: tuple, kwargs: dict, mask: torch.Tensor) -> Any:
+def _rerun_mha(module: nn.MultiheadAttention, args: tuple, kwargs: dict, mask: Mask) -> Any:
     weight = module.out_proj.weight
-    masked = weight * mask.to(device=weight.device, dtype=weight.dtype)  # the heads' input columns zeroed
+    masked = weight * mask.like(weight)  # the heads' input columns zeroed
     with reparametrized(module, {"out_proj.weight": masked}):
         return module.forward(*args, **kwargs)
 

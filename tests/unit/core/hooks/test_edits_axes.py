@@ -271,3 +271,20 @@ def test_the_widgets_edit_parser_passes_the_new_forms_through():
     assert normalize_edits(parse_edit(["ablate", [3, 1], -1])) == (("ablate", (1, 3), -1),)
     assert normalize_edits(parse_edit(["ablate_heads", [2, 0]])) == (("ablate_heads", (0, 2)),)
     assert normalize_edits(parse_edit(["ablate", [0]])) == (("ablate", (0,)),)
+
+
+class OddHeads(nn.Module):
+    """Heads that do not make up the projection's input: 3 heads of 5 features before a projection of 16."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.num_heads, self.head_dim = 3, 5
+        self.o_proj = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.o_proj(x)
+
+
+def test_heads_that_do_not_make_up_the_projections_input_are_refused():
+    with Explorer(OddHeads()) as ex, pytest.raises(ValueError, match=r"3 heads of 5 features do not make up the 16"):
+        ex.attach("", "forward", edit=("ablate_heads", [0]))
