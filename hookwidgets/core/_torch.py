@@ -198,6 +198,13 @@ def _plain_leaves(value: Any) -> list[Any]:
 tree_leaves: Callable[[Any], list[Any]] = _tree_leaves or _plain_leaves
 """The leaves of a nested output, through every container type torch's pytree knows (deque, registered nodes)."""
 
+try:  # the context torch.func.functional_call swaps a module's parameters in
+    from torch.nn.utils.stateless import _reparametrize_module as reparametrized
+except ImportError:  # pragma: no cover - every torch hookwidgets supports has it
+    reparametrized = None
+"""``reparametrized(module, {name: tensor})``: a context in which ``module`` uses those tensors as its parameters
+(None where this torch lacks it: ablate_heads on nn.MultiheadAttention is then refused)."""
+
 del _node  # its graph is not kept
 
 

@@ -40,6 +40,7 @@ from .display import display_name, quoted
 from .graph.dataflow import dataflow_graph
 from .graph.record import GraphRecorder
 from .graph.state import RecordedGraph
+from .hooks.edits import check_edits_fit
 from .hooks.events import Event
 from .hooks.kinds import KINDS, resolve_kind
 from .hooks.optim import UpdateRatioMonitor
@@ -286,6 +287,7 @@ class Explorer:
         try:  # all or nothing: a kind refused halfway takes back the kinds of this call attached before it
             for k, spec in zip(kinds, specs, strict=True):
                 infos.append(self._registry.attach(target, obj, spec, k, action, edit, copy, with_kwargs))
+            self._check_edits_fit(infos)
             self._check_collisions([i for i in infos if i.kind in FULL_BACKWARD_KINDS])
         except BaseException:
             for info in infos:
@@ -320,6 +322,14 @@ class Explorer:
             with contextlib.suppress(Exception):  # no graph to check against: the hook's note will tell
                 self.graph()
         self._graph.check(node_id, self._model_name)
+
+    def _check_edits_fit(self, infos: list[HookInfo]) -> None:
+        """With example inputs, refuse at attach a forward edit that does not fit the output shape the probe saw."""
+        shapes = self._probed.shapes if self._probed is not None else {}
+        for info in infos:
+            shape = shapes.get(info.target)
+            if info.edit and info.spec == "forward" and shape and all(isinstance(n, int) for n in shape):
+                check_edits_fit(info.edit, tuple(shape), info.target)
 
     def _check_collisions(self, infos: list[HookInfo]) -> None:
         """With example inputs, find at attach time a full backward hook that an in-place op breaks."""

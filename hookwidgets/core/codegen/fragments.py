@@ -103,3 +103,10 @@ GLOBAL_BACKWARD_SKIP = """\
 if _module._is_full_backward_hook is False:
         continue  # a legacy backward hook is on it: torch refuses a full one beside it
     """
+
+PATCHES = """\
+# The tensors the replace and mean_ablate edits put in (mean_ablate: the record's mean over dim 0, a batch of one).
+# Code cannot hold their values: bind `patches` to them, in this order, before running this code, e.g.
+# patches = [record.tensor]. Their shapes: {shapes}.
+if len(patches) != {count}:
+    raise ValueError(f"patches holds {{len(patches)}} tensors; the edits below take {count} (shapes {shapes})")"""

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import keyword
 
 from torch import nn
 
 from ..diagnostics.notes import CANNOT_FIRE
 from ..display import display_name, quoted
+from ..hooks.edits import PRIMARY
 from ..hooks.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, takes_kwargs
 from ..hooks.registry import HookInfo
 from ..model.scope import parse_node_id
@@ -23,12 +25,13 @@ from .fragments import (
     MODULE_REGISTER,
     NODE_NOTE,
     NODE_REGISTER,
+    PATCHES,
     PLACEHOLDER,
     SCOPE_HOOKS,
     SIGNATURE,
     TENSORS,
 )
-from .literals import comment, identifier, literal, quote
+from .literals import Expression, comment, identifier, literal, quote
 from .sections import edit_section, section
 
 # Names the generated code defines itself; the model variable and hook functions must not shadow them.
@@ -65,6 +68,11 @@ RESERVED = {
     "_path",
     "_module",
     "_every_module",
+    # replace and mean_ablate tensors, head ablation (templates/heads.py)
+    "patches",
+    "_zero_heads",
+    "_zero_heads_first",
+    "_mha_without_heads",
 }
 SUPPORTED = (*MODULE_KINDS, *GLOBAL_KINDS, "param_grad", "post_accumulate", *NODE_KINDS)
 
@@ -81,7 +89,7 @@ def hook_code(hooks: list[HookInfo], model_name: str = "model", *, model: nn.Mod
             f"model_name {model_name!r} must be a Python identifier, not one the generated code defines "
             f"({', '.join(sorted(RESERVED))})"
         )
-    own = [info for info in hooks if not info.foreign and info.active]
+    own, patches = _written_patches([info for info in hooks if not info.foreign and info.active])
     specs = [_spec(info, model) for info in own]
     op_nodes = [info for info, spec in zip(own, specs, strict=True) if spec in NODE_KINDS and _is_op_node(info)]
     names = {*RESERVED, model_name}
@@ -95,9 +103,13 @@ def hook_code(hooks: list[HookInfo], model_name: str = "model", *, model: nn.Mod
     modules = ["bisect", "dataclasses", "warnings"] if op_nodes else ["dataclasses"]
     imports = "".join(f"import {name}\n" for name in modules)
     parts = [HEADER.format(count=len(own), model=model_name, skipped=note, imports=imports), section("header"), "\n"]
+    if patches:
+        parts.append("\n" + PATCHES.format(shapes=", ".join(patches), count=len(patches)) + "\n")
     edits = {edit[0] for info in own if not callable(info.action) for edit in info.edit}
     if edits:
         parts.append(f"\n\n{edit_section(edits)}\n")
+    if any(info._heads is not None for info in own):
+        parts.append(f"\n\n{section('heads')}\n")
     actions = {info.action for info in own if isinstance(info.action, str)}
     optional = [
         ("stats", bool(actions & {"stats", "print"})),
@@ -114,6 +126,38 @@ def hook_code(hooks: list[HookInfo], model_name: str = "model", *, model: nn.Mod
             parts.append(f"\n\n{section('hidden_edit')}\n")
     parts += ["\n\n" + block + "\n" for block in blocks]
     return "".join(parts)
+
+
+def _written_patches(infos: list[HookInfo]) -> tuple[list[HookInfo], list[str]]:
+    """The hooks with each replace or mean_ablate tensor written ``patches[i]`` (code cannot hold a tensor's values),
+    and those tensors' shapes in order."""
+    shapes: list[str] = []
+    written = []
+    for info in infos:
+        if any(edit[0] in PRIMARY for edit in info.edit):
+            edits = []
+            for edit in info.edit:
+                if edit[0] in PRIMARY:
+                    shapes.append(str(tuple(edit[1].shape)))
+                    edit = (edit[0], Expression(f"patches[{len(shapes) - 1}]"))
+                edits.append(edit)
+            info = dataclasses.replace(info, edit=tuple(edits))
+        written.append(info)
+    return written, shapes
+
+
+def _head_hook(info: HookInfo, model_name: str) -> list[str]:
+    """The registration of an ablate_heads edit's own hook: where its attention's context meets the projection."""
+    place, path, heads, dim = info._heads
+    owner = f"{model_name}.get_submodule({quote(path)})" if path else model_name
+    if place == "input":
+        hook = f"lambda module, args: (_zero_heads(args[0], {literal(heads)}, {dim}), *args[1:])"
+        return [f"handles.append({owner}.register_forward_pre_hook({hook}, prepend=True))"]
+    if place == "output":
+        hook = f"lambda module, args, output: _zero_heads_first(output, {literal(heads)}, {dim})"
+        return [f"handles.append({owner}.register_forward_hook({hook}, prepend=True))"]
+    hook = f"lambda module, args, kwargs, output: _mha_without_heads(module, args, kwargs, {literal(heads)})"
+    return [f"handles.append({owner}.register_forward_hook({hook}, prepend=True, with_kwargs=True))"]
 
 
 def _is_op_node(info: HookInfo) -> bool:
@@ -206,7 +250,10 @@ def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[st
             return "\n".join(
                 [*lines, "", "", f"handles.append({registration})", comment(f"this hook never fires: {info.note}")]
             )
-    return "\n".join([*lines, "", "", f"handles.append({registration})"])
+    heads = (
+        ["# the heads' slices are zeroed before the projection:", *_head_hook(info, model_name)] if info._heads else []
+    )
+    return "\n".join([*lines, "", "", f"handles.append({registration})", *heads])
 
 
 def _grad_hook(info: HookInfo, fn: str, names: set[str]) -> list[str]:

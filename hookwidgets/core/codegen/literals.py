@@ -36,8 +36,15 @@ def quote(text: str) -> str:
     return f'"{written[1:-1]}"' if written[0] == "'" and '"' not in text else written
 
 
+class Expression(str):
+    """Source written as is where a literal goes: a name the generated code binds (``patches[0]``)."""
+
+
 def literal(value: Any) -> str:
-    """Source for a (nested) tuple of numbers and strings; non-finite floats as ``float("inf")``; else a ValueError."""
+    """Source for a (nested) tuple of numbers and strings; non-finite floats as ``float("inf")``; an ``Expression``
+    as written; else a ValueError."""
+    if type(value) is Expression:
+        return str.__str__(value)
     if isinstance(value, (tuple, list)):
         items = [literal(v) for v in value]
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"

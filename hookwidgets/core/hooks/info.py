@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 from torch.utils.hooks import RemovableHandle
 
 from ..display import display_name, quoted
+from .edits import describe_edit
 
 
 class TimelineEvent(NamedTuple):
@@ -58,6 +59,7 @@ class HookInfo:
     active: bool = True
     """False once the hook was removed."""
     _handles: list[RemovableHandle] = field(default_factory=list, repr=False)
+    _heads: Any = field(default=None, repr=False, compare=False)  # an ablate_heads edit's HeadPlan (heads.py)
 
     @property
     def action_name(self) -> str:
@@ -68,7 +70,7 @@ class HookInfo:
         if self.foreign:
             action = display_name(self.action_name)
             return f"<foreign hook {self.kind} on {quoted(self.target)}: {action} (not the explorer's; left alone)>"
-        edit = f" + edit {list(self.edit)}" if self.edit else ""
+        edit = f" + edit {[tuple(describe_edit(e)) for e in self.edit]}" if self.edit else ""
         error = ", last error: " + self.last_error.splitlines()[-1] if self.last_error else ""
         note = f", note: {self.note}" if self.note else ""
         action = display_name(self.action_name)
@@ -81,7 +83,7 @@ class HookInfo:
             "target": self.target,
             "kind": self.kind,
             "action": self.action_name,
-            "edit": [list(e) for e in self.edit],
+            "edit": [describe_edit(e) for e in self.edit],
             "fired": self.fired,
             "error": self.last_error,
             "note": self.note,

@@ -23,6 +23,7 @@ from torch.utils.hooks import RemovableHandle
 from ..capture import native
 from ..capture.store import CaptureStore
 from ..diagnostics.notes import inplace_culprit, is_inplace_collision
+from ..display import quoted
 from ..model.hook_dicts import foreign_hooks
 from .actions import check_action, named_tensors
 from .clock import Clock
@@ -30,6 +31,7 @@ from .collisions import FULL_BACKWARD_KINDS, Collisions
 from .dispatch import ON_ERROR, TIMELINE_CAP, Dispatch
 from .edits import normalize_edits
 from .events import Events
+from .heads import head_ablation
 from .info import HookInfo, TimelineEvent
 from .kinds import MODULE_KINDS, Kind, check_callable, takes_kwargs
 from .model_wide import ModelWideHooks
@@ -153,12 +155,22 @@ class HookRegistry:
                 f"{kind!r} hooks cannot change values, so edit= is not allowed there; "
                 "use kind 'grad' (on the parameter or module) to edit gradients"
             )
+        heads = next((e[1] for e in edits if e[0] == "ablate_heads"), None)
+        plan = install_heads = None
+        if heads is not None:
+            if spec.name != "forward" or not isinstance(obj, nn.Module):
+                raise ValueError(
+                    f"('ablate_heads', …) edits an attention module's heads: attach it with kind 'forward' on the "
+                    f"attention module, not kind {kind!r} on {quoted(target)}"
+                )
+            plan, install_heads = head_ablation(self._root, target, obj, heads)  # refused here when there is no place
         if action in ("stats", "print"):
             native.load_in_background()  # the kernel is ready before the hook first fires
         self.detach(target, kind)
         # post_accumulate sees p.grad, which later backwards accumulate into in place: keep a copy
         copy = copy or spec.name == "post_accumulate"
         info = HookInfo(target, kind, action, edits, copy, spec=spec.name, with_kwargs=with_kwargs)
+        info._heads = plan
         # The step tracker first: a global kind's hook on the root, put first after it, then runs before the
         # tracker's, as torch's global hooks would (the root's global_forward record precedes the step's end).
         self._ensure_step_tracker()
@@ -166,7 +178,11 @@ class HookRegistry:
             info._handles.extend(
                 self._registrar.register(spec, obj, info, takes_kwargs(spec.name, action, with_kwargs))
             )
+            if install_heads is not None:
+                info._handles.extend(install_heads(info, self.on_error == "raise"))
         except BaseException:
+            for handle in info._handles:
+                handle.remove()
             self._drop_idle_step_tracker()
             raise
         self._hooks[(target, kind)] = info

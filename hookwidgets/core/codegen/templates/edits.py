@@ -8,21 +8,28 @@ import torch
 # --- generated code ---
 
 
-def _edit(value, edits):
-    """value with every floating-point tensor inside edited in order: new tensors, never in place."""
+def _edit(value, edits, first=None):
+    """value with every floating-point tensor inside edited in order: new tensors, never in place; replace and
+    mean_ablate change the first floating-point tensor only (``first`` notes it was met)."""
+    first = [] if first is None else first
     if isinstance(value, torch.Tensor):
-        return _edit_tensor(value, edits) if value.is_floating_point() else value
+        if not value.is_floating_point():
+            return value
+        if first:
+            edits = tuple(edit for edit in edits if edit[0] not in ("replace", "mean_ablate"))
+        first.append(True)
+        return _edit_tensor(value, edits)
     if isinstance(value, tuple):
-        items = [_edit(v, edits) for v in value]
+        items = [_edit(v, edits, first) for v in value]
         return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)  # namedtuples too
     if isinstance(value, list):
-        return type(value)(_edit(v, edits) for v in value)
+        return type(value)(_edit(v, edits, first) for v in value)
     if isinstance(value, dict):
-        return type(value)({k: _edit(v, edits) for k, v in value.items()})
+        return type(value)({k: _edit(v, edits, first) for k, v in value.items()})
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         # replace() takes init fields only; __post_init__ recomputes the others
         fields = [f.name for f in dataclasses.fields(value) if f.init]
-        return dataclasses.replace(value, **{name: _edit(getattr(value, name), edits) for name in fields})
+        return dataclasses.replace(value, **{name: _edit(getattr(value, name), edits, first) for name in fields})
     return value  # None and non-tensors pass through
 
 
@@ -40,7 +47,15 @@ def _edit_tensor(t, edits):
             # masked_fill keeps the graph (zero gradients upstream) and, unlike t * 0, turns Inf and NaN into 0
             t = t.masked_fill(torch.ones((), dtype=torch.bool, device=t.device), 0)
         elif edit[0] == "ablate":
-            # zero the given channels: dim 1, or dim 0 of a 1-D tensor
+            # zero the given indices along edit[2], else the channels: dim 1, or dim 0 of a 1-D tensor
             index = torch.tensor(edit[1], dtype=torch.long, device=t.device)
-            t = t.index_fill(1 if t.dim() >= 2 else 0, index, 0)
+            t = t.index_fill(edit[2] if len(edit) > 2 else 1 if t.dim() >= 2 else 0, index, 0)
+        elif edit[0] == "ablate_heads":
+            pass  # done before the attention's output projection, by the hook registered with this one
+        elif edit[0] == "replace":
+            # a fresh tensor; where() keeps the graph, so upstream gradients are zero rather than None
+            t = torch.where(torch.ones((), dtype=torch.bool, device=t.device), edit[1].to(t.device, t.dtype), t)
+        elif edit[0] == "mean_ablate":
+            # edit[1] is the record's mean over dim 0 (a batch of one), broadcast over the batch
+            t = torch.where(torch.ones((), dtype=torch.bool, device=t.device), edit[1].to(t.device, t.dtype), t)
     return t

@@ -35,6 +35,7 @@ def test_every_template_imports_without_registering_a_hook_and_emits_code_that_c
         "edits",
         "every_module",
         "header",
+        "heads",
         "hidden_edit",
         "op_nodes",
         "paths",

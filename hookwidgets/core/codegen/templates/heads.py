@@ -1,0 +1,30 @@
+"""Head ablation in the generated code: zero heads' slices of an attention's context before its output projection."""
+
+import torch
+
+# --- generated code ---
+
+
+def _zero_heads(context, heads, dim):
+    """context (..., heads * dim) with the given heads' slices of its last dim zeroed."""
+    mask = torch.ones(context.shape[-1], dtype=context.dtype, device=context.device)
+    for h in heads:
+        mask[h * dim : (h + 1) * dim] = 0
+    return context * mask
+
+
+def _zero_heads_first(output, heads, dim):
+    """A module's output whose first element is the context (BERT's attention.self), those heads zeroed."""
+    if isinstance(output, torch.Tensor):
+        return _zero_heads(output, heads, dim)
+    return (_zero_heads(output[0], heads, dim), *output[1:])
+
+
+def _mha_without_heads(module, args, kwargs, heads):
+    """nn.MultiheadAttention run again with out_proj's columns for those heads zeroed: the context's slices zeroed."""
+    from torch.nn.utils.stateless import _reparametrize_module  # torch.func.functional_call's own context
+
+    weight = module.out_proj.weight
+    masked = _zero_heads(weight, heads, module.head_dim)  # the weight's input columns, one slice per head
+    with _reparametrize_module(module, {"out_proj.weight": masked}):
+        return module.forward(*args, **kwargs)

@@ -1,0 +1,217 @@
+"""``("ablate_heads", [h, ...])``: zero those heads' slice of an attention module's context (the heads' outputs,
+concatenated) right before its output projection, wherever that projection is.
+
+Three places: a child projection the module calls (GPT-2's ``c_proj``, Llama's and ViT's ``o_proj``, ``proj``, BERT's
+``output.dense`` seen from ``BertAttention``): a forward pre-hook zeroes the slice of its input. A module whose output
+is the context (BERT's ``attention.self``, projected by its sibling ``output.dense``): the slice of its first output is
+zeroed. ``nn.MultiheadAttention``, which applies ``out_proj``'s weight inside its forward without calling the module:
+the forward is run again with the heads' columns of that weight zeroed — exactly the projection of the context with
+the slice zeroed, with the same graph to every parameter; the first result is dropped (one extra attention per call).
+"""
+
+from __future__ import annotations
+
+import traceback
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
+
+from .._torch import reparametrized
+from ..display import quoted
+from .info import HookInfo
+from .own_runs import OWN_RUN
+from .owned import own
+
+PROJECTIONS = ("c_proj", "o_proj", "out_proj", "proj", "output.dense", "dense")
+"""Names of an output projection a module calls, tried in order."""
+HEAD_COUNTS = ("num_heads", "num_attention_heads", "n_head", "n_heads", "heads")
+HEAD_DIMS = ("head_dim", "attention_head_size")
+LOOKED_FOR = (
+    f"a child output projection ({', '.join(PROJECTIONS)}), a sibling 'output.dense' projecting this module's output "
+    "(as in BERT's attention.self), or nn.MultiheadAttention; and the head count in an attribute "
+    f"({', '.join(HEAD_COUNTS)}) or config.num_attention_heads"
+)
+
+
+class HeadPlan(NamedTuple):
+    """Where a head ablation's hook goes: ``place`` ``input`` (a pre-hook on the projection at ``path``), ``output``
+    (a forward hook on the module at ``path``, whose output is the context) or ``mha`` (the module re-run)."""
+
+    place: str
+    path: str
+    heads: tuple[int, ...]
+    dim: int
+
+
+def head_ablation(
+    root: nn.Module, target: str, module: nn.Module, heads: tuple[int, ...]
+) -> tuple[HeadPlan, Callable[[HookInfo, bool], list[RemovableHandle]]]:
+    """Where the heads of ``module`` (at ``target``) meet the output projection, checked now: the plan, and
+    ``install(info, raises)``, which places the hook zeroing ``heads`` and returns its handles; a ValueError naming
+    the module and what was looked for when there is no such place or ``heads`` are out of range."""
+    where = f"module {quoted(target)} ({type(module).__name__})"
+    count = _head_count(module)
+    name, projection = "", None
+    if isinstance(module, nn.MultiheadAttention):
+        if reparametrized is None:  # pragma: no cover - every torch hookwidgets supports has it
+            raise ValueError(f"('ablate_heads', …) on {where}: this torch cannot swap out_proj's weight for a call")
+        place, width = "mha", module.embed_dim
+    else:
+        name, projection = _child_projection(module)
+        place = "input" if projection is not None else ("output" if _sibling_projection(root, target) else None)
+        width = _width(module, projection)
+    path = f"{target}.{name}".lstrip(".") if place == "input" else target
+    if place is None or count is None:
+        missing = "no output projection" if place is None else "no head count"
+        raise ValueError(f"('ablate_heads', …) on {where}: {missing} found; looked for {LOOKED_FOR}")
+    dim = _head_dim(module, width, count)
+    if heads[-1] >= count:
+        raise ValueError(
+            f"('ablate_heads', {list(heads)}) on {where}: head {heads[-1]} is out of range, it has {count}"
+        )
+    if width is not None and width != count * dim:
+        raise ValueError(
+            f"('ablate_heads', …) on {where}: its {count} heads of {dim} features do not make up the {width} features "
+            "its output projection takes, so the heads' slices are unknown"
+        )
+    mask = Mask(count * dim, heads, dim)
+
+    def install(info: HookInfo, raises: bool) -> list[RemovableHandle]:
+        if place == "input":
+            hook = _guarded(info, raises, lambda m, args: (_zeroed(args[0], mask), *args[1:]))
+            return [own(projection, projection.register_forward_pre_hook(hook, prepend=True))]
+        if place == "output":
+            hook = _guarded(info, raises, lambda m, args, out: _zero_first(out, mask))
+            return [own(module, module.register_forward_hook(hook, prepend=True))]
+        hook = _guarded(info, raises, lambda m, args, kwargs, out: _rerun_mha(m, args, kwargs, mask))
+        return [own(module, module.register_forward_hook(hook, prepend=True, with_kwargs=True))]
+
+    return HeadPlan(place, path, heads, dim), install
+
+
+class Mask:
+    """Ones with the heads' slices zero, made once per device and dtype (a hook runs on every forward)."""
+
+    __slots__ = ("_made", "_ones")
+
+    def __init__(self, width: int, heads: tuple[int, ...], dim: int) -> None:
+        ones = torch.ones(width)
+        for h in heads:
+            ones[h * dim : (h + 1) * dim] = 0
+        self._ones = ones
+        self._made: dict[tuple[torch.device, torch.dtype], torch.Tensor] = {}
+
+    def like(self, t: torch.Tensor) -> torch.Tensor:
+        key = (t.device, t.dtype)
+        mask = self._made.get(key)
+        if mask is None:
+            mask = self._made[key] = self._ones.to(device=t.device, dtype=t.dtype)
+        return mask
+
+    def numel(self) -> int:
+        return self._ones.numel()
+
+
+def _guarded(info: HookInfo, raises: bool, edit: Callable) -> Callable:
+    """``edit`` as a hook of ``info``'s: silent in the explorer's own runs; a failure is recorded on ``info`` and
+    leaves the value unchanged (``raises``: the registry's on_error="raise", re-raised)."""
+
+    def hook(*values: Any) -> Any:
+        if OWN_RUN.depth or not info.active:
+            return None
+        try:
+            return edit(*values)
+        except Exception as exc:
+            info.last_error = "".join(traceback.format_exception(exc)).rstrip()
+            if raises:
+                raise
+            where = f"hook {info.kind!r} on {quoted(info.target)}"
+            warnings.warn(f"{where} failed: {exc!r} (recorded on ex.hooks)", stacklevel=2)
+            return None
+
+    return hook
+
+
+def _zeroed(context: torch.Tensor, mask: Mask) -> torch.Tensor:
+    if context.shape[-1] != mask.numel():
+        raise ValueError(
+            f"ablate_heads: the context has {context.shape[-1]} features in its last dim (shape "
+            f"{tuple(context.shape)}), the heads span {mask.numel()}"
+        )
+    return context * mask.like(context)
+
+
+def _zero_first(out: Any, mask: Mask) -> Any:
+    if isinstance(out, torch.Tensor):
+        return _zeroed(out, mask)
+    if isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor):
+        return (_zeroed(out[0], mask), *out[1:]) if type(out) is tuple else type(out)(_zeroed(out[0], mask), *out[1:])
+    raise ValueError(f"ablate_heads: expected the context as the output or its first element, got {type(out).__name__}")
+
+
+def _rerun_mha(module: nn.MultiheadAttention, args: tuple, kwargs: dict, mask: Mask) -> Any:
+    weight = module.out_proj.weight
+    masked = weight * mask.like(weight)  # the heads' input columns zeroed
+    with reparametrized(module, {"out_proj.weight": masked}):
+        return module.forward(*args, **kwargs)
+
+
+def _child_projection(module: nn.Module) -> tuple[str, nn.Module | None]:
+    for name in PROJECTIONS:
+        try:
+            child = module.get_submodule(name)
+        except AttributeError:
+            continue
+        if _width(module, child) is not None:
+            return name, child
+    return "", None
+
+
+def _sibling_projection(root: nn.Module, target: str) -> bool:
+    if not target:
+        return False
+    parent = root.get_submodule(target.rpartition(".")[0])
+    try:
+        parent.get_submodule("output.dense")
+    except AttributeError:
+        return False
+    return True
+
+
+def _width(module: nn.Module, projection: nn.Module | None) -> int | None:
+    """The context's width: the projection's input features (a Linear's ``in_features``, a Conv1D's weight rows)."""
+    if projection is None:
+        return None
+    if isinstance(projection, nn.Linear):
+        return projection.in_features
+    weight = getattr(projection, "weight", None)
+    if type(projection).__name__ == "Conv1D" and isinstance(weight, torch.Tensor) and weight.dim() == 2:
+        return weight.shape[0]  # transformers' Conv1D: y = x @ weight + bias
+    return None
+
+
+def _head_count(module: nn.Module) -> int | None:
+    for holder in (module, *module.children()):
+        for name in HEAD_COUNTS:
+            value = getattr(holder, name, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+        value = getattr(getattr(holder, "config", None), "num_attention_heads", None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _head_dim(module: nn.Module, width: int | None, count: int) -> int:
+    for holder in (module, *module.children()):
+        for name in HEAD_DIMS:
+            value = getattr(holder, name, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    if width is None:
+        raise ValueError(f"ablate_heads: no head dim found on {type(module).__name__} ({', '.join(HEAD_DIMS)})")
+    return width // count
