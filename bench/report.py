@@ -51,6 +51,7 @@ BENCHES: dict[str, list[str]] = {
     "ddp_overhead": ["--pairs", "60"],
     "other_models": ["--pairs", "30"],
     "attention": [],
+    "interp": [],
 }
 """Every benchmark ``make bench`` runs, in this order, with its flags."""
 

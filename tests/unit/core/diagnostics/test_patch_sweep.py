@@ -111,3 +111,11 @@ def test_bad_inputs_are_refused_with_the_fix():
     twice = Explorer(nn.Sequential(shared, shared), torch.randn(1, 6, 4))
     with pytest.raises(ValueError, match="0 ran 2 times in the clean run"):
         twice.patch_sweep(torch.randn(1, 6, 4), torch.randn(1, 6, 4), layers=["0"], metric=lambda out: out[:, 0, 0])
+
+
+def test_mapping_inputs_with_an_attention_mask_give_the_same_sweep():
+    model = tm.gpt2()
+    ex = Explorer(model, CLEAN)
+    as_dict = [{"input_ids": ids, "attention_mask": torch.ones_like(ids)} for ids in (CLEAN, CORRUPTED)]
+    expected = ex.patch_sweep(CLEAN, CORRUPTED, layers=["transformer.h.1"])
+    torch.testing.assert_close(ex.patch_sweep(*as_dict, layers=["transformer.h.1"]), expected, atol=1e-5, rtol=1e-5)
