@@ -52,6 +52,7 @@ BENCHES: dict[str, list[str]] = {
     "other_models": ["--pairs", "30"],
     "attention": [],
     "token_attribution": [],
+    "interp": [],
 }
 """Every benchmark ``make bench`` runs, in this order, with its flags."""
 

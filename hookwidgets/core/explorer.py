@@ -24,6 +24,7 @@ from .capture.export import export_captures
 from .capture.store import DEFAULT_MEMORY_BUDGET, CaptureStore
 from .codegen.generate import hook_code
 from .diagnostics.compare import BackwardComparison, compare_backward, former_keywords
+from .diagnostics.lens import logit_lens
 from .diagnostics.nonfinite import first_nonfinite, summary_rows
 from .diagnostics.notes import (
     COMPILED,
@@ -36,6 +37,7 @@ from .diagnostics.notes import (
     no_graph_reason,
     not_run_note,
 )
+from .diagnostics.patching import DEFAULT_BATCH, Metric, Progress, patch_sweep
 from .display import display_name, quoted
 from .graph.dataflow import dataflow_graph
 from .graph.record import GraphRecorder
@@ -521,6 +523,60 @@ class Explorer:
         with self._own_run(), preserved_state(self.model):
             return run(inputs)
 
+    def logit_lens(
+        self,
+        inputs: Inputs | None = None,
+        *,
+        top_k: int = 5,
+        unembed: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    ) -> dict[str, Any]:
+        """Each block's residual output read through the model's final norm and output embedding (``unembed``:
+        ``hidden -> logits`` for a model that declares none): ``layers`` (block paths in execution order, then
+        ``"output"``, the model's own logits), ``ids`` and ``probs`` ``(L, N, T, top_k)``, and ``labels`` (the ids'
+        strings, nested lists) when a tokenizer was given. One forward; the model is left as found."""
+        inputs = self._inputs(inputs)
+        self._materialize(inputs, "logit_lens()")
+        with self._own_run(), preserved_state(self.model), torch.no_grad():
+            lens = logit_lens(self.model, inputs, top_k=top_k, unembed=unembed)
+        names = self.sequences.id_names(lens["ids"].flatten().tolist())
+        if names is not None:
+            lens["labels"] = _nested(names, lens["ids"].shape)
+        return lens
+
+    def patch_sweep(
+        self,
+        clean: Inputs,
+        corrupted: Inputs,
+        *,
+        layers: Sequence[str] | None = None,
+        metric: Metric | None = None,
+        batch_size: int = DEFAULT_BATCH,
+        progress: Progress | None = None,
+    ) -> torch.Tensor:
+        """Activation patching: ``(L, T)`` of ``metric(output)`` for the ``corrupted`` run (batch 1) with the clean
+        activation of each layer (default: every block) at each position patched in; by default the logit of the
+        clean run's top token at the last position, minus that logit unpatched. ``metric`` maps a batched output to
+        ``(B,)``; up to ``batch_size`` positions run in one forward; ``progress(done, total)`` after each. The result's
+        ``.layers`` are the paths, ``.tokens`` the clean tokens' labels (None when unknown). Model left as found."""
+        self._materialize(clean, "patch_sweep()")
+        with self._own_run(), preserved_state(self.model), torch.no_grad():
+            result = patch_sweep(
+                self.model, clean, corrupted, layers=layers, metric=metric, batch_size=batch_size, progress=progress
+            )
+        result.tokens = self._labels_of(clean, result.shape[1])
+        return result
+
+    def _labels_of(self, inputs: Inputs, length: int) -> list[str] | None:
+        """The first item's labels: the example tokens for the example inputs, else the tokenizer's; or None."""
+        if inputs is self.example_inputs:
+            return self.sequences.labels(length)
+        if self.sequences.tokenizer is None:
+            return None
+        try:
+            return read_sequences(self.model, inputs, tokenizer=self.sequences.tokenizer).labels(length)
+        except ValueError:  # inputs without input_ids: nothing to label
+            return None
+
     def summary(self) -> list[dict[str, Any]]:
         """Per-layer, per-step rows of activation and gradient statistics from ``stats`` hooks.
 
@@ -730,6 +786,13 @@ def explain_run_error(exc: BaseException, inputs: Inputs) -> str:
     """The error of a failed run as text, with the inputs' shapes so a wrong shape is obvious."""
     trace = "".join(traceback.format_exception(exc)).rstrip()
     return f"{type(exc).__name__}: {exc}\n(inputs were {describe_inputs(inputs)})\n\n{trace}"
+
+
+def _nested(flat: list[str], shape: torch.Size) -> list:
+    """``flat`` as nested lists of ``shape``."""
+    for size in reversed(shape[1:]):
+        flat = [flat[i : i + size] for i in range(0, len(flat), size)]
+    return flat
 
 
 def _fresh_copy(tensor: torch.Tensor) -> torch.Tensor:

@@ -9,6 +9,7 @@ from ._common import MISSING_COLOR, NONFINITE_COLOR, figure_png
 from .distributions import histogram_figure
 from .feature_maps import MAX_CHANNELS, feature_map_figure, gradient_map_figure
 from .overlay import cam_overlay_figure
+from .patching import patch_sweep_figure
 from .sequences import attention_heads_figure, patch_grid_figure, token_map_figure
 from .steps import stats_figure, summary_heatmap_figure
 from .tensors import attention_figure, bars_figure, matrix_figure
@@ -28,6 +29,7 @@ __all__ = [
     "histogram_figure",
     "matrix_figure",
     "patch_grid_figure",
+    "patch_sweep_figure",
     "stats_figure",
     "summary_heatmap_figure",
     "token_map_figure",
