@@ -19,25 +19,12 @@ import time
 
 import torch
 from _protocol import MARKDOWN_HEADER, MIN_PAIRS, WARMUP_PAIRS, add_arguments, compare, machine, revision, set_threads
+from models import gpt2_lm
 
 from hookwidgets.core import Explorer
 
 BAR = 2.0
 LAYERS, WIDTH, HEADS, TOKENS = 12, 128, 4, 64
-MISSING = 'the attention row needs transformers: pip install -e ".[bench]" (make bench does)'
-
-
-def gpt2() -> torch.nn.Module:
-    """A 12-layer GPT-2 of random weights with transformers' default attention implementation, in eval mode."""
-    try:
-        from transformers import GPT2Config, GPT2LMHeadModel
-    except ImportError as exc:
-        raise SystemExit(f"{MISSING} ({exc})") from None
-    config = GPT2Config(
-        n_layer=LAYERS, n_embd=WIDTH, n_head=HEADS, vocab_size=5000, n_positions=TOKENS, bos_token_id=0, eos_token_id=0
-    )
-    torch.manual_seed(0)
-    return GPT2LMHeadModel(config).eval()
 
 
 def main() -> None:
@@ -51,7 +38,7 @@ def main() -> None:
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
-    model = gpt2()
+    model = gpt2_lm(LAYERS, WIDTH, HEADS, TOKENS, needed_for="the attention row")
     eager = copy.deepcopy(model)
     eager.set_attn_implementation("eager")
     ids = torch.randint(0, model.config.vocab_size, (1, TOKENS), generator=torch.Generator().manual_seed(1))

@@ -23,25 +23,12 @@ import time
 
 import torch
 from _protocol import MARKDOWN_HEADER, MIN_PAIRS, WARMUP_PAIRS, add_arguments, compare, machine, revision, set_threads
+from models import gpt2_lm
 
 from hookwidgets.core import Explorer
 
 LENS_BAR, SWEEP_BAR = 1.2, 1.2
 LAYERS, WIDTH, HEADS, TOKENS, VOCAB, TOP_K = 12, 128, 4, 32, 5000, 5
-MISSING = 'the interpretability rows need transformers: pip install -e ".[bench]" (make bench does)'
-
-
-def gpt2() -> torch.nn.Module:
-    """A 12-layer GPT-2 of random weights, in eval mode."""
-    try:
-        from transformers import GPT2Config, GPT2LMHeadModel
-    except ImportError as exc:
-        raise SystemExit(f"{MISSING} ({exc})") from None
-    config = GPT2Config(
-        n_layer=LAYERS, n_embd=WIDTH, n_head=HEADS, vocab_size=VOCAB, n_positions=TOKENS, bos_token_id=0, eos_token_id=0
-    )
-    torch.manual_seed(0)
-    return GPT2LMHeadModel(config).eval()
 
 
 def _first(output: object) -> torch.Tensor:
@@ -104,7 +91,7 @@ def main() -> None:
     date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
-    model = gpt2()
+    model = gpt2_lm(LAYERS, WIDTH, HEADS, TOKENS, vocab=VOCAB, needed_for="the interpretability rows")
     generator = torch.Generator().manual_seed(1)
     clean = torch.randint(0, VOCAB, (1, TOKENS), generator=generator)
     corrupted = torch.randint(0, VOCAB, (1, TOKENS), generator=generator)

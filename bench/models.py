@@ -59,3 +59,25 @@ class ResNet18(nn.Module):
 def leaf_paths(model: nn.Module) -> list[str]:
     """Paths of the modules that have no children (the ones a per-leaf capture hooks)."""
     return [name for name, module in model.named_modules() if name and not any(module.children())]
+
+
+def gpt2_lm(layers: int, width: int, heads: int, positions: int, *, vocab: int = 5000, needed_for: str) -> nn.Module:
+    """transformers' ``GPT2LMHeadModel`` of random weights from a config (nothing downloaded), in eval mode, with
+    transformers' default attention implementation; exits naming ``needed_for`` when transformers is missing."""
+    try:
+        from transformers import GPT2Config, GPT2LMHeadModel
+    except ImportError as exc:
+        raise SystemExit(
+            f'{needed_for} need transformers: pip install -e ".[bench]" (make bench does) ({exc})'
+        ) from None
+    config = GPT2Config(
+        n_layer=layers,
+        n_embd=width,
+        n_head=heads,
+        vocab_size=vocab,
+        n_positions=positions,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
+    torch.manual_seed(0)
+    return GPT2LMHeadModel(config).eval()

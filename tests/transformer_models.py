@@ -42,9 +42,8 @@ def llama(layers: int = 2, width: int = 32, heads: int = 4, vocab: int = VOCAB):
     return _seeded(lambda: transformers.LlamaForCausalLM(config))
 
 
-def bert(layers: int = 2, width: int = 32, heads: int = 4, vocab: int = VOCAB, labels: int = 3):
-    """A BERT sequence classifier (``BertForSequenceClassification``)."""
-    config = transformers.BertConfig(
+def _bert_config(layers: int, width: int, heads: int, vocab: int, labels: int):
+    return transformers.BertConfig(
         num_hidden_layers=layers,
         hidden_size=width,
         intermediate_size=2 * width,
@@ -53,20 +52,17 @@ def bert(layers: int = 2, width: int = 32, heads: int = 4, vocab: int = VOCAB, l
         max_position_embeddings=128,
         num_labels=labels,
     )
+
+
+def bert(layers: int = 2, width: int = 32, heads: int = 4, vocab: int = VOCAB, labels: int = 3):
+    """A BERT sequence classifier (``BertForSequenceClassification``)."""
+    config = _bert_config(layers, width, heads, vocab, labels)
     return _seeded(lambda: transformers.BertForSequenceClassification(config))
 
 
 def bert_tokens(layers: int = 2, width: int = 32, heads: int = 4, vocab: int = VOCAB, labels: int = 5):
     """A BERT token classifier (``BertForTokenClassification``): one score per token and label."""
-    config = transformers.BertConfig(
-        num_hidden_layers=layers,
-        hidden_size=width,
-        intermediate_size=2 * width,
-        num_attention_heads=heads,
-        vocab_size=vocab,
-        max_position_embeddings=128,
-        num_labels=labels,
-    )
+    config = _bert_config(layers, width, heads, vocab, labels)
     return _seeded(lambda: transformers.BertForTokenClassification(config))
 
 
