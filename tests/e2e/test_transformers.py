@@ -93,6 +93,9 @@ def test_a_gpt2_explorer_runs_by_default_labels_tokens_and_shows_attention_heads
     try:
         explorer.screenshot(path=str(lab.artifacts_dir / "gpt2-explorer-dark.png"))
         page.set_viewport_size({"width": 900, "height": 1400})
+        page.wait_for_timeout(300)  # the notebook lays out at the new width
+        frame, run = explorer.bounding_box(), explorer.locator("button.hw-run").bounding_box()
+        assert run["x"] + run["width"] <= frame["x"] + frame["width"]  # Run stays on the page, the bar wraps
         explorer.screenshot(path=str(lab.artifacts_dir / "gpt2-explorer-dark-900.png"))
     finally:
         _theme(lab, "JupyterLab Light")
