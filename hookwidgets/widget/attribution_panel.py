@@ -1,20 +1,27 @@
-"""The inspector's "attribution here": a method's map for the selected layer, over the example input."""
+"""The inspector's "attribution here": the methods that fit the selected module, and a method's result for it.
+
+Images get maps over the input (CAMs at layers with a spatial grid, pixel methods anywhere); token ids get one
+score per input token, drawn in the page as coloured tokens; an attention module also offers the rollouts.
+"""
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
 import torch
 from matplotlib.figure import Figure
 
-from ..core.attribution import CAM_METHODS, METHODS
-from ..core.display import display_name
+from ..core.attribution import ROLLOUT_METHODS, check_method
+from ..core.attribution.tokens import token_ids
+from ..core.display import display_name, quoted
 from ..core.explorer import Explorer
 from ..plots import cam_overlay_figure, figure_png, gradient_map_figure
 from ..plots.overlay import _display_image
-from .protocol import Attribution
-from .state import score_choice
+from .attribution_methods import LAYER_METHODS, image_of, methods_note, offered_methods
+from .protocol import Attribution, TokenScore
+from .state import position_choice, score_choice
 
 EMPTY: Attribution = {
     "layer": None,
@@ -22,10 +29,58 @@ EMPTY: Attribution = {
     "target": None,
     "png": None,
     "input_png": None,
+    "tokens": None,
     "error": "",
     "caption": "",
     "note": "",
 }
+
+
+def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any, position: Any = None) -> Attribution:
+    """The ``attribution`` traitlet: ``method``'s result for ``target`` at ``layer`` and what to draw it with.
+
+    CAMs and a ViT's rollout are drawn over the input image, pixel methods as gradient maps, and token scores go
+    to the page as ``tokens`` (text and score, the first item's) to colour. Errors (a method that does not fit, a
+    class out of range) come back as text; warnings of the run (a blank map, a detached hook) as ``note``.
+    """
+    method = check_method(method)
+    offered = offered_methods(explorer, layer)
+    # A CAM at an image model's layer without a grid: the engine's own error names the layers that have one.
+    engine_says = method in LAYER_METHODS and image_of(explorer.example_inputs) is not None
+    if method not in offered and not engine_says:
+        raise ValueError(_not_offered(explorer, layer, method, offered))
+    chosen = score_choice(target, "attribution target")
+    where = position_choice(position)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = explorer.attribute(
+            None, chosen, method=method, layer=layer if method in LAYER_METHODS else None, position=where
+        )
+    note = "\n\n".join(dict.fromkeys(str(w.message) for w in caught))  # each once, in order
+    used = display_name(getattr(result, "layer", None) or layer)
+    explained = _explained(result)
+    caption = f"{method} of {explained} " if explained else f"{method} "
+    caption += f"over {used}" if method in ROLLOUT_METHODS else f"at {used}"
+    payload: Attribution = {**EMPTY, "layer": layer, "method": method, "target": target, "caption": caption}
+    payload["note"] = note
+    if result.dim() == 2:  # one score per token
+        payload["tokens"] = token_scores(result[0], _labels(explorer, result))
+        return payload
+    image = image_of(explorer.example_inputs)
+    if result.dim() == 3:  # a CAM (N, H, W) in [0, 1], or a ViT rollout's patch grid (N, h, w), raw
+        figure = cam_overlay_figure(image, result, title=caption)
+    else:  # pixel attributions are input-shaped and signed
+        figure = gradient_map_figure(result[0], title=caption)
+    payload["png"] = figure_png(figure)
+    payload["input_png"] = figure_png(input_figure(image))
+    return payload
+
+
+def token_scores(scores: torch.Tensor, labels: list[str]) -> list[TokenScore]:
+    """Each token's label and score, as the page colours them (NaN and Inf as text, so JSON can carry them)."""
+    values = scores.detach().float().cpu().tolist()
+    pairs = zip(labels, values, strict=True)
+    return [{"text": label, "score": v if math.isfinite(v) else str(v)} for label, v in pairs]
 
 
 def input_figure(inputs: torch.Tensor, item: int = 0) -> Figure:
@@ -40,38 +95,34 @@ def input_figure(inputs: torch.Tensor, item: int = 0) -> Figure:
     return fig
 
 
-def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any) -> Attribution:
-    """The ``attribution`` traitlet: ``method``'s map of ``target`` at ``layer`` and the input to draw beside it.
+def _explained(result: torch.Tensor) -> str:
+    """What the first item's scores explain: a class or token id, else the score in words ("" for a rollout)."""
+    classes = [int(c) for c in getattr(result, "classes", None) or []]
+    if classes:
+        return f"class {classes[0]}"
+    return getattr(result, "target", "") or ""
 
-    CAMs are drawn over the input image; pixel methods (saliency, guided backprop, …) as gradient maps.
-    Errors (a layer without spatial output, a class out of range) come back as text; warnings of the run (a
-    blank map, a hook detached after an in-place collision) as ``note``, shown beside the map.
-    """
-    if method not in METHODS:
-        raise ValueError(f"unknown attribution method {method!r}; choose one of {', '.join(METHODS)}")
-    if not isinstance(explorer.example_inputs, torch.Tensor):
-        raise ValueError("attribution here needs example inputs that are one image tensor (N, C, H, W)")
-    chosen = score_choice(target, "attribution target")
-    inputs = explorer.example_copy()  # the model may change its input in place
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = explorer.attribute(inputs, chosen, method=method, layer=layer if method in CAM_METHODS else None)
-    note = "\n\n".join(dict.fromkeys(str(w.message) for w in caught))  # each once, in order
-    classes = [int(c) for c in getattr(result, "classes", []) or []]
-    used = getattr(result, "layer", None) or layer
-    what = f"class {classes[0]}" if classes else result.target  # the first item's, drawn; else the loss or callable
-    caption = f"{method} of {what} at {display_name(used or '(input)')}"
-    if result.dim() == 3:  # a CAM (N, H, W) in [0, 1]
-        figure = cam_overlay_figure(inputs, result, title=caption)
-    else:  # pixel attributions are input-shaped and signed
-        figure = gradient_map_figure(result[0], title=caption)
-    return {
-        "layer": used,
-        "method": method,
-        "target": target,
-        "png": figure_png(figure),
-        "input_png": figure_png(input_figure(inputs)),
-        "error": "",
-        "caption": caption,
-        "note": note,
-    }
+
+def _labels(explorer: Explorer, result: torch.Tensor) -> list[str]:
+    """The first item's token labels: the result's own, else the ids as ``#id``."""
+    labels = getattr(result, "tokens", None)
+    if labels and len(labels[0]) == result.shape[1]:
+        return [str(label) for label in labels[0]]
+    ids = token_ids(explorer.example_inputs)
+    if ids is not None and ids.shape[1] == result.shape[1]:
+        return [f"#{i}" for i in ids[0].tolist()]
+    return [str(t) for t in range(result.shape[1])]
+
+
+def _not_offered(explorer: Explorer, layer: str, method: str, offered: list[str]) -> str:
+    """Why ``method`` does not fit ``layer``, and what does."""
+    if method in ROLLOUT_METHODS:
+        why = "the rollouts are offered on an attention module: select one"
+    elif method in LAYER_METHODS:
+        why = "a CAM needs an image input and a layer whose output is a spatial grid (a conv map, a ViT's patch tokens)"
+    elif method == "integrated_gradients":
+        why = "integrated gradients attributes input tokens: it needs token ids (N, T) as example inputs"
+    else:
+        why = methods_note(explorer, layer, offered)
+    here = f"the methods here are {', '.join(offered)}" if offered else "no attribution method fits here"
+    return f"{method} does not fit {quoted(layer)}: {why}; {here}"

@@ -19,10 +19,14 @@ from ..core.display import quoted
 from ..core.explorer import Explorer
 from ..core.hooks.events import Event
 from .attention_heads import AttentionHeads
+from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
 from .captures import plot_items
 from .graph_panel import graph_payload
+from .lens_panel import lens_offer
 from .live import FIRST_PLOT_COST_S, LiveUpdates
 from .messages import handle, message_text
+from .patching_panel import EMPTY as EMPTY_PATCHING
+from .patching_panel import ProgressPush, patching_payload
 from .protocol import reply
 from .state import ALL_KINDS, hooks_payload, memory_payload, selection_payload, status_payload
 from .summary_panel import summary_payload
@@ -72,6 +76,7 @@ class ViewController:
         notes = [explorer.probe_error, unwatched_note(explorer.unwatched)]
         view = ExplorerView(tree=explorer.tree, hook_kinds=ALL_KINDS, error="\n\n".join(n for n in notes if n))
         view.status = status_payload("idle", "", self.output["top"], self.output)  # Run can pick a target at once
+        view.lens = lens_offer(explorer)
         # The view is kept alive by the widget registry: it must hold the controller weakly, as it holds the explorer.
         on_message = weakref.WeakMethod(self.on_message)
         view.on_msg(lambda widget, content, buffers: (m := on_message()) and m(content))
@@ -161,6 +166,8 @@ class ViewController:
         self.plot_steps.clear()  # a new selection starts at its newest captures, in their default views
         self.plot_views.clear()  # (which views fit, the elements and the heads are another target's)
         self.attention_heads.forget()  # the user may have trained since: a selection shows what the model does now
+        if self._view is not None:
+            self._view.attribution = EMPTY_ATTRIBUTION  # its map and its error were the previous module's
         self.sync()
 
     # Pushing state: each payload from the explorer's public state.
@@ -207,6 +214,28 @@ class ViewController:
             view.plots = {"target": view.selected, "items": items}
         except Exception as exc:
             view.error = f"could not draw the captures of {quoted(view.selected)}: {type(exc).__name__}: {exc}"
+
+    def patch_sweep(
+        self, sweep: Callable[[Callable[[int, int], Any]], torch.Tensor], progress: Any, default_metric: bool
+    ) -> torch.Tensor:
+        """Run ``sweep(progress)`` showing its progress in the patching panel, then its figure (or its error)."""
+        view = self._view
+        if view is None:
+            return sweep(progress)
+
+        def show(done: int, total: int) -> None:
+            view.patching = {**EMPTY_PATCHING, "progress": [done, total], "caption": "patch sweep running…"}
+            self.set_status("busy", f"patch sweep: {done}/{total} patched positions")
+
+        try:
+            result = sweep(ProgressPush(show, progress))
+        except Exception as exc:  # the user's cell gets the exception; the panel says it too
+            view.patching = {**EMPTY_PATCHING, "error": f"{type(exc).__name__}: {message_text(exc)}"}
+            self.set_status("error", "the patch sweep failed: see the patching panel")
+            raise
+        view.patching = patching_payload(result, default_metric)
+        self.set_status("idle", f"patch sweep: {result.shape[0]} layers × {result.shape[1]} positions")
+        return result
 
     def sync_summary(self) -> None:
         """Redraw the summary's table and heatmap with the page's chosen field and step."""

@@ -6,9 +6,11 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import torch
 from torch import nn
 
 from ..core.capture.store import DEFAULT_MEMORY_BUDGET
+from ..core.diagnostics.patching import DEFAULT_BATCH, Metric, Progress
 from ..core.explorer import Explorer
 from ..core.model.inputs import Inputs
 from .controller import ViewController
@@ -60,6 +62,25 @@ class HookExplorer(Explorer):
         if isinstance(data, dict):
             data["text/plain"] = repr(self)
         return bundle
+
+    def patch_sweep(
+        self,
+        clean: Inputs,
+        corrupted: Inputs,
+        *,
+        layers: Sequence[str] | None = None,
+        metric: Metric | None = None,
+        batch_size: int = DEFAULT_BATCH,
+        progress: Progress | None = None,
+    ) -> torch.Tensor:
+        """``Explorer.patch_sweep``, with its progress and then its figure shown in the widget's patching panel."""
+
+        def sweep(report: Progress | None) -> torch.Tensor:
+            return super(HookExplorer, self).patch_sweep(
+                clean, corrupted, layers=layers, metric=metric, batch_size=batch_size, progress=report
+            )
+
+        return self._controller.patch_sweep(sweep, progress, default_metric=metric is None)
 
     def show_ddp(self, source: DDPInspector | list[dict[str, Any]] | str | os.PathLike) -> None:
         """Show DDP records in the widget's Training panel, in place of what it showed of DDP before.

@@ -15,6 +15,7 @@ from ..core.model.scores import output_summary
 from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
 from .attribution_panel import attribution_payload
 from .graph_panel import EMPTY as EMPTY_GRAPH
+from .lens_panel import DEFAULT_TOP_K, lens_payload
 from .protocol import MESSAGES
 from .state import parse_edit, position_choice, score_choice
 
@@ -100,19 +101,34 @@ def find_nonfinite(controller: ViewController, explorer: Explorer, content: dict
 
 
 def attribute(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
-    """ "Attribution here": the chosen method's map at the selected layer, or the error, in the panel."""
+    """ "Attribution here": the chosen method's result for the selected layer, or the error, in the panel."""
     view = controller.view
     layer, method, target = content.get("layer"), content.get("method", "gradcam"), content.get("target", "top")
     controller.set_status("busy", f"computing {method}…")
     error = ""
     try:
-        view.attribution = attribution_payload(explorer, layer, method, target)
+        view.attribution = attribution_payload(explorer, layer, method, target, content.get("position"))
     except Exception as exc:
         error = message_text(exc)
         view.attribution = {**EMPTY_ATTRIBUTION, "layer": layer, "method": method, "error": error}
     caption = view.attribution.get("caption") or f"{method} failed: see the attribution panel"
     controller.set_status("idle", caption)
     return error
+
+
+def lens(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+    """The logit lens of the example inputs into the lens panel; a failure stays in the panel until the next lens."""
+    view = controller.view
+    controller.set_status("busy", "reading the logit lens…")
+    try:
+        view.lens = lens_payload(explorer, content.get("top_k", DEFAULT_TOP_K))
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {message_text(exc)}"
+        view.lens = {**view.lens, "cells": [], "layers": [], "positions": [], "caption": "", "error": error}
+        controller.set_status("idle", "the logit lens failed: see its panel")
+        return error
+    controller.set_status("idle", f"logit lens: {len(view.lens['layers'])} rows")
+    return ""
 
 
 def run(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
@@ -227,6 +243,7 @@ HANDLERS: dict[str, Handler] = {
     "summary": summary,
     "find_nonfinite": find_nonfinite,
     "attribute": attribute,
+    "lens": lens,
     "dismiss_error": dismiss_error,
     "graph": record_graph,
 }

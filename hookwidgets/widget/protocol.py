@@ -47,6 +47,8 @@ class Selection(TypedDict):
     params: list[ParamChip]
     code: str
     problem: str
+    attribution_methods: list[str]
+    attribution_note: str
 
 
 class PlotItem(TypedDict):
@@ -171,15 +173,40 @@ class Training(TypedDict):
     ddp: DDPPanel | None
 
 
+class TokenScore(TypedDict):
+    text: str
+    score: float | str
+
+
 class Attribution(TypedDict):
     layer: str | None
     method: str | None
     target: str | int | None
     png: bytes | None
     input_png: bytes | None
+    tokens: list[TokenScore] | None
     error: str
     caption: str
     note: str
+
+
+class Lens(TypedDict):
+    available: bool
+    reason: str
+    layers: list[str]
+    positions: list[str]
+    first: int
+    top_k: int
+    cells: list[list[list[list[Any]]]]
+    caption: str
+    error: str
+
+
+class Patching(TypedDict):
+    png: bytes | None
+    caption: str
+    progress: list[int] | None
+    error: str
 
 
 class CompactGraph(TypedDict):
@@ -232,6 +259,8 @@ TRAITLETS: dict[str, Any] = {
     "summary": Summary,
     "training": Training,
     "attribution": Attribution,
+    "lens": Lens,
+    "patching": Patching,
     "error": str,
     "graph": Graph,
 }
@@ -301,6 +330,13 @@ class AttributeMessage(TypedDict):
     layer: str
     method: str
     target: str | int | None
+    position: NotRequired[int | None]
+
+
+class LensMessage(TypedDict):
+    type: Literal["lens"]
+    request_id: str
+    top_k: NotRequired[int]
 
 
 class DismissErrorMessage(TypedDict):
@@ -322,6 +358,7 @@ MESSAGES: dict[str, Any] = {
     "summary": SummaryMessage,
     "find_nonfinite": FindNonfiniteMessage,
     "attribute": AttributeMessage,
+    "lens": LensMessage,
     "dismiss_error": DismissErrorMessage,
     "graph": GraphMessage,
 }

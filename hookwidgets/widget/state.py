@@ -18,6 +18,7 @@ from ..core.hooks.registry import HookInfo
 from ..core.model.lazy import unmaterialized_param
 from ..core.model.scores import output_summary
 from ..core.model.targets import resolve_target
+from .attribution_methods import methods_note, offered_methods
 from .protocol import HookItem, Memory, Selection, Status
 
 # Every kind in display order: badges and toggles keep this order.
@@ -103,6 +104,7 @@ def selection_payload(explorer: Explorer, target: str) -> Selection:
         details += _node_details(explorer, target)
     own = [h for h in explorer.hooks if h.target == target and not h.foreign]
     code = hook_code(own, model=explorer.model) if own else ""
+    methods = offered_methods(explorer, target) if family == "module" else []
     return {
         "target": target,
         "family": family,
@@ -111,6 +113,8 @@ def selection_payload(explorer: Explorer, target: str) -> Selection:
         "params": params,
         "code": code,
         "problem": problem,
+        "attribution_methods": methods,
+        "attribution_note": methods_note(explorer, target, methods) if family == "module" else "",
     }
 
 
@@ -124,6 +128,8 @@ def _nothing_at(target: str, problem: str) -> Selection:
         "params": [],
         "code": "",
         "problem": problem,
+        "attribution_methods": [],
+        "attribution_note": "",
     }
 
 

@@ -49,7 +49,11 @@ class ExplorerView(anywidget.AnyWidget):
     training = traitlets.Dict({"visible": False, "ratios": None, "ddp": None}).tag(sync=True)
     """Training panel: watched optimizers' update ratios (chart PNG, last-step rows) and DDP figures and ready order."""
     attribution = traitlets.Dict({}).tag(sync=True)
-    """The last "attribution here": layer, method, target, caption, overlay PNG, or the error text."""
+    """The last "attribution here": layer, method, target, caption, overlay PNG or token scores, or the error text."""
+    lens = traitlets.Dict({"available": False}).tag(sync=True)
+    """The logit-lens panel: whether the model has one, then the last lens's layers × positions of top tokens."""
+    patching = traitlets.Dict({"png": None, "caption": "", "progress": None, "error": ""}).tag(sync=True)
+    """The patching panel: the last ``patch_sweep()``'s figure, its progress while it runs, or its error."""
     error = traitlets.Unicode("").tag(sync=True)
     """Last error text, with its traceback; empty when there is none."""
     graph = traitlets.Dict({"autograd": None, "dataflow": None, "error": ""}).tag(sync=True)

@@ -1,4 +1,5 @@
-/** hookwidgets explorer view (anywidget ESM): header and run bar, module tree, inspector, graph, summary, training. */
+/** hookwidgets explorer view (anywidget ESM): header and run bar, module tree, inspector, graph, summary, training,
+ * logit lens and patching. */
 
 import "./widget.css";
 import { createRequests } from "./requests.js";
@@ -7,6 +8,8 @@ import { createErrorBox } from "./view/error_box.js";
 import { createGraphView } from "./view/graph_view.js";
 import { createHeader } from "./view/header.js";
 import { createInspector } from "./view/inspector.js";
+import { createLensView } from "./view/lens_view.js";
+import { createPatchingView } from "./view/patching_view.js";
 import { createSummaryView } from "./view/summary_view.js";
 import { createTrainingView } from "./view/training_view.js";
 import { createTreeView } from "./view/tree_view.js";
@@ -32,10 +35,14 @@ function render({ model, el }) {
   root.append(summary.el);
   const training = createTrainingView(model); // update ratios and DDP, once an optimizer or DDP is watched
   root.append(training.el);
+  const lens = createLensView(model, requests); // language models: each block's next-token prediction
+  root.append(lens.el);
+  const patching = createPatchingView(model); // the last ex.patch_sweep(), once one starts
+  root.append(patching.el);
   el.append(root);
   return () => {
     graph.destroy();
-    for (const part of [header, errorBox, tree, inspector, summary, training]) part.destroy();
+    for (const part of [header, errorBox, tree, inspector, summary, training, lens, patching]) part.destroy();
     requests.destroy();
     root.remove();
   };

@@ -1,43 +1,55 @@
-/** "Attribution here": a method and class picker for the selected layer, and the map over the input image. */
+/** "Attribution here": the methods that fit the selection, a target picker, and the result: a map over the input
+ * image, or the input tokens coloured by their scores. */
 
-import { targetOptions } from "../targets.js";
-import { h, listen, pngUrls, setText, subscribe } from "./dom.js";
+import { formatScore, isSigned, parseRgb, scoreColors, scoreScale } from "../scores.js";
+import { positionField, runChoice, targetOptions } from "../targets.js";
+import { h, listen, onThemeChange, pngUrls, setAttr, setText, subscribe } from "./dom.js";
 
-const METHODS = [
-  "gradcam",
-  "gradcam++",
-  "hirescam",
-  "xgradcam",
-  "layercam",
-  "guided_gradcam",
-  "saliency",
-  "input_x_grad",
-  "guided_backprop",
-];
+const METHOD_TITLES = {
+  integrated_gradients: "integrated gradients: the path integral of the gradient from a zero embedding (50 steps)",
+  saliency: "saliency: the absolute gradient of the score",
+  input_x_grad: "input × gradient",
+  attention_rollout: "attention rollout: the attention of every layer multiplied through, heads averaged",
+  grad_attention_rollout: "gradient-weighted rollout: each layer's attention weighted by the score's gradient",
+  guided_backprop: "guided backprop: the gradient with ReLUs passing positive gradients only",
+  guided_gradcam: "guided Grad-CAM: guided backprop times this layer's Grad-CAM",
+};
 
 /** Build the attribution section for `model`, sending through `requests`; returns {el, destroy}. */
 export function createAttributionView(model, requests) {
-  const method = h(
-    "select",
-    { cls: "hw-attr-method", attrs: { "aria-label": "Attribution method" } },
-    METHODS.map((m) => h("option", { attrs: { value: m }, text: m })),
-  );
-  const target = h("select", { cls: "hw-attr-target", attrs: { "aria-label": "Class to explain" } });
+  const method = h("select", { cls: "hw-attr-method", attrs: { "aria-label": "Attribution method" } });
+  const target = h("select", { cls: "hw-attr-target", attrs: { "aria-label": "Score to explain" } });
+  const position = h("input", {
+    cls: "hw-attr-position",
+    attrs: { type: "number", step: "1", placeholder: "default", "aria-label": "Attribution position", hidden: true },
+  });
   const run = h("button", { cls: "hw-attr-run", attrs: { type: "button" }, text: "Attribution here" });
+  const hint = h("div", { cls: "hw-hint hw-attr-hint" });
   const caption = h("div", { cls: "hw-plot-caption" });
   const error = h("div", { cls: "hw-attr-error", attrs: { role: "alert" } });
   const note = h("div", { cls: "hw-attr-note", attrs: { role: "status" } });
   const input = h("img", { cls: "hw-attr-input hw-plot", attrs: { alt: "the input image", hidden: true } });
   const image = h("img", { cls: "hw-attr-image hw-plot", attrs: { alt: "attribution over the input", hidden: true } });
+  const tokens = h("div", { cls: "hw-attr-tokens", attrs: { hidden: true, "aria-label": "tokens coloured by score" } });
+  const legend = h("div", { cls: "hw-hint hw-attr-legend", attrs: { hidden: true } });
   const el = h("div", { cls: "hw-attribution" }, [
     h("div", { cls: "hw-section-title", text: "Attribution" }),
-    h("div", { cls: "hw-picker" }, [method, target, run]),
+    h("div", { cls: "hw-picker" }, [method, target, position, run]),
+    hint,
     error,
     caption,
     note,
+    tokens,
+    legend,
     h("div", { cls: "hw-attr-images" }, [input, image]), // the input beside its map
   ]);
   const images = pngUrls();
+  let field = { shown: false };
+
+  const selection = () => {
+    const value = model.get("selection") ?? {};
+    return value.target === model.get("selected") ? value : null;
+  };
 
   function updateTargets() {
     // The run bar's targets, in the same words (top class or class k, named by id2label; "loss" where there is one).
@@ -46,30 +58,95 @@ export function createAttributionView(model, requests) {
     const options = targetOptions(status, status.output?.labels ?? null);
     target.replaceChildren(...options.map((o) => h("option", { attrs: { value: o.value }, text: o.text })));
     target.value = options.some((o) => o.value === chosen) ? chosen : options[0].value;
+    field = positionField(status);
+    position.hidden = !field.shown;
+    if (field.shown) {
+      setAttr(position, "min", String(field.min));
+      setAttr(position, "max", String(field.max));
+      setAttr(position, "title", `${field.title}; empty: the method's default (a rollout: the [CLS] row, or the last)`);
+    }
+  }
+
+  function updateMethods() {
+    // Only the methods that fit the selected module and the example inputs (no Grad-CAM on a text model's layer).
+    const sel = selection();
+    const methods = sel?.attribution_methods ?? [];
+    const chosen = method.value;
+    method.replaceChildren(
+      ...methods.map((m) => h("option", { attrs: { value: m, title: METHOD_TITLES[m] ?? m }, text: m })),
+    );
+    if (methods.includes(chosen)) method.value = chosen;
+    method.disabled = methods.length === 0;
+    run.disabled = methods.length === 0;
+    setText(hint, sel?.attribution_note ?? "");
+    hint.hidden = !sel?.attribution_note;
+  }
+
+  function renderTokens(items) {
+    const scores = items.map((t) => t.score);
+    const scale = scoreScale(scores);
+    const base = parseRgb(getComputedStyle(el.closest(".hw-explorer") ?? el).backgroundColor);
+    tokens.replaceChildren(
+      ...items.map((item) => {
+        const colors = scoreColors(item.score, scale, base);
+        const span = h("span", {
+          cls: colors.background === null ? "hw-token hw-token-nonfinite" : "hw-token",
+          attrs: { "data-score": String(item.score), title: `${item.text}: ${formatScore(item.score)}` },
+          text: item.text,
+        });
+        if (colors.background !== null) {
+          span.style.background = colors.background;
+          span.style.color = colors.color;
+        }
+        return span;
+      }),
+    );
+    const signed = isSigned(scores);
+    const strongest = `strongest |score| ${formatScore(scale)}`;
+    const text =
+      scale === 0
+        ? "every score is 0: the tokens are left uncoloured"
+        : signed
+          ? `red raises the score, blue lowers it; ${strongest}`
+          : `darker: more relevant; ${strongest}`;
+    setText(legend, text);
   }
 
   function updateResult() {
     const result = model.get("attribution") ?? {};
-    const mine = result.layer === model.get("selected") || (result.error && result.method);
-    setText(error, mine ? (result.error ?? "") : "");
-    setText(caption, mine && !result.error ? (result.caption ?? "") : "");
-    setText(note, mine && !result.error ? (result.note ?? "") : ""); // e.g. why the map is blank
-    images.revoke();
+    // The result (or error) of the selected module only: the kernel empties it when the selection changes.
+    const mine = Boolean(result.method) && result.layer === model.get("selected");
     const ok = mine && !result.error;
+    setText(error, mine ? (result.error ?? "") : "");
+    setText(caption, ok ? (result.caption ?? "") : "");
+    setText(note, ok ? (result.note ?? "") : ""); // e.g. why the map is blank
+    images.revoke();
     images.show(image, ok ? result.png : null);
     images.show(input, ok ? result.input_png : null);
+    const items = ok && Array.isArray(result.tokens) ? result.tokens : null;
+    tokens.hidden = items === null;
+    legend.hidden = items === null;
+    if (items) renderTokens(items);
+    else tokens.replaceChildren();
   }
 
   function updateVisible() {
-    // CAMs belong to layers; parameters and autograd nodes have none to offer.
-    const selection = model.get("selection") ?? {};
-    el.hidden = selection.family !== "module";
+    // Modules only: parameters and autograd nodes have nothing to attribute.
+    const sel = model.get("selection") ?? {};
+    el.hidden = sel.family !== "module";
+    updateMethods();
     updateResult();
   }
 
   function onRun() {
-    const chosen = target.value === "top" || target.value === "loss" ? target.value : Number(target.value);
-    requests.send({ type: "attribute", layer: model.get("selected"), method: method.value, target: chosen });
+    const chosen = runChoice(target.value, position.value, field);
+    requests.send({
+      type: "attribute",
+      layer: model.get("selected"),
+      method: method.value,
+      target: chosen.target,
+      position: chosen.position,
+    });
   }
 
   const offs = [
@@ -77,6 +154,7 @@ export function createAttributionView(model, requests) {
     subscribe(model, ["change:attribution"], updateResult),
     subscribe(model, ["change:selection", "change:selected"], updateVisible),
     listen(run, "click", onRun),
+    onThemeChange(updateResult), // the tokens' colours start from the page's background
   ];
   updateTargets();
   updateVisible();

@@ -103,3 +103,20 @@ export function sortableHeader(columns, sort) {
     ),
   );
 }
+
+/**
+ * Call `callback` after the page's theme changes (JupyterLab and Notebook mark it on `<body>`), once the new
+ * styles apply; returns the function that stops watching. Colours computed from the page's background use it.
+ */
+export function onThemeChange(callback) {
+  if (typeof MutationObserver === "undefined" || !document.body) return () => {};
+  let frame = null;
+  const observer = new MutationObserver(() => {
+    if (frame === null) frame = requestAnimationFrame(() => ((frame = null), callback()));
+  });
+  observer.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-light", "data-jp-theme-name", "class"] });
+  return () => {
+    observer.disconnect();
+    if (frame !== null) cancelAnimationFrame(frame);
+  };
+}

@@ -1,0 +1,86 @@
+"""The logit-lens panel: each block's residual read as next-token predictions, a layers × positions table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.attribution.tokens import token_ids
+from ..core.display import display_name
+from ..core.explorer import Explorer
+from ..core.model.blocks import final_projection
+from .protocol import Lens
+
+MAX_POSITIONS = 64
+"""Columns the table shows at most: the last ones, where a language model's predictions are read."""
+DEFAULT_TOP_K = 5
+
+
+def lens_offer(explorer: Explorer) -> Lens:
+    """The panel before any lens: shown when the example inputs hold token ids and the model has an output
+    embedding to read the blocks through; else hidden, with the reason."""
+    reason = ""
+    if explorer.example_inputs is None or token_ids(explorer.example_inputs) is None:
+        reason = "the logit lens reads token predictions: it needs example inputs holding token ids"
+    elif final_projection(explorer.model) is None:
+        reason = (
+            f"{display_name(type(explorer.model).__name__)} declares no output embedding to read its blocks through"
+        )
+    return {
+        "available": not reason,
+        "reason": reason,
+        "layers": [],
+        "positions": [],
+        "first": 0,
+        "top_k": DEFAULT_TOP_K,
+        "cells": [],
+        "caption": "",
+        "error": "",
+    }
+
+
+def lens_payload(explorer: Explorer, top_k: Any = DEFAULT_TOP_K) -> Lens:
+    """The ``lens`` traitlet after one ``ex.logit_lens()`` of the example inputs: the first item's top tokens and
+    their probabilities at each block and position (the last ``MAX_POSITIONS`` positions of a long input)."""
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 20:
+        raise ValueError(f"the widget sent the lens top_k {top_k!r}; expected an integer from 1 to 20")
+    lens = explorer.logit_lens(None, top_k=top_k)
+    ids, probs = lens["ids"][:, 0], lens["probs"][:, 0]  # (L, T, k): the first item
+    length = ids.shape[1]
+    first = max(0, length - MAX_POSITIONS)
+    names = lens.get("labels")
+    ids_list, probs_list = ids[:, first:].tolist(), probs[:, first:].tolist()
+    cells = [
+        [
+            [
+                [_label(names, row, first + t, j, token_id), prob]
+                for j, (token_id, prob) in enumerate(zip(i, p, strict=True))
+            ]
+            for t, (i, p) in enumerate(zip(row_ids, row_probs, strict=True))
+        ]
+        for row, (row_ids, row_probs) in enumerate(zip(ids_list, probs_list, strict=True))
+    ]
+    positions = _position_labels(explorer, length)[first:]
+    shown = f"positions {first}–{length - 1} of {length}" if first else f"{length} positions"
+    return {
+        **lens_offer(explorer),
+        "layers": [display_name(layer) for layer in lens["layers"]],
+        "positions": positions,
+        "first": first,
+        "top_k": top_k,
+        "cells": cells,
+        "caption": f"top-{top_k} next tokens read at each block (item 0, {shown}); the last row is the model's own",
+    }
+
+
+def _label(names: Any, row: int, position: int, rank: int, token_id: int) -> str:
+    """A predicted token's label: the tokenizer's string when the lens has labels, else ``#id``."""
+    return str(names[row][0][position][rank]) if names is not None else f"#{token_id}"
+
+
+def _position_labels(explorer: Explorer, length: int) -> list[str]:
+    """The input tokens naming the columns: the example's labels, else the ids as ``#id``."""
+    labels = explorer.sequences.labels(length)
+    if labels is not None:
+        return [str(label) for label in labels]
+    ids = token_ids(explorer.example_inputs)
+    return [f"#{i}" for i in ids[0].tolist()] if ids is not None else [str(t) for t in range(length)]

@@ -1,0 +1,46 @@
+/** Patching panel: the last `ex.patch_sweep()`'s layers × positions figure, and its progress while it runs. */
+
+import { h, pngUrls, setAttr, setText, subscribe } from "./dom.js";
+
+/** Build the patching panel for `model` (hidden until a sweep starts); returns {el, destroy}. */
+export function createPatchingView(model) {
+  const progress = h("progress", { cls: "hw-patching-progress", attrs: { hidden: true, "aria-label": "patch sweep" } });
+  const caption = h("div", { cls: "hw-hint hw-patching-caption" });
+  const error = h("div", { cls: "hw-attr-error hw-patching-error", attrs: { role: "alert" } });
+  const image = h("img", { cls: "hw-patching-image", attrs: { alt: "patch sweep: layers × positions", hidden: true } });
+  const el = h("details", { cls: "hw-patching-panel", attrs: { open: true, hidden: true } }, [
+    h("summary", { cls: "hw-section-title", text: "Activation patching" }),
+    progress,
+    error,
+    caption,
+    image,
+  ]);
+  const images = pngUrls();
+
+  function update() {
+    const patching = model.get("patching") ?? {};
+    const running = Array.isArray(patching.progress);
+    el.hidden = !(running || patching.png || patching.error);
+    progress.hidden = !running;
+    if (running) {
+      const [done, total] = patching.progress;
+      progress.max = Math.max(1, total);
+      progress.value = done;
+      setAttr(progress, "title", `${done} of ${total} patched positions`);
+    }
+    setText(error, patching.error ?? "");
+    setText(caption, running ? `${patching.progress[0]} of ${patching.progress[1]} patched positions…` : (patching.caption ?? ""));
+    images.revoke();
+    images.show(image, patching.png);
+  }
+
+  const off = subscribe(model, ["change:patching"], update);
+  update();
+  return {
+    el,
+    destroy() {
+      off();
+      images.revoke();
+    },
+  };
+}
