@@ -58,7 +58,7 @@ def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any
         )
     note = "\n\n".join(dict.fromkeys(str(w.message) for w in caught))  # each once, in order
     used = display_name(getattr(result, "layer", None) or layer)
-    explained = _explained(result)
+    explained = _explained(explorer, result)
     caption = f"{method} of {explained} " if explained else f"{method} "
     caption += f"over {used}" if method in ROLLOUT_METHODS else f"at {used}"
     payload: Attribution = {**EMPTY, "layer": layer, "method": method, "target": target, "caption": caption}
@@ -95,12 +95,17 @@ def input_figure(inputs: torch.Tensor, item: int = 0) -> Figure:
     return fig
 
 
-def _explained(result: torch.Tensor) -> str:
-    """What the first item's scores explain: a class or token id, else the score in words ("" for a rollout)."""
+def _explained(explorer: Explorer, result: torch.Tensor) -> str:
+    """What the first item's scores explain, in the model's words (class 3, token 17 "cat", label 2), else the
+    score in words ("" for a rollout, which explains no score)."""
     classes = [int(c) for c in getattr(result, "classes", None) or []]
-    if classes:
-        return f"class {classes[0]}"
-    return getattr(result, "target", "") or ""
+    if not classes:
+        return getattr(result, "target", "") or ""
+    words = explorer.probe_output.get("words")
+    if words != "tokens":
+        return f"{'label' if words == 'labels' else 'class'} {classes[0]}"
+    names = explorer.sequences.id_names(classes[:1])
+    return f"token {classes[0]}" + (f" {names[0]!r}" if names else "")
 
 
 def _labels(explorer: Explorer, result: torch.Tensor) -> list[str]:

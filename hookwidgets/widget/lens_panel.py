@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
+
+import torch
 
 from ..core.attribution.tokens import token_ids
 from ..core.display import display_name
@@ -78,9 +81,14 @@ def _label(names: Any, row: int, position: int, rank: int, token_id: int) -> str
 
 
 def _position_labels(explorer: Explorer, length: int) -> list[str]:
-    """The input tokens naming the columns: the example's labels, else the ids as ``#id``."""
+    """The input tokens naming the columns: the example's labels, else the ids (``#id``) of the input whose length
+    the lens rows have (an encoder-decoder's lens reads decoder positions), else the positions' numbers."""
     labels = explorer.sequences.labels(length)
     if labels is not None:
         return [str(label) for label in labels]
-    ids = token_ids(explorer.example_inputs)
-    return [f"#{i}" for i in ids[0].tolist()] if ids is not None else [str(t) for t in range(length)]
+    inputs = explorer.example_inputs
+    sides = [inputs.get(key) for key in ("decoder_input_ids", "input_ids")] if isinstance(inputs, Mapping) else []
+    for ids in [*sides, token_ids(inputs)]:
+        if isinstance(ids, torch.Tensor) and ids.dim() == 2 and ids.shape[1] == length:
+            return [f"#{i}" for i in ids[0].tolist()]
+    return [str(t) for t in range(length)]

@@ -64,7 +64,7 @@ def test_token_attribution_lens_and_patching_from_clicks_in_a_gpt2_explorer(lab:
     assert len({t["background"] for t in drawn}) > 1  # coloured by score, not one colour
     assert min(t["contrast"] for t in drawn) >= 4.5
     caption = explorer.locator(".hw-attribution .hw-plot-caption").inner_text()
-    assert caption.startswith("integrated_gradients of class") and caption.endswith("at transformer.wte")
+    assert caption.startswith("integrated_gradients of token") and caption.endswith("at transformer.wte")
     explorer.locator(".hw-attribution").screenshot(path=str(lab.artifacts_dir / "gpt2-token-attribution-light.png"))
     _theme(lab, "JupyterLab Dark")
     try:

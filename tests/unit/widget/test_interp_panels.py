@@ -74,6 +74,16 @@ def test_a_token_method_sends_each_token_with_its_score(method):
         assert all(p.grad is None for p in model.parameters()) and hook_state(model) == hook_state(tm.gpt2())
 
 
+def test_the_caption_names_the_explained_token_in_the_tokenizers_words():
+    ex, model, batch = _gpt2()
+    with ex:
+        browser_sets(ex.view, selected="transformer.h.1")
+        browser_sends(ex.view, type="attribute", layer="transformer.h.1", method="saliency", target="top")
+        top = int(model(**batch).logits[0, -1].argmax())
+        word = tm.tokenizer().convert_ids_to_tokens([top])[0]
+        assert ex.view.attribution["caption"] == f"saliency of token {top} {word!r} at transformer.wte"
+
+
 def test_the_attribution_position_reaches_the_method():
     ex, _, _ = _gpt2()
     with ex:
@@ -161,6 +171,16 @@ def test_a_long_input_shows_the_last_positions_of_the_lens(monkeypatch):
         assert lens["first"] == 6 and lens["positions"] == [f"#{i}" for i in ids[0, 6:].tolist()]
         assert len(lens["cells"][0]) == 4 and lens["cells"][0][0][0][0].startswith("#")
         assert "positions 6–9 of 10" in lens["caption"]
+
+
+def test_an_encoder_decoders_lens_columns_are_its_decoder_positions():
+    inputs = {"input_ids": tm.token_ids(length=8), "decoder_input_ids": tm.token_ids(length=5, seed=7)}
+    with HookExplorer(tm.t5(), example_inputs=inputs) as ex:
+        browser_sends(ex.view, type="lens")
+        lens = ex.view.lens
+        assert lens["layers"] == ["decoder.block.0", "decoder.block.1", "output"]
+        assert lens["positions"] == [f"#{i}" for i in inputs["decoder_input_ids"][0].tolist()]
+        assert all(len(row) == 5 for row in lens["cells"])
 
 
 def test_the_lens_panel_is_hidden_where_there_is_no_lens_and_says_why(cnn, image):
