@@ -33,6 +33,8 @@ def edit_offers(explorer: Explorer, target: str, module: nn.Module) -> dict[str,
 
 NO_OFFERS: dict[str, Any] = {"axes": None, "heads": None, "records": []}
 """The edit picker's fields where the target is no module."""
+SPATIAL = {3: ["length"], 4: ["height", "width"], 5: ["depth", "height", "width"]}
+"""The dims after the channels of a convolution's output, by its rank."""
 
 
 def output_axes(shape: list[int | str] | None, sequences: Sequences) -> list[str] | None:
@@ -56,9 +58,6 @@ def output_axes(shape: list[int | str] | None, sequences: Sequences) -> list[str
     elif not sequences.lengths and rank in SPATIAL:  # no token inputs: (N, C, …) is a convolution's
         names[1:] = ["channels", *SPATIAL[rank]]
     return names
-
-
-SPATIAL = {3: ["length"], 4: ["height", "width"], 5: ["depth", "height", "width"]}
 
 
 def recorded_outputs(explorer: Explorer, target: str) -> list[RecordChoice]:
