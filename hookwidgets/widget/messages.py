@@ -14,6 +14,7 @@ from ..core.model.lazy import materialize_notices
 from ..core.model.scores import output_summary
 from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
 from .attribution_panel import attribution_payload
+from .edit_choices import with_recorded_run
 from .graph_panel import EMPTY as EMPTY_GRAPH
 from .lens_panel import DEFAULT_TOP_K, lens_payload
 from .protocol import MESSAGES
@@ -36,8 +37,9 @@ def handle(controller: ViewController, explorer: Explorer, content: Any) -> str:
 
 
 def attach(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
-    action = content.get("action") or "capture"
-    explorer.attach(content["target"], content["kind"], action, edit=parse_edit(content.get("edit")))
+    action, target = content.get("action") or "capture", content["target"]
+    edit = with_recorded_run(explorer, target, parse_edit(content.get("edit")))
+    explorer.attach(target, content["kind"], action, edit=edit)
     return ""
 
 

@@ -39,6 +39,12 @@ class ParamChip(TypedDict):
     trainable: bool
 
 
+class RecordChoice(TypedDict):
+    step: int
+    call: int
+    shape: list[int]
+
+
 class Selection(TypedDict):
     target: str
     family: str
@@ -47,6 +53,9 @@ class Selection(TypedDict):
     params: list[ParamChip]
     code: str
     problem: str
+    axes: list[str] | None
+    heads: int | None
+    records: list[RecordChoice]
     attribution_methods: list[str]
     attribution_note: str
 

@@ -19,12 +19,13 @@ from ..core.model.lazy import unmaterialized_param
 from ..core.model.scores import output_summary
 from ..core.model.targets import resolve_target
 from .attribution_methods import methods_note, offered_methods
+from .edit_choices import NO_OFFERS, edit_offers
 from .protocol import HookItem, Memory, Selection, Status
 
 # Every kind in display order: badges and toggles keep this order.
 ALL_KINDS = [*MODULE_KINDS, *GLOBAL_KINDS, *(k for k in PARAM_KINDS if k not in MODULE_KINDS), *NODE_KINDS]
 ACTIONS = ["capture", "stats", "print"]
-EDITS = ["scale", "clip", "clip_norm", "zero", "ablate"]
+EDITS = ["scale", "clip", "clip_norm", "zero", "ablate", "ablate_heads", "replace", "mean_ablate"]
 
 
 def hooks_payload(hooks: Iterable[HookInfo]) -> list[HookItem]:
@@ -105,6 +106,7 @@ def selection_payload(explorer: Explorer, target: str) -> Selection:
     own = [h for h in explorer.hooks if h.target == target and not h.foreign]
     code = hook_code(own, model=explorer.model) if own else ""
     methods = offered_methods(explorer, target) if family == "module" else []
+    offers = edit_offers(explorer, target, obj) if family == "module" and kinds else NO_OFFERS
     return {
         "target": target,
         "family": family,
@@ -113,6 +115,7 @@ def selection_payload(explorer: Explorer, target: str) -> Selection:
         "params": params,
         "code": code,
         "problem": problem,
+        **offers,
         "attribution_methods": methods,
         "attribution_note": methods_note(explorer, target, methods) if family == "module" else "",
     }
@@ -128,6 +131,7 @@ def _nothing_at(target: str, problem: str) -> Selection:
         "params": [],
         "code": "",
         "problem": problem,
+        **NO_OFFERS,
         "attribution_methods": [],
         "attribution_note": "",
     }

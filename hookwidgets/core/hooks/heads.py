@@ -54,6 +54,38 @@ def head_ablation(
     ``install(info, raises)``, which places the hook zeroing ``heads`` and returns its handles; a ValueError naming
     the module and what was looked for when there is no such place or ``heads`` are out of range."""
     where = f"module {quoted(target)} ({type(module).__name__})"
+    place, path, projection, count, dim = _heads_of(root, target, module)
+    if heads[-1] >= count:
+        raise ValueError(
+            f"('ablate_heads', {list(heads)}) on {where}: head {heads[-1]} is out of range, it has {count}"
+        )
+    mask = Mask(count * dim, heads, dim)
+
+    def install(info: HookInfo, raises: bool) -> list[RemovableHandle]:
+        if place == "input":
+            hook = _guarded(info, raises, lambda m, args: (_zeroed(args[0], mask), *args[1:]))
+            return [own(projection, projection.register_forward_pre_hook(hook, prepend=True))]
+        if place == "output":
+            hook = _guarded(info, raises, lambda m, args, out: _zero_first(out, mask))
+            return [own(module, module.register_forward_hook(hook, prepend=True))]
+        hook = _guarded(info, raises, lambda m, args, kwargs, out: _rerun_mha(m, args, kwargs, mask))
+        return [own(module, module.register_forward_hook(hook, prepend=True, with_kwargs=True))]
+
+    return HeadPlan(place, path, heads, dim), install
+
+
+def head_count(root: nn.Module, target: str, module: nn.Module) -> int | None:
+    """How many heads ``("ablate_heads", …)`` finds on ``module`` (at ``target``); None where it would be refused."""
+    try:
+        return _heads_of(root, target, module)[3]
+    except ValueError:
+        return None
+
+
+def _heads_of(root: nn.Module, target: str, module: nn.Module) -> tuple[str, str, nn.Module | None, int, int]:
+    """(place, path, projection, head count, head dim) of a head ablation on ``module``; a ValueError naming the
+    module and what was looked for when its heads' context and output projection are not found."""
+    where = f"module {quoted(target)} ({type(module).__name__})"
     count = _head_count(module)
     name, projection = "", None
     if isinstance(module, nn.MultiheadAttention):
@@ -69,28 +101,12 @@ def head_ablation(
         missing = "no output projection" if place is None else "no head count"
         raise ValueError(f"('ablate_heads', …) on {where}: {missing} found; looked for {LOOKED_FOR}")
     dim = _head_dim(module, width, count)
-    if heads[-1] >= count:
-        raise ValueError(
-            f"('ablate_heads', {list(heads)}) on {where}: head {heads[-1]} is out of range, it has {count}"
-        )
     if width is not None and width != count * dim:
         raise ValueError(
             f"('ablate_heads', …) on {where}: its {count} heads of {dim} features do not make up the {width} features "
             "its output projection takes, so the heads' slices are unknown"
         )
-    mask = Mask(count * dim, heads, dim)
-
-    def install(info: HookInfo, raises: bool) -> list[RemovableHandle]:
-        if place == "input":
-            hook = _guarded(info, raises, lambda m, args: (_zeroed(args[0], mask), *args[1:]))
-            return [own(projection, projection.register_forward_pre_hook(hook, prepend=True))]
-        if place == "output":
-            hook = _guarded(info, raises, lambda m, args, out: _zero_first(out, mask))
-            return [own(module, module.register_forward_hook(hook, prepend=True))]
-        hook = _guarded(info, raises, lambda m, args, kwargs, out: _rerun_mha(m, args, kwargs, mask))
-        return [own(module, module.register_forward_hook(hook, prepend=True, with_kwargs=True))]
-
-    return HeadPlan(place, path, heads, dim), install
+    return place, path, projection, count, dim
 
 
 class Mask:

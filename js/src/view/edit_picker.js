@@ -1,6 +1,6 @@
 /** Action and edit pickers: what a hook attached from the inspector does when it fires. */
 
-import { EDITS, parseEdit } from "../edits.js";
+import { DEFAULT_DIM, EDITS, NO_RECORD, axesText, editsFor, parseEdit, recordKey, recordLabel } from "../edits.js";
 import { h, listen, setText } from "./dom.js";
 
 const ACTIONS = [
@@ -9,37 +9,103 @@ const ACTIONS = [
   ["print", "print one line"],
 ];
 
-/** Build the pickers; `value()` is {action, edit} for the next attach. Returns {el, value, destroy}. */
+/**
+ * Build the pickers. `update(path, selection, shape)` fits the edits to the selected target (its payload, null
+ * until Python's answer comes, and the tree's output shape); `value()` is {action, edit} for the next attach, or {error} (shown in the picker);
+ * `showProblem(text)` shows an attach's error. A problem stays until the selection moves to another target or the
+ * next attach. Returns {el, value, update, showProblem, destroy}.
+ */
 export function createEditPicker() {
   const action = h(
     "select",
     { cls: "hw-action", attrs: { "aria-label": "Action" } },
     ACTIONS.map(([name, title]) => h("option", { attrs: { value: name, title }, text: name })),
   );
-  const edit = h(
-    "select",
-    { cls: "hw-edit", attrs: { "aria-label": "Edit" } },
-    EDITS.map((spec) => h("option", { attrs: { value: spec.name }, text: spec.label })),
-  );
+  const edit = h("select", { cls: "hw-edit", attrs: { "aria-label": "Edit" } });
   const arg = h("input", { cls: "hw-edit-arg", attrs: { type: "text", "aria-label": "Edit argument", hidden: true } });
+  const dim = h("input", { cls: "hw-edit-dim", attrs: { type: "text", "aria-label": "Ablate along dim", size: 3 } });
+  const dimLabel = h("label", { cls: "hw-edit-dim-label", attrs: { hidden: true }, text: "dim " }, [dim]);
+  const axes = h("span", { cls: "hw-edit-axes", attrs: { hidden: true } });
+  const record = h("select", { cls: "hw-edit-record", attrs: { "aria-label": "Recorded output", hidden: true } });
+  const hint = h("span", { cls: "hw-edit-hint", attrs: { hidden: true } });
   const problem = h("span", { cls: "hw-edit-problem", attrs: { role: "alert" } });
   const el = h("div", { cls: "hw-picker" }, [
     h("label", { text: "action " }, [action]),
     h("label", { text: "edit " }, [edit]),
     arg,
+    dimLabel,
+    record,
+    hint,
+    axes,
     problem,
   ]);
+  let selection = null;
+  let shape = null;
+  let target = null;
+
+  /** Offer the edits that fit `sel`, the payload of the target at `path`; a problem of another target's clears. */
+  function update(path, sel, outputShape) {
+    if (path !== target) setText(problem, "");
+    target = path;
+    if (!sel) return; // Python's answer to a new selection comes shortly: the picker keeps its edits until then
+    selection = sel;
+    shape = Array.isArray(outputShape) ? outputShape : null;
+    const offered = editsFor(sel);
+    const names = offered.map((spec) => spec.name);
+    const shown = [...edit.options].map((option) => option.value);
+    if (names.join("\u0000") !== shown.join("\u0000")) {
+      const chosen = edit.value;
+      edit.replaceChildren(...offered.map((spec) => h("option", { attrs: { value: spec.name }, text: spec.label })));
+      edit.value = names.includes(chosen) ? chosen : "";
+      if (edit.value !== chosen) onEdit();
+    }
+    renderRecords();
+    renderFields();
+  }
+
+  function renderRecords() {
+    const records = Array.isArray(selection?.records) ? selection.records : [];
+    const keys = records.map(recordKey);
+    const shown = [...record.options].map((option) => option.value);
+    if (keys.join(",") !== shown.join(",")) {
+      const chosen = record.value;
+      record.replaceChildren(
+        ...records.map((r) => h("option", { attrs: { value: recordKey(r) }, text: recordLabel(r) })),
+      );
+      record.value = keys.includes(chosen) ? chosen : (keys[0] ?? ""); // the newest, unless one was chosen
+    }
+  }
+
+  /** Show the fields the chosen edit takes. */
+  function renderFields() {
+    const spec = EDITS.find((e) => e.name === edit.value);
+    arg.hidden = !spec?.arg;
+    dimLabel.hidden = !spec?.dim;
+    const known = spec?.dim ? axesText(selection?.axes, shape) : "";
+    axes.hidden = !known;
+    setText(axes, known);
+    const hasRecords = record.options.length > 0;
+    record.hidden = !spec?.record || !hasRecords;
+    hint.hidden = !spec?.record || hasRecords;
+    setText(hint, spec?.record && !hasRecords ? NO_RECORD : "");
+  }
 
   function onEdit() {
     const spec = EDITS.find((e) => e.name === edit.value);
-    arg.hidden = !spec?.arg;
     arg.placeholder = spec?.arg ?? "";
     arg.value = spec?.initial ?? "";
-    setText(problem, "");
+    dim.value = spec?.dim ? DEFAULT_DIM : "";
+    renderFields();
   }
 
   function value() {
-    const parsed = parseEdit(edit.value, arg.value);
+    const rank = Array.isArray(selection?.axes) ? selection.axes.length : null;
+    const parsed = parseEdit(edit.value, arg.value, {
+      dim: dim.value,
+      rank,
+      heads: selection?.heads ?? null,
+      record: record.hidden ? "" : record.value,
+    });
     if (parsed && !Array.isArray(parsed)) {
       setText(problem, parsed.error);
       return { action: action.value, edit: null, error: parsed.error };
@@ -48,6 +114,12 @@ export function createEditPicker() {
     return { action: action.value, edit: parsed };
   }
 
+  function showProblem(text) {
+    setText(problem, text);
+  }
+
   const offs = [listen(edit, "change", onEdit)];
-  return { el, value, destroy: () => offs.forEach((off) => off()) };
+  update(null, { family: "none" }, null);
+  onEdit();
+  return { el, value, update, showProblem, destroy: () => offs.forEach((off) => off()) };
 }

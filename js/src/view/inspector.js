@@ -174,6 +174,10 @@ export function createInspector(model, requests) {
   }
 
   function onSelection() {
+    const path = selectedPath();
+    const tree = model.get("tree");
+    const node = isTree(tree) ? findNode(tree, path) : null;
+    picker.update(path, selection(), node?.shape ?? null);
     renderInfo();
     renderToggles();
     renderHookList();
@@ -189,13 +193,14 @@ export function createInspector(model, requests) {
     if (!input.matches?.("input.hw-toggle")) return;
     const kind = input.getAttribute("data-kind");
     const target = input.getAttribute("data-target");
-    const choice = picker.value();
-    if (input.checked && choice.error) {
+    const attaching = input.checked;
+    const choice = attaching ? picker.value() : null;
+    if (attaching && choice.error) {
       input.checked = false; // the picker says what is wrong; nothing is sent
       return;
     }
     const key = `${target}\u0000${kind}`;
-    const message = input.checked
+    const message = attaching
       ? { type: "attach", target, kind, action: choice.action, edit: choice.edit }
       : { type: "detach", target, kind };
     pending.set(
@@ -206,12 +211,16 @@ export function createInspector(model, requests) {
       }, SLOW_MS),
     );
     syncToggles();
-    requests.send(message).then(() => {
+    requests.send(message).then((answer) => {
       // The reply, success or error, comes after the `hooks` it changed: the checkbox shows them now.
       clearTimeout(pending.get(key));
       pending.delete(key);
       slow.delete(key);
-      if (!destroyed) syncToggles();
+      if (destroyed) return;
+      syncToggles();
+      // An attach refused (a record gone, a shape that does not fit) is said beside the edit it was about, while
+      // that target stays selected.
+      if (attaching && target === selectedPath()) picker.showProblem(answer.ok ? "" : answer.error);
     });
   }
 
