@@ -37,7 +37,7 @@ def block_stack(model: nn.Module) -> BlockStack | None:
         stack = isinstance(module, nn.ModuleList) and len(module) > 0 and len({type(m) for m in module}) == 1
         if stack and not inside:
             found = BlockStack(path, module, owner)
-        inside = inside or (stack and bool(path))  # the model itself, when a list, holds no other list
+        inside = inside or (stack and bool(path))  # a model that is itself a list hides no list of its items
         for name, child in module._modules.items():
             if child is not None and id(child) not in seen:
                 visit(child, f"{path}.{name}" if path else name, module, inside)
