@@ -205,6 +205,22 @@ except ImportError:  # pragma: no cover - every torch hookwidgets supports has i
 """``reparametrized(module, {name: tensor})``: a context in which ``module`` uses those tensors as its parameters
 (None where this torch lacks it: ablate_heads on nn.MultiheadAttention is then refused)."""
 
+# --- Copies of many tensors in one call -----------------------------------------------------------------------------
+_foreach_copy = getattr(torch, "_foreach_copy_", None)
+HAS_FOREACH_COPY = _foreach_copy is not None
+"""torch copies lists of tensors in one call: putting a model's buffers back costs one call, not one per buffer."""
+
+
+def copy_each(targets: list[torch.Tensor], sources: list[torch.Tensor]) -> None:
+    """``target.copy_(source)`` for each pair (same shapes): one fused call where torch has it, a loop otherwise."""
+    if HAS_FOREACH_COPY and _foreach_copy is not None:
+        if targets:  # torch refuses an empty list
+            _foreach_copy(targets, sources)
+        return
+    for target, source in zip(targets, sources, strict=True):
+        target.copy_(source)
+
+
 del _node  # its graph is not kept
 
 

@@ -538,7 +538,10 @@ class Explorer:
         self._materialize(inputs, "logit_lens()")
         with self._own_run(), preserved_state(self.model), torch.no_grad():
             lens = logit_lens(self.model, inputs, top_k=top_k, unembed=unembed)
-        names = self.sequences.id_names(lens["ids"].flatten().tolist())
+        # the ids as a Python list (L·N·T·top_k of them) only when a tokenizer names them
+        names = (
+            self.sequences.id_names(lens["ids"].flatten().tolist()) if self.sequences.tokenizer is not None else None
+        )
         if names is not None:
             lens["labels"] = _nested(names, lens["ids"].shape)
         return lens

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..model.blocks import Unembed, decoder_blocks, final_projection
+from ..model.blocks import Unembed, block_stack, decoder_blocks, final_projection
 from ..model.inputs import Inputs, call_model
 from ..model.nested import first_tensor
 from ..model.scores import output_scores
@@ -23,7 +23,8 @@ def logit_lens(model: nn.Module, inputs: Inputs, *, top_k: int = 5, unembed: Une
     model's own logits); ``ids`` and ``probs`` are ``(L, N, T, top_k)``. Runs as called: no grad mode, no state kept."""
     if not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be a positive int, got {top_k!r}")
-    project = unembed if unembed is not None else final_projection(model)
+    stack = block_stack(model)  # one walk, for the final norm and the blocks
+    project = unembed if unembed is not None else final_projection(model, stack)
     if project is None:
         raise ValueError(NO_UNEMBED.format(model=type(model).__name__))
     rows: list[tuple[str, torch.Tensor, torch.Tensor]] = []
@@ -36,7 +37,7 @@ def logit_lens(model: nn.Module, inputs: Inputs, *, top_k: int = 5, unembed: Une
 
         return hook
 
-    handles = [block.register_forward_hook(read(path)) for path, block in decoder_blocks(model)]
+    handles = [block.register_forward_hook(read(path)) for path, block in decoder_blocks(model, stack)]
     try:
         output = call_model(model, inputs)
     finally:

@@ -9,6 +9,7 @@ RMSNorm); the unembedding is ``model.get_output_embeddings()``, as transformers 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -16,30 +17,49 @@ from torch import nn
 Unembed = Callable[[torch.Tensor], torch.Tensor]
 
 
-def decoder_blocks(model: nn.Module) -> list[tuple[str, nn.Module]]:
-    """``[(path, block), …]`` of the model's block stack, in order; a ValueError when it holds no such list."""
-    found = _block_list(model)
+class BlockStack(NamedTuple):
+    """The model's block stack: the list's path, the list, and the module that holds it."""
+
+    path: str
+    blocks: nn.ModuleList
+    owner: nn.Module
+
+
+def block_stack(model: nn.Module) -> BlockStack | None:
+    """The last outermost ``nn.ModuleList`` whose items share one type, in ``named_modules()`` order (a list inside
+    another, as a mixture of experts' experts inside a block, is part of that block); None when there is none."""
+    found: BlockStack | None = None
+    seen: set[int] = set()
+
+    def visit(module: nn.Module, path: str, owner: nn.Module, inside: bool) -> None:
+        nonlocal found
+        seen.add(id(module))  # a module met twice keeps its first path, as in named_modules()
+        stack = isinstance(module, nn.ModuleList) and len(module) > 0 and len({type(m) for m in module}) == 1
+        if stack and not inside:
+            found = BlockStack(path, module, owner)
+        inside = inside or (stack and bool(path))  # a model that is itself a list hides no list of its items
+        for name, child in module._modules.items():
+            if child is not None and id(child) not in seen:
+                visit(child, f"{path}.{name}" if path else name, module, inside)
+
+    visit(model, "", model, False)
+    return found
+
+
+def decoder_blocks(model: nn.Module, stack: BlockStack | None = None) -> list[tuple[str, nn.Module]]:
+    """``[(path, block), …]`` of the model's block stack (``stack``: found already), in order; a ValueError when it
+    holds no such list."""
+    found = stack if stack is not None else block_stack(model)
     if found is None:
         raise ValueError(
             f"{type(model).__name__} holds no nn.ModuleList of blocks of one type (as a transformer's layers), "
             "so there are no blocks to use: pass layers=[module path, …]"
         )
-    path, blocks = found
-    return [(f"{path}.{i}" if path else str(i), block) for i, block in enumerate(blocks)]
+    path = found.path
+    return [(f"{path}.{i}" if path else str(i), block) for i, block in enumerate(found.blocks)]
 
 
-def _block_list(model: nn.Module) -> tuple[str, nn.ModuleList] | None:
-    lists = [
-        (path, module)
-        for path, module in model.named_modules()
-        if isinstance(module, nn.ModuleList) and len(module) and len({type(m) for m in module}) == 1
-    ]
-    # A list inside a block (a mixture of experts' experts) is part of that block, not a stack of its own.
-    outer = [(p, m) for p, m in lists if not any(p.startswith(f"{q}.") for q, _ in lists if q)]
-    return outer[-1] if outer else None
-
-
-def final_projection(model: nn.Module) -> Unembed | None:
+def final_projection(model: nn.Module, stack: BlockStack | None = None) -> Unembed | None:
     """``hidden -> logits`` through the model's final norm (when it has one) and output embedding; None when the
     model declares no output embedding (``get_output_embeddings()``, as transformers language models do)."""
     getter = getattr(model, "get_output_embeddings", None)
@@ -47,23 +67,21 @@ def final_projection(model: nn.Module) -> Unembed | None:
     weight = getattr(head, "weight", None)
     if not isinstance(head, nn.Module) or not isinstance(weight, torch.Tensor) or weight.dim() != 2:
         return None
-    norm = final_norm(model, weight.shape[1])
+    norm = final_norm(model, weight.shape[1], stack)
     if norm is None:
         return head
     return lambda hidden: head(norm(hidden))
 
 
-def final_norm(model: nn.Module, width: int) -> nn.Module | None:
+def final_norm(model: nn.Module, width: int, stack: BlockStack | None = None) -> nn.Module | None:
     """The norm applied after the block stack: the last child of the stack's owner, registered after the stack,
     whose parameters are all vectors of ``width``; None when there is none."""
-    found = _block_list(model)
+    found = stack if stack is not None else block_stack(model)
     if found is None:
         return None
-    path, stack = found
-    owner = model.get_submodule(path.rpartition(".")[0]) if "." in path else model
     after, norm = False, None
-    for child in owner.children():
-        if child is stack:
+    for child in found.owner.children():
+        if child is found.blocks:
             after = True
         elif after and _is_norm(child, width):
             norm = child

@@ -9,12 +9,13 @@ import torch
 from torch import nn
 
 from .._torch import compiled_in_place, is_compile_wrapper
+from .modules import modules_of
 
 
 def is_compiled(model: nn.Module) -> bool:
     """Whether ``model`` is, or holds, a ``torch.compile`` wrapper (OptimizedModule) or a module compiled in
     place (``module.compile()``)."""
-    return any(is_compile_wrapper(m) or compiled_in_place(m) for m in model.modules())
+    return any(is_compile_wrapper(m) or compiled_in_place(m) for m in modules_of(model))
 
 
 @contextlib.contextmanager

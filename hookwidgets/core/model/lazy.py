@@ -16,6 +16,7 @@ from torch.nn.parameter import is_lazy
 from ..display import display_name, quoted
 from .hook_dicts import HOOK_DICTS
 from .inputs import Inputs, call_model
+from .modules import modules_of
 from .state import preserved_state
 
 
@@ -34,8 +35,14 @@ def lazy_modules(model: nn.Module) -> dict[str, nn.Module]:
 
 
 def has_lazy(model: nn.Module) -> bool:
-    """Whether any parameter or buffer of ``model`` is not materialized yet."""
-    return any(is_lazy(t) for t in (*model.parameters(), *model.buffers()))
+    """Whether any parameter or buffer of ``model`` is not materialized yet (checked before each of the explorer's
+    runs: one walk of the modules)."""
+    for module in modules_of(model):
+        for tensors in (module._parameters, module._buffers):
+            for tensor in tensors.values():
+                if is_lazy(tensor):
+                    return True
+    return False
 
 
 def describe_lazy(modules: dict[str, nn.Module]) -> str:

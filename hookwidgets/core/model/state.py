@@ -10,6 +10,9 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
+from .._torch import copy_each
+from .modules import modules_of
+
 
 @contextlib.contextmanager
 def preserved_state(
@@ -22,18 +25,26 @@ def preserved_state(
     generators their state (unless ``rng=False``), and every module its ``training`` flag, also when
     the body raises.
     """
-    modes = [(m, m.training) for m in model.modules()]
-    grads = [(p, p.grad) for p in model.parameters()]
-    slots = [(m, dict(m._buffers)) for m in model.modules() if m._buffers]  # which tensor each name holds
-    # a lazy module's buffer that is not materialized has no values yet: the body may give it its first ones
-    buffers = [(b, b.detach().clone()) for b in model.buffers() if not is_lazy(b)]
+    modules = modules_of(model)  # one walk for modes, parameters and buffers: the explorer's every run pays it
+    modes = [m.training for m in modules]
+    params = [p for m in modules for p in m._parameters.values() if p is not None]
+    grads = [p.grad for p in params]
+    slots = [(m, dict(m._buffers)) for m in modules if m._buffers]  # which tensor each name holds
+    buffers = _buffers(slots)
+    with torch.no_grad():
+        # every value is copied: a buffer's version counter would miss BatchNorm's running statistics (updated
+        # in its kernel) and writes through .data or numpy(), which do not move it
+        saved = [b.clone() for b in buffers]
     cpu_rng = torch.get_rng_state()
     cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
-    for param, _ in grads:
-        param.grad = None  # parked: a backward in the body would otherwise accumulate into it in place
+    for param, grad in zip(params, grads, strict=True):
+        if grad is not None:
+            param.grad = None  # parked: a backward in the body would otherwise accumulate into it in place
     try:
         if mode is not None:
-            model.train(mode == "train")
+            training = mode == "train"
+            if any(flag is not training for flag in modes):  # a model already in that mode is not walked again
+                model.train(training)
         yield
     finally:
         for module, entries in slots:
@@ -42,15 +53,30 @@ def preserved_state(
                 now.clear()  # a buffer replaced, added or removed: the objects it held before, in their order
                 now.update(entries)
         with torch.no_grad():
-            for buf, saved in buffers:
-                if buf.shape != saved.shape:  # resized in place: its old size first, then its values
-                    buf.resize_(saved.shape)
-                buf.copy_(saved)
-        for param, grad in grads:
-            param.grad = grad
-        for module, training in modes:
-            module.training = training
+            for buf, old in zip(buffers, saved, strict=True):
+                if buf.shape != old.shape:  # resized in place: its old size first, then its values
+                    buf.resize_(old.shape)
+            copy_each(buffers, saved)
+        for param, grad in zip(params, grads, strict=True):
+            if param.grad is not grad:
+                param.grad = grad
+        for module, training in zip(modules, modes, strict=True):
+            if getattr(module, "training", None) is not training:  # nn.Module's setattr is slow: only what changed
+                module.training = training
         if rng:
             torch.set_rng_state(cpu_rng)
             if cuda_rng is not None:
                 torch.cuda.set_rng_state_all(cuda_rng)
+
+
+def _buffers(slots: list[tuple[nn.Module, dict[str, torch.Tensor | None]]]) -> list[torch.Tensor]:
+    """Each buffer once, as ``model.buffers()`` gives them; a lazy module's buffer that is not materialized has no
+    values yet (the body may give it its first ones)."""
+    seen: set[int] = set()
+    found = []
+    for _, entries in slots:
+        for buf in entries.values():
+            if buf is not None and id(buf) not in seen and not is_lazy(buf):
+                seen.add(id(buf))
+                found.append(buf)
+    return found
