@@ -8,7 +8,8 @@ long-task entries (tasks over 50 ms; none means the longest task was under 50 ms
 with a markdown section for bench/RESULTS.md (command, date, machine, table with bars and verdicts).
 
 Bars (issue 6): a 10,000-module explorer painted ≤ 1 s after its cell's output arrives; a 5,000-node
-autograd graph painted collapsed ≤ 1 s; click → hook attached in Python → badge shown ≤ 150 ms.
+autograd graph painted collapsed ≤ 1 s; click → hook attached in Python → badge shown ≤ 150 ms (issue 25: switching
+tabs ≤ 100 ms).
 
     .venv/bin/python bench/frontend.py                 # every measurement, 15 loads each
     .venv/bin/python bench/frontend.py --only tree_paint --only click_badge --loads 20
@@ -106,6 +107,21 @@ ex.run(target=0)  # captures exist, as after a first Run in the quickstart
 ex
 """
 
+# Clicks a tab and times until its page is shown and painted (two frames), with the longest main-thread task seen.
+_TAB_SWITCH = """
+async (tab) => {
+  const explorer = document.querySelector('.hw-explorer:not([data-bench-old])');
+  const button = explorer.querySelector(`button.hw-tab[data-tab="${tab}"]`);
+  if (!button || button.hidden) throw new Error(`no tab ${tab}`);
+  const start = performance.now();
+  button.click();
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const page = explorer.querySelector(`.hw-tab-page[data-tab="${tab}"]`);
+  if (page.hidden) throw new Error(`tab ${tab} did not open`);
+  return performance.now() - start;
+}
+"""
+
 # Marks what is on the page now, then times the next explorer: its output's arrival, its tree showing
 # its first rows and its count, and the frame after that (painted).
 _WATCH_TREE = """
@@ -157,6 +173,21 @@ async ({path, kind}) => {
   toggle.click();
   const gone = () => !explorer.querySelector(`.hw-row[data-path="${path}"] .hw-badge[data-kind="${kind}"]`);
   while (!(gone() && !toggle.disabled && !toggle.checked)) await new Promise((r) => setTimeout(r, 10));
+}
+"""
+
+# Clicks a tab and times until its page is shown and painted (two frames), with the longest main-thread task seen.
+_TAB_SWITCH = """
+async (tab) => {
+  const explorer = document.querySelector('.hw-explorer:not([data-bench-old])');
+  const button = explorer.querySelector(`button.hw-tab[data-tab="${tab}"]`);
+  if (!button || button.hidden) throw new Error(`no tab ${tab}`);
+  const start = performance.now();
+  button.click();
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const page = explorer.querySelector(`.hw-tab-page[data-tab="${tab}"]`);
+  if (page.hidden) throw new Error(`tab ${tab} did not open`);
+  return performance.now() - start;
 }
 """
 
@@ -410,12 +441,36 @@ def graph_record(session: Session, loads: int) -> Figure:
     return Figure("Record graph → 5,000-node graph painted", values, None, note)
 
 
+def tab_switch(session: Session, loads: int) -> Figure:
+    """A tab clicked → its page shown and painted, on the digits CNN after a Run with a recorded graph: the right
+    pane between the inspector (images), the summary and the attribution, the left between the tree and the graph."""
+    page = session.page
+    page.evaluate("() => document.querySelectorAll('.hw-explorer').forEach((el) => { el.dataset.benchOld = '1'; })")
+    path = session.notebook(
+        "bench_tab_switch.ipynb", CLICK_MODEL.replace("ex.run(target=0)", "ex.run(target=0, record_graph=True)")
+    )
+    session.lab.run_all(path, timeout=300)
+    explorer = page.locator(".hw-explorer:not([data-bench-old])")
+    explorer.locator('.hw-row[data-path="features.conv2"]').click()
+    explorer.locator("input.hw-toggle[data-kind='forward']").wait_for()
+    cycle = ["summary", "graph", "attribution", "modules", "inspector"]
+    values = []
+    for i in range(WARMUP_PAIRS + loads):
+        for tab in cycle:
+            ms = page.evaluate(_TAB_SWITCH, tab)
+            if i >= WARMUP_PAIRS:
+                values.append(ms)
+    note = "tab clicked → its page shown → next frame painted (every tab of both panes, in turn)"
+    return Figure("switching tabs", values, 100, note, f"{len(cycle)} tabs per round")
+
+
 MEASUREMENTS: dict[str, Callable[[Session, int], Figure]] = {
     "tree_paint": tree_paint,
     "graph_paint": graph_paint,
     "click_badge": click_badge,
     "graph_expand": graph_expand,
     "graph_record": graph_record,
+    "tab_switch": tab_switch,
 }
 """Every figure of this benchmark, by name, in the order they run."""
 

@@ -1,9 +1,10 @@
-/** hookwidgets explorer view (anywidget ESM): header and run bar, module tree, inspector, graph, summary, training,
- * logit lens and patching. */
+/** hookwidgets explorer view (anywidget ESM): header and run bar over two panes of tabs: the module tree or the graph,
+ * beside the inspector, attribution, summary, training, logit lens and patching panels. */
 
 import "./widget.css";
 import { createRequests } from "./requests.js";
 import { h } from "./view/dom.js";
+import { createAttributionView } from "./view/attribution_view.js";
 import { createErrorBox } from "./view/error_box.js";
 import { createGraphView } from "./view/graph_view.js";
 import { createHeader } from "./view/header.js";
@@ -11,6 +12,7 @@ import { createInspector } from "./view/inspector.js";
 import { createLensView } from "./view/lens_view.js";
 import { createPatchingView } from "./view/patching_view.js";
 import { createSummaryView } from "./view/summary_view.js";
+import { createTabs } from "./view/tabs.js";
 import { createTrainingView } from "./view/training_view.js";
 import { createTreeView } from "./view/tree_view.js";
 
@@ -20,29 +22,44 @@ function render({ model, el }) {
   const header = createHeader(model, requests);
   const errorBox = createErrorBox(model, requests);
   const tree = createTreeView(model);
+  const graph = createGraphView(model, { requests });
   const inspector = createInspector(model, requests);
+  const attribution = createAttributionView(model, requests);
+  const summary = createSummaryView(model, requests); // per-layer statistics
+  const training = createTrainingView(model); // update ratios and DDP, once an optimizer or DDP is watched
+  const lens = createLensView(model, requests); // language models: each block's next-token prediction
+  const patching = createPatchingView(model); // the last ex.patch_sweep(), once one starts
+  // What to look at on the left (the modules, or the graph) beside what to do with it on the right.
+  const navigator = createTabs(
+    [
+      { key: "modules", label: "Modules", title: "The module tree: select a module to hook it", el: tree.el },
+      { key: "graph", label: "Graph", title: "The autograd graph or the module dataflow of one forward", el: graph.el },
+    ],
+    "Model views",
+  );
+  const details = createTabs(
+    [
+      { key: "inspector", label: "Inspector", title: "The selection's hooks and captures", el: inspector.el },
+      { key: "attribution", label: "Attribution", title: "Attribution for the selected module", el: attribution.el },
+      { key: "summary", label: "Summary", title: "Statistics per layer and step", el: summary.el },
+      { key: "training", label: "Training", title: "Update ratios and DDP", el: training.el, announce: true },
+      { key: "lens", label: "Logit lens", title: "What each block predicts next", el: lens.el },
+      { key: "patching", label: "Patching", title: "The last activation-patching sweep", el: patching.el, announce: true },
+    ],
+    "Panels",
+  );
+  navigator.el.classList.add("hw-navigator");
+  details.el.classList.add("hw-details");
   const root = h("div", { cls: "hw-explorer" }, [
     header.el,
     errorBox.el,
-    h("div", { cls: "hw-body" }, [
-      h("div", { cls: "hw-tree-panel" }, [tree.el]),
-      inspector.el,
-    ]),
+    h("div", { cls: "hw-body" }, [navigator.el, details.el]),
   ]);
-  const graph = createGraphView(model, { requests }); // the graph panel, below the tree and the inspector
-  root.append(graph.el);
-  const summary = createSummaryView(model, requests); // per-layer statistics, below the graph
-  root.append(summary.el);
-  const training = createTrainingView(model); // update ratios and DDP, once an optimizer or DDP is watched
-  root.append(training.el);
-  const lens = createLensView(model, requests); // language models: each block's next-token prediction
-  root.append(lens.el);
-  const patching = createPatchingView(model); // the last ex.patch_sweep(), once one starts
-  root.append(patching.el);
   el.append(root);
   return () => {
     graph.destroy();
-    for (const part of [header, errorBox, tree, inspector, summary, training, lens, patching]) part.destroy();
+    const parts = [header, errorBox, tree, inspector, attribution, summary, training, lens, patching];
+    for (const part of [...parts, navigator, details]) part.destroy();
     requests.destroy();
     root.remove();
   };

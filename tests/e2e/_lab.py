@@ -9,11 +9,20 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-from playwright.sync_api import Page
+from playwright.sync_api import Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from ._kernel import NotebookKernel
 from ._server import JupyterServer
+
+
+def show_tab(explorer: Locator, key: str) -> None:
+    """Open the explorer's tab ``key`` as a user does: ``modules`` or ``graph`` on the left; ``inspector``,
+    ``attribution``, ``summary``, ``training``, ``lens`` or ``patching`` on the right."""
+    tab = explorer.locator(f'button.hw-tab[data-tab="{key}"]')
+    tab.click()
+    explorer.locator(f'button.hw-tab[data-tab="{key}"][aria-selected="true"]').wait_for(timeout=10_000)
+
 
 # Installed before any page script runs; looks a notebook panel up by its path when called.
 _FIND_PANEL_SCRIPT = """

@@ -6,7 +6,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from ._lab import Lab
+from ._lab import Lab, show_tab
 
 pytestmark = pytest.mark.e2e
 
@@ -164,10 +164,13 @@ def test_invisible_characters_are_shown_escaped_and_a_huge_name_cut(lab: Lab) ->
     _open(lab, "invisible.ipynb", INVISIBLE_MODEL)
     page, bidi, long = lab.page, "txt\u202eexe", "L" * 100_000
     explorer = page.locator(".hw-explorer")
+    show_tab(explorer, "summary")
     explorer.locator(".hw-summary-row").first.wait_for(timeout=30_000)
+    show_tab(explorer, "graph")
     panel = explorer.locator(".hw-graph-panel")
     panel.locator("button.hw-graph-record").click()
     panel.locator('.hw-graph-status[data-state="ready"]').wait_for(timeout=30_000)
+    show_tab(explorer, "modules")
     rows = explorer.locator(".hw-row")
     # rows keep the real path (what a click sends back) and show it escaped: the tree, then the summary
     shown = rows.evaluate_all("els => els.map((e) => [e.dataset.path, e.querySelector('.hw-name').innerText])")
@@ -178,9 +181,11 @@ def test_invisible_characters_are_shown_escaped_and_a_huge_name_cut(lab: Lab) ->
     )
     assert [bidi, "txt\\u202eexe"] in summary and [long, "L" * 200 + "…"] in summary
     rows.nth(1).click()
+    show_tab(explorer, "inspector")
     explorer.locator(".hw-hook-error summary").wait_for(timeout=10_000)
     assert "bad txt\\u202eexe" in explorer.locator(".hw-hook-error summary").inner_text()
     assert explorer.locator(".hw-info dd").first.inner_text() == "txt\\u202eexe"
+    show_tab(explorer, "graph")
     labels = panel.locator(".hw-gbox-label, .hw-glabel").all_text_contents()  # SVG text: no innerText
     assert any("txt\\u202eexe" in label for label in labels) and max(map(len, labels)) < 210
     # nowhere on the explorer, text or tooltip, does the override itself appear; the longest text is cut
@@ -200,6 +205,7 @@ def test_summary_lists_every_layer_and_a_node_hook_from_the_graph_shows_its_capt
     explorer = page.locator(".hw-explorer")
     explorer.locator(".hw-row").first.wait_for(timeout=30_000)
 
+    show_tab(explorer, "summary")
     explorer.locator("button.hw-stats-all").click()
     explorer.locator('.hw-row[data-path=""] .hw-badge[data-kind="global_grad"]').wait_for(timeout=15_000)
     explorer.locator("button.hw-run").click()
@@ -214,6 +220,8 @@ def test_summary_lists_every_layer_and_a_node_hook_from_the_graph_shows_its_capt
     explorer.locator(".hw-summary-panel").screenshot(path=str(lab.artifacts_dir / f"{shots}summary-view.png"))
 
     # a node from the recorded graph: select it, attach node_pre, Run, see its capture
+    show_tab(explorer, "graph")
+    show_tab(explorer, "inspector")
     panel = explorer.locator(".hw-graph-panel")
     panel.locator("button.hw-graph-record").click()
     panel.locator('.hw-graph-status[data-state="ready"]').wait_for(timeout=30_000)

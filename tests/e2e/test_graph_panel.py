@@ -6,7 +6,7 @@ import nbformat
 import pytest
 from playwright.sync_api import Locator
 
-from ._lab import Lab
+from ._lab import Lab, show_tab
 
 pytestmark = pytest.mark.e2e
 
@@ -51,6 +51,7 @@ def test_record_the_graph_click_in_it_and_follow_the_tree(lab: Lab) -> None:
     lab.run_all(path, timeout=180)
     explorer = lab.page.locator(".hw-explorer")
     explorer.wait_for(timeout=30_000)
+    show_tab(explorer, "graph")
     panel = explorer.locator(".hw-graph-panel")
     assert panel.locator(".hw-graph-status").get_attribute("data-state") == "empty"
 
@@ -69,13 +70,17 @@ def test_record_the_graph_click_in_it_and_follow_the_tree(lab: Lab) -> None:
     # a module in the graph -> Python's selection and the tree's highlighted row
     panel.locator('.hw-gbox[data-path="features"] > .hw-gbox-label').click()
     _wait_selected(lab, path, "features")
+    show_tab(explorer, "modules")
     explorer.locator('.hw-row.hw-selected[data-path="features"]').wait_for(timeout=10_000)
+    show_tab(explorer, "graph")
     _ready(panel)
     panel.locator('.hw-gblock.hw-gselected[data-path="features"]').wait_for(timeout=10_000)  # it collapsed
 
     # a tree row -> the graph opens the collapsed cluster and highlights the module
+    show_tab(explorer, "modules")
     explorer.locator('.hw-row[data-path="features.conv"]').click()
     _wait_selected(lab, path, "features.conv")
+    show_tab(explorer, "graph")
     panel.locator('.hw-gblock.hw-gselected[data-path="features.conv"]').wait_for(timeout=30_000)
     assert panel.locator('.hw-gbox[data-path="features"]').count() == 1  # "features" opened again
     assert panel.locator(".hw-gselected").count() == 1
@@ -135,16 +140,20 @@ def test_a_module_selected_in_the_graph_is_scrolled_to_and_highlighted_in_the_tr
     lab.run_all(path, timeout=180)
     explorer = lab.page.locator(".hw-explorer")
     panel = explorer.locator(".hw-graph-panel")
-    _ready(panel)
     assert explorer.locator('.hw-row[data-path="tail.35"]').count() == 0  # 83 rows, virtualized: far below
+    show_tab(explorer, "graph")
+    _ready(panel)
 
     # collapsed at the depth that fits: stem and tail are blocks; a click opens tail and selects it
     panel.locator('.hw-gblock[data-path="tail"]').click()
     _ready(panel)
+    show_tab(explorer, "modules")
     lab.page.wait_for_function(_ROW_IN_VIEW, arg="tail", timeout=10_000)
+    show_tab(explorer, "graph")
     panel.locator("button.hw-graph-fit").click()
     panel.locator('.hw-gblock[data-path="tail.35"]').click()
     _wait_selected(lab, path, "tail.35")
+    show_tab(explorer, "modules")
     lab.page.wait_for_function(_ROW_IN_VIEW, arg="tail.35", timeout=10_000)  # scrolled to, highlighted
     assert explorer.locator(".hw-tree").evaluate("(el) => el.scrollTop") > 0
     assert explorer.locator(".hw-row.hw-selected").count() == 1

@@ -6,7 +6,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from ._lab import Lab
+from ._lab import Lab, show_tab
 from .test_transformers import GPT2_WITH_TOKENIZER, WORDS, _theme
 
 pytestmark = pytest.mark.e2e
@@ -52,6 +52,7 @@ def test_token_attribution_lens_and_patching_from_clicks_in_a_gpt2_explorer(lab:
         "attention_rollout",
         "grad_attention_rollout",
     ]
+    show_tab(explorer, "attribution")
     explorer.locator("select.hw-attr-method").select_option("integrated_gradients")
     explorer.locator("button.hw-attr-run").click()
     tokens = explorer.locator(".hw-attr-tokens span.hw-token")
@@ -93,6 +94,7 @@ def test_token_attribution_lens_and_patching_from_clicks_in_a_gpt2_explorer(lab:
     page.wait_for_function("() => document.querySelector('.hw-attr-error').textContent === ''", timeout=15_000)
 
     # the logit lens: one row per block and the output, one column per token
+    show_tab(explorer, "lens")
     explorer.locator("button.hw-lens-run").click()
     rows = explorer.locator("table.hw-lens-table tbody tr")
     rows.nth(2).wait_for(timeout=60_000)
@@ -116,6 +118,8 @@ def test_token_attribution_lens_and_patching_from_clicks_in_a_gpt2_explorer(lab:
             "corrupt = tokenizer('the dog sat on a mat', return_tensors='pt')['input_ids']\n"
             "sweep = ex.patch_sweep(clean, corrupt)"
         )
+    explorer.locator('button.hw-tab.hw-tab-fresh[data-tab="patching"]').wait_for(timeout=30_000)
+    show_tab(explorer, "patching")
     explorer.locator("img.hw-patching-image").wait_for(timeout=30_000)
     assert "layers patched in at each of 6 positions" in explorer.locator(".hw-patching-caption").inner_text()
     assert explorer.locator("div.hw-error").is_hidden()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ._lab import Lab
+from ._lab import Lab, show_tab
 
 pytestmark = pytest.mark.e2e
 
@@ -77,6 +77,7 @@ def test_quickstart_through_load_ext_click_toggle_run_and_see_the_python_image(
     shown = bytes(image.evaluate(_IMAGE_BYTES))
 
     # "attribution here": Grad-CAM of the top class at the selected layer, the input beside it
+    show_tab(explorer, "attribution")
     explorer.locator("button.hw-attr-run").click()
     overlay = explorer.locator("img.hw-attr-image")
     overlay.wait_for(timeout=60_000)
@@ -86,6 +87,7 @@ def test_quickstart_through_load_ext_click_toggle_run_and_see_the_python_image(
         page.wait_for_function("(img) => img.complete && img.naturalWidth > 0", arg=img.element_handle())
 
     # the quickstart's `ex.graph()` cell filled the graph panel (laid out and drawn in this frontend too)
+    show_tab(explorer, "graph")
     status = explorer.locator('.hw-graph-status[data-state="ready"]')
     status.wait_for(timeout=30_000)
     graph_status = status.inner_text()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from ._lab import Lab
+from ._lab import Lab, show_tab
 
 pytestmark = pytest.mark.e2e
 
@@ -48,7 +48,10 @@ def test_the_training_panel_shows_update_ratios_and_ddp_of_the_users_loop(lab: L
     path = lab.write_notebook("training.ipynb", nb)
     lab.open_notebook(path)
     lab.run_all(path, timeout=180)
-    panel = lab.page.locator(".hw-explorer .hw-training-panel")
+    explorer = lab.page.locator(".hw-explorer")
+    explorer.locator('button.hw-tab.hw-tab-fresh[data-tab="training"]').wait_for(timeout=30_000)  # marked: new
+    show_tab(explorer, "training")
+    panel = explorer.locator(".hw-training-panel")
     panel.wait_for(timeout=30_000)
     chart = panel.locator("img.hw-ratio-chart")
     chart.wait_for(timeout=30_000)

@@ -1,11 +1,11 @@
-/** Inspector: details, hook toggles with action and edit pickers, live hooks, code and plots of the selection. */
+/** Inspector: details, hook toggles with action and edit pickers, live hooks, code and plots of the selection (its
+ * attribution has a tab of its own). */
 
 import { displayName, displayPath, formatCount, formatFired, formatParams, formatShape } from "../format.js";
 import { hasHook, hooksAt, indexHooks } from "../hooks.js";
 import { SLOW_MS } from "../requests.js";
 import { findNode, isTree } from "../tree.js";
 import { h, listen, setText, subscribe } from "./dom.js";
-import { createAttributionView } from "./attribution_view.js";
 import { createEditPicker } from "./edit_picker.js";
 import { createPlots } from "./plots.js";
 
@@ -26,7 +26,6 @@ export function createInspector(model, requests) {
   const codeText = h("pre", { cls: "hw-code-text" });
   const code = h("details", { cls: "hw-code" }, [h("summary", { text: "Plain-torch code for these hooks" }), codeText]);
   const plots = createPlots(model, requests);
-  const attribution = createAttributionView(model, requests);
   const diagnostics = h("ul", { cls: "hw-diagnostics" });
   const diagnosticsBox = h("details", { cls: "hw-diagnostics-box", attrs: { open: true } }, [
     h("summary", { cls: "hw-section-title", text: "What the explorer did" }),
@@ -44,7 +43,6 @@ export function createInspector(model, requests) {
     code,
     h("div", { cls: "hw-section-title", text: "Captures" }),
     plots.el,
-    attribution.el,
   ]);
   // Toggles whose attach/detach was sent and not yet answered (`target\0kind` -> the timer that marks it slow):
   // their checkboxes stay disabled until the kernel's reply, however long that takes.
@@ -255,7 +253,6 @@ export function createInspector(model, requests) {
       for (const timer of pending.values()) clearTimeout(timer);
       picker.destroy();
       plots.destroy();
-      attribution.destroy();
     },
   };
 }

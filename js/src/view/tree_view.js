@@ -177,6 +177,7 @@ export function createTreeView(model) {
   }
 
   let shownSelected = selectedPath();
+  let hiddenReveal = false;
   function onSelected() {
     const selected = selectedPath();
     // A selection made from Python or the graph may sit under a collapsed node: open its ancestors.
@@ -188,6 +189,8 @@ export function createTreeView(model) {
       entry.el.setAttribute("aria-selected", String(path === selected));
     }
     shownSelected = selected;
+    // In a hidden tab the tree cannot scroll: it reveals the selection when it is shown again.
+    hiddenReveal = viewport.clientHeight === 0;
     reveal(selected, !viewport.contains(document.activeElement));
   }
 
@@ -321,7 +324,16 @@ export function createTreeView(model) {
   hookIndex = indexHooks(model.get("hooks"));
   onTree();
   // The viewport has no height until the view is attached to the page: draw again once it has.
-  const resize = typeof ResizeObserver === "function" ? new ResizeObserver(() => scheduleDraw()) : null;
+  const resize =
+    typeof ResizeObserver === "function"
+      ? new ResizeObserver(() => {
+          if (hiddenReveal && viewport.clientHeight > 0) {
+            hiddenReveal = false;
+            reveal(selectedPath(), true); // selected from the graph while the tree's tab was closed
+          }
+          scheduleDraw();
+        })
+      : null;
   resize?.observe(viewport);
   onSelected();
   return {
