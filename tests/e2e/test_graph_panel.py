@@ -228,6 +228,20 @@ _TEXTS = """
 """
 
 
+# Toolbar controls whose box is not inside the panel's.
+_TOOLBAR_OUTSIDE = """
+(panel) => {
+  const outer = panel.getBoundingClientRect();
+  return [...panel.querySelectorAll('.hw-graph-toolbar button, .hw-graph-toolbar input, .hw-graph-search-count')]
+    .filter((el) => {
+      const r = el.getBoundingClientRect();
+      return r.left < outer.left || r.right > outer.right + 0.5 || r.top < outer.top || r.bottom > outer.bottom;
+    })
+    .map((el) => el.className);
+}
+"""
+
+
 def _expand_every_level(panel: Locator, path: str) -> None:
     """Shift-click the module's block (collapsing its box first when it is open)."""
     box = panel.locator(f'.hw-gbox[data-path="{path}"] > .hw-gbox-label')
@@ -320,6 +334,11 @@ def test_a_big_graph_fits_readably_with_a_minimap_finds_nodes_and_keeps_its_text
     assert layer and view
     middle = (layer["x"] + layer["width"] / 2) - (view["x"] + view["width"] / 2)
     assert abs(middle) < 4, f"graph {middle:.0f} px off centre after the resize"
+    for width in (900, 600):  # the toolbar wraps: every control inside the panel
+        page.set_viewport_size({"width": width, "height": 1000})
+        page.wait_for_timeout(200)
+        outside = panel.evaluate(_TOOLBAR_OUTSIDE)
+        assert not outside, f"at {width} px: {outside}"
     page.set_viewport_size({"width": 1400, "height": 1000})
 
     # contrast of every SVG text (labels, details, box names, badges) in light and dark themes
