@@ -8,8 +8,8 @@ long-task entries (tasks over 50 ms; none means the longest task was under 50 ms
 with a markdown section for bench/RESULTS.md (command, date, machine, table with bars and verdicts).
 
 Bars (issue 6): a 10,000-module explorer painted ≤ 1 s after its cell's output arrives; a 5,000-node
-autograd graph painted collapsed ≤ 1 s; click → hook attached in Python → badge shown ≤ 150 ms (issue 25: switching
-tabs ≤ 100 ms).
+autograd graph painted collapsed ≤ 1 s; click → hook attached in Python → badge shown ≤ 150 ms.
+Issue 25: a 600-node graph's search-and-centre ≤ 100 ms; switching tabs ≤ 100 ms.
 
     .venv/bin/python bench/frontend.py                 # every measurement, 15 loads each
     .venv/bin/python bench/frontend.py --only tree_paint --only click_badge --loads 20
@@ -66,6 +66,32 @@ if "ex" in globals():
     ex.close()
 ex = HookExplorer(model, example_inputs=x)
 assert len(ex.graph()["nodes"]) == 5000
+ex
+"""
+
+# 6 stages × 10 of the blocks above = 600 autograd nodes, for the graph's search.
+SEARCH_MODEL = """
+import torch
+from torch import nn
+from hookwidgets import HookExplorer
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin1, self.act, self.lin2 = nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8)
+    def forward(self, x):
+        return x + self.lin2(self.act(self.lin1(x)))
+
+torch.manual_seed(0)
+model = nn.Sequential(*[nn.Sequential(*[Block() for _ in range(10)]) for _ in range(6)])
+x = torch.randn(2, 8)
+"""
+
+SEARCH_DISPLAY = """
+if "ex" in globals():
+    ex.close()
+ex = HookExplorer(model, example_inputs=x)
+assert len(ex.graph()["nodes"]) == 600
 ex
 """
 
@@ -237,6 +263,37 @@ async ({selector, shift}) => {
   observer.disconnect();
   return {ms: end - start, longest: Math.max(0, ...tasks), state: panel.dataset.state,
           nodes: panel.querySelectorAll('.hw-gnode[data-op]').length};
+}
+"""
+
+# Types a query in the graph's search box and presses Enter; times until the match is marked as the current
+# one, the panel ready (a block that hid it opened and laid out again) and painted; says whether it is in view.
+_SEARCH = """
+async ({query}) => {
+  const panel = document.querySelector('.hw-graph-panel:not([data-bench-old])');
+  const input = panel.querySelector('input.hw-graph-search');
+  const tasks = [];
+  const observer = new PerformanceObserver((list) => tasks.push(...list.getEntries().map((e) => e.duration)));
+  observer.observe({type: 'longtask'});
+  const done = () => panel.dataset.state === 'ready' && panel.querySelector('.hw-gmatch-current');
+  const start = performance.now();
+  const ready = new Promise((resolve) => {
+    const watch = new MutationObserver(() => { if (done()) { watch.disconnect(); resolve(); } });
+    watch.observe(panel, {attributes: true, subtree: true, attributeFilter: ['class', 'data-state']});
+  });
+  input.value = query;
+  input.dispatchEvent(new Event('input', {bubbles: true}));
+  input.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', bubbles: true}));
+  if (!done()) await ready;
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const end = performance.now();
+  await new Promise((r) => setTimeout(r, 50));  // let the observer deliver the last entries
+  observer.disconnect();
+  const box = panel.querySelector('.hw-gmatch-current').getBoundingClientRect();
+  const view = panel.querySelector('svg.hw-graph-canvas').getBoundingClientRect();
+  const inside = box.left >= view.left && box.right <= view.right && box.top >= view.top && box.bottom <= view.bottom;
+  return {ms: end - start, longest: Math.max(0, ...tasks), inside,
+          path: panel.querySelector('.hw-gmatch-current').dataset.path};
 }
 """
 
@@ -441,6 +498,33 @@ def graph_record(session: Session, loads: int) -> Figure:
     return Figure("Record graph → 5,000-node graph painted", values, None, note)
 
 
+def graph_search(session: Session, loads: int) -> Figure:
+    """A module of a 600-node graph searched: typed, Enter, its collapsed block opened, centred, marked, painted."""
+    path = session.notebook("bench_graph_search.ipynb", SEARCH_MODEL, SEARCH_DISPLAY)
+    _paint_once(session, path)
+    page = session.page
+    values, longest = [], []
+    for i in range(WARMUP_PAIRS + loads):
+        # A different block each time, so each search opens the block that hides it (the slow case).
+        module = f"{i % 6}.{(i // 6) % 10}.lin2"
+        result = page.evaluate(_SEARCH, {"query": module})
+        if result["path"] != module or not result["inside"]:
+            raise RuntimeError(f"searching {module} did not centre it: {result}")
+        if i >= WARMUP_PAIRS:
+            values.append(result["ms"])
+            longest.append(result["longest"])
+    page.locator(".hw-graph-panel:not([data-bench-old])").screenshot(
+        path=str(session.lab.artifacts_dir / "graph-600-search.png")
+    )
+    return Figure(
+        "600-node graph: search → match centred",
+        values,
+        100,
+        "query typed + Enter → block opened, laid out, centred, marked → next frame",
+        f"longest main-thread task {max(longest):.0f} ms",
+    )
+
+
 def tab_switch(session: Session, loads: int) -> Figure:
     """A tab clicked → its page shown and painted, on the digits CNN after a Run with a recorded graph: the right
     pane between the inspector (images), the summary and the attribution, the left between the tree and the graph."""
@@ -470,6 +554,7 @@ MEASUREMENTS: dict[str, Callable[[Session, int], Figure]] = {
     "click_badge": click_badge,
     "graph_expand": graph_expand,
     "graph_record": graph_record,
+    "graph_search": graph_search,
     "tab_switch": tab_switch,
 }
 """Every figure of this benchmark, by name, in the order they run."""

@@ -226,8 +226,11 @@ def test_summary_lists_every_layer_and_a_node_hook_from_the_graph_shows_its_capt
     panel.locator("button.hw-graph-record").click()
     panel.locator('.hw-graph-status[data-state="ready"]').wait_for(timeout=30_000)
     node_id = "classifier.fc/AddmmBackward0#0"
-    panel.locator("button.hw-graph-fit").click()
-    panel.locator(f'.hw-gnode[data-id="{node_id}"]').click()
+    # Fit keeps the text readable, so the graph's end may be out of view: its search centres on the node
+    search = panel.locator("input.hw-graph-search")
+    search.fill(node_id)
+    search.press("Enter")
+    panel.locator(f'.hw-gnode.hw-gmatch-current[data-id="{node_id}"]').click()
     explorer.locator(".hw-info dd", has_text=node_id).wait_for(timeout=15_000)  # the inspector shows the node
     toggle = explorer.locator('input.hw-toggle[data-kind="node_pre"]')
     toggle.check()

@@ -150,10 +150,222 @@ def test_a_module_selected_in_the_graph_is_scrolled_to_and_highlighted_in_the_tr
     show_tab(explorer, "modules")
     lab.page.wait_for_function(_ROW_IN_VIEW, arg="tail", timeout=10_000)
     show_tab(explorer, "graph")
-    panel.locator("button.hw-graph-fit").click()
-    panel.locator('.hw-gblock[data-path="tail.35"]').click()
+    # Fit keeps text readable, so 80 blocks do not all fit: the graph's search brings tail.35 into view
+    search = panel.locator("input.hw-graph-search")
+    search.fill("tail.35")
+    search.press("Enter")
+    panel.locator('.hw-gblock.hw-gmatch-current[data-path="tail.35"]').click()
     _wait_selected(lab, path, "tail.35")
     show_tab(explorer, "modules")
     lab.page.wait_for_function(_ROW_IN_VIEW, arg="tail.35", timeout=10_000)  # scrolled to, highlighted
     assert explorer.locator(".hw-tree").evaluate("(el) => el.scrollTop") > 0
     assert explorer.locator(".hw-row.hw-selected").count() == 1
+
+
+BIG_MODEL_CELL = """
+import torch
+from collections import OrderedDict
+from torch import nn
+from hookwidgets import HookExplorer
+
+torch.manual_seed(0)
+model = nn.Sequential(OrderedDict(
+    stem=nn.Sequential(*[nn.Linear(4, 4) for _ in range(40)]),
+    tail=nn.Sequential(*[nn.Linear(4, 4) for _ in range(40)]),
+    a_module_with_a_name_much_longer_than_any_box_in_the_graph=nn.Linear(4, 4),
+))
+ex = HookExplorer(model, example_inputs=torch.randn(2, 4))
+ex.graph()
+ex.attach("stem.0", "forward")
+ex.attach("tail.1", "grad")
+ex
+"""
+
+# Every SVG text of the panel: its size on screen, whether it lies inside the shape it labels, and its
+# contrast (WCAG) against what it is drawn on: the canvas, the box frames around it, its own shape.
+_TEXTS = """
+(panel) => {
+  const parse = (value) => {
+    if (!value || value === 'none') return null;
+    let m = value.match(/^rgba?\\(([^)]+)\\)$/);
+    if (m) {
+      const [r, g, b, a = 1] = m[1].split(/[ ,/]+/).filter(Boolean).map(Number);
+      return [r / 255, g / 255, b / 255, a];
+    }
+    m = value.match(/^color\\(srgb ([^)]+)\\)$/);
+    if (m) {
+      const [rgb, alpha] = m[1].split('/');
+      const [r, g, b] = rgb.trim().split(/\\s+/).map(Number);
+      return [r, g, b, alpha === undefined ? 1 : Number(alpha)];
+    }
+    throw new Error(`colour not understood: ${value}`);
+  };
+  const over = (top, under) => top === null ? under
+    : [0, 1, 2].map((i) => top[i] * top[3] + under[i] * (1 - top[3])).concat([1]);
+  const lum = (c) => {
+    const [r, g, b] = c.slice(0, 3).map((v) => (v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4));
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const svg = panel.querySelector('svg.hw-graph-canvas');
+  const canvas = over(parse(getComputedStyle(svg).backgroundColor), [1, 1, 1, 1]);
+  const frames = [...svg.querySelectorAll('.hw-gbox-frame')]
+    .map((f) => [f.getBoundingClientRect(), parse(getComputedStyle(f).fill)]);
+  const view = svg.getBoundingClientRect();
+  return [...svg.querySelectorAll('text')].map((t) => {
+    const box = t.getBoundingClientRect();
+    const cx = (box.left + box.right) / 2;
+    const cy = (box.top + box.bottom) / 2;
+    let bg = canvas;
+    for (const [r, fill] of frames) {
+      if (cx >= r.left && cx <= r.right && cy >= r.top && cy <= r.bottom) bg = over(fill, bg);
+    }
+    const shape = t.parentElement.querySelector(':scope > rect');
+    const frame = t.classList.contains('hw-gbox-label');
+    if (shape && !frame) bg = over(parse(getComputedStyle(shape).fill), bg);
+    const fg = over(parse(getComputedStyle(t).fill), bg);
+    const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+    const s = shape?.getBoundingClientRect();
+    const inside = !s || (box.left >= s.left - 0.5 && box.right <= s.right + 0.5);
+    return {
+      text: t.textContent, cls: t.getAttribute('class') || t.parentElement.parentElement.getAttribute('class'),
+      px: parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a,
+      contrast: (hi + 0.05) / (lo + 0.05), inside,
+      shown: box.right > view.left && box.left < view.right && box.bottom > view.top && box.top < view.bottom,
+    };
+  });
+}
+"""
+
+
+# Toolbar controls whose box is not inside the panel's.
+_TOOLBAR_OUTSIDE = """
+(panel) => {
+  const outer = panel.getBoundingClientRect();
+  return [...panel.querySelectorAll('.hw-graph-toolbar button, .hw-graph-toolbar input, .hw-graph-search-count')]
+    .filter((el) => {
+      const r = el.getBoundingClientRect();
+      return r.left < outer.left || r.right > outer.right + 0.5 || r.top < outer.top || r.bottom > outer.bottom;
+    })
+    .map((el) => el.className);
+}
+"""
+
+
+def _expand_every_level(panel: Locator, path: str) -> None:
+    """Shift-click the module's block (collapsing its box first when it is open)."""
+    box = panel.locator(f'.hw-gbox[data-path="{path}"] > .hw-gbox-label')
+    if box.count():
+        box.dispatch_event("click")
+        _ready(panel)
+    panel.locator(f'.hw-gblock[data-path="{path}"]').dispatch_event("click", {"shiftKey": True})
+    _ready(panel)
+
+
+def _low_contrast(panel: Locator) -> list[dict]:
+    return [t for t in panel.evaluate(_TEXTS) if t["contrast"] < 4.5]
+
+
+def test_a_big_graph_fits_readably_with_a_minimap_finds_nodes_and_keeps_its_text_readable(lab: Lab) -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(BIG_MODEL_CELL)])
+    path = lab.write_notebook("graph_big.ipynb", nb)
+    lab.open_notebook(path)
+    lab.run_all(path, timeout=180)
+    page = lab.page
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    show_tab(page.locator(".hw-explorer"), "graph")
+    panel = page.locator(".hw-explorer .hw-graph-panel")
+    _ready(panel)
+    canvas = panel.locator("svg.hw-graph-canvas")
+
+    # search: a module inside a collapsed block is revealed, centred and marked
+    search = panel.locator("input.hw-graph-search")
+    search.fill("tail.37")
+    assert panel.locator(".hw-graph-search-count").text_content() == "3 matches"  # the module, its weight, its bias
+    search.press("Enter")
+    current = panel.locator('.hw-gmatch-current[data-path="tail.37"]')
+    current.wait_for(timeout=30_000)
+    _ready(panel)
+    assert panel.locator(".hw-graph-search-count").text_content() == "1 / 3"
+    box, view = current.bounding_box(), canvas.bounding_box()
+    assert box and view
+    assert view["x"] <= box["x"] and box["x"] + box["width"] <= view["x"] + view["width"]
+    assert view["y"] <= box["y"] and box["y"] + box["height"] <= view["y"] + view["height"]
+    centre = (box["y"] + box["height"] / 2) - (view["y"] + view["height"] / 2)
+    assert abs(centre) < 40, f"tail.37 is {centre:.0f} px from the canvas's middle"
+
+    # ops by name, Enter / Shift+Enter walk the matches, Escape clears
+    search.fill("AddmmBackward")
+    assert panel.locator(".hw-graph-search-count").text_content() == "81 matches"
+    search.press("Enter")
+    search.press("Enter")
+    _ready(panel)
+    assert panel.locator(".hw-graph-search-count").text_content() == "2 / 81"
+    search.press("Shift+Enter")
+    assert panel.locator(".hw-graph-search-count").text_content() == "1 / 81"
+    panel.locator(".hw-gmatch-current").wait_for(timeout=30_000)
+    search.press("Escape")
+    assert search.input_value() == ""
+    assert panel.locator(".hw-graph-search-count").text_content() == ""
+    assert panel.locator(".hw-gmatch").count() == 0
+
+    # every level open: Fit keeps every text at 9 px or more on screen and shows the rest on the minimap
+    # (clicks dispatched: what they land on may be scrolled out of the canvas, which a real click cannot reach)
+    _expand_every_level(panel, "tail")
+    _expand_every_level(panel, "stem")
+    assert panel.locator('.hw-gnode[data-op="AddmmBackward0"]').count() == 81
+    panel.locator("button.hw-graph-fit").click()
+    texts = panel.evaluate(_TEXTS)
+    shown = [t for t in texts if t["shown"]]
+    assert shown, "no text in view after Fit"
+    assert min(t["px"] for t in shown) >= 9 - 0.01, sorted(shown, key=lambda t: t["px"])[:3]
+    overflowing = [t for t in texts if not t["inside"]]
+    assert not overflowing, overflowing[:5]
+    long_name = panel.locator('.hw-gnode[data-node-type="param"] .hw-glabel', has_text="…").first
+    assert "a_module_with_a_name_much_longer_than_any_box_in_the_graph" not in (long_name.text_content() or "")
+    minimap = panel.locator("svg.hw-graph-minimap")
+    assert minimap.is_visible()
+    map_box, port = minimap.bounding_box(), panel.locator(".hw-gminimap-view").bounding_box()
+    assert map_box and port and port["height"] < map_box["height"] / 2  # the view is a part of the whole
+    panel.screenshot(path=str(lab.artifacts_dir / "graph-big-fit.png"))
+
+    # a press on the minimap's bottom moves the view to the graph's end
+    before = panel.locator(".hw-graph-layer").get_attribute("transform")
+    minimap.click(position={"x": map_box["width"] / 2, "y": map_box["height"] - 2})
+    assert panel.locator(".hw-graph-layer").get_attribute("transform") != before
+    map_after, port_after = minimap.bounding_box(), panel.locator(".hw-gminimap-view").bounding_box()
+    assert map_after and port_after  # (the click scrolled the page: positions relative to the map)
+    assert port_after["y"] - map_after["y"] > port["y"] - map_box["y"] + map_box["height"] / 3
+
+    # the panel narrower: Fit again by itself (the graph stays centred across the canvas)
+    panel.locator("button.hw-graph-fit").click()
+    page.set_viewport_size({"width": 900, "height": 1000})
+    page.wait_for_timeout(300)
+    layer, view = panel.locator(".hw-gboxes").bounding_box(), canvas.bounding_box()
+    assert layer and view
+    middle = (layer["x"] + layer["width"] / 2) - (view["x"] + view["width"] / 2)
+    assert abs(middle) < 4, f"graph {middle:.0f} px off centre after the resize"
+    for width in (900, 600):  # the toolbar wraps: every control inside the panel
+        page.set_viewport_size({"width": width, "height": 1000})
+        page.wait_for_timeout(200)
+        outside = panel.evaluate(_TOOLBAR_OUTSIDE)
+        assert not outside, f"at {width} px: {outside}"
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
+    # contrast of every SVG text (labels, details, box names, badges) in light and dark themes
+    panel.locator('.hw-gbadge[data-kind="grad"]').wait_for(timeout=10_000)
+    assert panel.locator('.hw-gnode[data-node-type="param"]').count() > 0
+    assert not _low_contrast(panel), _low_contrast(panel)[:5]
+    from .test_transformers import _theme
+
+    _theme(lab, "JupyterLab Dark")
+    try:
+        page.wait_for_timeout(200)
+        assert not _low_contrast(panel), _low_contrast(panel)[:5]
+        # collapsed stem: a "+1" badge
+        panel.locator('.hw-gbox[data-path="stem"] > .hw-gbox-label').dispatch_event("click")
+        _ready(panel)
+        panel.locator(".hw-gbadge-inside").first.wait_for(timeout=10_000)
+        assert not _low_contrast(panel), _low_contrast(panel)[:5]
+        panel.screenshot(path=str(lab.artifacts_dir / "graph-big-dark.png"))
+    finally:
+        _theme(lab, "JupyterLab Light")

@@ -36,3 +36,13 @@ export function nodeScope(id) {
   const slash = id.lastIndexOf("/");
   return slash < 0 || !id.includes("#", slash) ? null : id.slice(0, slash);
 }
+
+/** `text` cut to at most `max` characters with "…" in the middle (a path's start and its last name both stay). */
+export function ellipsize(text, max) {
+  const chars = Array.from(String(text));
+  if (chars.length <= max) return String(text);
+  if (max <= 1) return "…";
+  const tail = Math.floor((max - 1) / 2);
+  const head = max - 1 - tail;
+  return `${chars.slice(0, head).join("")}…${chars.slice(chars.length - tail).join("")}`;
+}

@@ -1,14 +1,20 @@
 /** Draws a laid-out graph as SVG: boxes, edges, nodes, blocks and hook badges; strings only as text or attributes. */
 
 import { badgeLabel, displayPath, visibleText } from "../format.js";
-import { BOX_LABEL, blockDetail, itemLabel } from "../graph/layout.js";
+import { BOX_LABEL, SMALL_CHAR_WIDTH, blockDetail, itemLabel, labelRoom, smallRoom } from "../graph/layout.js";
+import { ellipsize } from "../graph/text.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 
-/** Tooltip of a drawn item: a node's title (saved tensors), or what a click on a cluster does. */
+/** Tooltip of a drawn item: a node's full label and title (saved tensors), or a cluster's path and what a click does. */
 export function tooltip(model, key) {
   const index = Number(key.slice(1));
-  if (key[0] === "n") return model.nodes[index]?.title ?? "";
+  if (key[0] === "n") {
+    const node = model.nodes[index];
+    if (!node) return "";
+    // The label may be cut short in its box: the tooltip always has it whole.
+    return node.title?.includes(node.label) ? node.title : [node.label, node.title].filter(Boolean).join("\n");
+  }
   const cluster = model.clusters[index];
   if (!cluster) return "";
   const count = `${cluster.total.toLocaleString("en-US")} node${cluster.total === 1 ? "" : "s"}`;
@@ -44,7 +50,7 @@ function boxElement(model, box, [cx, cy, w, h]) {
   const y = cy - h / 2;
   return s("g", { class: "hw-gbox", "data-key": box.key, "data-path": cluster.path, "data-expanded": "true" }, [
     s("rect", { class: "hw-gbox-frame", x: round(x), y: round(y), width: round(w), height: round(h), rx: 5 }),
-    s("text", { class: "hw-gbox-label", x: round(x + 6), y: round(y + BOX_LABEL - 3) }, [], `▾ ${cluster.name}`),
+    s("text", { class: "hw-gbox-label", x: round(x + 6), y: round(y + BOX_LABEL - 3) }, [], ellipsize(`▾ ${cluster.name}`, smallRoom(w - 12))),
   ]);
 }
 
@@ -58,8 +64,8 @@ function itemElement(model, item, [cx, cy, w, h]) {
       { class: "hw-gnode hw-gblock", "data-key": item.key, "data-node-type": "cluster", "data-path": cluster.path, "data-expanded": "false" },
       [
         s("rect", { class: "hw-gnode-shape", x, y, width: round(w), height: round(h), rx: 5 }),
-        s("text", { class: "hw-glabel", x: round(cx), y: round(cy - 3), "text-anchor": "middle" }, [], `▸ ${itemLabel(model, item)}`),
-        s("text", { class: "hw-gdetail", x: round(cx), y: round(cy + 10), "text-anchor": "middle" }, [], blockDetail(model, item)),
+        s("text", { class: "hw-glabel", x: round(cx), y: round(cy - 3), "text-anchor": "middle" }, [], ellipsize(itemLabel(model, item), labelRoom(w))),
+        s("text", { class: "hw-gdetail", x: round(cx), y: round(cy + 10), "text-anchor": "middle" }, [], ellipsize(blockDetail(model, item), smallRoom(w - 8))),
       ],
     );
   }
@@ -69,7 +75,7 @@ function itemElement(model, item, [cx, cy, w, h]) {
   if (model.view === "dataflow") attrs["data-path"] = node.id;
   return s("g", attrs, [
     s("rect", { class: "hw-gnode-shape", x, y, width: round(w), height: round(h), rx: node.type === "op" ? 3 : 11 }),
-    s("text", { class: "hw-glabel", x: round(cx), y: round(cy + 4), "text-anchor": "middle" }, [], node.label),
+    s("text", { class: "hw-glabel", x: round(cx), y: round(cy + 4), "text-anchor": "middle" }, [], ellipsize(node.label, labelRoom(w))),
   ]);
 }
 
@@ -135,20 +141,20 @@ export function drawBadges(drawn, model, hooksByTarget) {
     if (!kinds.length && !inside) continue;
     const [cx, cy, w, h] = rect;
     let x = cx + w / 2 - 2;
-    const y = el.classList.contains("hw-gbox") ? cy - h / 2 + 2 : cy - h / 2 - 7;
+    const y = el.classList.contains("hw-gbox") ? cy - h / 2 + 1 : cy - h / 2 - 8;
     const group = s("g", { class: "hw-gbadges" });
     // [data-kind, label, tooltip]: a hook kind's badge, then the count of hooks inside a collapsed block
     const badges = kinds.map((kind) => [kind, badgeLabel(kind), kind]);
     if (inside) badges.push([null, `+${inside}`, `${inside} hook${inside === 1 ? "" : "s"} inside`]);
     for (const [kind, label, tip] of badges.reverse()) {
-      const width = label.length * 5.6 + 6;
+      const width = label.length * SMALL_CHAR_WIDTH + 6;
       x -= width;
       const attrs = kind === null ? { class: "hw-gbadge hw-gbadge-inside" } : { class: "hw-gbadge", "data-kind": kind };
       group.append(
         s("g", attrs, [
           s("title", {}, [], tip),
-          s("rect", { x: round(x), y: round(y), width: round(width), height: 12, rx: 3 }),
-          s("text", { x: round(x + width / 2), y: round(y + 9), "text-anchor": "middle" }, [], label),
+          s("rect", { x: round(x), y: round(y), width: round(width), height: 13, rx: 3 }),
+          s("text", { x: round(x + width / 2), y: round(y + 10), "text-anchor": "middle" }, [], label),
         ]),
       );
       x -= 2;

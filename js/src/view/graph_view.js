@@ -1,9 +1,14 @@
-/** Graph panel: the module dataflow or autograd graph as SVG, clusters that expand on click, selection synced with `selected`. */
+/**
+ * Graph panel: the module dataflow or autograd graph as SVG, clusters that expand on click, selection synced
+ * with `selected`, a readable Fit with a minimap, and a search that centres on nodes and modules.
+ */
 
 import "./graph.css";
 import { StaleLayout, createLayoutClient } from "../graph/layout_client.js";
 import { layoutRequest } from "../graph/layout.js";
 import { autogradModel, dataflowModel } from "../graph/model.js";
+import { matchCount, matchKeys, searchGraph } from "../graph/search.js";
+import { READABLE_SCALE } from "../graph/viewport.js";
 import {
   collapseSubtree,
   depthThatFits,
@@ -15,6 +20,7 @@ import {
 } from "../graph/visible.js";
 import { createRequests } from "../requests.js";
 import { h, listen, setText, subscribe } from "./dom.js";
+import { createMinimap } from "./graph_minimap.js";
 import { drawBadges, drawSteps, ensureTooltip, s, tooltip } from "./graph_svg.js";
 import { createPanZoom } from "./pan_zoom.js";
 
@@ -54,17 +60,42 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
   const modeButtons = VIEWS.map(([mode, text]) =>
     h("button", { cls: "hw-graph-mode", attrs: { type: "button", "data-mode": mode, "aria-pressed": "false" }, text }),
   );
-  const fitButton = h("button", { cls: "hw-graph-fit", attrs: { type: "button", title: "Fit the graph in view" }, text: "Fit" });
+  const fitButton = h("button", {
+    cls: "hw-graph-fit",
+    attrs: { type: "button", title: "Fit the graph in view at a readable size (the minimap shows the rest)" },
+    text: "Fit",
+  });
+  const search = h("input", {
+    cls: "hw-graph-search",
+    attrs: {
+      type: "search",
+      placeholder: "Find node or module",
+      "aria-label": "Find a node or module in the graph",
+      title: "Find a node (op, parameter) or module by name or path: Enter next, Shift+Enter previous, Escape clears",
+      spellcheck: "false",
+    },
+  });
+  const found = h("span", { cls: "hw-graph-search-count", attrs: { "aria-live": "polite" } });
+  const previous = h("button", { cls: "hw-graph-search-prev", attrs: { type: "button", title: "Previous match (Shift+Enter)", "aria-label": "previous match" }, text: "↑" });
+  const next = h("button", { cls: "hw-graph-search-next", attrs: { type: "button", title: "Next match (Enter)", "aria-label": "next match" }, text: "↓" });
   const status = h("span", { cls: "hw-graph-status", attrs: { role: "status", "aria-live": "polite" } });
   const errorText = h("pre", { cls: "hw-graph-error", attrs: { hidden: true } });
   const layer = s("g", { class: "hw-graph-layer" });
   const svg = s("svg", { class: "hw-graph-canvas", role: "img", "aria-label": "graph" }, [layer]);
+  let minimap = null;
+  const panZoom = createPanZoom(svg, layer, { onChange: () => minimap?.update() });
+  minimap = createMinimap(panZoom);
   const el = h("div", { cls: "hw-graph-panel" }, [
-    h("div", { cls: "hw-graph-toolbar" }, [record, ...modeButtons, fitButton, status]),
+    h("div", { cls: "hw-graph-toolbar" }, [
+      record,
+      ...modeButtons,
+      fitButton,
+      h("span", { cls: "hw-graph-find" }, [search, found, previous, next]),
+      status,
+    ]),
     errorText,
-    svg,
+    h("div", { cls: "hw-graph-stage" }, [svg, minimap.el]),
   ]);
-  const panZoom = createPanZoom(svg, layer);
 
   let mode = "autograd";
   let payload = null; // the `graph` traitlet the models were built from
@@ -76,6 +107,8 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
   let recording = false; // a Record graph request awaits its reply
   let destroyed = false;
   let frame = 0; // the pending requestAnimationFrame of a drawing or of the first render
+  let matches = []; // the search's matches in the current view, as selections {node, cluster}
+  let cursor = -1; // the match last centred on
 
   function setStatus(state, text) {
     status.setAttribute("data-state", state);
@@ -99,6 +132,8 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
     }
     record.disabled = recording;
     fitButton.disabled = !bounds;
+    search.disabled = !current();
+    previous.disabled = next.disabled = matches.length === 0;
   }
 
   function onGraph() {
@@ -109,10 +144,14 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
     setText(errorText, error);
     errorText.hidden = error === "";
     if (!payload?.[mode]) mode = VIEWS.map(([m]) => m).find((m) => payload?.[m]) ?? mode;
+    runSearch();
     show({ fit: true });
   }
 
-  /** Lay out and draw the current view; `focus` centres the selection afterwards, `fit` the whole graph. */
+  /**
+   * Lay out and draw the current view. `fit` fits the graph at a readable scale, around `focus` when it
+   * does not fit whole; `focus` alone centres on it: true for the selection, or a {node, cluster} target.
+   */
   function show({ fit = false, focus = false } = {}) {
     updateToolbar();
     const graph = current();
@@ -120,6 +159,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
       layer.replaceChildren();
       drawn = new Map();
       bounds = null;
+      minimap.clear();
       ticket += 1;
       if (payload?.error) setStatus("error", "no graph");
       else setStatus(recording ? "recording" : "empty", recording ? "recording…" : "No graph yet: press Record graph");
@@ -150,7 +190,9 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
             return;
           }
           drawBadges(drawn, graph, hooksByTarget(model.get("hooks")));
+          minimap.draw(layout, new Set(visible.boxes.map((b) => b.key)));
           highlight(graph);
+          markMatches(graph);
           const noun = graph.view === "autograd" ? "autograd nodes" : "modules";
           setStatus("ready", `${graph.nodes.length.toLocaleString("en-US")} ${noun} · ${shown.toLocaleString("en-US")} shown`);
           updateToolbar();
@@ -164,12 +206,19 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
     );
   }
 
-  /** Pan before drawing, so each drawn slice already shows where it belongs: to the selection, or fit all. */
+  /** Pan before drawing, so each drawn slice already shows where it belongs: a fit, or centred on the focus. */
   function place(graph, layout, { fit, focus }) {
     bounds = layout;
-    const rect = layout.positions[selectionKey(graph, expanded[mode], selection(graph))];
-    if (focus && rect) panZoom.centerOn(rect[0], rect[1]);
-    else if (fit) panZoom.fit(layout);
+    const target = focus === true ? selection(graph) : focus || null;
+    const rect = target ? layout.positions[selectionKey(graph, expanded[mode], target)] : undefined;
+    if (fit) panZoom.fit(layout, rect ? focusPoint(rect) : null);
+    else if (rect) panZoom.centerOn(rect[0], rect[1]);
+  }
+
+  /** Where to centre a fit on `rect`: its centre, or its top part when it is taller than the view. */
+  function focusPoint([cx, cy, , h]) {
+    const half = panZoom.size().height / 2 / READABLE_SCALE;
+    return [cx, Math.min(cy, cy - h / 2 + half - 8)];
   }
 
   /** Mark the selection's element (its collapsed block when hidden); returns its key. */
@@ -220,7 +269,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
       : event.shiftKey
         ? expandSubtree(graph, expanded[mode], index)
         : new Set(expanded[mode]).add(index);
-    show({ focus: true });
+    show({ fit: true, focus: { node: -1, cluster: index } });
     // The tree and inspector react to the selection in a task of their own, not inside this click.
     const path = graph.clusters[index].path;
     setTimeout(() => !destroyed && select(path), 0);
@@ -246,10 +295,59 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
   }
 
   function onMode(event) {
-    const next = event.currentTarget.getAttribute("data-mode");
-    if (next === mode || !payload?.[next]) return;
-    mode = next;
+    const chosen = event.currentTarget.getAttribute("data-mode");
+    if (chosen === mode || !payload?.[chosen]) return;
+    mode = chosen;
+    runSearch();
     show({ fit: true });
+  }
+
+  /** Find the search box's text in the current view: count and mark the matches, none centred yet. */
+  function runSearch() {
+    const graph = current();
+    matches = graph ? searchGraph(graph, search.value) : [];
+    cursor = -1;
+    setText(found, matchCount(matches.length, cursor, search.value.trim()));
+    found.setAttribute("data-state", search.value.trim() && !matches.length ? "none" : "");
+    updateToolbar();
+    if (graph && expanded[mode]) markMatches(graph);
+  }
+
+  /** Mark every drawn match (a collapsed block holding one) and the current one. */
+  function markMatches(graph) {
+    for (const old of layer.querySelectorAll(".hw-gmatch")) old.classList.remove("hw-gmatch", "hw-gmatch-current");
+    if (!matches.length) return;
+    const keys = matchKeys(graph, expanded[mode], matches);
+    for (const key of keys) drawn.get(key)?.el.classList.add("hw-gmatch");
+    if (cursor >= 0) drawn.get(keys[cursor])?.el.classList.add("hw-gmatch-current");
+  }
+
+  /** Centre on the next (`step` 1) or previous (-1) match, opening the blocks that hide it. */
+  function stepMatch(step) {
+    const graph = current();
+    if (!graph || !matches.length || !expanded[mode]) return;
+    cursor = cursor < 0 ? (step > 0 ? 0 : matches.length - 1) : (cursor + step + matches.length) % matches.length;
+    setText(found, matchCount(matches.length, cursor, search.value.trim()));
+    const target = matches[cursor];
+    const opened = revealSelection(graph, expanded[mode], target);
+    if (opened.size !== expanded[mode].size) {
+      expanded[mode] = opened;
+      show({ focus: target }); // marked when drawn
+      return;
+    }
+    const item = drawn.get(selectionKey(graph, expanded[mode], target));
+    if (item) panZoom.centerOn(item.rect[0], item.rect[1]);
+    markMatches(graph);
+  }
+
+  function onSearchKey(event) {
+    if (event.key === "Enter") stepMatch(event.shiftKey ? -1 : 1);
+    else if (event.key === "Escape") {
+      search.value = "";
+      runSearch();
+    } else return;
+    event.preventDefault();
+    event.stopPropagation();
   }
 
   const offs = [
@@ -261,6 +359,10 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
     }),
     listen(record, "click", onRecord),
     listen(fitButton, "click", () => bounds && panZoom.fit(bounds)),
+    listen(search, "input", runSearch),
+    listen(search, "keydown", onSearchKey),
+    listen(previous, "click", () => stepMatch(-1)),
+    listen(next, "click", () => stepMatch(1)),
     listen(svg, "click", onClick),
     listen(svg, "pointerover", onHover),
     ...modeButtons.map((button) => listen(button, "click", onMode)),
@@ -278,6 +380,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
       cancelAnimationFrame(frame);
       for (const off of offs) off();
       panZoom.destroy();
+      minimap.destroy();
       layoutClient.destroy();
     },
   };

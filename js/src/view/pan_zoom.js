@@ -1,28 +1,68 @@
 /** Pan (drag) and zoom (wheel) of an SVG layer through its transform; a drag swallows the click that ends it. */
 
+import { READABLE_SCALE, fitTransform } from "../graph/viewport.js";
 import { listen } from "./dom.js";
 
 const MIN_SCALE = 0.05;
 const MAX_SCALE = 3;
 const DRAG_THRESHOLD = 4; // px: below it a press is a click, not a pan
 
-/** Pan/zoom controller for `layer` inside `svg`; returns {fit, centerOn, isVisible, destroy}. */
-export function createPanZoom(svg, layer) {
+/**
+ * Pan/zoom controller for `layer` inside `svg`; `onChange` runs after every move. Returns
+ * {fit, centerOn, panTo, isVisible, transform, size, destroy}.
+ */
+export function createPanZoom(svg, layer, { onChange = () => {} } = {}) {
   let x = 0;
   let y = 0;
   let k = 1;
   let drag = null;
   let dragged = false;
+  let fitted = null; // [bounds, focus] of the last fit, until the user moves: a resize fits again
 
-  const apply = () => layer.setAttribute("transform", `translate(${x.toFixed(1)},${y.toFixed(1)}) scale(${k.toFixed(4)})`);
+  const apply = () => {
+    layer.setAttribute("transform", `translate(${x.toFixed(1)},${y.toFixed(1)}) scale(${k.toFixed(4)})`);
+    onChange();
+  };
   // The canvas size is cached from a ResizeObserver: reading clientWidth after the page changed
   // would force a style and layout pass of the whole notebook.
   let known = null;
-  const resize = typeof ResizeObserver === "function" ? new ResizeObserver(([entry]) => {
-    known = { width: entry.contentRect.width, height: entry.contentRect.height };
-  }) : null;
+  const resize =
+    typeof ResizeObserver === "function"
+      ? new ResizeObserver(([entry]) => {
+          const next = { width: entry.contentRect.width, height: entry.contentRect.height };
+          const old = known;
+          known = next;
+          if (!next.width || !next.height || (old && old.width === next.width && old.height === next.height)) return;
+          if (fitted) fit(...fitted);
+          else if (old?.width) {
+            // Keep what was in the middle of the view in the middle.
+            x += (next.width - old.width) / 2;
+            y += (next.height - old.height) / 2;
+            apply();
+          }
+        })
+      : null;
   resize?.observe(svg);
   const size = () => (known?.width ? known : { width: svg.clientWidth || 800, height: svg.clientHeight || 480 });
+
+  /** Show `bounds` at a readable scale: all of it when it fits, else around `focus` ([x, y]) or its top. */
+  function fit(bounds, focus = null) {
+    const next = fitTransform(bounds, size(), focus);
+    ({ x, y, k } = next);
+    fitted = [bounds, focus];
+    apply();
+    return next;
+  }
+
+  /** Centre the view on a layout point, at scale `zoom` (the current one by default). */
+  function centre(cx, cy, zoom = k) {
+    const { width, height } = size();
+    k = zoom;
+    x = width / 2 - cx * k;
+    y = height / 2 - cy * k;
+    fitted = null;
+    apply();
+  }
 
   function onWheel(event) {
     event.preventDefault();
@@ -34,6 +74,7 @@ export function createPanZoom(svg, layer) {
     x = px - ((px - x) * next) / k;
     y = py - ((py - y) * next) / k;
     k = next;
+    fitted = null;
     apply();
   }
 
@@ -55,6 +96,7 @@ export function createPanZoom(svg, layer) {
     }
     x = drag.x + dx;
     y = drag.y + dy;
+    fitted = null;
     apply();
   }
 
@@ -79,32 +121,27 @@ export function createPanZoom(svg, layer) {
   ];
   svg.addEventListener("wheel", onWheel, { passive: false });
   svg.addEventListener("click", onClickCapture, true);
-  apply();
+  layer.setAttribute("transform", "translate(0,0) scale(1)");
 
   return {
-    /** Scale and centre the whole drawing ({x, y, width, height} in layout units) in the view. */
-    fit(bounds) {
-      const { width, height } = size();
-      const pad = 16;
-      k = Math.min(1.2, Math.max(MIN_SCALE, Math.min((width - pad) / (bounds.width || 1), (height - pad) / (bounds.height || 1))));
-      x = width / 2 - (bounds.x + bounds.width / 2) * k;
-      y = height / 2 - (bounds.y + bounds.height / 2) * k;
-      apply();
-    },
+    fit,
     /** Centre the view on a layout point, zooming in to a readable scale when far out. */
     centerOn(cx, cy) {
-      const { width, height } = size();
-      k = Math.max(k, 0.6);
-      x = width / 2 - cx * k;
-      y = height / 2 - cy * k;
-      apply();
+      centre(cx, cy, Math.max(k, READABLE_SCALE));
     },
+    /** Centre the view on a layout point at the current scale (the minimap's pan). */
+    panTo(cx, cy) {
+      centre(cx, cy);
+    },
+    /** The current transform {x, y, k}: screen = layout × k + (x, y). */
+    transform: () => ({ x, y, k }),
+    size,
     /** Whether a layout rect [cx, cy, w, h] lies wholly inside the view. */
     isVisible([cx, cy, w, h]) {
       const { width, height } = size();
       const left = x + (cx - w / 2) * k;
       const top = y + (cy - h / 2) * k;
-      return left >= 0 && top >= 0 && left + w * k <= width && top + h * k <= height && k >= 0.5;
+      return left >= 0 && top >= 0 && left + w * k <= width && top + h * k <= height && k >= READABLE_SCALE - 1e-6;
     },
     destroy() {
       resize?.disconnect();

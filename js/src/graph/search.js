@@ -1,0 +1,63 @@
+/** Graph search: the nodes and modules whose name or path holds a query, and the keys that draw them; pure, no DOM. */
+
+import { hiddenBy } from "./visible.js";
+
+/**
+ * Matches of `query` (case-insensitive substring) in `model`, in drawing order, as selections {node, cluster}:
+ * modules by path (a module of one node gives that node), nodes by label and op, and by id (a dataflow
+ * node's id is its module path; an autograd id "scope/Op#i" is searched when the query holds "/" or "#").
+ */
+export function searchGraph(model, query) {
+  const needle = typeof query === "string" ? query.trim().toLowerCase() : "";
+  if (!needle) return [];
+  const byId = model.view === "dataflow" || needle.includes("/") || needle.includes("#");
+  const has = (text) => typeof text === "string" && text.toLowerCase().includes(needle);
+  const seen = new Set();
+  const matches = [];
+  const add = (node, cluster) => {
+    const key = node >= 0 ? `n${node}` : `c${cluster}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    matches.push({ node, cluster: node >= 0 ? model.nodes[node].cluster : cluster });
+  };
+  for (const c of model.order) {
+    const cluster = model.clusters[c];
+    if (cluster.total === 0) continue;
+    if (c !== model.root && has(cluster.path)) {
+      // A module of one node is drawn as that node, never as a box of its own.
+      if (cluster.total === 1) add(soleNode(model, c), -1);
+      else add(-1, c);
+    }
+    for (const n of cluster.nodes) {
+      const node = model.nodes[n];
+      if (has(node.label) || has(node.op) || (byId && has(node.id))) add(n, -1);
+    }
+  }
+  return matches;
+}
+
+function soleNode(model, c) {
+  for (let k = c; ; ) {
+    const cluster = model.clusters[k];
+    if (cluster.nodes.length) return cluster.nodes[0];
+    k = cluster.children.find((child) => model.clusters[child].total > 0);
+  }
+}
+
+/** The drawn key of each match under `expanded`: itself, or the collapsed block that hides it. */
+export function matchKeys(model, expanded, matches) {
+  const rep = hiddenBy(model, expanded);
+  return matches.map(({ node, cluster }) => {
+    const c = node >= 0 ? rep[model.nodes[node].cluster] : rep[cluster];
+    if (c >= 0) return `c${c}`;
+    return node >= 0 ? `n${node}` : `c${cluster}`;
+  });
+}
+
+/** What the match counter says: "3 / 12" with a current match, "12 matches", "no match", or "" for no query. */
+export function matchCount(count, current, query) {
+  if (!query) return "";
+  if (!count) return "no match";
+  if (current >= 0) return `${current + 1} / ${count.toLocaleString("en-US")}`;
+  return `${count.toLocaleString("en-US")} match${count === 1 ? "" : "es"}`;
+}

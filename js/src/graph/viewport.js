@@ -1,0 +1,76 @@
+/** Viewport arithmetic of the graph canvas: a readable fit, the minimap's geometry; pure, no DOM. */
+
+/** Smallest text on screen, in px, that a fit may produce. */
+export const MIN_LABEL_PX = 9;
+/** Font size, in px, of the smallest text drawn in the graph (block details, box names, badges). */
+export const SMALLEST_FONT_PX = 10;
+/** The smallest scale a fit uses: the smallest font drawn at MIN_LABEL_PX. */
+export const READABLE_SCALE = MIN_LABEL_PX / SMALLEST_FONT_PX;
+const MAX_FIT_SCALE = 1.2; // a small graph is not blown up past this
+const PAD = 16;
+
+/** The offset along one axis that shows layout span [lo, hi] at scale k: centred when it fits, else `want` kept in bounds. */
+function place(lo, hi, k, length, want) {
+  const span = (hi - lo) * k;
+  if (span + PAD <= length) return length / 2 - ((lo + hi) / 2) * k;
+  return Math.min(PAD / 2 - lo * k, Math.max(length - PAD / 2 - hi * k, want));
+}
+
+/**
+ * The transform {x, y, k, partial} that fits `bounds` ({x, y, width, height}) in a `view` ({width, height}):
+ * the whole drawing when it fits at a readable scale, else READABLE_SCALE around `focus` ([x, y] in
+ * layout units; the top centre by default) with `partial` true.
+ */
+export function fitTransform(bounds, view, focus = null) {
+  const width = Math.max(1, bounds.width || 1);
+  const height = Math.max(1, bounds.height || 1);
+  const whole = Math.min((view.width - PAD) / width, (view.height - PAD) / height);
+  const k = Math.min(MAX_FIT_SCALE, Math.max(READABLE_SCALE, whole));
+  const partial = whole < READABLE_SCALE;
+  const [fx, fy] = focus ?? [bounds.x + width / 2, bounds.y + (view.height - PAD) / 2 / k];
+  return {
+    k,
+    x: place(bounds.x, bounds.x + width, k, view.width, view.width / 2 - fx * k),
+    y: place(bounds.y, bounds.y + height, k, view.height, view.height / 2 - fy * k),
+    partial,
+  };
+}
+
+/** Whether any part of `bounds` lies outside the view under transform {x, y, k}. */
+export function overflows(bounds, transform, view) {
+  const { x, y, k } = transform;
+  const left = x + bounds.x * k;
+  const top = y + bounds.y * k;
+  return left < -0.5 || top < -0.5 || left + bounds.width * k > view.width + 0.5 || top + bounds.height * k > view.height + 0.5;
+}
+
+/**
+ * The minimap's size and scales for `bounds` within a `max` box ({width, height}): {width, height, sx, sy}.
+ * One scale for both axes, except that neither side gets thinner than `least` px (a tall, narrow graph is
+ * stretched across rather than drawn as a line).
+ */
+export function minimapSize(bounds, max, least = 48) {
+  const width = Math.max(1, bounds.width);
+  const height = Math.max(1, bounds.height);
+  const scale = Math.min(max.width / width, max.height / height);
+  const sx = Math.min(max.width / width, Math.max(scale, least / width));
+  const sy = Math.min(max.height / height, Math.max(scale, least / height));
+  return { width: width * sx, height: height * sy, sx, sy };
+}
+
+/** The view's rectangle on a minimap of `map` ({width, height, sx, sy}), clipped to the map: {x, y, width, height}. */
+export function minimapViewport(bounds, transform, view, map) {
+  const { x, y, k } = transform;
+  const left = (-x / k - bounds.x) * map.sx;
+  const top = (-y / k - bounds.y) * map.sy;
+  const right = left + (view.width / k) * map.sx;
+  const bottom = top + (view.height / k) * map.sy;
+  const clip = (v, limit) => Math.max(0, Math.min(limit, v));
+  const [x0, y0, x1, y1] = [clip(left, map.width), clip(top, map.height), clip(right, map.width), clip(bottom, map.height)];
+  return { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
+}
+
+/** The layout point [x, y] under a point (px, py) of the minimap. */
+export function minimapPoint(bounds, map, px, py) {
+  return [bounds.x + px / map.sx, bounds.y + py / map.sy];
+}
