@@ -44,6 +44,15 @@ def _ready(panel: Locator) -> None:
     panel.locator('.hw-graph-status[data-state="ready"]').wait_for(timeout=30_000)
 
 
+def _find(panel, query: str) -> None:
+    """Search the graph for ``query`` and wait until its first match is centred and the panel ready again."""
+    search = panel.locator("input.hw-graph-search")
+    search.fill(query)
+    search.press("Enter")
+    panel.locator(".hw-gmatch-current").first.wait_for(timeout=30_000)
+    _ready(panel)
+
+
 def test_record_the_graph_click_in_it_and_follow_the_tree(lab: Lab) -> None:
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(MODEL_CELL)])
     path = lab.write_notebook("graph_panel.ipynb", nb)
@@ -62,6 +71,7 @@ def test_record_the_graph_click_in_it_and_follow_the_tree(lab: Lab) -> None:
     labels = panel.locator('.hw-gnode[data-node-type="param"] .hw-glabel').all_text_contents()
     assert "features.conv.weight" in labels and "head.fc.bias" in labels
     conv = panel.locator('.hw-gnode[data-op="ConvolutionBackward0"]')
+    _find(panel, "ConvolutionBackward0")  # Fit keeps text readable: the graph's search brings the node into view
     conv.hover()  # the tooltip is made on the first hover
     saved = conv.locator("> title").text_content()
     assert "saved for backward: 2 tensors" in saved and "input: 2×3×8×8 float32 1.5 KB" in saved
