@@ -20,14 +20,17 @@ from ._common import (
     show_image,
 )
 from .sequences import _check_labels, _room, _step_note, label_tokens
+from .theme import ThemeLike, themed
 
 
+@themed
 def patch_sweep_figure(
     result: torch.Tensor | np.ndarray,
     *,
     tokens: Sequence[str] | None = None,
     layers: Sequence[str] | None = None,
     title: str = "",
+    theme: ThemeLike = None,
 ) -> Figure:
     """A patch sweep ``(L, T)`` (``ex.patch_sweep()``) as layers (rows) × positions (columns), diverging around 0.
 
@@ -59,6 +62,6 @@ def patch_sweep_figure(
     ax.set_xlabel("position", fontsize=7)
     ax.set_ylabel("layer", fontsize=7)
     colorbar = fig.colorbar(image, cax=cbar_ax)
-    colorbar.ax.tick_params(labelsize=6)
+    colorbar.ax.tick_params(labelsize=7)
     fit_title(fig, ax, f"{literal(title)}{nonfinite_note(values)}{_step_note(step)}".lstrip())
     return fig

@@ -18,7 +18,7 @@ from ..core.attribution.tokens import token_ids
 from ..core.display import display_name, quoted
 from ..core.explorer import Explorer
 from ..plots import cam_overlay_figure, figure_png, gradient_map_figure
-from ..plots.overlay import _display_image
+from ..plots.overlay import input_image_figure
 from .attribution_methods import LAYER_METHODS, image_of, methods_note, offered_methods
 from .protocol import Attribution, TokenScore
 from .state import position_choice, score_choice
@@ -85,14 +85,7 @@ def token_scores(scores: torch.Tensor, labels: list[str]) -> list[TokenScore]:
 
 def input_figure(inputs: torch.Tensor, item: int = 0) -> Figure:
     """The input image the attribution explains, drawn as the overlay draws it (min–max scaled), to sit beside it."""
-    picture, cmap = _display_image(inputs, item)
-    fig = Figure(figsize=(3.0, 3.3))
-    ax = fig.add_subplot()
-    ax.imshow(picture, cmap=cmap, interpolation="nearest")
-    ax.set_axis_off()
-    ax.set_title(f"input (item {item})", fontsize=9)
-    fig.tight_layout()
-    return fig
+    return input_image_figure(inputs, item=item, title=f"input (item {item})")
 
 
 def _explained(explorer: Explorer, result: torch.Tensor) -> str:
