@@ -11,6 +11,7 @@ import { createInspector } from "./view/inspector.js";
 import { createLensView } from "./view/lens_view.js";
 import { createPatchingView } from "./view/patching_view.js";
 import { createSummaryView } from "./view/summary_view.js";
+import { createThemeSync } from "./view/theme_sync.js";
 import { createTrainingView } from "./view/training_view.js";
 import { createTreeView } from "./view/tree_view.js";
 
@@ -40,8 +41,10 @@ function render({ model, el }) {
   const patching = createPatchingView(model); // the last ex.patch_sweep(), once one starts
   root.append(patching.el);
   el.append(root);
+  const theme = createThemeSync(model, root); // the kernel draws the figures in the page's theme
   return () => {
     graph.destroy();
+    theme.destroy();
     for (const part of [header, errorBox, tree, inspector, summary, training, lens, patching]) part.destroy();
     requests.destroy();
     root.remove();
