@@ -27,10 +27,15 @@ class Theme:
     guide lines) and ``missing`` (cells without a value)."""
 
     name: str
+    """``"light"`` or ``"dark"``."""
     background: str
+    """The figure's and the axes' face: the page's background, so that no image is a box of another colour."""
     foreground: str
+    """Titles, labels and tick labels."""
     muted: str
+    """Spines, ticks, grid and guide lines."""
     missing: str
+    """Heatmap cells without a value."""
 
     @property
     def rc(self) -> dict[str, Any]:

@@ -4,7 +4,8 @@ import { luminance } from "./scores.js";
 
 const DARK_BELOW = 0.4; // relative luminance of a background under which the page reads as dark
 
-/** `[r, g, b, a]` of a CSS colour as `getComputedStyle` writes it (`rgb(…)`, `rgba(…)`, `#rgb`, `#rrggbb`); null when unreadable. */
+/** `[r, g, b, a]` of a CSS colour as `getComputedStyle` writes it (`rgb(…)`, `rgba(…)`, `color(srgb …)`, `#rgb`,
+ * `#rrggbb`); null when unreadable. */
 export function parseColor(text) {
   const value = String(text ?? "").trim();
   const hex = value.match(/^#([0-9a-f]{3}|[0-9a-f]{6})$/i);
@@ -12,11 +13,13 @@ export function parseColor(text) {
     const digits = hex[1].length === 3 ? [...hex[1]].map((d) => d + d) : hex[1].match(/../g);
     return [...digits.map((d) => parseInt(d, 16)), 1];
   }
-  const rgb = value.match(/^rgba?\(([^)]*)\)$/i);
+  const srgb = value.match(/^color\(srgb\s+([^)]*)\)$/i); // what a color-mix() computes to, channels in 0–1
+  const rgb = srgb ?? value.match(/^rgba?\(([^)]*)\)$/i);
   if (!rgb) return null;
   const parts = rgb[1].split(/[\s,/]+/).filter(Boolean).map(Number);
   if (parts.length < 3 || parts.some((p) => !Number.isFinite(p))) return null;
-  return [parts[0], parts[1], parts[2], parts.length > 3 ? parts[3] : 1];
+  const scale = srgb ? 255 : 1;
+  return [parts[0] * scale, parts[1] * scale, parts[2] * scale, parts.length > 3 ? parts[3] : 1];
 }
 
 /** `color` over an opaque `under` (`[r, g, b]`): what the eye sees of a translucent colour. */

@@ -7,6 +7,7 @@ test("parseColor reads what getComputedStyle writes, and hex", () => {
   assert.deepEqual(parseColor("rgba(0, 0, 0, 0.87)"), [0, 0, 0, 0.87]);
   assert.deepEqual(parseColor("#fff"), [255, 255, 255, 1]);
   assert.deepEqual(parseColor("#1e1e1e"), [30, 30, 30, 1]);
+  assert.deepEqual(parseColor("color(srgb 1 0.2 0 / 0.5)"), [255, 51, 0, 0.5]);
   assert.equal(parseColor("var(--jp-layout-color1)"), null);
   assert.equal(parseColor(""), null);
 });
