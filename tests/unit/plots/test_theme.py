@@ -187,3 +187,15 @@ def test_the_input_is_drawn_as_big_as_its_attribution():
         box = fig.axes[0].images[0].get_window_extent(canvas.get_renderer())
         sizes.append((canvas.get_width_height()[0], round(box.width, 3), round(box.height, 3)))
     assert sizes[0] == sizes[1]
+
+
+def test_a_deep_patch_sweep_names_its_layers_apart():
+    layers = [f"model.layers.{i}" for i in range(120)]
+    fig = patch_sweep_figure(torch.randn(120, 6), layers=layers, tokens=list("abcdef"), title="sweep")
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    labels = [t for t in fig.axes[0].get_yticklabels() if t.get_text()]
+    boxes = sorted((t.get_window_extent(canvas.get_renderer()) for t in labels), key=lambda b: b.y0)
+    assert len(labels) >= 20 and all(upper.y0 > lower.y1 for lower, upper in itertools.pairwise(boxes))
+    assert labels[1].get_text() == layers[int(fig.axes[0].get_yticks()[1])]  # each name at its own row
+    assert "th layer labelled" in fig.axes[0].get_title()
