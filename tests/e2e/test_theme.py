@@ -6,7 +6,7 @@ from __future__ import annotations
 import nbformat
 import pytest
 
-from ._lab import Lab
+from ._lab import Lab, Notebook7
 from .test_transformers import _theme
 
 pytestmark = pytest.mark.e2e
@@ -143,3 +143,27 @@ def test_figures_follow_the_theme_and_every_text_reads_in_light_and_dark(lab: La
     assert heatmap.evaluate("(img) => [img.clientWidth, img.clientHeight]") == heatmap.evaluate(
         "(img) => [img.naturalWidth, img.naturalHeight]"
     )
+
+
+def test_notebook7_dark_draws_every_figure_on_its_background(notebook7: Notebook7) -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(EXPLORER)])
+    path = notebook7.write_notebook("theme-nb7.ipynb", nb)
+    notebook7.open_notebook(path)
+    notebook7.run_all(path, timeout=180)
+    page = notebook7.page
+    page.set_viewport_size({"width": 900, "height": 1400})
+    explorer = page.locator(".hw-explorer")
+    explorer.locator('.hw-row[data-path="features"]').wait_for(timeout=30_000)
+    explorer.locator("img.hw-summary-heatmap").wait_for(timeout=30_000)
+    page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'", timeout=30_000)
+    page.wait_for_function(
+        f"(root) => {{ const r = ({IMAGES_ON_BACKGROUND})(root); return r && r.every((i) => i.off <= 2); }}",
+        arg=explorer.element_handle(),
+        timeout=60_000,
+    )
+    images = explorer.evaluate(IMAGES_ON_BACKGROUND)
+    assert len(images) >= 2 and all(max(i["got"]) < 80 for i in images), images
+    low = explorer.evaluate(LOW_CONTRAST)
+    assert low == [], "text under 4.5:1 in Notebook 7's dark theme:\n" + "\n".join(low)
+    explorer.locator(".hw-summary-panel").screenshot(path=str(notebook7.artifacts_dir / "theme-nb7-dark-summary.png"))
