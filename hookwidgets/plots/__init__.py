@@ -2,7 +2,9 @@
 
 Every function returns a ``matplotlib.figure.Figure`` the caller can restyle; ``figure_png`` renders one.
 float16/bfloat16 tensors are cast, and NaN/Inf are drawn magenta and counted in the title, never a crash.
-The DDP inspector's figures live in ``hookwidgets.plots.distributed`` (it imports torch.distributed).
+Every function takes ``theme=`` ("light", "dark", a ``Theme`` or the widget's mapping): the figure's background
+and text in the notebook's colours; ``using_theme`` sets it for a block. The DDP inspector's figures live in
+``hookwidgets.plots.distributed`` (it imports torch.distributed).
 """
 
 from ._common import MISSING_COLOR, NONFINITE_COLOR, figure_png
@@ -13,12 +15,16 @@ from .patching import patch_sweep_figure
 from .sequences import attention_heads_figure, patch_grid_figure, token_map_figure
 from .steps import stats_figure, summary_heatmap_figure
 from .tensors import attention_figure, bars_figure, matrix_figure
+from .theme import DARK, LIGHT, Theme, using_theme
 from .training import update_ratio_figure
 
 __all__ = [
+    "DARK",
+    "LIGHT",
     "MAX_CHANNELS",
     "MISSING_COLOR",
     "NONFINITE_COLOR",
+    "Theme",
     "attention_figure",
     "attention_heads_figure",
     "bars_figure",
@@ -34,4 +40,5 @@ __all__ = [
     "summary_heatmap_figure",
     "token_map_figure",
     "update_ratio_figure",
+    "using_theme",
 ]

@@ -27,6 +27,8 @@ MISSING_COLOR = "#d9d9d9"
 MAGNITUDE = " (magnitude)"
 """After the title of a figure of complex values: they are drawn as their magnitude."""
 EMPTY = "empty (0 elements)"
+MIN_FONT = 7.0
+"""Points: the smallest text a figure draws, 9.3 px at the widget's 96 dpi (below 9 px is hard to read)."""
 
 
 def as_float_array(tensor: torch.Tensor | np.ndarray) -> np.ndarray:
@@ -133,7 +135,7 @@ def set_margins(fig: Figure, *, left: float, right: float, bottom: float, top: f
 
 
 def fit_title(fig: Figure, ax: Axes, text: str, size: float = 9) -> None:
-    """Title ``ax`` with ``text``, in a smaller font (down to 6 pt) and then on more lines (up to 3) where it
+    """Title ``ax`` with ``text``, in a smaller font (down to ``MIN_FONT``) and then on more lines (up to 3) where it
     would leave the figure.
 
     Call it once the axes are placed: the title is centred over the axes, not over the figure.
@@ -149,9 +151,9 @@ def fit_title(fig: Figure, ax: Axes, text: str, size: float = 9) -> None:
         wrapped = textwrap.wrap(text, math.ceil(len(text) / lines), break_long_words=False) or [text]
         needed = label_width(wrapped, size)
         fitting = size * room / needed if needed else size
-        if fitting >= 6.0 or lines == 3:
+        if fitting >= MIN_FONT or lines == 3:
             break
-    fontsize = max(6.0, min(size, fitting))
+    fontsize = max(MIN_FONT, min(size, fitting))
     ax.set_title("\n".join(wrapped), fontsize=fontsize)
     height = fig.get_size_inches()[1]
     needed_top = len(wrapped) * fontsize * 1.25 / 72 + 0.12  # the lines, and the title's padding

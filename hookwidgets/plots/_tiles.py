@@ -14,7 +14,7 @@ import numpy as np
 
 TARGET_PX, MAX_PX = 420, 820  # the grid is drawn about this big, and never bigger
 MAX_ZOOM = 12
-WHITE = 255
+WHITE = (255, 255, 255, 255)
 BOX_SHADE = 0.35  # label boxes are black at 65% opacity over the tile: white text reads on any colour
 
 
@@ -105,11 +105,13 @@ def compose(
     limits: tuple[float, float],
     marker: tuple[int, int, int, int],
     boxes: list[tuple[int, int]],
+    fill: tuple[int, int, int, int] = WHITE,
 ) -> np.ndarray:
     """The grid as a ``(H, W, 4)`` uint8 RGBA image.
 
     ``maps`` ``(C, h, w)`` are coloured on ``limits``; NaN/Inf pixels get ``marker``; tile ``i`` gets a dark
-    box of ``boxes[i]`` ``(h, w)`` pixels at its top-left corner for its label; gutters and empty tiles are white.
+    box of ``boxes[i]`` ``(h, w)`` pixels at its top-left corner for its label; gutters and empty tiles are ``fill``
+    (the figure's background: white, or the dark theme's).
     """
     channels, height, width = maps.shape
     tile_h, tile_w = layout.tile
@@ -126,9 +128,9 @@ def compose(
     if marked is not None:
         rgba[marked] = marker
     gutter = layout.gutter
-    cells = np.full((layout.rows * layout.columns, tile_h, tile_w, 4), WHITE, dtype=np.uint8)
+    cells = np.full((layout.rows * layout.columns, tile_h, tile_w, 4), fill, dtype=np.uint8)
     cells[:channels] = rgba
-    grid = np.full((layout.rows, tile_h + gutter, layout.columns, tile_w + gutter, 4), WHITE, dtype=np.uint8)
+    grid = np.full((layout.rows, tile_h + gutter, layout.columns, tile_w + gutter, 4), fill, dtype=np.uint8)
     grid[:, :tile_h, :, :tile_w] = cells.reshape(layout.rows, layout.columns, tile_h, tile_w, 4).transpose(
         0, 2, 1, 3, 4
     )

@@ -5,14 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ..distributed.summary import bucket_rows, rank_steps
 from ._common import name_label
+from .theme import ThemeLike, themed
 
 COLUMNS = ("bucket", "numel", "MiB", "params", "first params", "grad norm", "ms (median)", "fp err")
 
 
-def bucket_table_figure(records: list[dict[str, Any]], step: int | None = None) -> Figure:
+@themed
+def bucket_table_figure(records: list[dict[str, Any]], step: int | None = None, *, theme: ThemeLike = None) -> Figure:
     """The buckets of one step (default: the newest) as a table: size, parameters, norm, time, error."""
     rows = bucket_rows(records, step)
     # Sized to its rows: a title band and one band per row, the table filling the axes edge to edge.
@@ -40,9 +43,10 @@ def bucket_table_figure(records: list[dict[str, Any]], step: int | None = None) 
     table.auto_set_font_size(False)
     table.set_fontsize(9)
     for (row, col), cell in table.get_celld().items():
-        cell.set_edgecolor("#cccccc")
+        cell.set_edgecolor(theme.muted if theme else "#cccccc")
+        cell.set_facecolor(theme.background if theme else "white")
         if row == 0:
-            cell.set_facecolor("#eeeeee")
+            cell.set_facecolor(theme.missing if theme else "#eeeeee")
         if col == COLUMNS.index("first params"):
             cell.set_text_props(ha="left")
             cell.PAD = 0.02
@@ -51,7 +55,8 @@ def bucket_table_figure(records: list[dict[str, Any]], step: int | None = None) 
     return fig
 
 
-def rank_chart_figure(records: list[dict[str, Any]]) -> Figure:
+@themed
+def rank_chart_figure(records: list[dict[str, Any]], *, theme: ThemeLike = None) -> Figure:
     """Per rank, over steps: communication time (summed over buckets) and the local gradient norm."""
     per_rank = rank_steps(records)
     fig = Figure(figsize=(8.0, 3.2))
@@ -63,6 +68,7 @@ def rank_chart_figure(records: list[dict[str, Any]]) -> Figure:
     norm_ax.set_title("local gradient norm before allreduce", fontsize=9)
     for ax in (time_ax, norm_ax):
         ax.set_xlabel("step", fontsize=8)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole: no tick at 2.5
         ax.tick_params(labelsize=7)
         if per_rank:
             ax.legend(fontsize=7)

@@ -9,14 +9,17 @@ import torch
 from matplotlib.figure import Figure
 
 from ._common import as_float_array, empty_figure, fit_title, is_empty, literal, magnitude_note
+from .theme import ThemeLike, themed
 
 
+@themed
 def histogram_figure(
     tensors: torch.Tensor | Mapping[str, torch.Tensor],
     *,
     title: str = "",
     bins: int = 60,
     log: bool = False,
+    theme: ThemeLike = None,
 ) -> Figure:
     """One histogram per tensor (e.g. ``{"activation": a, "gradient": g}``) on shared bins; ``log`` counts.
 

@@ -20,8 +20,9 @@ from ._common import (
     nonfinite_note,
 )
 from ._labels import add_labels, box_size, label_size
-from ._tiles import choose, compose, per_channel, plan
+from ._tiles import WHITE, choose, compose, per_channel, plan
 from .tensors import bars_figure
+from .theme import ThemeLike, themed
 
 MAX_CHANNELS = 32
 """Channels drawn by default."""
@@ -38,6 +39,7 @@ def _one_item(tensor: torch.Tensor | np.ndarray, item: int) -> np.ndarray:
     return as_float_array(tensor)
 
 
+@themed
 def feature_map_figure(
     tensor: torch.Tensor,
     *,
@@ -48,6 +50,7 @@ def feature_map_figure(
     order: str = "channel",
     scale: str = "shared",
     cmap: str | None = None,
+    theme: ThemeLike = None,
 ) -> Figure:
     """Channels of one batch item as a tiled grid with channel labels, one-pixel separators and a colour bar.
 
@@ -80,7 +83,7 @@ def feature_map_figure(
     labels = [str(c) for c in chosen]
     size = label_size(max(labels, key=len), layout.tile, DPI)
     boxes = [box_size(label, size, DPI) for label in labels] if size else []
-    grid = compose(shown, layout, colormap, limits, marker, boxes)
+    grid = compose(shown, layout, colormap, limits, marker, boxes, theme.rgba(theme.background) if theme else WHITE)
     fig, ax, bar_ax = _figure(*grid.shape[:2])
     image = ax.imshow(grid, interpolation="none")  # the axes is the grid's size in pixels: drawn 1:1
     if size:
@@ -114,6 +117,6 @@ def _figure(height_px: int, width_px: int) -> tuple[Figure, Axes, Axes]:
     return fig, ax, bar_ax
 
 
-def gradient_map_figure(tensor: torch.Tensor, *, title: str = "", **kwargs) -> Figure:
+def gradient_map_figure(tensor: torch.Tensor, *, title: str = "", theme: ThemeLike = None, **kwargs) -> Figure:
     """Like :func:`feature_map_figure`, on a diverging scale centred on zero: for gradients."""
-    return feature_map_figure(tensor, title=title, diverging=True, **kwargs)
+    return feature_map_figure(tensor, title=title, diverging=True, theme=theme, **kwargs)

@@ -5,9 +5,20 @@ from __future__ import annotations
 import numpy as np
 import torch
 import torch.nn.functional as F
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from ._common import as_float_array, empty_figure, is_empty, literal, magnitude_note, nonfinite_note, show_image
+from ._common import (
+    as_float_array,
+    empty_figure,
+    fit_title,
+    is_empty,
+    literal,
+    magnitude_note,
+    nonfinite_note,
+    show_image,
+)
+from .theme import ThemeLike, themed
 
 
 def _display_image(image: torch.Tensor, item: int) -> tuple[np.ndarray, str | None]:
@@ -42,6 +53,7 @@ def _cam_map(cam: torch.Tensor, item: int, size: tuple[int, int]) -> np.ndarray:
     return values.numpy()
 
 
+@themed
 def cam_overlay_figure(
     image: torch.Tensor,
     cam: torch.Tensor,
@@ -50,6 +62,7 @@ def cam_overlay_figure(
     alpha: float = 0.5,
     cmap: str = "jet",
     title: str | None = None,
+    theme: ThemeLike = None,
 ) -> Figure:
     """The input image with the CAM on top (``alpha`` opaque) and the CAM's colour bar.
 
@@ -62,17 +75,38 @@ def cam_overlay_figure(
             return empty_figure(title, tensor.shape)
     picture, picture_cmap = _display_image(image, item)
     heat = _cam_map(cam, item, picture.shape[:2])
-    fig = Figure(figsize=(3.6, 3.3))
-    ax = fig.add_subplot()
+    fig, ax, bar_ax = _overlay_layout()
     ax.imshow(picture, cmap=picture_cmap, interpolation="nearest")
     finite = heat[np.isfinite(heat)]
     high = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
     layer = show_image(ax, heat, cmap, float(min(finite.min(), 0.0)) if finite.size else 0.0, high, alpha=alpha)
     ax.set_axis_off()
-    ax.set_title(f"{literal(title)}{magnitude_note(cam)}{nonfinite_note(heat)}", fontsize=9)
-    fig.colorbar(layer, ax=ax, fraction=0.046, pad=0.03)
-    fig.tight_layout()
+    fit_title(fig, ax, f"{literal(title)}{magnitude_note(cam)}{nonfinite_note(heat)}")
+    fig.colorbar(layer, cax=bar_ax)
     return fig
+
+
+@themed
+def input_image_figure(image: torch.Tensor, *, item: int = 0, title: str = "", theme: ThemeLike = None) -> Figure:
+    """The input image as :func:`cam_overlay_figure` draws it under the CAM, same figure and image size (the
+    colour bar's place left empty), so the two side by side show the picture at one scale."""
+    picture, picture_cmap = _display_image(image, item)
+    fig, ax, _ = _overlay_layout(bar=False)
+    ax.imshow(picture, cmap=picture_cmap, interpolation="nearest")
+    ax.set_axis_off()
+    fit_title(fig, ax, literal(title))
+    return fig
+
+
+def _overlay_layout(bar: bool = True) -> tuple[Figure, Axes, Axes | None]:
+    """A 3.6 × 3.3 inch figure: the image's axes at one fixed place, the colour bar's beside it (when ``bar``).
+
+    Placed by hand, not by ``tight_layout``, which fits each figure to its own title and bar: the input and its
+    overlay would come out at different sizes.
+    """
+    fig = Figure(figsize=(3.6, 3.3))
+    ax = fig.add_axes((0.03, 0.03, 0.78, 0.82))
+    return fig, ax, fig.add_axes((0.85, 0.13, 0.035, 0.62)) if bar else None
 
 
 def _describe(cam: torch.Tensor, item: int) -> str:

@@ -20,14 +20,17 @@ from ._common import (
     show_image,
 )
 from .sequences import _check_labels, _room, _step_note, label_tokens
+from .theme import ThemeLike, themed
 
 
+@themed
 def patch_sweep_figure(
     result: torch.Tensor | np.ndarray,
     *,
     tokens: Sequence[str] | None = None,
     layers: Sequence[str] | None = None,
     title: str = "",
+    theme: ThemeLike = None,
 ) -> Figure:
     """A patch sweep ``(L, T)`` (``ex.patch_sweep()``) as layers (rows) × positions (columns), diverging around 0.
 
@@ -55,10 +58,12 @@ def patch_sweep_figure(
     vmin, vmax = finite_range(values, diverging=True)
     image = show_image(ax, values, "RdBu_r", vmin, vmax, aspect="auto", interpolation="none")
     step = label_tokens(ax, "x", tokens, count, heat_w)
-    ax.set_yticks(np.arange(rows), names, fontsize=7)
+    # As many layer names as the axis holds 7-point text apart: a deep model's every name would overlap.
+    every = label_tokens(ax, "y", list(layers) if layers is not None else None, rows, heat_h)
+    layer_note = f" [every {every}th layer labelled]" if every > 1 else ""
     ax.set_xlabel("position", fontsize=7)
     ax.set_ylabel("layer", fontsize=7)
     colorbar = fig.colorbar(image, cax=cbar_ax)
-    colorbar.ax.tick_params(labelsize=6)
-    fit_title(fig, ax, f"{literal(title)}{nonfinite_note(values)}{_step_note(step)}".lstrip())
+    colorbar.ax.tick_params(labelsize=7)
+    fit_title(fig, ax, f"{literal(title)}{nonfinite_note(values)}{_step_note(step)}{layer_note}".lstrip())
     return fig

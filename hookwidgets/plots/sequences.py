@@ -25,6 +25,7 @@ from ._common import (
     nonfinite_note,
     show_image,
 )
+from .theme import ThemeLike, themed
 
 MAX_FEATURES = 128
 """Features (columns) a token map draws by default; each token's norm is over all of them."""
@@ -72,6 +73,7 @@ def _room(labels: Sequence[str] | None, count: int) -> float:
     return label_width([name_label(t) for t in labels[:: max(1, math.ceil(count / MAX_TICKS))]], 7) + 0.1
 
 
+@themed
 def token_map_figure(
     tensor: torch.Tensor | np.ndarray,
     tokens: Sequence[str] | None = None,
@@ -80,6 +82,7 @@ def token_map_figure(
     title: str = "",
     max_features: int = MAX_FEATURES,
     diverging: bool = False,
+    theme: ThemeLike = None,
 ) -> Figure:
     """A sequence ``(N, T, D)`` or ``(T, D)`` as a tokens × features heatmap, one row per token labelled with
     ``tokens``, and each token's norm (over all its features) as a bar beside it.
@@ -119,16 +122,17 @@ def token_map_figure(
         bar_ax.barh(np.flatnonzero(~finite), top_norm or 1.0, height=0.85, color=NONFINITE_COLOR)
     bar_ax.set_ylim(count - 0.5, -0.5)  # row 0 on top, as in the heatmap
     bar_ax.tick_params(axis="y", left=False, labelleft=False)
-    bar_ax.tick_params(axis="x", labelsize=6)
+    bar_ax.tick_params(axis="x", labelsize=7)
     bar_ax.set_xlabel("norm", fontsize=7)
     colorbar = fig.colorbar(image, cax=cbar_ax)
-    colorbar.ax.tick_params(labelsize=6)
+    colorbar.ax.tick_params(labelsize=7)
     more = f" (first {shown.shape[1]} of {features} features)" if features > shown.shape[1] else ""
     text = f"{literal(title)}{magnitude_note(tensor)}{more}{nonfinite_note(values)}{_step_note(step)}"
     fit_title(fig, ax, text)
     return fig
 
 
+@themed
 def attention_heads_figure(
     probs: torch.Tensor | np.ndarray,
     tokens: Sequence[str] | None = None,
@@ -137,6 +141,7 @@ def attention_heads_figure(
     heads: int | Sequence[int] | None = None,
     title: str = "",
     key_tokens: Sequence[str] | None = None,
+    theme: ThemeLike = None,
 ) -> Figure:
     """Attention probabilities ``(N, H, T_q, T_k)``, ``(H, T_q, T_k)`` or ``(T_q, T_k)``: one heatmap per head,
     queries as rows and keys as columns, all on one scale.
@@ -186,6 +191,7 @@ def attention_heads_figure(
     return fig
 
 
+@themed
 def patch_grid_figure(
     tensor: torch.Tensor | np.ndarray,
     *,
@@ -194,6 +200,7 @@ def patch_grid_figure(
     title: str = "",
     feature: int | None = None,
     grid: tuple[int, int] | None = None,
+    theme: ThemeLike = None,
 ) -> Figure:
     """A vision transformer's tokens ``(N, 1+P, D)`` or ``(1+P, D)`` on their √P × √P patch grid (``grid``:
     rows × columns when not square): each patch's norm over its features, or the value of ``feature``.
@@ -238,7 +245,7 @@ def patch_grid_figure(
     fw, fh = fig.get_size_inches()
     ax = fig.add_axes(((0.25 + apart) / fw, bottom / fh, width / fw, height / fh))
     image = show_image(ax, per_token[first:].reshape(grid), cmap, vmin, vmax, interpolation="none")
-    ax.tick_params(labelsize=6)
+    ax.tick_params(labelsize=7)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # patches, not fractions of one
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("patch column", fontsize=7)
@@ -250,6 +257,6 @@ def patch_grid_figure(
         cls_ax.set_yticks([])
         cls_ax.set_xlabel("class\ntoken", fontsize=7)
     bar_ax = fig.add_axes(((0.25 + apart + width + 0.15) / fw, bottom / fh, 0.12 / fw, height / fh))
-    fig.colorbar(image, cax=bar_ax).ax.tick_params(labelsize=6)
+    fig.colorbar(image, cax=bar_ax).ax.tick_params(labelsize=7)
     fit_title(fig, ax, f"{literal(title)}{magnitude_note(tensor)} · {what}{nonfinite_note(per_token)}".lstrip(" ·"))
     return fig

@@ -11,6 +11,7 @@ import numpy as np
 from matplotlib.collections import PatchCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+from matplotlib.ticker import MaxNLocator
 
 from ._common import (
     MAGNITUDE,
@@ -23,15 +24,28 @@ from ._common import (
     name_label,
     set_margins,
 )
+from .theme import ThemeLike, themed
 
 STATS = ("mean", "std", "min", "max")
 MAX_STEP_LABELS = 12
 MAX_LAYER_LABELS = 80
 """Step numbers written under a heatmap at most: each label costs matplotlib a text layout on every draw,
 and hundreds of them (a long run's history) would also overlap."""
+LABEL_PITCH = 0.15
+"""Inches between two written layer names at least: 7-point text is 0.1 inch tall, and a gap."""
+MAX_HEATMAP_HEIGHT = 16.0
+"""Inches: a model of many layers gets a tall heatmap (the widget scrolls it, never shrinks it), up to this."""
 
 
-def stats_figure(records: Iterable[Any], *, stats: Sequence[str] = STATS, title: str = "", log: bool = False) -> Figure:
+@themed
+def stats_figure(
+    records: Iterable[Any],
+    *,
+    stats: Sequence[str] = STATS,
+    title: str = "",
+    log: bool = False,
+    theme: ThemeLike = None,
+) -> Figure:
     """One line per statistic over steps, from the Records of a ``stats`` hook; steps with NaN/Inf are shaded.
 
     A module called several times per step gives one point per call, at ``step + call / calls``. Statistics of
@@ -44,7 +58,8 @@ def stats_figure(records: Iterable[Any], *, stats: Sequence[str] = STATS, title:
     for record in kept:
         calls[record.step] = max(calls.get(record.step, 0), record.call + 1)
     x = np.array([r.step + r.call / calls[r.step] for r in kept])
-    fig = Figure(figsize=(5.6, 3.0))
+    legend = label_width(list(stats), 7) + 0.55  # inches: the names, their line samples and the padding
+    fig = Figure(figsize=(5.6 + legend, 3.0))  # the legend beside the axes, which keep their width
     ax = fig.add_subplot()
     for name in stats:
         if name not in kept[0].stats:
@@ -56,8 +71,10 @@ def stats_figure(records: Iterable[Any], *, stats: Sequence[str] = STATS, title:
     if log:
         ax.set_yscale("symlog", linthresh=1e-6)
     ax.set_xlabel("step", fontsize=8)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole: no tick at 2.5
     ax.tick_params(labelsize=7)
-    ax.legend(fontsize=7, frameon=False, ncols=min(4, len(stats)))
+    # Beside the axes, not over the lines: "best" still covers data when every corner has some.
+    ax.legend(fontsize=7, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
     note = f" [NaN/Inf at step {', '.join(map(str, bad))}, shaded magenta]" if bad else ""
     if any(r.stats.get("magnitude") for r in kept):  # statistics of a complex tensor's magnitude
         note = f"{MAGNITUDE}{note}"
@@ -67,7 +84,7 @@ def stats_figure(records: Iterable[Any], *, stats: Sequence[str] = STATS, title:
     ticks = [t for t in locator() if low <= t <= high]
     formatter.set_locs(ticks)
     top = 0.5 if formatter.get_offset() else 0.35  # an offset ("1e-5") is written above the axes
-    set_margins(fig, left=label_width([formatter(t) for t in ticks], 7) + 0.2, right=0.15, bottom=0.5, top=top)
+    set_margins(fig, left=label_width([formatter(t) for t in ticks], 7) + 0.2, right=0.15 + legend, bottom=0.5, top=top)
     fit_title(fig, ax, f"{literal(title)}{note}")
     return fig
 
@@ -90,11 +107,12 @@ def _labelled_columns(count: int, most: int = MAX_STEP_LABELS) -> list[int]:
         return list(range(count))
     every = -(-count // (most - 1))  # ceil: evenly spaced ones, leaving room for the last
     shown = list(range(0, count - 1, every))
-    if count - 1 - shown[-1] < every / 2:
-        shown.pop()  # too close to the last column, whose label would overlap it
+    if count - 1 - shown[-1] < every:
+        shown.pop()  # closer to the last column than the others are apart: its label could touch the last one
     return [*shown, count - 1]
 
 
+@themed
 def summary_heatmap_figure(
     rows: Sequence[dict[str, Any]],
     field: str = "grad_norm",
@@ -102,6 +120,7 @@ def summary_heatmap_figure(
     layers: Sequence[str] | None = None,
     log: bool = True,
     title: str = "",
+    theme: ThemeLike = None,
 ) -> Figure:
     """``ex.summary()`` rows as a layers × steps heatmap of one field (e.g. ``grad_norm``, ``act_mean``).
 
@@ -131,9 +150,10 @@ def summary_heatmap_figure(
         # reach zero or below, where a log scale has no place (one layer and one step, or equal norms).
         low, high = float(grid[finite].min()), float(grid[finite].max())
         norm = matplotlib.colors.LogNorm(low, high) if high > low else matplotlib.colors.LogNorm(low / 2, high * 2)
-    fig = Figure(figsize=(min(10.0, 2.6 + 0.35 * len(steps)), min(10.0, 1.2 + 0.22 * len(order))))
+    height = min(MAX_HEATMAP_HEIGHT, 1.2 + 0.22 * len(order))
+    fig = Figure(figsize=(min(10.0, 2.6 + 0.35 * len(steps)), height))
     ax = fig.add_subplot()
-    colormap = matplotlib.colormaps["viridis"].with_extremes(bad=MISSING_COLOR)
+    colormap = matplotlib.colormaps["viridis"].with_extremes(bad=theme.missing if theme else MISSING_COLOR)
     image = ax.imshow(
         np.ma.masked_invalid(grid),
         cmap=colormap,
@@ -154,9 +174,10 @@ def summary_heatmap_figure(
     if frames:  # one collection: a patch each costs ~1 ms to add and draw, thousands on a big model
         ax.add_collection(PatchCollection(frames, facecolor="none", edgecolor=NONFINITE_COLOR, linewidth=2))
     broken = broken | tainted
-    # A tick per layer up to MAX_LAYER_LABELS; beyond, evenly spaced ones: a tick is a matplotlib object
-    # costing ~1 ms, and labels of thousands of rows 0.003 inch apart could not be read anyway.
-    rows_shown = _labelled_columns(len(order), MAX_LAYER_LABELS)
+    # A tick per layer while names are LABEL_PITCH apart (at most MAX_LAYER_LABELS: a tick is a matplotlib
+    # object costing ~1 ms); beyond, evenly spaced ones, so that no name is drawn small or over another.
+    readable = int((height - 0.85) / LABEL_PITCH)  # the axes' height: the figure's less its margins
+    rows_shown = _labelled_columns(len(order), max(2, min(MAX_LAYER_LABELS, readable)))
     labels = [name_label(order[i]) or "(model)" for i in rows_shown]  # "" is the root
     ax.set_yticks(rows_shown, labels, fontsize=7)
     if len(rows_shown) < len(order):

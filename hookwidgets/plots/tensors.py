@@ -22,11 +22,15 @@ from ._common import (
     show_image,
 )
 from .sequences import attention_heads_figure
+from .theme import ThemeLike, themed
 
 MAX_LABELS = 64  # beyond this, tick labels overlap into a black bar
 
 
-def bars_figure(values: torch.Tensor | np.ndarray, *, title: str = "", diverging: bool = False) -> Figure:
+@themed
+def bars_figure(
+    values: torch.Tensor | np.ndarray, *, title: str = "", diverging: bool = False, theme: ThemeLike = None
+) -> Figure:
     """A 1-D tensor (a Linear output, logits) as one bar per feature; NaN/Inf bars are drawn magenta at full height."""
     if is_empty(values):
         return empty_figure(title, values.shape)
@@ -41,7 +45,7 @@ def bars_figure(values: torch.Tensor | np.ndarray, *, title: str = "", diverging
     if not finite.all():
         low, high = finite_range(values)
         ax.bar(np.flatnonzero(~finite), high - min(low, 0.0), bottom=min(low, 0.0), color=NONFINITE_COLOR, width=0.85)
-    ax.axhline(0, color="#444", linewidth=0.6)
+    ax.axhline(0, color=theme.muted if theme else "#444", linewidth=0.6)
     ax.set_xlabel("feature", fontsize=8)
     ax.tick_params(labelsize=7)
     fig.tight_layout()
@@ -68,6 +72,7 @@ def _label_room(labels: Sequence[str] | None, count: int) -> float:
     return 0.06 * max(len(name_label(t)) for t in labels)
 
 
+@themed
 def matrix_figure(
     tensor: torch.Tensor,
     *,
@@ -76,6 +81,7 @@ def matrix_figure(
     column_labels: Sequence[str] | None = None,
     diverging: bool = False,
     item: int | None = None,
+    theme: ThemeLike = None,
 ) -> Figure:
     """A 2-D tensor as a heatmap (rows × columns), e.g. a batch of Linear outputs; ``item`` picks from a 3-D one."""
     if is_empty(tensor):
@@ -101,6 +107,7 @@ def matrix_figure(
     return fig
 
 
+@themed
 def attention_figure(
     weights: torch.Tensor,
     tokens: Sequence[str] | None = None,
@@ -108,6 +115,7 @@ def attention_figure(
     title: str = "",
     item: int = 0,
     heads: Sequence[int] | None = None,
+    theme: ThemeLike = None,
 ) -> Figure:
     """Self-attention weights ``(L, L)``, ``(heads, L, L)`` or ``(N, heads, L, L)``: one heatmap per head.
 

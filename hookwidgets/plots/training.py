@@ -6,15 +6,24 @@ import math
 from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ._common import name_label
+from .theme import ThemeLike, themed
 
 # The rule of thumb for the update-to-weight ratio: about 1e-3 per step is healthy; far below means
 # a learning rate too low, far above one too high.
 HEALTHY_RATIO = 1e-3
 
 
-def update_ratio_figure(records: list[dict[str, Any]], params: list[str] | None = None, max_params: int = 12) -> Figure:
+@themed
+def update_ratio_figure(
+    records: list[dict[str, Any]],
+    params: list[str] | None = None,
+    max_params: int = 12,
+    *,
+    theme: ThemeLike = None,
+) -> Figure:
     """‖Δw‖/‖w‖ per step, one line per parameter (the first ``max_params``), on a log scale with the 1e-3 guide."""
     series: dict[str, tuple[list[int], list[float]]] = {}
     for r in records:
@@ -36,9 +45,10 @@ def update_ratio_figure(records: list[dict[str, Any]], params: list[str] | None 
     ax.set_ylim(min(plotted) / 3, max(plotted) * 3)  # some room, and a range even when every ratio is equal
     ax.set_yscale("log")
     ax.set_xlabel("optimizer step", fontsize=8)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole: no tick at 2.5
     ax.set_ylabel("‖Δw‖ / ‖w‖", fontsize=8)
     ax.tick_params(labelsize=7)
     ax.set_title("update-to-weight ratio per parameter" if series else "no update ratios recorded yet", fontsize=9)
-    ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     return fig

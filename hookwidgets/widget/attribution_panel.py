@@ -6,8 +6,10 @@ score per input token, drawn in the page as coloured tokens; an attention module
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -18,7 +20,7 @@ from ..core.attribution.tokens import token_ids
 from ..core.display import display_name, quoted
 from ..core.explorer import Explorer
 from ..plots import cam_overlay_figure, figure_png, gradient_map_figure
-from ..plots.overlay import _display_image
+from ..plots.overlay import input_image_figure
 from .attribution_methods import LAYER_METHODS, image_of, methods_note, offered_methods
 from .protocol import Attribution, TokenScore
 from .state import position_choice, score_choice
@@ -37,7 +39,15 @@ EMPTY: Attribution = {
 
 
 def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any, position: Any = None) -> Attribution:
-    """The ``attribution`` traitlet: ``method``'s result for ``target`` at ``layer`` and what to draw it with.
+    """The ``attribution`` traitlet: ``method``'s result for ``target`` at ``layer`` and what to draw it with."""
+    return attribution_and_redraw(explorer, layer, method, target, position)[0]
+
+
+def attribution_and_redraw(
+    explorer: Explorer, layer: str, method: str, target: Any, position: Any = None
+) -> tuple[Attribution, Callable[[], dict[str, bytes]] | None]:
+    """The ``attribution`` traitlet, and what draws its images again (in another theme) without running the
+    method again: None for token scores, which the page colours itself.
 
     CAMs and a ViT's rollout are drawn over the input image, pixel methods as gradient maps, and token scores go
     to the page as ``tokens`` (text and score, the first item's) to colour. Errors (a method that does not fit, a
@@ -65,15 +75,19 @@ def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any
     payload["note"] = note
     if result.dim() == 2:  # one score per token
         payload["tokens"] = token_scores(result[0], _labels(explorer, result))
-        return payload
-    image = image_of(explorer.example_inputs)
+        return payload, None
+    draw = functools.partial(_images, image_of(explorer.example_inputs), result, caption)
+    payload.update(draw())
+    return payload, draw
+
+
+def _images(image: torch.Tensor, result: torch.Tensor, caption: str) -> dict[str, bytes]:
+    """The attribution drawn over the input (or as a gradient map) and the input beside it, as PNG bytes."""
     if result.dim() == 3:  # a CAM (N, H, W) in [0, 1], or a ViT rollout's patch grid (N, h, w), raw
         figure = cam_overlay_figure(image, result, title=caption)
     else:  # pixel attributions are input-shaped and signed
         figure = gradient_map_figure(result[0], title=caption)
-    payload["png"] = figure_png(figure)
-    payload["input_png"] = figure_png(input_figure(image))
-    return payload
+    return {"png": figure_png(figure), "input_png": figure_png(input_figure(image))}
 
 
 def token_scores(scores: torch.Tensor, labels: list[str]) -> list[TokenScore]:
@@ -85,14 +99,7 @@ def token_scores(scores: torch.Tensor, labels: list[str]) -> list[TokenScore]:
 
 def input_figure(inputs: torch.Tensor, item: int = 0) -> Figure:
     """The input image the attribution explains, drawn as the overlay draws it (min–max scaled), to sit beside it."""
-    picture, cmap = _display_image(inputs, item)
-    fig = Figure(figsize=(3.0, 3.3))
-    ax = fig.add_subplot()
-    ax.imshow(picture, cmap=cmap, interpolation="nearest")
-    ax.set_axis_off()
-    ax.set_title(f"input (item {item})", fontsize=9)
-    fig.tight_layout()
-    return fig
+    return input_image_figure(inputs, item=item, title=f"input (item {item})")
 
 
 def _explained(explorer: Explorer, result: torch.Tensor) -> str:

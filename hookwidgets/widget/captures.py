@@ -14,6 +14,7 @@ from ..core.capture.store import CaptureStore, Record
 from ..core.display import display_name
 from ..core.model.tokens import Sequences
 from ..plots import figure_png, stats_figure
+from ..plots.theme import current_theme
 from .protocol import PlotItem
 from .tensor_views import Context, draw, sequence_labels, views_of
 
@@ -45,7 +46,7 @@ _png_lock = threading.Lock()
 
 def _cached_png(record: Record, key: tuple, draw: Callable[[], Any]) -> bytes:
     """``figure_png(draw())``, remembered for ``record`` (by identity, while it lives) and ``key``."""
-    full_key = (id(record), *key)
+    full_key = (id(record), current_theme(), *key)  # drawn again in another theme
     with _png_lock:
         hit = _png_cache.get(full_key)
         if hit is not None and hit[0]() is record:  # the same record, not a new one at a reused address

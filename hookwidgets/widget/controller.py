@@ -7,6 +7,8 @@ holds it, and the view and the explorer's event hub hold only the controller.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import time
 import weakref
 from collections.abc import Callable
@@ -18,6 +20,7 @@ from ..core.diagnostics.notes import unwatched_note
 from ..core.display import quoted
 from ..core.explorer import Explorer
 from ..core.hooks.events import Event
+from ..plots.theme import using_theme
 from .attention_heads import AttentionHeads
 from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
 from .captures import plot_items
@@ -57,6 +60,7 @@ class ViewController:
         self.output: dict[str, Any] = dict(explorer.probe_output)  # what the run bar offers: the latest output's scores
         self._training_version: tuple[Any, ...] | None = None  # the panel is redrawn only when this changes
         self._graph_shown: dict[str, Any] | None = None  # the recorded graph the view shows, by identity
+        self._redraws: dict[str, Callable[[], None]] = {}  # panels drawn once (attribution, patching), by name
 
     @property
     def explorer(self) -> Explorer | None:
@@ -82,6 +86,8 @@ class ViewController:
         view.on_msg(lambda widget, content, buffers: (m := on_message()) and m(content))
         on_selected = weakref.WeakMethod(self._on_selected)
         view.observe(lambda change: (m := on_selected()) and m(change), names="selected")
+        on_theme = weakref.WeakMethod(self._on_theme)
+        view.observe(lambda change: (m := on_theme()) and m(change), names="theme")
         weakref.finalize(explorer, self.close)  # an explorer dropped unclosed closes its view too
         self._view = view
         if self.ddp is None and explorer.ddp_inspector is not None:  # watch_ddp() came before the view
@@ -170,6 +176,31 @@ class ViewController:
             self._view.attribution = EMPTY_ATTRIBUTION  # its map and its error were the previous module's
         self.sync()
 
+    def _on_theme(self, change: dict[str, Any]) -> None:
+        """The page's theme changed: every image the view shows is drawn again in it."""
+        self._training_version = None  # its records did not change, its colours did
+        try:
+            self.sync_plots()
+            self.sync_summary()
+            self.sync_training()
+            with self.drawing():
+                for redraw in list(self._redraws.values()):
+                    redraw()
+        except Exception as exc:  # shown in the widget; the old images stay
+            if self._view is not None:
+                self._view.error = f"could not redraw the images in the new theme: {type(exc).__name__}: {exc}"
+
+    def drawing(self) -> contextlib.AbstractContextManager[Any]:
+        """A block whose figures are drawn in the page's theme (light until the page reports one)."""
+        return using_theme(self._view.theme if self._view is not None else None)
+
+    def keep_redraw(self, panel: str, redraw: Callable[[], None] | None) -> None:
+        """Remember how ``panel``'s images are drawn again when the theme changes (None: it has none now)."""
+        if redraw is None:
+            self._redraws.pop(panel, None)
+        else:
+            self._redraws[panel] = redraw
+
     # Pushing state: each payload from the explorer's public state.
     def sync(self, plots: bool = True) -> None:
         """Push hooks, selection, memory, diagnostics and a new graph; the images too unless ``plots`` is False."""
@@ -201,9 +232,12 @@ class ViewController:
             return
         try:
             started = time.monotonic()
-            context = context_for(explorer, view.selected)
-            items = plot_items(explorer.captures, view.selected, self.plot_steps, self.plot_views, context=context)
-            heads = self.attention_heads.item(explorer, view.selected, self.plot_views.get("attention", {}).get("head"))
+            with self.drawing():
+                context = context_for(explorer, view.selected)
+                items = plot_items(explorer.captures, view.selected, self.plot_steps, self.plot_views, context=context)
+                heads = self.attention_heads.item(
+                    explorer, view.selected, self.plot_views.get("attention", {}).get("head")
+                )
             if heads is not None:
                 items.append(heads)
             error = self.attention_heads.take_error()
@@ -233,15 +267,23 @@ class ViewController:
             view.patching = {**EMPTY_PATCHING, "error": f"{type(exc).__name__}: {message_text(exc)}"}
             self.set_status("error", "the patch sweep failed: see the patching panel")
             raise
-        view.patching = patching_payload(result, default_metric)
+        redraw = functools.partial(self._show_patching, result, default_metric)  # an (L, T) tensor: small
+        redraw()
+        self.keep_redraw("patching", redraw)
         self.set_status("idle", f"patch sweep: {result.shape[0]} layers × {result.shape[1]} positions")
         return result
+
+    def _show_patching(self, result: torch.Tensor, default_metric: bool) -> None:
+        if self._view is not None:
+            with self.drawing():
+                self._view.patching = patching_payload(result, default_metric)
 
     def sync_summary(self) -> None:
         """Redraw the summary's table and heatmap with the page's chosen field and step."""
         view, explorer = self._view, self.explorer
         if view is not None and explorer is not None:
-            view.summary = summary_payload(explorer, **self.summary_choice)
+            with self.drawing():
+                view.summary = summary_payload(explorer, **self.summary_choice)
 
     def show_ddp(self, source: DDPSource) -> None:
         """Show ``source`` in the Training panel, in place of what it showed of DDP before."""
@@ -264,7 +306,8 @@ class ViewController:
         if version == self._training_version:
             return False
         try:
-            view.training = training_payload(monitors, self.ddp, _ddp_prefix(explorer.model))
+            with self.drawing():
+                view.training = training_payload(monitors, self.ddp, _ddp_prefix(explorer.model))
         except Exception as exc:  # shown in the widget; the user's loop goes on
             view.error = f"could not draw the Training panel: {type(exc).__name__}: {exc}"
         self._training_version = version

@@ -159,10 +159,11 @@ class LiveUpdates:
         started = time.monotonic()
         drew = False
         if view.selected in explorer.captures:
-            context = context_for(explorer, view.selected)
-            items = plot_items(
-                explorer.captures, view.selected, controller.plot_steps, controller.plot_views, context=context
-            )
+            with controller.drawing():  # in the page's theme
+                context = context_for(explorer, view.selected)
+                items = plot_items(
+                    explorer.captures, view.selected, controller.plot_steps, controller.plot_views, context=context
+                )
             view.plots = {"target": view.selected, "items": items}
             drew = True
         if any(info.action == "stats" for info in explorer.own_hooks):

@@ -13,7 +13,7 @@ from ..core.explorer import Explorer, explain_run_error
 from ..core.model.lazy import materialize_notices
 from ..core.model.scores import output_summary
 from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
-from .attribution_panel import attribution_payload
+from .attribution_panel import attribution_and_redraw
 from .edit_choices import with_recorded_run
 from .graph_panel import EMPTY as EMPTY_GRAPH
 from .lens_panel import DEFAULT_TOP_K, lens_payload
@@ -109,13 +109,29 @@ def attribute(controller: ViewController, explorer: Explorer, content: dict[str,
     controller.set_status("busy", f"computing {method}…")
     error = ""
     try:
-        view.attribution = attribution_payload(explorer, layer, method, target, content.get("position"))
+        with controller.drawing():
+            payload, redraw = attribution_and_redraw(explorer, layer, method, target, content.get("position"))
+        view.attribution = payload
+        controller.keep_redraw("attribution", redraw and _redraw_attribution(controller, payload, redraw))
     except Exception as exc:
         error = message_text(exc)
         view.attribution = {**EMPTY_ATTRIBUTION, "layer": layer, "method": method, "error": error}
     caption = view.attribution.get("caption") or f"{method} failed: see the attribution panel"
     controller.set_status("idle", caption)
     return error
+
+
+def _redraw_attribution(
+    controller: ViewController, shown: dict[str, Any], draw: Callable[[], dict[str, bytes]]
+) -> Callable[[], None]:
+    """Redraw ``shown``'s images while the panel still shows that attribution (a new selection empties it)."""
+
+    def redraw() -> None:
+        view = controller.view
+        if view is not None and view.attribution.get("caption") == shown["caption"] and view.attribution.get("png"):
+            view.attribution = {**view.attribution, **draw()}
+
+    return redraw
 
 
 def lens(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:

@@ -7,7 +7,7 @@ import annotations`` here: Python 3.11 would take a ``NotRequired`` field for a 
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-# Traitlets (Python -> page; the page also writes `selected`).
+# Traitlets (Python -> page; the page also writes `selected` and `theme`).
 
 
 class TreeNode(TypedDict):
@@ -218,6 +218,12 @@ class Patching(TypedDict):
     error: str
 
 
+class Theme(TypedDict):
+    name: Literal["light", "dark"]
+    background: str
+    foreground: str
+
+
 class CompactGraph(TypedDict):
     ids: list[str]
     op: list[int]
@@ -272,6 +278,7 @@ TRAITLETS: dict[str, Any] = {
     "patching": Patching,
     "error": str,
     "graph": Graph,
+    "theme": Theme,
 }
 """Each traitlet of ``ExplorerView`` and the shape of its value."""
 

@@ -58,3 +58,6 @@ class ExplorerView(anywidget.AnyWidget):
     """Last error text, with its traceback; empty when there is none."""
     graph = traitlets.Dict({"autograd": None, "dataflow": None, "error": ""}).tag(sync=True)
     """Graph panel: compact autograd graph and module dataflow (or None each), and why recording failed."""
+    theme = traitlets.Dict({"name": "light", "background": "", "foreground": ""}).tag(sync=True)
+    """The page's theme, written by the browser: name (light or dark), background and foreground (``#rrggbb``,
+    ``""`` until the page reports them); every figure the view shows is drawn in it."""

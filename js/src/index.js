@@ -13,6 +13,7 @@ import { createLensView } from "./view/lens_view.js";
 import { createPatchingView } from "./view/patching_view.js";
 import { createSummaryView } from "./view/summary_view.js";
 import { createTabs } from "./view/tabs.js";
+import { createThemeSync } from "./view/theme_sync.js";
 import { createTrainingView } from "./view/training_view.js";
 import { createTreeView } from "./view/tree_view.js";
 
@@ -56,8 +57,10 @@ function render({ model, el }) {
     h("div", { cls: "hw-body" }, [navigator.el, details.el]),
   ]);
   el.append(root);
+  const theme = createThemeSync(model, root); // the kernel draws the figures in the page's theme
   return () => {
     graph.destroy();
+    theme.destroy();
     const parts = [header, errorBox, tree, inspector, attribution, summary, training, lens, patching];
     for (const part of [...parts, navigator, details]) part.destroy();
     requests.destroy();

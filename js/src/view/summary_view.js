@@ -26,7 +26,10 @@ export function createSummaryView(model, requests) {
     h("div", { cls: "hw-summary-bar" }, [statsAll, findNonfinite, h("label", { text: "step " }, [step]), h("label", { text: "heatmap " }, [field])]),
     banner,
     message,
-    h("div", { cls: "hw-summary-columns" }, [h("div", { cls: "hw-summary-table-box" }, [table]), heatmap]),
+    h("div", { cls: "hw-summary-columns" }, [
+      h("div", { cls: "hw-summary-table-box" }, [table]),
+      h("div", { cls: "hw-summary-heatmap-box" }, [heatmap]), // scrolled at its own size, never shrunk
+    ]),
   ]);
   const el = h("details", { cls: "hw-summary-panel", attrs: { open: true } }, [
     h("summary", { cls: "hw-section-title", text: "Summary: statistics per layer" }),

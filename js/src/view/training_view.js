@@ -20,7 +20,7 @@ export function createTrainingView(model) {
     ]),
     ratioMessage,
     h("div", { cls: "hw-training-columns" }, [
-      ratioChart,
+      h("div", { cls: "hw-ratio-chart-box" }, [ratioChart]), // scrolled at its own size, never shrunk
       h("div", { cls: "hw-ratio-table-box" }, [ratioCaption, ratioTable]),
     ]),
   ]);
