@@ -13,9 +13,10 @@ const ACTIONS = [
  * Build the pickers. `update(path, selection, shape)` fits the edits to the selected target (its payload, null
  * until Python's answer comes, and the tree's output shape); `value()` is {action, edit} for the next attach, or {error} (shown in the picker);
  * `showProblem(text)` shows an attach's error. A problem stays until the selection moves to another target or the
- * next attach. Returns {el, value, update, showProblem, destroy}.
+ * next attach. `onChange()` is called when the user changes the action, the edit or its fields.
+ * Returns {el, value, update, showProblem, destroy}.
  */
-export function createEditPicker() {
+export function createEditPicker({ onChange = () => {} } = {}) {
   const action = h(
     "select",
     { cls: "hw-action", attrs: { "aria-label": "Action" } },
@@ -118,7 +119,13 @@ export function createEditPicker() {
     setText(problem, text);
   }
 
-  const offs = [listen(edit, "change", onEdit)];
+  const offs = [
+    listen(edit, "change", () => {
+      onEdit();
+      onChange();
+    }),
+    ...[action, arg, dim, record].map((field) => listen(field, "change", () => onChange())),
+  ];
   update(null, { family: "none" }, null);
   onEdit();
   return { el, value, update, showProblem, destroy: () => offs.forEach((off) => off()) };
