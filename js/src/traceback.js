@@ -3,40 +3,56 @@
 const FRAME = /^(\s*)File "([^"]*)", line \d+/;
 // The package's own code; its examples are models, read as the user's.
 const OWN = /[\\/]hookwidgets[\\/](?!examples[\\/])[^"]*\.py$/;
+// torch's machinery calling a module (`_wrapped_call_impl`, `_call_impl`): between every two of the user's frames.
+const CALLS = /[\\/]torch[\\/]nn[\\/]modules[\\/]module\.py$/;
 
 /** Whether a traceback frame's file is the explorer's own code. */
 export function isOwnFile(path) {
   return OWN.test(path);
 }
 
+/** What folds a frame of `path` ("hookwidgets", "torch's module calls"), or null for a frame shown as it is. */
+export function foldedAs(path) {
+  if (OWN.test(path)) return "hookwidgets";
+  if (CALLS.test(path)) return "torch's module calls";
+  return null;
+}
+
 /**
- * Split `text` into segments {text, folded, frames}: each run of the explorer's own frames (a `File "…"` line and
- * the lines indented under it) is one folded segment counting its frames; everything else stays as it is, in order.
+ * Split `text` into segments {text, folded, label, frames}: each run of the explorer's own frames (a `File "…"` line
+ * and the lines indented under it), or of torch's module-call frames, is one folded segment naming whose they are and
+ * counting them; everything else (the user's frames, the error) stays as it is, in order.
  */
 export function foldTraceback(text) {
   const lines = String(text ?? "").split("\n");
   const segments = [];
-  const push = (line, folded) => {
+  const push = (line, label, frame) => {
     const last = segments[segments.length - 1];
-    if (last && last.folded === folded) last.lines.push(line);
-    else segments.push({ folded, lines: [line], frames: 0 });
-    if (folded && FRAME.test(line)) segments[segments.length - 1].frames += 1;
+    if (last && last.label === label) last.lines.push(line);
+    else segments.push({ label, lines: [line], frames: 0 });
+    if (frame && label !== null) segments[segments.length - 1].frames += 1;
   };
-  let inOwn = null; // the indent of the own frame whose lines are being read, or null
+  let folding = null; // {indent, label} of the folded frame whose lines are being read
   for (const line of lines) {
     const frame = FRAME.exec(line);
     if (frame) {
-      inOwn = isOwnFile(frame[2]) ? frame[1].length : null;
-      push(line, inOwn !== null);
+      const label = foldedAs(frame[2]);
+      folding = label === null ? null : { indent: frame[1].length, label };
+      push(line, label, true);
       continue;
     }
     const indent = line.length - line.trimStart().length;
-    if (inOwn !== null && line.trim() !== "" && indent > inOwn) {
-      push(line, true);
+    if (folding !== null && line.trim() !== "" && indent > folding.indent) {
+      push(line, folding.label, false);
       continue;
     }
-    inOwn = null;
-    push(line, false);
+    folding = null;
+    push(line, null, false);
   }
-  return segments.map(({ folded, lines: kept, frames }) => ({ text: kept.join("\n"), folded, frames }));
+  return segments.map(({ label, lines: kept, frames }) => ({
+    text: kept.join("\n"),
+    folded: label !== null,
+    label: label ?? "",
+    frames,
+  }));
 }

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { kindTip, kindTitle } from "../src/kinds.js";
 import { busyText, cellRunning, everyLayerStats, everyLayerText, stepText } from "../src/live_state.js";
-import { foldTraceback, isOwnFile } from "../src/traceback.js";
+import { foldTraceback, foldedAs, isOwnFile } from "../src/traceback.js";
 
 test("a view behind the live step says so while the cell runs, and only then", () => {
   assert.equal(stepText(208, { cell: true, step: 239 }), "step 208 of 239, updating…");
@@ -57,6 +57,10 @@ const TRACE = [
   "             ^^^^^^^^^^^^^^^^^^",
   '  File "/site-packages/hookwidgets/core/explorer.py", line 400, in run',
   "    return self.model(x)",
+  '  File "/env/torch/nn/modules/module.py", line 1778, in _wrapped_call_impl',
+  "    return self._call_impl(*args, **kwargs)",
+  '  File "/env/torch/nn/modules/module.py", line 1884, in _call_impl',
+  "    return inner()",
   '  File "/tmp/ipykernel_1/123.py", line 7, in forward',
   "    return self.bad(x)",
   '  File "/site-packages/hookwidgets/examples/digits.py", line 9, in forward',
@@ -67,14 +71,16 @@ const TRACE = [
 test("a traceback folds the explorer's own frames and keeps the user's, in order", () => {
   const segments = foldTraceback(TRACE);
   assert.deepEqual(
-    segments.map((s) => [s.folded, s.frames]),
-    [[false, 0], [true, 2], [false, 0]],
+    segments.map((s) => [s.folded, s.label, s.frames]),
+    [[false, "", 0], [true, "hookwidgets", 2], [true, "torch's module calls", 2], [false, "", 0]],
   );
   assert.match(segments[1].text, /^ {2}File ".*messages.py".*\n[\s\S]*return self.model\(x\)$/);
-  assert.match(segments[2].text, /^ {2}File "\/tmp\/ipykernel_1\/123.py"/);
+  assert.match(segments[3].text, /^ {2}File "\/tmp\/ipykernel_1\/123.py"/);
   assert.equal(segments.map((s) => s.text).join("\n"), TRACE); // nothing lost
   assert.deepEqual(foldTraceback("no frames here").map((s) => s.folded), [false]);
   assert.equal(isOwnFile("C:\\env\\hookwidgets\\core\\explorer.py"), true);
   assert.equal(isOwnFile("/pkgs/hookwidgets/examples/digits.py"), false);
   assert.equal(isOwnFile("/pkgs/torch/nn/modules/module.py"), false);
+  assert.equal(foldedAs("/pkgs/torch/nn/modules/module.py"), "torch's module calls");
+  assert.equal(foldedAs("/pkgs/torch/nn/functional.py"), null); // where the error is raised stays in view
 });

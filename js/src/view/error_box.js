@@ -18,7 +18,7 @@ export function fillTraceback(pre, text) {
     const frames = segment.frames === 1 ? "1 frame" : `${segment.frames} frames`;
     const body = h("span", { cls: "hw-trace-own-text" });
     setText(body, segment.text + end);
-    return h("details", { cls: "hw-trace-own" }, [h("summary", { text: `… ${frames} of hookwidgets` }), body]);
+    return h("details", { cls: "hw-trace-own" }, [h("summary", { text: `… ${frames} of ${segment.label}` }), body]);
   });
   pre.replaceChildren(...parts);
 }

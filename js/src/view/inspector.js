@@ -54,6 +54,7 @@ export function createInspector(model, requests) {
   // Toggles whose attach/detach was sent and not yet answered (`target\0kind` -> the timer that marks it slow):
   // their checkboxes stay disabled until the kernel's reply, however long that takes.
   const pending = new Map();
+  let loadedFor = null; // the target whose hook the picker last showed
   const slow = new Set();
   let destroyed = false;
 
@@ -181,7 +182,14 @@ export function createInspector(model, requests) {
     const path = selectedPath();
     const tree = model.get("tree");
     const node = isTree(tree) ? findNode(tree, path) : null;
-    picker.update(path, selection(), node?.shape ?? null);
+    const sel = selection();
+    picker.update(path, sel, node?.shape ?? null);
+    if (sel && loadedFor !== path) {
+      // A newly selected target's hook shows its action and edit: a change of one field keeps the others.
+      loadedFor = path;
+      const own = reattachable(path)[0];
+      if (own) picker.load(own);
+    }
     renderInfo();
     renderToggles();
     renderHookList();
@@ -200,12 +208,16 @@ export function createInspector(model, requests) {
   }
 
   /** The action or edit changed while hooks are attached here: they get it at once (one reattach message). */
-  function onPickerChange() {
-    const target = selectedPath();
-    const own = hooksAt(indexHooks(model.get("hooks")), target).filter(
+  /** The hooks at `path` a reattach changes: attached from the page or Python, not others', not the global kinds. */
+  function reattachable(path) {
+    return hooksAt(indexHooks(model.get("hooks")), path).filter(
       (hook) => !hook.foreign && !String(hook.kind).startsWith("global_"),
     );
-    if (own.length === 0) return; // the next toggle attaches with the new choice
+  }
+
+  function onPickerChange() {
+    const target = selectedPath();
+    if (reattachable(target).length === 0) return; // the next toggle attaches with the new choice
     const choice = picker.value();
     if (choice.error) return; // the picker says what is wrong; the hooks keep what they had
     requests.send({ type: "reattach", target, action: choice.action, edit: choice.edit }).then((answer) => {
