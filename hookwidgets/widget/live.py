@@ -39,8 +39,7 @@ class LiveUpdates:
 
     Clicks in the page reach the kernel only when the running cell finishes, so the status says so: from
     IPython's ``pre_run_cell`` its ``cell`` is true. When the cell finishes (``post_run_cell``), the view gets
-    one full update. Steps may come from
-    any thread: a push that finds another one under way is left to the next.
+    one full update. Steps may come from any thread: a push that finds another one under way is left to the next.
     """
 
     def __init__(self, controller: ViewController) -> None:

@@ -14,14 +14,13 @@ export function busyText(status, answered) {
 }
 
 /**
- * "step 208 of 239, updating…" when a view drawn at `shown` lags the explorer's live step while a cell runs; the
- * step alone ("step 239") otherwise, or "" when the view shows no step.
+ * "step 208 of 239, updating…" when a view drawn at step `shown` lags the explorer's live step while a cell runs;
+ * "" otherwise (no step shown, up to date, or an older step the user picked once the cell ended).
  */
-export function stepText(shown, status) {
-  if (!Number.isInteger(shown)) return "";
-  const live = Number.isInteger(status?.step) ? status.step : null;
-  if (cellRunning(status) && live !== null && live > shown) return `step ${shown} of ${live}, updating…`;
-  return `step ${shown}`;
+export function lagText(shown, status) {
+  const live = status?.step;
+  if (!Number.isInteger(shown) || !Number.isInteger(live) || !cellRunning(status) || live <= shown) return "";
+  return `step ${shown} of ${live}, updating…`;
 }
 
 const EVERY_LAYER = ["global_forward", "global_grad"];

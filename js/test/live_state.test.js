@@ -1,15 +1,15 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { kindTip, kindTitle } from "../src/kinds.js";
-import { busyText, cellRunning, everyLayerStats, everyLayerText, stepText } from "../src/live_state.js";
+import { busyText, cellRunning, everyLayerStats, everyLayerText, lagText } from "../src/live_state.js";
 import { foldTraceback, foldedAs, isOwnFile } from "../src/traceback.js";
 
 test("a view behind the live step says so while the cell runs, and only then", () => {
-  assert.equal(stepText(208, { cell: true, step: 239 }), "step 208 of 239, updating…");
-  assert.equal(stepText(239, { cell: true, step: 239 }), "step 239");
-  assert.equal(stepText(208, { cell: false, step: 239 }), "step 208"); // an older step the user picked
-  assert.equal(stepText(null, { cell: true, step: 239 }), "");
-  assert.equal(stepText(3, {}), "step 3");
+  assert.equal(lagText(208, { cell: true, step: 239 }), "step 208 of 239, updating…");
+  assert.equal(lagText(239, { cell: true, step: 239 }), "");
+  assert.equal(lagText(208, { cell: false, step: 239 }), ""); // an older step the user picked
+  assert.equal(lagText(null, { cell: true, step: 239 }), "");
+  assert.equal(lagText(3, {}), "");
 });
 
 test("the inspector says the kernel is busy running a cell, not that no hook fits", () => {

@@ -58,6 +58,8 @@ def test_edits_apply_at_once_the_busy_kernel_and_a_failed_run_are_said(lab: Lab)
     explorer = lab.page.locator(".hw-explorer")
     explorer.locator('.hw-row[data-path="features"]').wait_for(timeout=30_000)
     explorer.locator("button.hw-expand-all").click()
+    note = explorer.locator(".hw-stats-note")  # stats on every layer, attached from Python, and no statistics yet
+    assert "Stats attached on every layer's output and gradient: Run, or your own training loop" in note.inner_text()
 
     # An attached hook's edit changed in the picker: the kernel's hook has it at once, and a Run uses it.
     explorer.locator('.hw-row[data-path="fc"]').click()
@@ -70,6 +72,7 @@ def test_edits_apply_at_once_the_busy_kernel_and_a_failed_run_are_said(lab: Lab)
     explorer.locator(".hw-hook-action", has_text="zero").wait_for(timeout=15_000)
     explorer.locator("button.hw-run").click()
     explorer.locator('.hw-status[data-state="idle"]', has_text="step 1:").wait_for(timeout=60_000)
+    note.wait_for(state="hidden", timeout=15_000)  # the Run filled the summary
     with lab.kernel(path) as kernel:
         edits, zeroed = kernel.evaluate_json(
             "[[h.as_dict()['edit'] for h in ex.hooks if h.target == 'fc'], bool((model(x) == 0).all())]"

@@ -207,7 +207,6 @@ export function createInspector(model, requests) {
     setText(busy, text ?? "");
   }
 
-  /** The action or edit changed while hooks are attached here: they get it at once (one reattach message). */
   /** The hooks at `path` a reattach changes: attached from the page or Python, not others', not the global kinds. */
   function reattachable(path) {
     return hooksAt(indexHooks(model.get("hooks")), path).filter(
@@ -215,6 +214,7 @@ export function createInspector(model, requests) {
     );
   }
 
+  /** The action or edit changed while hooks are attached here: they get it at once (one reattach message). */
   function onPickerChange() {
     const target = selectedPath();
     if (reattachable(target).length === 0) return; // the next toggle attaches with the new choice

@@ -1,7 +1,7 @@
 /** Summary view: per-layer statistics of one step as a sortable table, every step as a heatmap. */
 
 import { displayPath } from "../format.js";
-import { everyLayerStats, everyLayerText, stepText } from "../live_state.js";
+import { everyLayerStats, everyLayerText, lagText } from "../live_state.js";
 import { COLUMNS, formatStat, rowObjects, sortRows } from "../summary.js";
 import { h, listen, pngUrls, setText, sortableHeader, subscribe } from "./dom.js";
 
@@ -82,9 +82,9 @@ export function createSummaryView(model, requests) {
   /** While a cell runs, a summary drawn at an older step than the live one says so. */
   function renderLag() {
     const steps = model.get("summary")?.steps ?? [];
-    const text = stepText(steps[steps.length - 1] ?? null, model.get("status"));
-    lag.hidden = !text.includes(" of ");
-    setText(lag, lag.hidden ? "" : text);
+    const text = lagText(steps[steps.length - 1] ?? null, model.get("status"));
+    lag.hidden = text === "";
+    setText(lag, text);
   }
 
   /** What "Stats on every layer" attached, and what fills it, until statistics come; or its error. */
