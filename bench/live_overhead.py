@@ -243,8 +243,9 @@ def markdown_section(results: list, *, command: str, started: str, steps: int) -
         " view follows it — `forward` capture on 5 layers, `stats` on every layer's output and gradient (outputs"
         " only where the row says so), live"
         " pushes (≤ 10/s, coalesced; images every 2 s; at most 3% of the loop's time). Bar: B runs at ≥ 0.9× A's"
-        " speed, i.e. B/A ≤ 1.11 (the GPT-2 rows: AdamW steps, the optimizer monitor too, bars 1.15× and, for the"
-        " view's share, 1.03×). The row against hand-written hooks keeping the same captures (A there: the 5"
+        " speed, i.e. B/A ≤ 1.11 (the GPT-2 rows: AdamW steps, `forward` capture on one block, the optimizer"
+        " monitor too; bars 1.15× and, for the view's share, 1.03×). The row against hand-written hooks keeping"
+        " the same captures (A there: the 5"
         " outputs kept, detached, up to the same byte budget, and nothing else) is"
         " where the bar is judged when the rows against the plain loop differ by their page faults: kept"
         " references pin the loop's memory, and how much it faults around them depends on the process's heap.",
