@@ -61,6 +61,8 @@ class ViewController:
         self._training_version: tuple[Any, ...] | None = None  # the panel is redrawn only when this changes
         self._graph_shown: dict[str, Any] | None = None  # the recorded graph the view shows, by identity
         self._redraws: dict[str, Callable[[], None]] = {}  # panels drawn once (attribution, patching), by name
+        self.cell_running = False  # a notebook cell runs: the page's messages wait until it ends
+        self.failed_module: str | None = None  # the module the latest Run failed in, until a Run or a dismiss
 
     @property
     def explorer(self) -> Explorer | None:
@@ -79,7 +81,7 @@ class ViewController:
         explorer.model  # noqa: B018 -- a closed explorer says so, as every method does
         notes = [explorer.probe_error, unwatched_note(explorer.unwatched)]
         view = ExplorerView(tree=explorer.tree, hook_kinds=ALL_KINDS, error="\n\n".join(n for n in notes if n))
-        view.status = status_payload("idle", "", self.output["top"], self.output)  # Run can pick a target at once
+        view.status = status_payload("idle", "", self.output["top"], self.output, step=explorer.step)
         view.lens = lens_offer(explorer)
         # The view is kept alive by the widget registry: it must hold the controller weakly, as it holds the explorer.
         on_message = weakref.WeakMethod(self.on_message)
@@ -165,8 +167,24 @@ class ViewController:
 
     def set_status(self, state: str, message: str) -> None:
         """Say in the status line what the latest action did (``state``: idle, busy, live or error)."""
+        explorer = self.explorer
         if self._view is not None:
-            self._view.status = status_payload(state, message, self.output["top"], self.output)
+            self._view.status = status_payload(
+                state,
+                message,
+                self.output["top"],
+                self.output,
+                cell=self.cell_running,
+                step=explorer.step if explorer is not None else 0,
+                failed=self.failed_module,
+            )
+
+    def set_cell_running(self, running: bool) -> None:
+        """Say whether a notebook cell runs, keeping the status's state and message."""
+        self.cell_running = running
+        view = self._view
+        if view is not None:
+            self.set_status(view.status.get("state", "idle"), view.status.get("message", ""))
 
     def _on_selected(self, change: dict[str, Any]) -> None:
         self.plot_steps.clear()  # a new selection starts at its newest captures, in their default views

@@ -37,9 +37,9 @@ class LiveUpdates:
     """Follows the end of every forward of the model (the engine's ``step`` events, through the controller) and
     of optimizer steps; pushes what changed, coalesced, while a cell runs.
 
-    Clicks in the page reach the kernel only when the running cell finishes, so the status says so.
-    When the cell finishes (IPython's ``post_run_cell``), the view gets one full update. Steps may come from
-    any thread: a push that finds another one under way is left to the next.
+    Clicks in the page reach the kernel only when the running cell finishes, so the status says so: from
+    IPython's ``pre_run_cell`` its ``cell`` is true. When the cell finishes (``post_run_cell``), the view gets
+    one full update. Steps may come from any thread: a push that finds another one under way is left to the next.
     """
 
     def __init__(self, controller: ViewController) -> None:
@@ -59,6 +59,7 @@ class LiveUpdates:
         self._unfollow_optimizers: Any = lambda: None
         self._ipython = _ipython()
         if self._ipython is not None:
+            self._ipython.events.register("pre_run_cell", self._on_cell_start)
             self._ipython.events.register("post_run_cell", self._on_cell_done)
 
     @contextlib.contextmanager
@@ -178,9 +179,14 @@ class LiveUpdates:
         self._next_plot = now + PLOT_INTERVAL_S
         return cost
 
+    def _on_cell_start(self, info: Any = None) -> None:
+        self._controller.set_cell_running(True)  # one status message: the page knows its clicks wait
+
     def _on_cell_done(self, result: Any = None) -> None:
         if not self._live and not self._pending:
+            self._controller.set_cell_running(False)
             return
+        self._controller.cell_running = False  # said by the status below
         by_optimizer = not self._forward_seen and self._optimizer_steps > 0  # a loop the hooks saw no forward of
         self._live = self._pending = self._forward_seen = False
         controller = self._controller
@@ -197,8 +203,9 @@ class LiveUpdates:
         """Stop following optimizer steps and cells."""
         self._unfollow_optimizers()
         if self._ipython is not None:
-            with contextlib.suppress(ValueError):
-                self._ipython.events.unregister("post_run_cell", self._on_cell_done)
+            for event, callback in (("pre_run_cell", self._on_cell_start), ("post_run_cell", self._on_cell_done)):
+                with contextlib.suppress(ValueError):
+                    self._ipython.events.unregister(event, callback)
             self._ipython = None
 
 

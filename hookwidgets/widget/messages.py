@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.display import display_name
 from ..core.explorer import Explorer, explain_run_error
+from ..core.hooks.kinds import GLOBAL_KINDS
 from ..core.model.lazy import materialize_notices
 from ..core.model.scores import output_summary
 from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
@@ -18,6 +19,7 @@ from .edit_choices import with_recorded_run
 from .graph_panel import EMPTY as EMPTY_GRAPH
 from .lens_panel import DEFAULT_TOP_K, lens_payload
 from .protocol import MESSAGES
+from .run_errors import failing_module, failure_line
 from .state import parse_edit, position_choice, score_choice
 
 if TYPE_CHECKING:
@@ -43,6 +45,28 @@ def attach(controller: ViewController, explorer: Explorer, content: dict[str, An
     return ""
 
 
+def reattach(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+    """Give the target's hooks attached from the page (its own, with a built-in action, not the global kinds "Stats
+    on every layer" attaches) the picked action and edit, in place: one attach of them all, records kept."""
+    target = content["target"]
+    action = content.get("action") or "capture"
+    old = [
+        h
+        for h in explorer.hooks
+        if h.target == target and not h.foreign and isinstance(h.action, str) and h.kind not in GLOBAL_KINDS
+    ]
+    if not old:
+        return ""
+    edit = with_recorded_run(explorer, target, parse_edit(content.get("edit")))
+    try:
+        explorer.attach(target, [h.kind for h in old], action, edit=edit)
+    except Exception:
+        for h in old:  # a refused edit leaves the hooks as they were, not detached
+            explorer.attach(target, h.kind, h.action, edit=h.edit or None, copy=h.copy, with_kwargs=h.with_kwargs)
+        raise
+    return ""
+
+
 def detach(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
     explorer.detach(content["target"], content["kind"])
     return ""
@@ -51,8 +75,11 @@ def detach(controller: ViewController, explorer: Explorer, content: dict[str, An
 def dismiss_error(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
     view = controller.view
     view.error = ""
+    controller.failed_module = None  # the tree's mark goes with the error it explained
     if view.status.get("state") == "error":
         controller.set_status("idle", "")
+    else:
+        controller.set_status(view.status.get("state", "idle"), view.status.get("message", ""))
     return ""
 
 
@@ -176,11 +203,14 @@ def run(controller: ViewController, explorer: Explorer, content: dict[str, Any])
             controller.attention_heads.forget()  # the heads are drawn anew, with what the model computes now
     except Exception as exc:
         new = explorer.diagnostics[explained:]  # what the engine understood about this failure comes first
-        view.error = "\n\n".join([*notices, *new, explain_run_error(exc, explorer.example_inputs)])
+        failed = controller.failed_module = failing_module(exc, explorer.model)
+        where = [failure_line(failed, explorer.model)] if failed is not None else []
+        view.error = "\n\n".join([*notices, *new, *where, explain_run_error(exc, explorer.example_inputs)])
         controller.set_status("error", f"run failed: {type(exc).__name__}")
         controller.sync()
         return f"run failed: {type(exc).__name__}: {message_text(exc)}"
     controller.output = output_summary(output, explorer.model, id_names=explorer.sequences.id_names)
+    controller.failed_module = None
     mode = " in training mode" if train else ""
     score = explorer.last_score
     if not backward or score is None:
@@ -254,6 +284,7 @@ def _run_train(value: Any) -> bool:
 
 HANDLERS: dict[str, Handler] = {
     "attach": attach,
+    "reattach": reattach,
     "detach": detach,
     "run": run,
     "plot_step": plot_step,

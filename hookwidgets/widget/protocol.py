@@ -101,6 +101,9 @@ class Status(TypedDict):
     message: str
     top: list[list[Any]]
     output: OutputScores
+    cell: bool
+    step: int
+    failed: str | None
 
 
 class ShortStep(TypedDict):
@@ -295,6 +298,14 @@ class AttachMessage(TypedDict):
     edit: NotRequired[list[Any] | None]
 
 
+class ReattachMessage(TypedDict):
+    type: Literal["reattach"]
+    request_id: str
+    target: str
+    action: NotRequired[str | None]
+    edit: NotRequired[list[Any] | None]
+
+
 class DetachMessage(TypedDict):
     type: Literal["detach"]
     request_id: str
@@ -367,6 +378,7 @@ class GraphMessage(TypedDict):
 
 MESSAGES: dict[str, Any] = {
     "attach": AttachMessage,
+    "reattach": ReattachMessage,
     "detach": DetachMessage,
     "run": RunMessage,
     "plot_step": PlotStepMessage,

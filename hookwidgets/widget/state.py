@@ -43,16 +43,27 @@ def status_payload(
     message: str,
     top: Iterable[tuple[int, float]] | Iterable[list[Any]],
     output: dict[str, Any] | None = None,
+    *,
+    cell: bool = False,
+    step: int = 0,
+    failed: str | None = None,
 ) -> Status:
     """The ``status`` traitlet: idle, busy, live or error, what the latest action did, the classes or next tokens the
     run bar and the attribution offer (``[index, probability]``, NaN as ``"nan"``), and what the model's output
-    offers a backward (``output``: ``Explorer.probe_output`` without its ``top``; kind ``none`` when unknown)."""
+    offers a backward (``output``: ``Explorer.probe_output`` without its ``top``; kind ``none`` when unknown).
+
+    ``cell``: a notebook cell is running (the page's clicks wait for it); ``step``: the explorer's step, which views
+    drawn earlier compare theirs with; ``failed``: the module the latest Run failed in, marked in the tree.
+    """
     summary = output_summary(None) if output is None else output
     return {
         "state": state,
         "message": message,
         "top": [[int(c), plain_number(p)] for c, p in top],
         "output": {key: summary[key] for key in OUTPUT_FIELDS},
+        "cell": cell,
+        "step": step,
+        "failed": failed,
     }
 
 

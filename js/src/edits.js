@@ -109,3 +109,20 @@ function parseRecord(name, key) {
   if (!match) return { error: NO_RECORD };
   return [name, { step: Number(match[1]), call: Number(match[2]) }];
 }
+
+/**
+ * The picker's fields that show a hook's `edit` (the hooks traitlet's list of `[name, arg…]`): {name, arg, dim},
+ * `name` "" for no edit; null when the picker cannot show it (several edits at once).
+ */
+export function pickerFields(edit) {
+  if (!Array.isArray(edit) || edit.length === 0) return { name: "", arg: "", dim: "" };
+  if (edit.length !== 1 || !Array.isArray(edit[0])) return null;
+  const [name, first, second] = edit[0];
+  const spec = EDITS.find((e) => e.name === name);
+  if (!spec) return null;
+  if (name === "ablate" || name === "ablate_heads") {
+    const list = Array.isArray(first) ? first.join(", ") : String(first ?? "");
+    return { name, arg: list, dim: name === "ablate" && second !== undefined ? String(second) : "" };
+  }
+  return { name, arg: spec.arg === null || first === undefined ? "" : String(first), dim: "" };
+}

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { EDITS, NO_RECORD, axesText, editsFor, parseEdit, recordKey, recordLabel } from "../src/edits.js";
+import { EDITS, NO_RECORD, axesText, editsFor, parseEdit, pickerFields, recordKey, recordLabel } from "../src/edits.js";
 
 test("parseEdit turns the picked edit into the message's list", () => {
   assert.equal(parseEdit("", ""), null);
@@ -71,4 +71,15 @@ test("records and axes read as the picker shows them", () => {
   assert.equal(axesText(["batch", ""], [2, 5]), "dim 0: batch (2) · dim 1 or -1: size (5)");
   assert.equal(axesText(null, [2, 8]), "");
   assert.equal(axesText(["batch", "features"], null), "");
+});
+
+test("the picker shows an attached hook's edit so that changing one field keeps the others", () => {
+  assert.deepEqual(pickerFields([]), { name: "", arg: "", dim: "" });
+  assert.deepEqual(pickerFields(null), { name: "", arg: "", dim: "" });
+  assert.deepEqual(pickerFields([["scale", 0.5]]), { name: "scale", arg: "0.5", dim: "" });
+  assert.deepEqual(pickerFields([["zero"]]), { name: "zero", arg: "", dim: "" });
+  assert.deepEqual(pickerFields([["ablate", [0, 3], -1]]), { name: "ablate", arg: "0, 3", dim: "-1" });
+  assert.deepEqual(pickerFields([["ablate_heads", [1, 2]]]), { name: "ablate_heads", arg: "1, 2", dim: "" });
+  assert.equal(pickerFields([["scale", 2], ["clip", 1]]), null); // several edits: not one picker's
+  assert.equal(pickerFields([["nope"]]), null);
 });

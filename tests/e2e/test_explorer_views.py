@@ -150,8 +150,8 @@ def test_model_strings_reach_the_page_as_text(frontend: str, request: pytest.Fix
     assert explorer.locator(".hw-title").inner_text() == "<b>Evil</b>"
     assert explorer.locator(".hw-error-marker").count() == 1  # the failing hook is marked on its row
     row.click()
-    explorer.locator(".hw-hook-error summary").wait_for(timeout=10_000)
-    assert "<script>alert(2)</script>" in explorer.locator(".hw-hook-error summary").inner_text()
+    explorer.locator(".hw-hook-error > summary").wait_for(timeout=10_000)
+    assert "<script>alert(2)</script>" in explorer.locator(".hw-hook-error > summary").inner_text()
     # nothing was injected: no element that a name or an error text spelled out
     injected = lab.page.evaluate(
         "() => document.querySelectorAll('.hw-explorer img[src=\"x\"], .hw-explorer b, .hw-explorer script').length"
@@ -182,8 +182,8 @@ def test_invisible_characters_are_shown_escaped_and_a_huge_name_cut(lab: Lab) ->
     assert [bidi, "txt\\u202eexe"] in summary and [long, "L" * 200 + "…"] in summary
     rows.nth(1).click()
     show_tab(explorer, "inspector")
-    explorer.locator(".hw-hook-error summary").wait_for(timeout=10_000)
-    assert "bad txt\\u202eexe" in explorer.locator(".hw-hook-error summary").inner_text()
+    explorer.locator(".hw-hook-error > summary").wait_for(timeout=10_000)
+    assert "bad txt\\u202eexe" in explorer.locator(".hw-hook-error > summary").inner_text()
     assert explorer.locator(".hw-info dd").first.inner_text() == "txt\\u202eexe"
     show_tab(explorer, "graph")
     labels = panel.locator(".hw-gbox-label, .hw-glabel").all_text_contents()  # SVG text: no innerText

@@ -1,6 +1,16 @@
 /** Action and edit pickers: what a hook attached from the inspector does when it fires. */
 
-import { DEFAULT_DIM, EDITS, NO_RECORD, axesText, editsFor, parseEdit, recordKey, recordLabel } from "../edits.js";
+import {
+  DEFAULT_DIM,
+  EDITS,
+  NO_RECORD,
+  axesText,
+  editsFor,
+  parseEdit,
+  pickerFields,
+  recordKey,
+  recordLabel,
+} from "../edits.js";
 import { h, listen, setText } from "./dom.js";
 
 const ACTIONS = [
@@ -13,9 +23,10 @@ const ACTIONS = [
  * Build the pickers. `update(path, selection, shape)` fits the edits to the selected target (its payload, null
  * until Python's answer comes, and the tree's output shape); `value()` is {action, edit} for the next attach, or {error} (shown in the picker);
  * `showProblem(text)` shows an attach's error. A problem stays until the selection moves to another target or the
- * next attach. Returns {el, value, update, showProblem, destroy}.
+ * next attach. `onChange()` is called when the user changes the action, the edit or its fields.
+ * `load(hook)` shows an attached hook's action and edit. Returns {el, value, update, showProblem, load, destroy}.
  */
-export function createEditPicker() {
+export function createEditPicker({ onChange = () => {} } = {}) {
   const action = h(
     "select",
     { cls: "hw-action", attrs: { "aria-label": "Action" } },
@@ -118,8 +129,26 @@ export function createEditPicker() {
     setText(problem, text);
   }
 
-  const offs = [listen(edit, "change", onEdit)];
+  /** Show what an attached hook does (its action and edit), so that changing one field keeps the others. */
+  function load(hook) {
+    if (ACTIONS.some(([name]) => name === hook.action)) action.value = hook.action;
+    const fields = pickerFields(hook.edit);
+    if (fields === null || ![...edit.options].some((option) => option.value === fields.name)) return;
+    edit.value = fields.name;
+    onEdit();
+    if (fields.arg) arg.value = fields.arg;
+    if (fields.dim) dim.value = fields.dim;
+    renderFields();
+  }
+
+  const offs = [
+    listen(edit, "change", () => {
+      onEdit();
+      onChange();
+    }),
+    ...[action, arg, dim, record].map((field) => listen(field, "change", () => onChange())),
+  ];
   update(null, { family: "none" }, null);
   onEdit();
-  return { el, value, update, showProblem, destroy: () => offs.forEach((off) => off()) };
+  return { el, value, update, showProblem, load, destroy: () => offs.forEach((off) => off()) };
 }

@@ -3,10 +3,13 @@
 
 import { displayName, displayPath, formatCount, formatFired, formatParams, formatShape } from "../format.js";
 import { hasHook, hooksAt, indexHooks } from "../hooks.js";
+import { kindTitle } from "../kinds.js";
+import { busyText } from "../live_state.js";
 import { SLOW_MS } from "../requests.js";
 import { findNode, isTree } from "../tree.js";
 import { h, listen, setText, subscribe } from "./dom.js";
 import { createEditPicker } from "./edit_picker.js";
+import { fillTraceback } from "./error_box.js";
 import { createPlots } from "./plots.js";
 
 const FAMILY_LABELS = { module: "Module", param: "Parameter", node: "Autograd node" };
@@ -15,13 +18,14 @@ const FAMILY_LABELS = { module: "Module", param: "Parameter", node: "Autograd no
 export function createInspector(model, requests) {
   const info = h("dl", { cls: "hw-info" });
   const params = h("div", { cls: "hw-params-list" });
-  const picker = createEditPicker();
+  const picker = createEditPicker({ onChange: onPickerChange });
   const toggles = h("div", { cls: "hw-toggles", attrs: { role: "group", "aria-label": "Hooks" } });
   const kernelWait = h("div", {
     cls: "hw-kernel-wait",
     attrs: { role: "status", hidden: true },
     text: "No answer from the kernel yet: it is busy running a cell, or it is gone.",
   });
+  const busy = h("div", { cls: "hw-kernel-busy", attrs: { role: "status", hidden: true } });
   const hookList = h("ul", { cls: "hw-hook-list" });
   const codeText = h("pre", { cls: "hw-code-text" });
   const code = h("details", { cls: "hw-code" }, [h("summary", { text: "Plain-torch code for these hooks" }), codeText]);
@@ -38,6 +42,7 @@ export function createInspector(model, requests) {
     h("div", { cls: "hw-section-title", text: "Hooks" }),
     picker.el,
     toggles,
+    busy,
     kernelWait,
     hookList,
     code,
@@ -47,6 +52,7 @@ export function createInspector(model, requests) {
   // Toggles whose attach/detach was sent and not yet answered (`target\0kind` -> the timer that marks it slow):
   // their checkboxes stay disabled until the kernel's reply, however long that takes.
   const pending = new Map();
+  let loadedFor = null; // the target whose hook the picker last showed
   const slow = new Set();
   let destroyed = false;
 
@@ -115,10 +121,12 @@ export function createInspector(model, requests) {
           cls: "hw-toggle",
           attrs: { type: "checkbox", "data-kind": kind, "data-target": path },
         });
-        return h("label", { cls: "hw-toggle-label" }, [input, h("span", { text: kind })]);
+        const title = kindTitle(kind, sel?.family);
+        return h("label", { cls: "hw-toggle-label", attrs: { title } }, [input, h("span", { text: kind })]);
       }),
     );
-    if (kinds.length === 0) toggles.append(h("span", { cls: "hw-hint", text: "No hook can be attached here." }));
+    // No payload yet: the kernel has not answered (a running cell holds it), which is not "no hook fits".
+    if (sel && kinds.length === 0) toggles.append(h("span", { cls: "hw-hint", text: "No hook can be attached here." }));
     syncToggles();
   }
 
@@ -158,12 +166,9 @@ export function createInspector(model, requests) {
         if (hook.note) parts.push(h("div", { cls: "hw-hook-note", text: hook.note }));
         if (hook.error) {
           const lines = String(hook.error).trim().split("\n");
-          parts.push(
-            h("details", { cls: "hw-hook-error" }, [
-              h("summary", { text: lines[lines.length - 1] }),
-              h("pre", { text: hook.error }),
-            ]),
-          );
+          const trace = h("pre", { cls: "hw-hook-trace" });
+          fillTraceback(trace, hook.error); // the user's frames first, the explorer's folded
+          parts.push(h("details", { cls: "hw-hook-error" }, [h("summary", { text: lines[lines.length - 1] }), trace]));
         }
         const cls = ["hw-hook", hook.error ? "hw-hook-failed" : "", hook.foreign ? "hw-hook-foreign" : ""];
         return h("li", { cls: cls.filter(Boolean).join(" ") }, parts);
@@ -175,15 +180,47 @@ export function createInspector(model, requests) {
     const path = selectedPath();
     const tree = model.get("tree");
     const node = isTree(tree) ? findNode(tree, path) : null;
-    picker.update(path, selection(), node?.shape ?? null);
+    const sel = selection();
+    picker.update(path, sel, node?.shape ?? null);
+    if (sel && loadedFor !== path) {
+      // A newly selected target's hook shows its action and edit: a change of one field keeps the others.
+      loadedFor = path;
+      const own = reattachable(path)[0];
+      if (own) picker.load(own);
+    }
     renderInfo();
     renderToggles();
     renderHookList();
+    renderBusy();
   }
 
   function onHooks() {
     syncToggles();
     renderHookList();
+  }
+
+  function renderBusy() {
+    const text = busyText(model.get("status"), selection() !== null);
+    busy.hidden = text === null;
+    setText(busy, text ?? "");
+  }
+
+  /** The hooks at `path` a reattach changes: attached from the page or Python, not others', not the global kinds. */
+  function reattachable(path) {
+    return hooksAt(indexHooks(model.get("hooks")), path).filter(
+      (hook) => !hook.foreign && !String(hook.kind).startsWith("global_"),
+    );
+  }
+
+  /** The action or edit changed while hooks are attached here: they get it at once (one reattach message). */
+  function onPickerChange() {
+    const target = selectedPath();
+    if (reattachable(target).length === 0) return; // the next toggle attaches with the new choice
+    const choice = picker.value();
+    if (choice.error) return; // the picker says what is wrong; the hooks keep what they had
+    requests.send({ type: "reattach", target, action: choice.action, edit: choice.edit }).then((answer) => {
+      if (!destroyed && target === selectedPath()) picker.showProblem(answer.ok ? "" : answer.error);
+    });
   }
 
   function onToggle(event) {
@@ -240,6 +277,7 @@ export function createInspector(model, requests) {
     subscribe(model, ["change:selected", "change:tree", "change:selection"], onSelection),
     subscribe(model, ["change:hooks"], onHooks),
     subscribe(model, ["change:diagnostics"], onDiagnostics),
+    subscribe(model, ["change:status"], renderBusy),
     listen(toggles, "change", onToggle),
     listen(params, "click", onParamClick),
   ];

@@ -1,6 +1,7 @@
 /** Summary view: per-layer statistics of one step as a sortable table, every step as a heatmap. */
 
 import { displayPath } from "../format.js";
+import { everyLayerStats, everyLayerText, lagText } from "../live_state.js";
 import { COLUMNS, formatStat, rowObjects, sortRows } from "../summary.js";
 import { h, listen, pngUrls, setText, sortableHeader, subscribe } from "./dom.js";
 
@@ -18,12 +19,15 @@ export function createSummaryView(model, requests) {
   });
   const field = h("select", { cls: "hw-summary-field", attrs: { "aria-label": "Heatmap statistic" } });
   const step = h("select", { cls: "hw-summary-step", attrs: { "aria-label": "Step shown in the table" } });
+  const lag = h("span", { cls: "hw-summary-lag hw-lagging", attrs: { hidden: true } });
+  const statsNote = h("div", { cls: "hw-stats-note", attrs: { role: "status", hidden: true } });
   const banner = h("div", { cls: "hw-nonfinite-banner", attrs: { role: "alert", hidden: true } });
   const message = h("div", { cls: "hw-hint" });
   const table = h("table", { cls: "hw-summary-table" });
   const heatmap = h("img", { cls: "hw-summary-heatmap", attrs: { alt: "statistic per layer and step", hidden: true } });
   const body = h("div", { cls: "hw-summary-body" }, [
-    h("div", { cls: "hw-summary-bar" }, [statsAll, findNonfinite, h("label", { text: "step " }, [step]), h("label", { text: "heatmap " }, [field])]),
+    h("div", { cls: "hw-summary-bar" }, [statsAll, findNonfinite, h("label", { text: "step " }, [step]), h("label", { text: "heatmap " }, [field]), lag]),
+    statsNote,
     banner,
     message,
     h("div", { cls: "hw-summary-columns" }, [
@@ -74,6 +78,26 @@ export function createSummaryView(model, requests) {
     renderTable(summary);
     images.revoke();
     images.show(heatmap, summary.heatmap);
+    renderLag();
+    renderStatsNote();
+  }
+
+  /** While a cell runs, a summary drawn at an older step than the live one says so. */
+  function renderLag() {
+    const steps = model.get("summary")?.steps ?? [];
+    const text = lagText(steps[steps.length - 1] ?? null, model.get("status"));
+    lag.hidden = text === "";
+    setText(lag, text);
+  }
+
+  /** What "Stats on every layer" attached, and what fills it, until statistics come; or its error. */
+  function renderStatsNote(error = "") {
+    const empty = (model.get("summary")?.rows ?? []).length === 0;
+    const text = error || (empty ? everyLayerText(everyLayerStats(model.get("hooks"))) : "");
+    statsNote.hidden = !text;
+    setText(statsNote, text);
+    // The note replaces the empty summary's "turn on stats" once they are on.
+    message.hidden = !model.get("summary")?.message || Boolean(text && !error);
   }
 
   function onTableClick(event) {
@@ -93,13 +117,23 @@ export function createSummaryView(model, requests) {
 
   function onStatsAll() {
     // Gradients through tensor hooks (global_grad): unlike full backward hooks, in-place ops cannot break them.
-    for (const kind of ["global_forward", "global_grad"]) {
-      requests.send({ type: "attach", target: "", kind, action: "stats", edit: null });
-    }
+    statsAll.disabled = true;
+    statsNote.hidden = false;
+    setText(statsNote, "Attaching stats on every layer's output and gradient…");
+    const sent = ["global_forward", "global_grad"].map((kind) =>
+      requests.send({ type: "attach", target: "", kind, action: "stats", edit: null }),
+    );
+    Promise.all(sent).then((answers) => {
+      statsAll.disabled = false;
+      const failed = answers.find((answer) => !answer.ok);
+      renderStatsNote(failed ? `Stats on every layer failed: ${failed.error}` : "");
+    });
   }
 
   const offs = [
     subscribe(model, ["change:summary"], update),
+    subscribe(model, ["change:status"], renderLag),
+    subscribe(model, ["change:hooks"], () => renderStatsNote()),
     listen(table, "click", onTableClick),
     listen(statsAll, "click", onStatsAll),
     listen(findNonfinite, "click", () => requests.send({ type: "find_nonfinite" })),

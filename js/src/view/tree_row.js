@@ -2,6 +2,7 @@
 
 import { badgeLabel, displayName, formatCount, formatFired, formatParams, formatShape } from "../format.js";
 import { hooksAt } from "../hooks.js";
+import { kindTitle } from "../kinds.js";
 import { highlightParts } from "../tree.js";
 import { h, textNode } from "./dom.js";
 
@@ -32,7 +33,7 @@ export function fillBadges(container, path, { hookIndex, order }) {
         cls: hook.error ? "hw-badge hw-badge-error" : "hw-badge",
         attrs: {
           "data-kind": hook.kind,
-          title: `${hook.kind} · ${displayName(hook.action ?? "capture")}: ${formatFired(hook.fired)}${hook.error ? " (failed)" : ""}`,
+          title: `${kindTitle(hook.kind)}\n${displayName(hook.action ?? "capture")}: ${formatFired(hook.fired)}${hook.error ? " (failed)" : ""}`,
         },
       },
       [
@@ -76,7 +77,7 @@ function isZero(count) {
 }
 
 /** Build the element of one visible row; returns {el, badges}. */
-export function buildRow(row, { hookIndex, selected, query, matchSet, order }) {
+export function buildRow(row, { hookIndex, selected, query, matchSet, order, failedRun = null }) {
   const { node, path, depth, hasChildren } = row;
   const caret = hasChildren
     ? h("span", { cls: "hw-caret", attrs: { "aria-hidden": "true" }, text: row.expanded ? "▾" : "▸" })
@@ -93,6 +94,7 @@ export function buildRow(row, { hookIndex, selected, query, matchSet, order }) {
   const classes = ["hw-row"];
   if (path === selected) classes.push("hw-selected");
   if (isMatch) classes.push("hw-match");
+  if (path === failedRun) classes.push("hw-row-failed"); // the module the latest Run failed in
   if (failed) classes.push("hw-row-error");
   const el = h(
     "div",

@@ -68,6 +68,12 @@ export function createTreeView(model) {
     model.save_changes();
   }
 
+  /** The module the latest Run failed in (`status.failed`), or null. */
+  function failedPath() {
+    const failed = model.get("status")?.failed;
+    return typeof failed === "string" ? failed : null;
+  }
+
   function hookOrder() {
     return model.get("hook_kinds") ?? [];
   }
@@ -92,7 +98,7 @@ export function createTreeView(model) {
       const row = rows[i];
       let entry = force ? undefined : drawn.get(row.path);
       if (entry === undefined || entry.top !== i) {
-        const built = buildRow(row, { hookIndex, selected, query, matchSet, order: hookOrder() });
+        const built = buildRow(row, { hookIndex, selected, query, matchSet, order: hookOrder(), failedRun: failedPath() });
         built.el.style.top = `${i * ROW_HEIGHT}px`;
         entry = { ...built, top: i };
       }
@@ -174,6 +180,16 @@ export function createTreeView(model) {
     hookIndex = indexHooks(model.get("hooks"));
     const options = { hookIndex, order: hookOrder() };
     for (const [path, entry] of drawn) entry.el.classList.toggle("hw-row-error", fillBadges(entry.badges, path, options));
+  }
+
+  let shownFailed = failedPath();
+  function onStatus() {
+    // A Run's failure marks its module's row; the mark leaves with the error. Its ancestors open to show it.
+    const failed = failedPath();
+    if (failed === shownFailed) return;
+    shownFailed = failed;
+    if (failed !== null && openAncestors([failed])) relayout();
+    for (const [path, entry] of drawn) entry.el.classList.toggle("hw-row-failed", path === failed);
   }
 
   let shownSelected = selectedPath();
@@ -306,6 +322,7 @@ export function createTreeView(model) {
     subscribe(model, ["change:tree"], onTree),
     subscribe(model, ["change:hooks", "change:hook_kinds"], onHooks),
     subscribe(model, ["change:selected"], onSelected),
+    subscribe(model, ["change:status"], onStatus),
     listen(viewport, "click", onClick),
     listen(viewport, "keydown", onKeyDown),
     listen(viewport, "scroll", scheduleDraw),

@@ -233,6 +233,8 @@ def test_live_updates_are_throttled_while_the_users_loop_runs(ipython, explorer,
     view.observe(lambda change: pushes.append(change["new"]), names="status")
 
     def loop() -> None:  # the user's own loop: no explorer run
+        assert len(pushes) == 1 and pushes[0]["cell"] is True  # the cell's start: the page's clicks wait
+        pushes.clear()
         for _ in range(10):  # all at one instant
             cnn(image)
         assert len(pushes) == 1 and pushes[0]["state"] == "live" and "step 1" in pushes[0]["message"]

@@ -78,11 +78,14 @@ def test_the_checks_see_a_wrong_field_or_type():
     documented.pop("top")
     assert list(documented) != list(fields(protocol.Status))
     output = status_payload("idle", "", [])["output"]
-    assert problems({"state": "idle", "message": "", "output": output}, protocol.Status) == [": Status lacks ['top']"]
-    assert problems({"state": "idle", "message": "", "top": [], "output": output, "x": 1}, protocol.Status) == [
+    rest = {"cell": False, "step": 0, "failed": None}
+    assert problems({"state": "idle", "message": "", "output": output, **rest}, protocol.Status) == [
+        ": Status lacks ['top']"
+    ]
+    assert problems({"state": "idle", "message": "", "top": [], "output": output, "x": 1, **rest}, protocol.Status) == [
         ": Status has no field ['x']"
     ]
-    assert problems({"state": 1, "message": "", "top": [], "output": output}, protocol.Status) == [
+    assert problems({"state": 1, "message": "", "top": [], "output": output, **rest}, protocol.Status) == [
         ".state: 1 is no str"
     ]
 

@@ -44,7 +44,7 @@ def test_a_run_or_recording_that_fails_replies_with_the_failure():
         view = ex.view
         reply = browser_sends(view, type="run")
         assert reply["ok"] is False and reply["error"].startswith("run failed: RuntimeError: ")
-        assert view.status == status_payload("error", "run failed: RuntimeError", [])
+        assert view.status == status_payload("error", "run failed: RuntimeError", [], failed="")  # the root failed
         reply = browser_sends(view, type="graph")
         assert reply["ok"] is False and reply["error"] == view.status["message"]
     with HookExplorer(nn.Linear(4, 2)) as ex:
