@@ -9,7 +9,7 @@ import threading
 import nbformat
 import pytest
 
-from ._lab import Lab
+from ._lab import Lab, show_tab
 
 pytestmark = pytest.mark.e2e
 
@@ -95,8 +95,10 @@ def test_edits_apply_at_once_the_busy_kernel_and_a_failed_run_are_said(lab: Lab)
     runner.start()
     try:
         explorer.locator('.hw-status[data-state="live"]').wait_for(timeout=30_000)
+        show_tab(explorer, "summary")
         explorer.locator(".hw-summary-lag", has_text="updating…").wait_for(timeout=15_000)
         assert " of " in explorer.locator(".hw-summary-lag").inner_text()
+        show_tab(explorer, "inspector")
         explorer.locator('.hw-row[data-path="features.lin"]').click()
         busy = explorer.locator(".hw-kernel-busy")
         busy.wait_for(timeout=10_000)

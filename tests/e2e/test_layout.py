@@ -7,6 +7,7 @@ import nbformat
 import pytest
 
 from ._lab import Lab, show_tab
+from .test_theme import LOW_CONTRAST
 from .test_transformers import GPT2_WITH_TOKENIZER, _theme
 
 pytestmark = pytest.mark.e2e
@@ -90,6 +91,8 @@ def test_the_compact_layout_keeps_everything_inside_the_widget_at_every_width(
                     where = f"{theme}, {width} px, tab {tab}"
                     assert found["outside"] == [], where
                     assert found["sideways"] == [], where
+                    low = explorer.evaluate(LOW_CONTRAST)  # the lens's cells and the tokens too, in both themes
+                    assert low == [], f"text under 4.5:1, {where}:\n" + "\n".join(low)
                     assert 600 <= found["height"] <= 720, where  # fixed height, not a long column
                     if tab == "graph":  # the canvas fills its pane: the graph is not squeezed to nothing
                         assert explorer.locator("svg.hw-graph-canvas").bounding_box()["height"] >= 200, where
