@@ -1,6 +1,8 @@
-/** Plots area: the PNG captures of the selection as Blob-URL images, each with a step slider over its history. */
+/** Plots area: the PNG captures of the selection as Blob-URL images, each with a step slider over its history and a
+ * mark while a running loop is ahead of the step drawn. */
 
 import { displayName, formatPosition, formatShape, plotPositions } from "../format.js";
+import { lagText } from "../live_state.js";
 import { h, pngUrls, setText, subscribe } from "./dom.js";
 
 const HINT = "Attach a hook and press Run (or run your own code) to see captures.";
@@ -105,9 +107,25 @@ export function createPlots(model, requests) {
     return parts.length > 0 ? h("div", { cls: "hw-plot-controls" }, parts) : null;
   }
 
+  // Each figure's lag mark: "step 208 of 239, updating…" while a cell's loop runs ahead of the drawn step.
+  let lags = [];
+  function updateLags() {
+    const status = model.get("status");
+    for (const [mark, step] of lags) {
+      const text = lagText(step, status);
+      setText(mark, text);
+      mark.hidden = text === "";
+    }
+  }
+
   function figure(item) {
     const url = images.url(item.png);
-    const children = [h("figcaption", { cls: item.stale ? "hw-plot-caption hw-stale" : "hw-plot-caption", text: caption(item) })];
+    const lag = h("span", { cls: "hw-plot-lag hw-lagging", attrs: { hidden: true } });
+    lags.push([lag, item.step]);
+    const children = [
+      h("figcaption", { cls: item.stale ? "hw-plot-caption hw-stale" : "hw-plot-caption", text: caption(item) }),
+      lag,
+    ];
     const row = controls(item);
     if (row) children.push(row);
     const steps = slider(item);
@@ -129,20 +147,22 @@ export function createPlots(model, requests) {
     if (plots === shown.plots && match === shown.match) return;
     shown = { plots, match };
     images.revoke();
+    lags = [];
     const items = match && Array.isArray(plots.items) ? plots.items : [];
     if (items.length === 0) {
       el.replaceChildren(h("div", { cls: "hw-hint", text: HINT }));
       return;
     }
     el.replaceChildren(...items.map(figure));
+    updateLags();
   }
 
-  const off = subscribe(model, ["change:plots", "change:selected"], update);
+  const offs = [subscribe(model, ["change:plots", "change:selected"], update), subscribe(model, ["change:status"], updateLags)];
   update();
   return {
     el,
     destroy() {
-      off();
+      offs.forEach((off) => off());
       if (slideTimer !== null) clearTimeout(slideTimer);
       images.revoke();
     },
