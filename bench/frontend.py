@@ -9,7 +9,8 @@ with a markdown section for bench/RESULTS.md (command, date, machine, table with
 
 Bars (issue 6): a 10,000-module explorer painted ≤ 1 s after its cell's output arrives; a 5,000-node
 autograd graph painted collapsed ≤ 1 s; click → hook attached in Python → badge shown ≤ 150 ms.
-Issue 25: a 600-node graph's search-and-centre ≤ 100 ms; switching tabs ≤ 100 ms.
+Issue 25: a 600-node graph's search-and-centre ≤ 100 ms; switching tabs ≤ 100 ms; no main-thread task over 50 ms while
+the view updates during a training loop (and what the open page costs that loop).
 
     .venv/bin/python bench/frontend.py                 # every measurement, 15 loads each
     .venv/bin/python bench/frontend.py --only tree_paint --only click_badge --loads 20
@@ -133,6 +134,57 @@ ex.run(target=0)  # captures exist, as after a first Run in the quickstart
 ex
 """
 
+# Issue 25's training loop, in the notebook: a GPT-2-shaped LM (6 layers, width 128, batch 8×64) under AdamW with
+# stats on every layer's output and gradient, one capture and the optimizer monitor; the explorer shown.
+LIVE_MODEL = """
+import time
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel
+from hookwidgets import HookExplorer
+
+torch.manual_seed(0)
+config = GPT2Config(n_layer=6, n_embd=128, n_head=4, vocab_size=5000, n_positions=64, bos_token_id=0, eos_token_id=0)
+model = GPT2LMHeadModel(config).train()
+ids = torch.randint(0, 5000, (8, 64))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+ex = HookExplorer(model, example_inputs=ids[:1])
+ex.attach("", ["global_forward", "global_grad"], action="stats")
+ex.attach("transformer.h.0", "forward")
+ex.watch_optimizer(opt)
+
+def loop(steps):
+    started = time.perf_counter()
+    for _ in range(steps):
+        opt.zero_grad()
+        model(ids, labels=ids).loss.backward()
+        opt.step()
+    return (time.perf_counter() - started) * 1000
+ex
+"""
+LIVE_STEPS = 20
+
+# Collects the page's long tasks (over 50 ms) from now on; `_LONGEST` reads the longest and stops.
+_WATCH_LONG_TASKS = """
+() => {
+  window.__hwLong = { longest: 0, count: 0 };
+  window.__hwLongObserver?.disconnect();
+  window.__hwLongObserver = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      window.__hwLong.longest = Math.max(window.__hwLong.longest, entry.duration);
+      window.__hwLong.count += 1;
+    }
+  });
+  window.__hwLongObserver.observe({ type: "longtask", buffered: false });
+}
+"""
+_LONGEST = """
+async () => {
+  await new Promise((r) => setTimeout(r, 300));  // the last pushes of the loop are handled
+  window.__hwLongObserver.disconnect();
+  return window.__hwLong;
+}
+"""
+
 # Clicks a tab and times until its page is shown and painted (two frames), with the longest main-thread task seen.
 _TAB_SWITCH = """
 async (tab) => {
@@ -221,13 +273,20 @@ async (tab) => {
 # reaching "ready", and the frame after that (painted).
 _WATCH_PAINT = """
 () => {
-  for (const el of document.querySelectorAll('.jp-OutputArea-child, .hw-graph-panel')) el.dataset.benchOld = '1';
-  const times = {output: null, ready: null, painted: null};
+  for (const el of document.querySelectorAll('.jp-OutputArea-child, .hw-graph-panel, .hw-explorer')) {
+    el.dataset.benchOld = '1';
+  }
+  const times = {output: null, opened: false, ready: null, painted: null};
   window.__hwBench = times;
   const fresh = (sel) => [...document.querySelectorAll(sel)].find((el) => !el.dataset.benchOld);
   const observer = new MutationObserver(() => {
     const now = performance.now();
     if (times.output === null && fresh('.jp-OutputArea-child')) times.output = now;
+    const tab = fresh('.hw-explorer')?.querySelector('button.hw-tab[data-tab="graph"]');
+    if (!times.opened && tab) {  // the user opens the Graph tab as soon as the explorer shows
+      times.opened = true;
+      tab.click();
+    }
     const panel = fresh('.hw-graph-panel');
     if (times.ready === null && panel && panel.dataset.state === 'ready') {
       times.ready = now;
@@ -442,7 +501,7 @@ def graph_paint(session: Session, loads: int) -> Figure:
         "5,000-node autograd graph painted collapsed",
         values,
         1000,
-        "cell output arrives → panel ready → next frame",
+        "cell output arrives → Graph tab opened → panel ready → next frame",
         shown or "",
     )
 
@@ -476,12 +535,22 @@ def graph_expand(session: Session, loads: int) -> Figure:
     )
 
 
+def open_graph_tab(page: Page) -> None:
+    """Open the Graph tab of the explorer whose graph panel is not marked old, as a user does before recording."""
+    page.evaluate(
+        "() => document.querySelector('.hw-graph-panel:not([data-bench-old])').closest('.hw-explorer')"
+        ".querySelector('button.hw-tab[data-tab=\"graph\"]').click()"
+    )
+
+
 def graph_record(session: Session, loads: int) -> Figure:
     """Record graph pressed -> the 5,000-node graph painted: recording in Python, transfer, layout, drawing."""
     page = session.page
     page.evaluate("() => document.querySelectorAll('.hw-graph-panel').forEach((el) => { el.dataset.benchOld = '1'; })")
     path = session.notebook("bench_graph_record.ipynb", GRAPH_MODEL, EXPLORER_DISPLAY)
     session.lab.run_all(path, timeout=300)
+    page.wait_for_selector(".hw-graph-panel:not([data-bench-old]) .hw-graph-status", state="attached")
+    open_graph_tab(page)
     page.wait_for_selector('.hw-graph-panel:not([data-bench-old]) .hw-graph-status[data-state="empty"]')
     values = []
     with session.lab.kernel(path) as kernel:
@@ -548,7 +617,57 @@ def tab_switch(session: Session, loads: int) -> Figure:
     return Figure("switching tabs", values, 100, note, f"{len(cycle)} tabs per round")
 
 
-MEASUREMENTS: dict[str, Callable[[Session, int], Figure]] = {
+def live_loop(session: Session, loads: int) -> list[Figure]:
+    """The user's training loop in the kernel while the view updates live: the page's longest main-thread task
+    during it (bar 50 ms), and what the open page costs the loop (its time with the explorer's output shown in the
+    page against the same loop, same hooks and view, with that output cleared from the page)."""
+    page = session.page
+    page.evaluate("() => document.querySelectorAll('.hw-explorer').forEach((el) => { el.dataset.benchOld = '1'; })")
+    path = session.notebook("bench_live_loop.ipynb", LIVE_MODEL)
+    session.lab.run_all(path, timeout=300)
+    explorer = page.locator(".hw-explorer:not([data-bench-old])")
+    explorer.locator('.hw-row[data-path="transformer"]').wait_for()
+    explorer.locator('button.hw-tab[data-tab="summary"]').click()  # the panel a loop updates the most
+    longest, shown, cleared, tasks = [], [], [], 0
+    with session.lab.kernel(path, timeout=600) as kernel:
+        kernel.evaluate(f"loop({LIVE_STEPS})")  # warm: the first steps allocate
+        for i in range(WARMUP_PAIRS + loads):
+            page.evaluate(_WATCH_LONG_TASKS)
+            ms = float(kernel.evaluate(f"print(loop({LIVE_STEPS}))").strip())
+            seen = page.evaluate(_LONGEST)
+            if i >= WARMUP_PAIRS:
+                longest.append(seen["longest"])
+                shown.append(ms)
+                tasks += seen["count"]
+        page.evaluate(
+            "() => document.querySelector('.hw-explorer:not([data-bench-old])').closest('.jp-OutputArea')"
+            ".querySelectorAll('.jp-OutputArea-child').forEach((el) => { el.style.display = 'none'; })"
+        )
+        for i in range(WARMUP_PAIRS + loads):
+            ms = float(kernel.evaluate(f"print(loop({LIVE_STEPS}))").strip())
+            if i >= WARMUP_PAIRS:
+                cleared.append(ms)
+    cost = statistics.median(shown) / statistics.median(cleared)
+    what = f"GPT-2 6×128 b8×64, {LIVE_STEPS} AdamW steps, stats on every layer, a capture, the optimizer monitor"
+    return [
+        Figure(
+            "longest main-thread task while the view updates live",
+            longest,
+            50,
+            f"{what}; PerformanceObserver longtask, 0 = none over 50 ms",
+            f"{tasks} tasks over 50 ms in all",
+        ),
+        Figure(
+            "the loop with the page drawing the view (ms per loop)",
+            shown,
+            None,
+            f"{what}; kernel-side time with the explorer shown",
+            f"{cost:.2f}× the same loop with the view hidden in the page (median {statistics.median(cleared):.0f} ms)",
+        ),
+    ]
+
+
+MEASUREMENTS: dict[str, Callable[[Session, int], Figure | list[Figure]]] = {
     "tree_paint": tree_paint,
     "graph_paint": graph_paint,
     "click_badge": click_badge,
@@ -556,6 +675,7 @@ MEASUREMENTS: dict[str, Callable[[Session, int], Figure]] = {
     "graph_record": graph_record,
     "graph_search": graph_search,
     "tab_switch": tab_switch,
+    "live_loop": live_loop,
 }
 """Every figure of this benchmark, by name, in the order they run."""
 
@@ -574,9 +694,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="hw-bench-") as workdir, Session(Path(workdir)) as session:
         browser = session.page.context.browser.version
         for name in names:
-            figure = MEASUREMENTS[name](session, args.loads)
-            print(figure.line(), flush=True)
-            figures.append(figure)
+            measured = MEASUREMENTS[name](session, args.loads)
+            for figure in measured if isinstance(measured, list) else [measured]:
+                print(figure.line(), flush=True)
+                figures.append(figure)
     print()
     print(markdown_section(figures, command=command, started=started, browser=browser, loads=args.loads))
 

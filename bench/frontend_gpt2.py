@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from _protocol import MIN_PAIRS, WARMUP_PAIRS, machine, revision
-from frontend import _EXPAND, _WATCH_TREE, MARKDOWN_HEADER, VIEWPORT, Figure, Session
+from frontend import _EXPAND, _WATCH_TREE, MARKDOWN_HEADER, VIEWPORT, Figure, Session, open_graph_tab
 
 MISSING = 'the GPT-2 figures need transformers: pip install -e ".[bench]" (make bench does)'
 
@@ -98,7 +98,8 @@ def gpt2_graph_record(session: Session, loads: int) -> Figure:
     path = session.notebook("bench_gpt2_record.ipynb", MODEL, RECORD_DISPLAY)
     session.lab.run_all(path, timeout=300)
     panel = ".hw-graph-panel:not([data-bench-old])"
-    page.wait_for_selector(f'{panel} .hw-graph-status[data-state="empty"]')
+    page.wait_for_selector(f'{panel} .hw-graph-status[data-state="empty"]', state="attached")
+    open_graph_tab(page)
     values = []
     with session.lab.kernel(path) as kernel:
         for i in range(WARMUP_PAIRS + loads):

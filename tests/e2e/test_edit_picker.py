@@ -59,7 +59,7 @@ def test_ablate_heads_is_offered_on_an_attention_module_and_attached_by_a_click(
     axes = "dim 0: batch (1) · dim 1: tokens (6) · dim 2 or -1: features (32)"
     assert explorer.locator(".hw-edit-axes").inner_text() == axes
     assert explorer.locator("input.hw-edit-dim").input_value() == "1"
-    explorer.locator(".hw-inspector").screenshot(path=str(lab.artifacts_dir / "edit-picker-ablate-dim.png"))
+    explorer.locator(".hw-details").screenshot(path=str(lab.artifacts_dir / "edit-picker-ablate-dim.png"))
     edit.select_option("ablate_heads")
     arg, toggle = explorer.locator("input.hw-edit-arg"), explorer.locator('input.hw-toggle[data-kind="forward"]')
     arg.fill("1, 4")
@@ -105,7 +105,7 @@ ex
     toggle.click()  # the engine refuses the shape: said in the picker, and it stays there
     problem.filter(has_text="has shape (1, 4, 32), the hooked tensor (1, 6, 32)").wait_for(timeout=15_000)
     assert not toggle.is_checked()
-    explorer.locator(".hw-inspector").screenshot(path=str(lab.artifacts_dir / "edit-picker-patch-refused.png"))
+    explorer.locator(".hw-details").screenshot(path=str(lab.artifacts_dir / "edit-picker-patch-refused.png"))
 
     _select(explorer, "transformer.h.0")  # another selection: the problem clears
     records.locator('option[value="1/0"]').wait_for(state="attached", timeout=15_000)

@@ -217,7 +217,7 @@ def test_summary_lists_every_layer_and_a_node_hook_from_the_graph_shows_its_capt
     explorer.locator("img.hw-summary-heatmap").wait_for(timeout=10_000)
     explorer.locator('th[data-field="grad_norm"]').click()
     assert explorer.locator('th[data-field="grad_norm"]').get_attribute("aria-sort") == "descending"
-    explorer.locator(".hw-summary-panel").screenshot(path=str(lab.artifacts_dir / f"{shots}summary-view.png"))
+    explorer.locator(".hw-details").screenshot(path=str(lab.artifacts_dir / f"{shots}summary-view.png"))
 
     # a node from the recorded graph: select it, attach node_pre, Run, see its capture
     show_tab(explorer, "graph")
@@ -241,7 +241,7 @@ def test_summary_lists_every_layer_and_a_node_hook_from_the_graph_shows_its_capt
     with lab.kernel(path) as kernel:
         shape = kernel.evaluate_json(f"list(ex.captures[{node_id!r}]['node_pre'][-1].tensor.shape)")
     assert shape == [2, 10]
-    explorer.locator(".hw-inspector").screenshot(path=str(lab.artifacts_dir / f"{shots}inspector-node-hook.png"))
+    explorer.locator(".hw-details").screenshot(path=str(lab.artifacts_dir / f"{shots}inspector-node-hook.png"))
     # the inspector's code places the hook on the node of every forward, in plain torch
     code = explorer.locator(".hw-code-text")
     assert (
@@ -368,4 +368,4 @@ def test_a_gpt2_blocks_capture_is_a_token_map_and_its_attention_heads_can_be_pic
     assert heads.locator("option").all_inner_texts() == ["all 4 heads", "head 0", "head 1", "head 2", "head 3"]
     heads.select_option("1")
     figure.locator(".hw-plot-caption", has_text="head 1").wait_for(timeout=15_000)
-    explorer.locator(".hw-inspector").screenshot(path=str(lab.artifacts_dir / "inspector-attention-heads.png"))
+    explorer.locator(".hw-details").screenshot(path=str(lab.artifacts_dir / "inspector-attention-heads.png"))

@@ -93,6 +93,10 @@ def test_quickstart_through_load_ext_click_toggle_run_and_see_the_python_image(
     graph_status = status.inner_text()
 
     if frontend == "lab":
+        app.page.set_viewport_size({"width": 1400, "height": 1500})
+        explorer.screenshot(path=str(app.artifacts_dir / "quickstart-graph-attribution.png"))
+        show_tab(explorer, "modules")
+        show_tab(explorer, "inspector")  # the tree beside the feature maps: the README's first picture
         _screenshot_main_view(app, SCREENSHOTS[frontend])
     else:
         # the cell with `%load_ext hookwidgets` and `%hookexplorer` on top, its explorer below
@@ -114,7 +118,7 @@ def test_quickstart_through_load_ext_click_toggle_run_and_see_the_python_image(
 
 
 def _screenshot_main_view(app: Lab, name: str) -> None:
-    """The explorer's header, tree and inspector (the graph and summary have screenshots of their own)."""
+    """The explorer's header, tree and inspector (the graph and the other tabs have screenshots of their own)."""
     page = app.page
     page.set_viewport_size({"width": 1400, "height": 1500})  # a taller notebook area: the whole view fits
     explorer = page.locator(".hw-explorer")

@@ -79,4 +79,4 @@ def test_the_training_panel_shows_update_ratios_and_ddp_of_the_users_loop(lab: L
     assert "rank 0 of 1" in panel.locator(".hw-ddp-source").inner_text()
     lab.page.set_viewport_size({"width": 1400, "height": 1600})  # the whole panel fits the notebook's scroller
     panel.scroll_into_view_if_needed()
-    panel.screenshot(path=str(lab.artifacts_dir / "training-panel.png"))
+    explorer.locator(".hw-details").screenshot(path=str(lab.artifacts_dir / "training-panel.png"))

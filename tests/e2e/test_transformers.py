@@ -88,7 +88,7 @@ def test_a_gpt2_explorer_runs_by_default_labels_tokens_and_shows_attention_heads
         )
     assert seen == ["sdpa", [WORDS], ["transformer.h.0.attn", "transformer.h.1.attn"]]
     assert explorer.locator("div.hw-error").is_hidden()
-    explorer.locator(".hw-inspector").screenshot(path=str(lab.artifacts_dir / "gpt2-attention-heads-light.png"))
+    explorer.locator(".hw-details").screenshot(path=str(lab.artifacts_dir / "gpt2-attention-heads-light.png"))
     _theme(lab, "JupyterLab Dark")
     try:
         explorer.screenshot(path=str(lab.artifacts_dir / "gpt2-explorer-dark.png"))
