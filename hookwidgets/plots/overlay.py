@@ -99,12 +99,13 @@ def input_image_figure(image: torch.Tensor, *, item: int = 0, title: str = "", t
 
 
 def _overlay_layout(bar: bool = True) -> tuple[Figure, Axes, Axes | None]:
-    """A 3.6 × 3.3 inch figure: the image's axes at one fixed place, the colour bar's beside it (when ``bar``).
+    """A 2.7 × 2.5 inch figure (259 × 240 px: the input and its overlay side by side fit a 540 px pane): the
+    image's axes at one fixed place, the colour bar's beside it (when ``bar``).
 
     Placed by hand, not by ``tight_layout``, which fits each figure to its own title and bar: the input and its
     overlay would come out at different sizes.
     """
-    fig = Figure(figsize=(3.6, 3.3))
+    fig = Figure(figsize=(2.7, 2.5))
     ax = fig.add_axes((0.03, 0.03, 0.78, 0.82))
     return fig, ax, fig.add_axes((0.85, 0.13, 0.035, 0.62)) if bar else None
 

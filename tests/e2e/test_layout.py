@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from ._lab import Lab, show_tab
-from .test_theme import LOW_CONTRAST
+from .test_theme import LOW_CONTRAST, SHRUNK
 from .test_transformers import GPT2_WITH_TOKENIZER, _theme
 
 pytestmark = pytest.mark.e2e
@@ -93,6 +93,9 @@ def test_the_compact_layout_keeps_everything_inside_the_widget_at_every_width(
                     assert found["sideways"] == [], where
                     low = explorer.evaluate(LOW_CONTRAST)  # the lens's cells and the tokens too, in both themes
                     assert low == [], f"text under 4.5:1, {where}:\n" + "\n".join(low)
+                    assert explorer.evaluate(SHRUNK) == [], where  # figures keep their pixels, scrolled if wide
+                    status = explorer.locator(".hw-status")  # the run bar wraps: its status is never cut to "log…"
+                    assert status.evaluate("(el) => el.scrollWidth <= el.clientWidth + 1"), where
                     assert 600 <= found["height"] <= 720, where  # fixed height, not a long column
                     if tab == "graph":  # the canvas fills its pane: the graph is not squeezed to nothing
                         assert explorer.locator("svg.hw-graph-canvas").bounding_box()["height"] >= 200, where

@@ -98,6 +98,13 @@ LOW_CONTRAST = """
 """
 
 
+# Images on screen drawn smaller than their own pixels: their text would fall under the 9 px the figures are drawn at.
+SHRUNK = """
+(root) => [...root.querySelectorAll('img')]
+  .filter((img) => img.getClientRects().length > 0 && img.complete && img.naturalWidth > 0)
+  .filter((img) => img.clientWidth < img.naturalWidth - 1 || img.clientHeight < img.naturalHeight - 1)
+  .map((img) => `${img.className}: ${img.clientWidth}×${img.clientHeight} of ${img.naturalWidth}×${img.naturalHeight}`)
+"""
 TABS = [("graph", ""), ("modules", ""), ("inspector", "hw-inspector"), ("attribution", "")]
 TABS += [("summary", "hw-summary-panel"), ("training", "hw-training-panel")]
 
@@ -145,6 +152,7 @@ def test_figures_follow_the_theme_and_every_text_reads_in_light_and_dark(lab: La
             show_tab(explorer, tab)
             low = explorer.evaluate(LOW_CONTRAST)
             assert low == [], f"text under 4.5:1 in {theme}, tab {tab}:\n" + "\n".join(low)
+            assert explorer.evaluate(SHRUNK) == [], f"figures shrunk in {theme}, tab {tab}"
             if part:  # the whole widget with that tab open: a panel scrolls inside its tab
                 explorer.screenshot(path=str(lab.artifacts_dir / f"theme-{name}-{part[3:]}.png"))
     # the summary heatmap is shown at its own size (its names 9 px and up), scrolled rather than shrunk

@@ -13,7 +13,7 @@ export function createPatchingView(model) {
     progress,
     error,
     caption,
-    image,
+    h("div", { cls: "hw-figure-scroll" }, [image]), // at its own pixels: a wide sweep scrolls
   ]);
   const images = pngUrls();
 

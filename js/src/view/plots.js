@@ -132,7 +132,9 @@ export function createPlots(model, requests) {
     if (steps) children.push(steps);
     if (url) {
       children.push(
-        h("img", { cls: "hw-plot", attrs: { "data-kind": item.kind ?? "", alt: caption(item), src: url } }),
+        h("div", { cls: "hw-figure-scroll" }, [
+          h("img", { cls: "hw-plot", attrs: { "data-kind": item.kind ?? "", alt: caption(item), src: url } }),
+        ]),
       );
     } else {
       children.push(h("div", { cls: "hw-plot-missing", text: "No image data." }));

@@ -35,8 +35,8 @@ export function createTrainingView(model) {
   const ddpSection = h("section", { cls: "hw-ddp-section" }, [
     h("div", { cls: "hw-training-subtitle" }, [h("span", { text: "DDP gradient communication" }), ddpSource]),
     ddpMessage,
-    bucketImage,
-    h("div", { cls: "hw-training-columns" }, [rankImage, ready]), // the ready order beside the per-rank chart
+    h("div", { cls: "hw-figure-scroll" }, [bucketImage]),
+    h("div", { cls: "hw-training-columns" }, [h("div", { cls: "hw-ddp-ranks-box" }, [rankImage]), ready]), // the ready order beside the per-rank chart
   ]);
 
   const title = h("summary", { cls: "hw-section-title", text: "Training" });
