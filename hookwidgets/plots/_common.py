@@ -81,6 +81,11 @@ def nonfinite_note(values: np.ndarray) -> str:
     return f" [{text}, drawn magenta]" if text else ""
 
 
+CONSTANT_SPREAD = 1e-5
+"""Values whose spread is under this fraction of their magnitude (float32 roundings, a norm layer's eps) are drawn
+as one value: a map of such differences shows nothing but noise."""
+
+
 def finite_range(values: np.ndarray, diverging: bool = False) -> tuple[float, float]:
     """``(vmin, vmax)`` of the finite values (symmetric around zero when ``diverging``); never empty."""
     finite = values[np.isfinite(values)]
@@ -90,7 +95,13 @@ def finite_range(values: np.ndarray, diverging: bool = False) -> tuple[float, fl
     if not finite.size:
         return 0.0, 1.0
     low, high = float(finite.min()), float(finite.max())
-    return (low, high) if high > low else (low - 0.5, high + 0.5)
+    scale = max(abs(low), abs(high))
+    if high - low <= CONSTANT_SPREAD * scale:
+        # One value up to rounding (a LayerNorm output's per-token norms): one colour, not noise spread over
+        # the whole colour map under a "1e-7 + 5.65663" offset.
+        half = 0.05 * scale or 0.5
+        return low - half, high + half
+    return low, high
 
 
 def show_image(

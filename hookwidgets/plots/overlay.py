@@ -82,7 +82,7 @@ def cam_overlay_figure(
     layer = show_image(ax, heat, cmap, float(min(finite.min(), 0.0)) if finite.size else 0.0, high, alpha=alpha)
     ax.set_axis_off()
     fit_title(fig, ax, f"{literal(title)}{magnitude_note(cam)}{nonfinite_note(heat)}")
-    fig.colorbar(layer, cax=bar_ax)
+    fig.colorbar(layer, cax=bar_ax).ax.tick_params(labelsize=7)
     return fig
 
 
@@ -106,8 +106,9 @@ def _overlay_layout(bar: bool = True) -> tuple[Figure, Axes, Axes | None]:
     overlay would come out at different sizes.
     """
     fig = Figure(figsize=(2.7, 2.5))
-    ax = fig.add_axes((0.03, 0.03, 0.78, 0.82))
-    return fig, ax, fig.add_axes((0.85, 0.13, 0.035, 0.62)) if bar else None
+    ax = fig.add_axes((0.03, 0.03, 0.74, 0.82))
+    # The bar's tick labels (up to "0.000", ~0.3 in at 7 pt) need the room right of it.
+    return fig, ax, fig.add_axes((0.8, 0.13, 0.035, 0.62)) if bar else None
 
 
 def _describe(cam: torch.Tensor, item: int) -> str:

@@ -24,6 +24,7 @@ from hookwidgets.plots import (
     figure_png,
     histogram_figure,
     matrix_figure,
+    patch_grid_figure,
     stats_figure,
     summary_heatmap_figure,
 )
@@ -435,3 +436,30 @@ def test_a_long_title_over_a_few_values_stays_inside_the_figure(draw):
     box = fig.axes[0].title.get_window_extent(canvas.get_renderer())
     assert box.x0 >= 0 and box.x1 <= width and box.y1 <= height
     assert " ".join(fig.axes[0].title.get_text().split()).startswith(title)  # all of it, maybe on more lines
+
+
+def test_values_equal_up_to_float_rounding_are_drawn_as_one_colour_without_an_offset():
+    """A LayerNorm's tokens all have norm √32 up to rounding: one colour and plain ticks, not noise spread over the
+    colour map under a '1e-7 + 5.65663' offset."""
+    torch.manual_seed(0)
+    tokens = torch.nn.functional.layer_norm(torch.randn(1, 17, 32), (32,))
+    fig = patch_grid_figure(tokens)
+    FigureCanvasAgg(fig).draw()
+    grid = fig.axes[0].images[0]
+    colours = grid.to_rgba(grid.get_array()).reshape(-1, 4)
+    assert np.ptp(colours, axis=0).max() < 0.01  # one colour (at most the colour map's neighbouring step)
+    assert [ax.yaxis.get_offset_text().get_text() for ax in fig.axes] == [""] * len(fig.axes)
+    low, high = grid.get_clim()
+    assert low < float(tokens.norm(dim=-1).min()) <= float(tokens.norm(dim=-1).max()) < high
+
+
+def test_the_overlays_colour_bar_labels_stay_inside_the_figure():
+    image = torch.rand(1, 3, 32, 32)
+    cam = torch.full((1, 4, 4), 0.0437) + 0.0007 * torch.rand(1, 4, 4)  # a rollout's values, bar ticks 0.00–0.04
+    fig = cam_overlay_figure(image, cam)
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    labels = [t for t in fig.axes[1].get_yticklabels() if t.get_text()]
+    assert len(labels) >= 3
+    assert all(t.get_window_extent(renderer).x1 <= fig.bbox.x1 for t in labels)
