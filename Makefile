@@ -91,7 +91,9 @@ screenshots: $(INSTALLED) $(BUNDLE) chromium
 	$(BIN)/python -m pytest tests/e2e -m e2e
 	cp artifacts/e2e/quickstart-widget.png docs/screenshot-explorer.png
 	for view in tree-10000-modules graph-autograd graph-dataflow inspector-node-hook summary-view hostile-names \
-		notebook7-quickstart training-panel theme-dark-inspector theme-dark-training-panel; do cp artifacts/e2e/$$view.png docs/screenshot-$$view.png || exit 1; done
+		notebook7-quickstart training-panel theme-dark-inspector theme-dark-training-panel layout-dark-900 \
+		quickstart-graph-attribution gpt2-token-attribution-light gpt2-logit-lens gpt2-patch-sweep graph-big-fit \
+		edit-picker-ablate-dim honest-state-run-error; do cp artifacts/e2e/$$view.png docs/screenshot-$$view.png || exit 1; done
 
 clean:
 	rm -rf $(VENV) hookwidgets/static js/node_modules artifacts .pytest_cache
