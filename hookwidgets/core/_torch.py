@@ -1,4 +1,5 @@
-"""The private torch APIs hookwidgets relies on, in one place, each guarded by capability.
+"""The private torch APIs hookwidgets relies on, and public ones newer than its torch floor (pyproject.toml), in one
+place, each guarded by capability.
 
 Each is looked up once, with a fallback where this torch lacks it: a fact ``HAS_...`` says whether it is
 there, and where a feature turns off without it, ``off()`` says which and why (``Explorer.diagnostics``
@@ -8,6 +9,7 @@ firing pays no extra Python call for the guard.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -176,6 +178,24 @@ def compiled_in_place(module: nn.Module) -> bool:
     return getattr(module, "_compiled_call_impl", None) is not None
 
 
+_set_stance = getattr(torch.compiler, "set_stance", None)
+HAS_COMPILER_STANCE = _set_stance is not None
+"""torch can run compiled code's Python for a while (``torch.compiler.set_stance``, torch 2.6): the explorer's own
+runs of a compiled model compile nothing and leave the user's compiled code as it was."""
+COMPILER_STANCE_OFF = (
+    "the explorer's own runs of a compiled model (shape probe, attach-time checks, graph(), attributions) go through "
+    "its compiled code, where each may cost a compilation and leave compiled code that the model's next calls pick "
+    "up: this torch has no torch.compiler.set_stance (torch 2.6) to run them eagerly"
+)
+
+
+def eager_stance() -> contextlib.AbstractContextManager[Any]:
+    """A context in which every compiled function of the process runs its Python code (nothing without the API)."""
+    if HAS_COMPILER_STANCE and _set_stance is not None:
+        return _set_stance("force_eager")
+    return contextlib.nullcontext()
+
+
 # --- Other internals ------------------------------------------------------------------------------------------------
 LAZY_INIT_HOOK = getattr(LazyModuleMixin, "_infer_parameters", None)
 """The pre-hook a lazy module registers on itself to materialize at its first forward (None: unknown here)."""
@@ -232,5 +252,6 @@ def off() -> dict[str, str]:
         (HAS_SAVED_TENSORS, "saved_tensors", SAVED_TENSORS_OFF),
         (HAS_GLOBAL_HOOKS, "global_hooks", GLOBAL_HOOKS_OFF),
         (HAS_FULL_BACKWARD_FLAG, "full_backward_flag", FULL_BACKWARD_FLAG_OFF),
+        (HAS_COMPILER_STANCE, "compiler_stance", COMPILER_STANCE_OFF),
     )
     return {name: why for has, name, why in facts if not has}

@@ -9,6 +9,8 @@ from torch import nn
 
 from hookwidgets.core import _torch
 from hookwidgets.core.explorer import Explorer
+from tests.conftest import hook_state
+from tests.unit.core._without_apis import life
 
 
 class Twice(nn.Module):
@@ -80,12 +82,75 @@ def test_without_raw_saved_tensors_the_graph_shows_none_saved(monkeypatch):
         assert "_raw_saved_" in ex.diagnostics[0]
 
 
-@pytest.mark.parametrize("fact", ["HAS_CURRENT_NODE", "HAS_NODE_NUMBERS", "HAS_SAVED_TENSORS"])
-def test_each_fact_holds_on_the_torch_tested_with_and_says_why_when_off(fact, monkeypatch):
-    model = nn.Linear(4, 4)
-    with Explorer(model) as ex:
-        assert getattr(_torch, fact) is True and ex.diagnostics == []
+FACTS_SAID = {
+    "HAS_CURRENT_NODE": "CURRENT_NODE_OFF",
+    "HAS_NODE_NUMBERS": "NODE_NUMBERS_OFF",
+    "HAS_SAVED_TENSORS": "SAVED_TENSORS_OFF",
+    "HAS_GLOBAL_HOOKS": "GLOBAL_HOOKS_OFF",
+    "HAS_FULL_BACKWARD_FLAG": "FULL_BACKWARD_FLAG_OFF",
+    "HAS_COMPILER_STANCE": "COMPILER_STANCE_OFF",
+}
+"""Each fact whose absence turns a feature off -> the reason ``Explorer.diagnostics`` then gives."""
+FACTS_WITH_THE_SAME_RESULTS = {"HAS_FOREACH_COPY"}
+"""Facts whose fallback gives the same results (only slower): nothing is off, nothing is said."""
+
+
+def test_every_fact_either_says_why_when_off_or_falls_back_to_the_same_results():
+    facts = {name for name in vars(_torch) if name.startswith("HAS_")}
+    assert facts == set(FACTS_SAID) | FACTS_WITH_THE_SAME_RESULTS
+    assert all(getattr(_torch, fact) is True for fact in facts)  # the torch tested with has every API
+    assert set(_torch.off()) == set()
+
+
+@pytest.mark.parametrize("fact", sorted(FACTS_SAID))
+def test_with_a_fact_off_the_explorer_attaches_runs_captures_and_closes_as_found_and_says_why(fact, monkeypatch):
+    with_every_api = life()
     monkeypatch.setattr(_torch, fact, False)
-    with Explorer(model) as ex:
-        (why,) = ex.diagnostics
-    assert "this torch" in why
+    result = life()
+    why = getattr(_torch, FACTS_SAID[fact])
+    assert result["diagnostics"] == [why] and "this torch" in why
+    assert result["errors"] == [] and result["captured"] == with_every_api["captured"]
+    assert all(count == 1 for count in result["captured"].values())
+    assert result["hook_dicts_as_found"] and result["buffers_as_found"]
+    # the mark torch leaves on a module with a full backward hook is what cannot be put back without its name
+    assert result["flags_as_found"] is (fact != "HAS_FULL_BACKWARD_FLAG")
+    if fact == "HAS_NODE_NUMBERS":  # the graph is that feature: it says why it is off
+        assert result["nodes"] == [] and result["graph_error"] == why
+    else:
+        assert result["nodes"] == with_every_api["nodes"] and result["graph_error"] is None
+
+
+class Counted(nn.Module):
+    """Two Linear layers in a forward of its own (``module.compile()`` of a Sequential compiles nothing)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(4, 4), nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # torch's warnings about compiling with hooks
+def test_without_the_compilers_stance_a_compiled_model_is_explored_through_its_compiled_code(monkeypatch):
+    monkeypatch.delattr(torch.compiler, "set_stance")  # as on torch 2.3 to 2.5
+    monkeypatch.setattr(_torch, "HAS_COMPILER_STANCE", False)
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    torch.manual_seed(0)
+    net, x = Counted(), torch.randn(2, 4)
+    expected, expected_fc1 = net(x), net.fc1(x)
+    compiled = torch.compile(net, backend="eager")
+    before = hook_state(compiled)
+    try:
+        with Explorer(compiled, x) as ex:  # the shape probe runs the model
+            assert torch._dynamo.utils.counters["stats"]["unique_graphs"] >= 1  # through its compiled code
+            infos = ex.attach("_orig_mod.fc1", ["forward", "grad"])
+            torch.testing.assert_close(ex.run(x, target=0), expected)
+            assert [info.fired for info in infos] == [1, 1] and all(info.last_error is None for info in infos)
+            torch.testing.assert_close(ex.captures["_orig_mod.fc1"]["forward"][-1].tensor, expected_fc1)
+            assert ex.diagnostics == [_torch.COMPILER_STANCE_OFF]
+            assert "torch.compiler.set_stance (torch 2.6)" in ex.diagnostics[0]
+        assert hook_state(compiled) == before
+    finally:
+        torch._dynamo.reset()
