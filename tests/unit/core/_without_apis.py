@@ -27,16 +27,14 @@ GLOBAL_DICTS = (
 )
 
 
-def remove(dotted: str) -> None:
-    """Delete ``torch.a.b.name`` from its module."""
+def owner(dotted: str) -> tuple[object, str]:
+    """``(module, name)`` of ``torch.a.b.name``."""
     owner_path, _, name = dotted.rpartition(".")
-    owner = functools.reduce(getattr, owner_path.split(".")[1:], torch)
-    delattr(owner, name)
+    return functools.reduce(getattr, owner_path.split(".")[1:], torch), name
 
 
 def present(dotted: str) -> bool:
-    owner_path, _, name = dotted.rpartition(".")
-    return hasattr(functools.reduce(getattr, owner_path.split(".")[1:], torch), name)
+    return hasattr(*owner(dotted))
 
 
 def hook_dicts(model: nn.Module) -> list:
@@ -85,8 +83,10 @@ def life() -> dict:
 if __name__ == "__main__":
     assert "hookwidgets" not in sys.modules  # its probes must first see torch without the APIs
     apis = sys.argv[1:]
-    for api in apis:
-        remove(api)
+    removed = [api for api in apis if present(api)]  # an older torch may lack some already
+    for api in removed:
+        delattr(*owner(api))
     result = life()
+    result["removed"] = removed
     result["still_absent"] = not any(present(api) for api in apis)
     print(json.dumps(result))

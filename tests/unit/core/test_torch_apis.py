@@ -98,8 +98,8 @@ FACTS_WITH_THE_SAME_RESULTS = {"HAS_FOREACH_COPY"}
 def test_every_fact_either_says_why_when_off_or_falls_back_to_the_same_results():
     facts = {name for name in vars(_torch) if name.startswith("HAS_")}
     assert facts == set(FACTS_SAID) | FACTS_WITH_THE_SAME_RESULTS
-    assert all(getattr(_torch, fact) is True for fact in facts)  # the torch tested with has every API
-    assert set(_torch.off()) == set()
+    off = {getattr(_torch, FACTS_SAID[fact]) for fact in FACTS_SAID if not getattr(_torch, fact)}
+    assert set(_torch.off().values()) == off  # empty on a torch with every API (2.6 and newer)
 
 
 @pytest.mark.parametrize("fact", sorted(FACTS_SAID))
@@ -108,7 +108,7 @@ def test_with_a_fact_off_the_explorer_attaches_runs_captures_and_closes_as_found
     monkeypatch.setattr(_torch, fact, False)
     result = life()
     why = getattr(_torch, FACTS_SAID[fact])
-    assert result["diagnostics"] == [why] and "this torch" in why
+    assert set(result["diagnostics"]) == {*with_every_api["diagnostics"], why} and "this torch" in why
     assert result["errors"] == [] and result["captured"] == with_every_api["captured"]
     assert all(count == 1 for count in result["captured"].values())
     assert result["hook_dicts_as_found"] and result["buffers_as_found"]
@@ -133,7 +133,7 @@ class Counted(nn.Module):
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # torch's warnings about compiling with hooks
 def test_without_the_compilers_stance_a_compiled_model_is_explored_through_its_compiled_code(monkeypatch):
-    monkeypatch.delattr(torch.compiler, "set_stance")  # as on torch 2.3 to 2.5
+    monkeypatch.delattr(torch.compiler, "set_stance", raising=False)  # as on torch 2.3 to 2.5
     monkeypatch.setattr(_torch, "HAS_COMPILER_STANCE", False)
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
