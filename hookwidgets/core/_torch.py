@@ -54,11 +54,18 @@ graph_task_id: Callable[[], int] = getattr(_C, "_current_graph_task_id", lambda:
 forward_grad_enabled: Callable[[], bool] = getattr(_C, "_is_fwd_grad_enabled", lambda: False)
 """False inside an autograd.Function's forward (where a reentrant checkpoint runs its segment)."""
 _top_saved_hooks = getattr(_autograd, "_top_saved_tensors_default_hooks", None)
+HAS_SAVED_TENSOR_HOOKS = _top_saved_hooks is not None
+"""A hook can read the saved-tensor hooks around it: which non-reentrant checkpoint segment runs it."""
+SAVED_TENSOR_HOOKS_OFF = (
+    "a forward firing that a non-reentrant torch.utils.checkpoint recomputes in the backward is numbered as call 0 "
+    "of its step, whichever call it repeats: this torch has no torch._C._autograd._top_saved_tensors_default_hooks "
+    "to tell which checkpoint segment runs a hook"
+)
 
 
 def top_saved_tensor_hooks() -> tuple[Any, Any] | None:
     """The innermost saved-tensor hooks (pack, unpack): a non-reentrant checkpoint's inside one of its segments."""
-    return _top_saved_hooks(False) if _top_saved_hooks is not None else None
+    return _top_saved_hooks(False) if HAS_SAVED_TENSOR_HOOKS and _top_saved_hooks is not None else None
 
 
 # --- Autograd's numbering of the nodes of a thread --------------------------------------------------------------
@@ -248,6 +255,7 @@ def off() -> dict[str, str]:
     """Each feature this torch turns off, and why (empty on a torch with every API above)."""
     facts = (
         (HAS_CURRENT_NODE, "current_node", CURRENT_NODE_OFF),
+        (HAS_SAVED_TENSOR_HOOKS, "saved_tensor_hooks", SAVED_TENSOR_HOOKS_OFF),
         (HAS_NODE_NUMBERS, "node_numbers", NODE_NUMBERS_OFF),
         (HAS_SAVED_TENSORS, "saved_tensors", SAVED_TENSORS_OFF),
         (HAS_GLOBAL_HOOKS, "global_hooks", GLOBAL_HOOKS_OFF),

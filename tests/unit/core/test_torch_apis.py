@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.nn.modules.module as module_globals
 from torch import nn
+from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
 from hookwidgets.core import _torch
 from hookwidgets.core.explorer import Explorer
@@ -89,6 +90,7 @@ FACTS_SAID = {
     "HAS_GLOBAL_HOOKS": "GLOBAL_HOOKS_OFF",
     "HAS_FULL_BACKWARD_FLAG": "FULL_BACKWARD_FLAG_OFF",
     "HAS_COMPILER_STANCE": "COMPILER_STANCE_OFF",
+    "HAS_SAVED_TENSOR_HOOKS": "SAVED_TENSOR_HOOKS_OFF",
 }
 """Each fact whose absence turns a feature off -> the reason ``Explorer.diagnostics`` then gives."""
 FACTS_WITH_THE_SAME_RESULTS = {"HAS_FOREACH_COPY"}
@@ -154,3 +156,39 @@ def test_without_the_compilers_stance_a_compiled_model_is_explored_through_its_c
         assert hook_state(compiled) == before
     finally:
         torch._dynamo.reset()
+
+
+class TwiceCheckpointed(nn.Module):
+    """``lin`` called twice a step, each call in a non-reentrant checkpoint segment of its own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(2):
+            x = checkpoint(self.lin, x, use_reentrant=False)
+        return x
+
+
+def recomputed_calls(model: nn.Module, x: torch.Tensor) -> tuple[list[tuple[int, bool]], list[str]]:
+    """(call, recompute) of each forward firing of ``lin`` over one step, and the explorer's diagnostics."""
+    with Explorer(model) as ex, set_checkpoint_early_stop(False):
+        ex.attach("lin", "forward")
+        model(x).sum().backward()
+        return [(r.call, r.recompute) for r in ex.captures["lin"]["forward"]], ex.diagnostics
+
+
+def test_without_the_saved_tensor_hooks_reader_a_checkpoints_recompute_is_numbered_call_0(monkeypatch):
+    torch.manual_seed(0)
+    model, x = TwiceCheckpointed(), torch.randn(2, 4, requires_grad=True)
+    calls, diagnostics = recomputed_calls(model, x)
+    assert calls == [(0, False), (1, False), (1, True), (0, True)]  # the backward recomputes the second call first
+    monkeypatch.setattr(_torch, "HAS_SAVED_TENSOR_HOOKS", False)
+    calls, diagnostics = recomputed_calls(model, x)
+    assert calls == [(0, False), (1, False), (0, True), (0, True)]  # still recomputes, no longer told apart
+    assert diagnostics[-1] == _torch.SAVED_TENSOR_HOOKS_OFF
+    assert (
+        "non-reentrant torch.utils.checkpoint" in diagnostics[-1]
+        and "_top_saved_tensors_default_hooks" in diagnostics[-1]
+    )
