@@ -97,11 +97,12 @@ ACCUMULATE_GRAD: type = type(_node.next_functions[0][0])
 SAVED_TENSOR: type | None = getattr(_autograd, "SavedTensor", None)
 """What ``node._raw_saved_<name>`` gives for one saved tensor (None: unknown here, read by its ``data``)."""
 _RAW_SAVED = "_raw_saved_"
-HAS_SAVED_TENSORS = any(name.startswith(_RAW_SAVED) for name in dir(type(_node)))
+# Read on the probe node (leaf * leaf saves both): torch 2.3 has the attributes but no ``data`` on what they give.
+HAS_SAVED_TENSORS = isinstance(getattr(getattr(_node, f"{_RAW_SAVED}self", None), "data", None), torch.Tensor)
 """Nodes show what they saved without unpacking it: the graph's saved-tensor details need it."""
 SAVED_TENSORS_OFF = (
-    "the graph shows no saved tensors (ex.graph()'s 'saved', ex.saved_memory()): this torch's autograd nodes "
-    "have no _raw_saved_<name> attributes to read them from without unpacking them"
+    "the graph shows no saved tensors (ex.graph()'s 'saved', ex.saved_memory()): this torch cannot read what an "
+    "autograd node saved without unpacking it (node._raw_saved_<name>.data)"
 )
 
 
@@ -178,6 +179,12 @@ def compiled_inner(module: nn.Module) -> nn.Module | None:
     """The module a torch.compile wrapper compiles; None for any other module."""
     inner = module._modules.get(COMPILED_INNER) if is_compile_wrapper(module) else None
     return inner if isinstance(inner, nn.Module) else None
+
+
+def forwards_writes(wrapper: nn.Module) -> bool:
+    """Whether a torch.compile wrapper sends writes of its attributes to the module it wraps (by having a
+    ``__setattr__`` of its own: torch 2.3's has none, so a write stays on the wrapper)."""
+    return type(wrapper).__setattr__ is not nn.Module.__setattr__
 
 
 def compiled_in_place(module: nn.Module) -> bool:
