@@ -40,7 +40,7 @@ def present(dotted: str) -> bool:
 def hook_dicts(model: nn.Module) -> list:
     """Every module's hook dicts and torch's process-wide ones, keys and hooks in order."""
     modules = [entry for key, entry in hook_state(model).items() if key[1] != FLAG]
-    return modules + [list(getattr(module_globals, n).items()) for n in GLOBAL_DICTS]
+    return modules + [list(getattr(module_globals, n, {}).items()) for n in GLOBAL_DICTS]  # a torch may lack one
 
 
 def flags(model: nn.Module) -> list:

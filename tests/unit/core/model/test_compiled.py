@@ -117,10 +117,13 @@ def test_only_a_hook_that_has_not_fired_since_attach_says_the_compiled_model_may
         assert before.note.startswith("not fired since it was attached, and the model is compiled")
         model(x)
         assert before.fired == 1 and before.note is None  # it fired: the note was no longer true
-        after = ex.attach(prefix + "fc2", "forward")  # the compiled code does not run it
+        after = ex.attach(prefix + "fc2", "forward")  # the compiled code does not run it (torch 2.3's does)
         model(x)
-        assert before.fired == 2 and after.fired == 0
-        assert after.note.startswith("not fired since it was attached, and the model is compiled")
+        assert before.fired == 2
+        if after.fired == 0:
+            assert after.note.startswith("not fired since it was attached, and the model is compiled")
+        else:
+            assert after.note is None
         assert [hook["note"] for hook in hooks_payload(ex.hooks)] == [None, after.note]  # what the widget shows
         torch.testing.assert_close(ex.captures[prefix + "fc1"]["forward"][-1].tensor, net.fc1(x))
 
