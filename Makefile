@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8888
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-python test-js lint format docs screenshots chromium compiler frontend clean fuzz soak bench
+.PHONY: demo test test-python test-js test-floor lint format docs screenshots chromium compiler frontend clean fuzz soak bench
 
 # torch goes in first, from the CPU wheel: any unpinned torch requirement resolved on an empty
 # environment would pull a multi-GB CUDA build. The editable install builds js/ (hatch-jupyter-builder).
@@ -73,6 +73,23 @@ soak: $(INSTALLED) compiler
 bench: $(INSTALLED) $(BENCH_INSTALLED) $(BUNDLE) chromium compiler
 	$(BIN)/python bench/report.py --output bench/RESULTS.md
 
+# The unit tests on the lowest torch pyproject.toml declares, in a venv of their own: an optional check, outside
+# `make test`. torch 2.3.0 from PyPI is, on Linux, a CUDA build that pulls ~2.5 GB of nvidia-* wheels;
+# TORCH_FLOOR_INDEX=https://download.pytorch.org/whl/cpu takes the CPU build (~200 MB) from PyTorch's own index
+# instead, where that index can be reached. Naming torch's version in the second install makes pip fail rather
+# than replace it; transformers 5 turns its torch support off below torch 2.6, 4.57 only below 2.1.
+FLOOR_VENV := .venv-floor
+TORCH_FLOOR := torch==2.3.0
+TORCH_FLOOR_INDEX ?=
+FLOOR_PINS := "transformers>=4.48,<5"
+
+test-floor: $(BUNDLE) compiler
+	[ -x $(FLOOR_VENV)/bin/python ] || $(PYTHON) -m venv $(FLOOR_VENV)
+	$(FLOOR_VENV)/bin/python -m pip install --quiet $(TORCH_FLOOR) $(if $(TORCH_FLOOR_INDEX),--index-url $(TORCH_FLOOR_INDEX))
+	$(FLOOR_VENV)/bin/python -m pip install --quiet -e ".[dev]" $(TORCH_FLOOR) $(FLOOR_PINS)
+	$(FLOOR_VENV)/bin/python -c "import torch; print('torch', torch.__version__)"
+	$(FLOOR_VENV)/bin/python -m pytest tests/unit -p no:cacheprovider
+
 lint: $(INSTALLED)
 	$(BIN)/ruff check hookwidgets tests tools $(wildcard bench)
 	$(BIN)/ruff format --check hookwidgets tests tools $(wildcard bench)
@@ -96,4 +113,4 @@ screenshots: $(INSTALLED) $(BUNDLE) chromium
 		edit-picker-ablate-dim honest-state-run-error; do cp artifacts/e2e/$$view.png docs/screenshot-$$view.png || exit 1; done
 
 clean:
-	rm -rf $(VENV) hookwidgets/static js/node_modules artifacts .pytest_cache
+	rm -rf $(VENV) $(FLOOR_VENV) hookwidgets/static js/node_modules artifacts .pytest_cache

@@ -1,4 +1,5 @@
-"""The private torch APIs hookwidgets relies on, in one place, each guarded by capability.
+"""The private torch APIs hookwidgets relies on, and public ones newer than its torch floor (pyproject.toml), in one
+place, each guarded by capability.
 
 Each is looked up once, with a fallback where this torch lacks it: a fact ``HAS_...`` says whether it is
 there, and where a feature turns off without it, ``off()`` says which and why (``Explorer.diagnostics``
@@ -8,6 +9,7 @@ firing pays no extra Python call for the guard.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -52,11 +54,18 @@ graph_task_id: Callable[[], int] = getattr(_C, "_current_graph_task_id", lambda:
 forward_grad_enabled: Callable[[], bool] = getattr(_C, "_is_fwd_grad_enabled", lambda: False)
 """False inside an autograd.Function's forward (where a reentrant checkpoint runs its segment)."""
 _top_saved_hooks = getattr(_autograd, "_top_saved_tensors_default_hooks", None)
+HAS_SAVED_TENSOR_HOOKS = _top_saved_hooks is not None
+"""A hook can read the saved-tensor hooks around it: which non-reentrant checkpoint segment runs it."""
+SAVED_TENSOR_HOOKS_OFF = (
+    "a forward firing that a non-reentrant torch.utils.checkpoint recomputes in the backward is numbered as call 0 "
+    "of its step, whichever call it repeats: this torch has no torch._C._autograd._top_saved_tensors_default_hooks "
+    "to tell which checkpoint segment runs a hook"
+)
 
 
 def top_saved_tensor_hooks() -> tuple[Any, Any] | None:
     """The innermost saved-tensor hooks (pack, unpack): a non-reentrant checkpoint's inside one of its segments."""
-    return _top_saved_hooks(False) if _top_saved_hooks is not None else None
+    return _top_saved_hooks(False) if HAS_SAVED_TENSOR_HOOKS and _top_saved_hooks is not None else None
 
 
 # --- Autograd's numbering of the nodes of a thread --------------------------------------------------------------
@@ -88,11 +97,12 @@ ACCUMULATE_GRAD: type = type(_node.next_functions[0][0])
 SAVED_TENSOR: type | None = getattr(_autograd, "SavedTensor", None)
 """What ``node._raw_saved_<name>`` gives for one saved tensor (None: unknown here, read by its ``data``)."""
 _RAW_SAVED = "_raw_saved_"
-HAS_SAVED_TENSORS = any(name.startswith(_RAW_SAVED) for name in dir(type(_node)))
+# Read on the probe node (leaf * leaf saves both): torch 2.3 has the attributes but no ``data`` on what they give.
+HAS_SAVED_TENSORS = isinstance(getattr(getattr(_node, f"{_RAW_SAVED}self", None), "data", None), torch.Tensor)
 """Nodes show what they saved without unpacking it: the graph's saved-tensor details need it."""
 SAVED_TENSORS_OFF = (
-    "the graph shows no saved tensors (ex.graph()'s 'saved', ex.saved_memory()): this torch's autograd nodes "
-    "have no _raw_saved_<name> attributes to read them from without unpacking them"
+    "the graph shows no saved tensors (ex.graph()'s 'saved', ex.saved_memory()): this torch cannot read what an "
+    "autograd node saved without unpacking it (node._raw_saved_<name>.data)"
 )
 
 
@@ -171,9 +181,33 @@ def compiled_inner(module: nn.Module) -> nn.Module | None:
     return inner if isinstance(inner, nn.Module) else None
 
 
+def forwards_writes(wrapper: nn.Module) -> bool:
+    """Whether a torch.compile wrapper sends writes of its attributes to the module it wraps (by having a
+    ``__setattr__`` of its own: torch 2.3's has none, so a write stays on the wrapper)."""
+    return type(wrapper).__setattr__ is not nn.Module.__setattr__
+
+
 def compiled_in_place(module: nn.Module) -> bool:
     """Whether ``module.compile()`` compiled the module in place (its calls go through compiled code)."""
     return getattr(module, "_compiled_call_impl", None) is not None
+
+
+_set_stance = getattr(torch.compiler, "set_stance", None)
+HAS_COMPILER_STANCE = _set_stance is not None
+"""torch can run compiled code's Python for a while (``torch.compiler.set_stance``, torch 2.6): the explorer's own
+runs of a compiled model compile nothing and leave the user's compiled code as it was."""
+COMPILER_STANCE_OFF = (
+    "the explorer's own runs of a compiled model (shape probe, attach-time checks, graph(), attributions) go through "
+    "its compiled code, where each may cost a compilation and leave compiled code that the model's next calls pick "
+    "up: this torch has no torch.compiler.set_stance (torch 2.6) to run them eagerly"
+)
+
+
+def eager_stance() -> contextlib.AbstractContextManager[Any]:
+    """A context in which every compiled function of the process runs its Python code (nothing without the API)."""
+    if HAS_COMPILER_STANCE and _set_stance is not None:
+        return _set_stance("force_eager")
+    return contextlib.nullcontext()
 
 
 # --- Other internals ------------------------------------------------------------------------------------------------
@@ -228,9 +262,11 @@ def off() -> dict[str, str]:
     """Each feature this torch turns off, and why (empty on a torch with every API above)."""
     facts = (
         (HAS_CURRENT_NODE, "current_node", CURRENT_NODE_OFF),
+        (HAS_SAVED_TENSOR_HOOKS, "saved_tensor_hooks", SAVED_TENSOR_HOOKS_OFF),
         (HAS_NODE_NUMBERS, "node_numbers", NODE_NUMBERS_OFF),
         (HAS_SAVED_TENSORS, "saved_tensors", SAVED_TENSORS_OFF),
         (HAS_GLOBAL_HOOKS, "global_hooks", GLOBAL_HOOKS_OFF),
         (HAS_FULL_BACKWARD_FLAG, "full_backward_flag", FULL_BACKWARD_FLAG_OFF),
+        (HAS_COMPILER_STANCE, "compiler_stance", COMPILER_STANCE_OFF),
     )
     return {name: why for has, name, why in facts if not has}

@@ -26,7 +26,7 @@ def global_hook_state() -> dict[str, Any]:
     saved-tensor hooks."""
     gc.disable()  # a collection here could run some dropped explorer's finalizer while the dicts are read
     try:
-        state: dict[str, Any] = {name: list(getattr(module_globals, name).items()) for name in GLOBAL_DICTS}
+        state: dict[str, Any] = {name: list(getattr(module_globals, name, {}).items()) for name in GLOBAL_DICTS}
     finally:
         gc.enable()
     state["_global_is_full_backward_hook"] = module_globals._global_is_full_backward_hook

@@ -19,7 +19,7 @@ from typing import Any
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from .._torch import FULL_BACKWARD_FLAG, compiled_inner, full_backward_flag, set_full_backward_flag
+from .._torch import FULL_BACKWARD_FLAG, compiled_inner, forwards_writes, full_backward_flag, set_full_backward_flag
 from ..model.hook_dicts import HOOK_DICTS
 
 REDUCE = "__reduce_ex__"
@@ -107,11 +107,11 @@ def owned_ids() -> set[int]:
 def flag_owner(module: nn.Module) -> nn.Module:
     """The module whose ``_is_full_backward_hook`` torch sets when ``module`` gets a backward hook.
 
-    A ``torch.compile`` wrapper (OptimizedModule) reads its own attribute but forwards every write to
-    the module it wraps, so the flag to save and put back is the wrapped one's.
+    A ``torch.compile`` wrapper (OptimizedModule) reads its own attribute but, from some torch after 2.3 on,
+    forwards every write to the module it wraps: then the flag to save and put back is the wrapped one's.
     """
     inner = compiled_inner(module)
-    while inner is not None:
+    while inner is not None and forwards_writes(module):
         module, inner = inner, compiled_inner(inner)
     return module
 

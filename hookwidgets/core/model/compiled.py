@@ -5,10 +5,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-import torch
 from torch import nn
 
-from .._torch import compiled_in_place, is_compile_wrapper
+from .._torch import compiled_in_place, eager_stance, is_compile_wrapper
 from .modules import modules_of
 
 
@@ -25,10 +24,11 @@ def run_eagerly(model: nn.Module) -> Iterator[None]:
     For the explorer's own runs (probe, checks, diagnostics): they run with other grad modes, train/eval
     modes and temporary hooks than the user's calls, so compiling them would cost a compilation each and
     leave graphs (with graph breaks at those hooks) that the user's next calls could pick up. torch's
-    stance is process-wide: while the body runs, other compiled code of the process runs eagerly too.
+    stance is process-wide: while the body runs, other compiled code of the process runs eagerly too. A torch
+    without ``set_stance`` runs the body as it is (``_torch.COMPILER_STANCE_OFF`` says so).
     """
     if not is_compiled(model):
         yield
         return
-    with torch.compiler.set_stance("force_eager"):
+    with eager_stance():
         yield

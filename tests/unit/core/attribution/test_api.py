@@ -27,7 +27,7 @@ GLOBAL_DICTS = (
 
 
 def _global_state() -> dict:
-    state = {name: list(getattr(torch_module, name).items()) for name in GLOBAL_DICTS}
+    state = {name: list(getattr(torch_module, name, {}).items()) for name in GLOBAL_DICTS}
     state["_global_is_full_backward_hook"] = torch_module._global_is_full_backward_hook
     return state
 

@@ -38,7 +38,7 @@ def hook_dicts(model: nn.Module) -> dict:
     for name, p in model.named_parameters():
         state[(name, "tensor")] = list((p._backward_hooks or {}).items())
         state[(name, "post")] = list((p._post_accumulate_grad_hooks or {}).items())
-    state.update({name: list(getattr(module_globals, name).items()) for name in GLOBAL_DICTS})
+    state.update({name: list(getattr(module_globals, name, {}).items()) for name in GLOBAL_DICTS})
     return state
 
 
@@ -153,14 +153,14 @@ def test_parameter_kinds_capture_the_same_gradients(net, x, generated):
 
 def test_global_forward_and_backward_cover_the_models_modules_only(net, x, generated):
     other = nn.Sequential(nn.Linear(2, 2), nn.ReLU(inplace=True))  # a process-wide backward hook breaks its forward
-    globals_before = [list(getattr(module_globals, name).items()) for name in GLOBAL_DICTS]
+    globals_before = [list(getattr(module_globals, name, {}).items()) for name in GLOBAL_DICTS]
 
     def attach(ex):
         ex.attach("", ["global_forward_pre", "global_forward", "global_backward_pre", "global_backward"])
 
     ex, ns, _ = twin_run(net, attach, x, generated, steps=1)
     other(torch.randn(1, 2, requires_grad=True)).sum().backward()
-    assert [list(getattr(module_globals, name).items()) for name in GLOBAL_DICTS] == globals_before
+    assert [list(getattr(module_globals, name, {}).items()) for name in GLOBAL_DICTS] == globals_before
     assert module_globals._global_is_full_backward_hook is None
     assert {t for t, _ in ns["captures"]} == {"", "act", "bn", "conv", "conv2", "fc"}
     for kind in ("global_forward_pre", "global_forward", "global_backward_pre", "global_backward"):

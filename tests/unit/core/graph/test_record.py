@@ -25,10 +25,11 @@ GLOBAL_DICTS = (
 
 def global_state() -> dict:
     """Torch's global module hook dicts, ``nn.Module.__call__``, the function mode stack and saved-tensor hooks."""
-    state = {name: list(getattr(module_globals, name).items()) for name in GLOBAL_DICTS}
+    state = {name: list(getattr(module_globals, name, {}).items()) for name in GLOBAL_DICTS}  # torch 2.3 lacks one
     state["module_call"] = nn.Module.__call__  # a recorder wraps it while it follows forwards
     state["function_modes"] = torch._C._len_torch_function_stack()
-    state["saved_tensor_hooks"] = torch._C._autograd._top_saved_tensors_default_hooks(False)
+    top = getattr(torch._C._autograd, "_top_saved_tensors_default_hooks", None)  # torch 2.3 lacks it
+    state["saved_tensor_hooks"] = top(False) if top is not None else None
     return state
 
 

@@ -18,6 +18,12 @@ from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 from hookwidgets.core import Explorer
 
 BLOCK_KINDS = ["forward_pre", "forward", "backward_pre", "backward", "grad"]
+SEGMENTS_TOLD = hasattr(torch._C._autograd, "_top_saved_tensors_default_hooks")
+"""The explorer tells a non-reentrant checkpoint's segments apart through this reader, which torch 2.3 lacks (its
+recomputed forward firings are then numbered call 0, and ex.diagnostics says so: test_torch_apis.py)."""
+NON_REENTRANT_TOLD = pytest.param(
+    False, id="non-reentrant", marks=pytest.mark.skipif(not SEGMENTS_TOLD, reason="this torch cannot tell segments")
+)
 
 
 class Blocks(nn.Module):
@@ -75,7 +81,7 @@ def expected_labels(calls: int, steps: int) -> tuple[list, list]:
     return forward, gradient
 
 
-@pytest.mark.parametrize("reentrant", [True, False], ids=["reentrant", "non-reentrant"])
+@pytest.mark.parametrize("reentrant", [pytest.param(True, id="reentrant"), NON_REENTRANT_TOLD])
 @pytest.mark.parametrize(("calls", "steps"), [(1, 2), (2, 2)], ids=["checkpointed-in-two-steps", "twice-per-step"])
 def test_a_recomputed_forward_is_a_record_of_the_original_call(reentrant, calls, steps):
     expected = by_hand(calls, steps)
@@ -103,7 +109,7 @@ def test_a_recomputed_forward_is_a_record_of_the_original_call(reentrant, calls,
         assert all(info.last_error is None for info in ex.hooks)
 
 
-@pytest.mark.parametrize("reentrant", [True, False], ids=["reentrant", "non-reentrant"])
+@pytest.mark.parametrize("reentrant", [pytest.param(True, id="reentrant"), NON_REENTRANT_TOLD])
 def test_a_recompute_stopped_early_labels_the_firings_it_made(reentrant):
     # torch stops a non-reentrant recompute once it has every tensor it needs: later hooks do not fire again
     model = Blocks(2, reentrant)
@@ -183,7 +189,7 @@ class SharedAct(nn.Module):
         return x
 
 
-@pytest.mark.parametrize("reentrant", [True, False], ids=["reentrant", "non-reentrant"])
+@pytest.mark.parametrize("reentrant", [pytest.param(True, id="reentrant"), NON_REENTRANT_TOLD])
 @pytest.mark.parametrize("kind", ["forward_pre", "forward", "grad", "backward_pre", "backward"])
 def test_each_kind_alone_names_the_recomputed_call(reentrant, kind):
     # the recompute's first firing alone tells which segment is recomputed: a forward hook fires after the node
@@ -197,7 +203,7 @@ def test_each_kind_alone_names_the_recomputed_call(reentrant, kind):
         assert labels == (forward if kind.startswith("forward") else gradient)
 
 
-@pytest.mark.parametrize("reentrant", [True, False], ids=["reentrant", "non-reentrant"])
+@pytest.mark.parametrize("reentrant", [pytest.param(True, id="reentrant"), NON_REENTRANT_TOLD])
 @pytest.mark.parametrize("kind", ["forward_pre", "forward"])
 def test_a_module_called_twice_in_each_checkpointed_segment_keeps_its_calls_in_the_recompute(reentrant, kind):
     model = SharedAct(reentrant)

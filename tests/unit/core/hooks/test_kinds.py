@@ -22,7 +22,7 @@ GLOBAL_STATE = (
 
 
 def global_state():
-    state = {name: list(getattr(module_globals, name).items()) for name in GLOBAL_STATE}
+    state = {name: list(getattr(module_globals, name, {}).items()) for name in GLOBAL_STATE}
     state["_global_is_full_backward_hook"] = module_globals._global_is_full_backward_hook
     return state
 

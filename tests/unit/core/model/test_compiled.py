@@ -117,10 +117,13 @@ def test_only_a_hook_that_has_not_fired_since_attach_says_the_compiled_model_may
         assert before.note.startswith("not fired since it was attached, and the model is compiled")
         model(x)
         assert before.fired == 1 and before.note is None  # it fired: the note was no longer true
-        after = ex.attach(prefix + "fc2", "forward")  # the compiled code does not run it
+        after = ex.attach(prefix + "fc2", "forward")  # the compiled code does not run it (torch 2.3's does)
         model(x)
-        assert before.fired == 2 and after.fired == 0
-        assert after.note.startswith("not fired since it was attached, and the model is compiled")
+        assert before.fired == 2
+        if after.fired == 0:
+            assert after.note.startswith("not fired since it was attached, and the model is compiled")
+        else:
+            assert after.note is None
         assert [hook["note"] for hook in hooks_payload(ex.hooks)] == [None, after.note]  # what the widget shows
         torch.testing.assert_close(ex.captures[prefix + "fc1"]["forward"][-1].tensor, net.fc1(x))
 
@@ -143,6 +146,10 @@ def compiled_so_far() -> tuple[int, int]:
     return counters["stats"]["unique_graphs"], sum(counters["graph_break"].values())
 
 
+@pytest.mark.skipif(
+    not hasattr(torch.compiler, "set_stance"),
+    reason="torch < 2.6 has no stance to run own runs eagerly; test_torch_apis.py checks what the explorer does then",
+)
 @pytest.mark.parametrize("mode", ["inference", "training"])
 @pytest.mark.parametrize("how", ["torch.compile", "module.compile"])
 def test_the_explorers_own_runs_leave_the_users_compiled_code_as_it_was(how, mode):
