@@ -1,6 +1,21 @@
 """Torch-only engine of hookwidgets: targets, hooks, captures, module tree. No display code: it never imports
 ipywidgets, IPython or matplotlib."""
 
+from .._warnings import (
+    AliasWarning,
+    BlankMapWarning,
+    CompiledModelWarning,
+    HookFailedWarning,
+    HookwidgetsDeprecationWarning,
+    HookwidgetsWarning,
+    InplaceCollisionWarning,
+    MaterializedWarning,
+    PartialGraphWarning,
+    ProbeFailedWarning,
+    SubscriberWarning,
+    UnwatchedModulesWarning,
+    ViewUpdateWarning,
+)
 from .capture.store import CaptureStore, Record
 from .explorer import Explorer
 from .hooks.kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, PARAM_KINDS
@@ -14,13 +29,26 @@ __all__ = [
     "KINDS",
     "MODULE_KINDS",
     "PARAM_KINDS",
+    "AliasWarning",
+    "BlankMapWarning",
     "CaptureStore",
+    "CompiledModelWarning",
     "Explorer",
+    "HookFailedWarning",
     "HookInfo",
     "HookRegistry",
+    "HookwidgetsDeprecationWarning",
+    "HookwidgetsWarning",
+    "InplaceCollisionWarning",
+    "MaterializedWarning",
+    "PartialGraphWarning",
+    "ProbeFailedWarning",
     "Record",
     "Score",
+    "SubscriberWarning",
     "TimelineEvent",
+    "UnwatchedModulesWarning",
+    "ViewUpdateWarning",
     "build_tree",
     "probe",
     "resolve_module",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import logging
 import os
 import traceback
 import warnings
@@ -16,6 +17,7 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
+from .._warnings import AliasWarning, CompiledModelWarning, PartialGraphWarning, ProbeFailedWarning
 from ._torch import COMPILED_INNER, is_compile_wrapper
 from ._torch import off as torch_features_off
 from .attribution import CAM_METHODS, attribute, check_method
@@ -58,6 +60,8 @@ from .model.state import preserved_state
 from .model.targets import alias_note, first_name, resolve_target, without_compiled_steps
 from .model.tokens import Sequences, read_sequences
 from .model.tree import ProbeResult, build_tree, hookable_modules, probe
+
+log = logging.getLogger(__name__)
 
 
 class Explorer:
@@ -144,7 +148,9 @@ class Explorer:
         except Exception as exc:
             self.probe_error = explain_run_error(exc, self.example_inputs)
             warnings.warn(
-                f"the probe run with example_inputs failed, so no output shapes are shown: {exc}", stacklevel=3
+                f"the probe run with example_inputs failed, so no output shapes are shown: {exc}",
+                ProbeFailedWarning,
+                stacklevel=3,
             )
             return None
         finally:
@@ -300,7 +306,7 @@ class Explorer:
                 info.note = not_run_note(target, obj)
         note = compiled_note(self.model)
         if note:
-            warnings.warn(COMPILED, stacklevel=2)
+            warnings.warn(COMPILED, CompiledModelWarning, stacklevel=2)
             for info in infos:  # until each fires: a hook attached before the model's first compiled call does
                 info.note = note
         note = hidden_probabilities_note(self.model, target, obj) if "forward" in kinds else None
@@ -310,9 +316,12 @@ class Explorer:
                     info.note = info.note or note
         if target != given and without_compiled_steps(target) != given:  # not merely inside torch.compile's wrapper
             note = alias_note(given, target)
-            warnings.warn(note, stacklevel=2)
+            warnings.warn(note, AliasWarning, stacklevel=2)
             for info in infos:
                 info.note = info.note or note  # a note of a hook that cannot fire (or runs compiled) says more
+        for info in infos:
+            if info.note:  # also on ex.hooks; logged once here, at attach, not at every firing
+                log.info("the %s hook on %s: %s", info.kind, quoted(info.target), info.note)
         if self._registry.events.listening:
             self._registry.events.emit({"type": "attached", "hooks": [i.as_dict() for i in infos], "watch": None})
         return infos[0] if isinstance(kind, str) else infos
@@ -467,7 +476,7 @@ class Explorer:
                 made = f"the {len(self._graph.data['nodes'])} nodes made before it"
                 warnings.warn(
                     f"the forward of {self._model_name} raised {error}; the graph holds only {made}",
-                    RuntimeWarning,
+                    PartialGraphWarning,
                     stacklevel=2,
                 )
         return self._graph.data

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from ..._warnings import UnwatchedModulesWarning
 from ..capture.stats import combine_stats
 from ..capture.store import CaptureStore
 from ..display import quoted
@@ -47,6 +48,7 @@ def _warn_unwatched(unwatched: list[str], path: str) -> None:
     warnings.warn(
         f"first_nonfinite could not watch the ScriptModule(s) {names} (they take no hooks) and {quoted(path)} received "
         f"NaN/Inf already, so it may have started inside one of them; pass the unscripted module to check them",
+        UnwatchedModulesWarning,
         stacklevel=3,
     )
 

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from ..._warnings import InplaceCollisionWarning
 from ..capture import native
 from ..capture.store import CaptureStore
 from ..diagnostics.notes import inplace_culprit, is_inplace_collision
@@ -269,12 +270,12 @@ class HookRegistry:
         if not colliding and self._root is not None:  # someone else's hook: explained, and left alone
             text = self._collisions.explain_foreign(culprit, self._root, self._foreign_full_backward())
             texts.append(text)
-            warnings.warn(text, stacklevel=2)
+            warnings.warn(text, InplaceCollisionWarning, stacklevel=2)
         for info in colliding:
             text = self._collisions.explain(info, culprit, self._root)
             self._remove(info, defer_root_forward=in_forward)
             texts.append(text)
-            warnings.warn(text, stacklevel=2)
+            warnings.warn(text, InplaceCollisionWarning, stacklevel=2)
         if self.events.listening:  # events: the hooks the engine detached, and why
             self.events.collided(colliding, texts)
         return colliding
