@@ -19,7 +19,7 @@ from .._warnings import (
 from .capture.store import CaptureStore, Record
 from .explorer import Explorer
 from .hooks.kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, PARAM_KINDS
-from .hooks.registry import HookInfo, HookRegistry, TimelineEvent
+from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
 from .model.scores import Score
 from .model.targets import resolve_module, resolve_target
 from .model.tree import build_tree, probe
@@ -35,6 +35,7 @@ __all__ = [
     "CompiledModelWarning",
     "Explorer",
     "HookFailedWarning",
+    "HookGroup",
     "HookInfo",
     "HookRegistry",
     "HookwidgetsDeprecationWarning",

@@ -48,7 +48,7 @@ from .hooks.edits import check_edits_fit
 from .hooks.events import Event
 from .hooks.kinds import KINDS, resolve_kind
 from .hooks.optim import UpdateRatioMonitor
-from .hooks.registry import FULL_BACKWARD_KINDS, HookInfo, HookRegistry, TimelineEvent
+from .hooks.registry import FULL_BACKWARD_KINDS, HookGroup, HookInfo, HookRegistry, TimelineEvent
 from .model.attention_record import attention_runner
 from .model.attention_sources import hidden_probabilities_note
 from .model.compiled import run_eagerly
@@ -253,12 +253,13 @@ class Explorer:
         edit: Any = None,
         copy: bool = False,
         with_kwargs: bool = False,
-    ) -> HookInfo | list[HookInfo]:
+    ) -> HookInfo | HookGroup:
         """Attach hook(s) of ``kind`` at the path ``target``, the hooks' place (a module path, a parameter name or
         an autograd node id); re-attaching replaces.
 
         ``action`` is ``capture``, ``stats``, ``print`` or a callable with torch's signature for the
-        kind; ``edit`` (e.g. ``("scale", 2.0)``) changes the value before the action sees it.
+        kind; ``edit`` (e.g. ``("scale", 2.0)``) changes the value before the action sees it. Returns the
+        ``HookInfo``, or a ``HookGroup`` of them for a list of kinds: handles with ``remove()`` and ``with``.
         """
         if isinstance(self.model, torch.jit.ScriptModule):  # torch refuses even get_submodule on one
             raise ValueError(SCRIPTED_ROOT)
@@ -324,7 +325,7 @@ class Explorer:
                 log.info("the %s hook on %s: %s", info.kind, quoted(info.target), info.note)
         if self._registry.events.listening:
             self._registry.events.emit({"type": "attached", "hooks": [i.as_dict() for i in infos], "watch": None})
-        return infos[0] if isinstance(kind, str) else infos
+        return infos[0] if isinstance(kind, str) else HookGroup(infos)
 
     def _check_node_id(self, node_id: str) -> None:
         """A KeyError with close ids when the recorded graph (recorded now if it can be) lacks ``node_id``."""
@@ -386,10 +387,7 @@ class Explorer:
                 f"unknown hook kind {kind!r}{hint}; kinds are {', '.join(k for k in KINDS if k != 'param_grad')}"
             )
         removed = self._registry.detach(target, kind)
-        if removed and self._registry.events.listening:
-            self._registry.events.emit(
-                {"type": "detached", "hooks": [i.as_dict() for i in removed], "reason": "detach"}
-            )
+        self._registry.announce_detached(removed)
         return removed
 
     def run(

@@ -30,8 +30,8 @@ class AttachedEvent(TypedDict):
 
 
 class DetachedEvent(TypedDict):
-    """Hooks were removed: by ``detach()`` (``reason`` ``"detach"``) or by the engine after an in-place op broke
-    them (``"collision"``; an ``error`` event says why)."""
+    """Hooks were removed: by ``detach()`` or a handle's ``remove()`` (``reason`` ``"detach"``) or by the engine after
+    an in-place op broke them (``"collision"``; an ``error`` event says why)."""
 
     type: Literal["detached"]
     hooks: list[dict[str, Any]]

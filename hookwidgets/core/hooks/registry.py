@@ -13,7 +13,7 @@ import sys
 import warnings
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import torch
@@ -33,7 +33,7 @@ from .dispatch import ON_ERROR, TIMELINE_CAP, Dispatch
 from .edits import normalize_edits
 from .events import Events
 from .heads import head_ablation
-from .info import HookInfo, TimelineEvent
+from .info import HookGroup, HookInfo, TimelineEvent
 from .kinds import MODULE_KINDS, Kind, check_callable, takes_kwargs
 from .model_wide import ModelWideHooks
 from .node_hooks import NodeHooks
@@ -49,6 +49,7 @@ __all__ = [
     "MODULE_KINDS",
     "ON_ERROR",
     "TIMELINE_CAP",
+    "HookGroup",
     "HookInfo",
     "HookRegistry",
     "TimelineEvent",
@@ -172,6 +173,7 @@ class HookRegistry:
         copy = copy or spec.name == "post_accumulate"
         info = HookInfo(target, kind, action, edits, copy, spec=spec.name, with_kwargs=with_kwargs)
         info._heads = plan
+        info._owner = weakref.ref(self)  # its remove() comes back here
         # The step tracker first: a global kind's hook on the root, put first after it, then runs before the
         # tracker's, as torch's global hooks would (the root's global_forward record precedes the step's end).
         self._ensure_step_tracker()
@@ -203,6 +205,22 @@ class HookRegistry:
         self._flush_pending_removals()
         self._drop_idle_step_tracker()
         return removed
+
+    def remove(self, infos: Iterable[HookInfo]) -> list[HookInfo]:
+        """Remove those of ``infos`` still attached as they are (a hook a later attach replaced is not: its
+        replacement stays), as ``detach()`` does, and tell the subscribers; returns those removed."""
+        removed = [info for info in infos if self._hooks.get((info.target, info.kind)) is info]
+        for info in removed:
+            self._remove(info)
+        self._flush_pending_removals()
+        self._drop_idle_step_tracker()
+        self.announce_detached(removed)
+        return removed
+
+    def announce_detached(self, removed: list[HookInfo]) -> None:
+        """A ``detached`` event for hooks the user removed (``detach()``, a handle's ``remove()``) if anyone listens."""
+        if removed and self.events.listening:
+            self.events.emit({"type": "detached", "hooks": [i.as_dict() for i in removed], "reason": "detach"})
 
     def close(self) -> None:
         """Remove every hook this registry added and drop the model. Safe to call more than once."""
