@@ -20,6 +20,7 @@ from .capture.store import CaptureStore, Record
 from .explorer import Explorer
 from .hooks.kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, PARAM_KINDS
 from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
+from .hooks.scalar_log import ScalarLog
 from .model.scores import Score
 from .model.targets import resolve_module, resolve_target
 from .model.tree import build_tree, probe
@@ -45,6 +46,7 @@ __all__ = [
     "PartialGraphWarning",
     "ProbeFailedWarning",
     "Record",
+    "ScalarLog",
     "Score",
     "SubscriberWarning",
     "TimelineEvent",

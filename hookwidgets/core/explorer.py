@@ -11,7 +11,7 @@ import warnings
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -40,6 +40,7 @@ from .diagnostics.notes import (
     not_run_note,
 )
 from .diagnostics.patching import DEFAULT_BATCH, Metric, Progress, patch_sweep
+from .diagnostics.summary_frame import summary_frame
 from .display import display_name, quoted
 from .graph.dataflow import dataflow_graph
 from .graph.record import GraphRecorder
@@ -49,6 +50,7 @@ from .hooks.events import Event
 from .hooks.kinds import KINDS, resolve_kind
 from .hooks.optim import UpdateRatioMonitor
 from .hooks.registry import FULL_BACKWARD_KINDS, HookGroup, HookInfo, HookRegistry, TimelineEvent
+from .hooks.scalar_log import ScalarLog, same_destination, stats_kinds_needed
 from .model.attention_record import attention_runner
 from .model.attention_sources import hidden_probabilities_note
 from .model.compiled import run_eagerly
@@ -60,6 +62,9 @@ from .model.state import preserved_state
 from .model.targets import alias_note, first_name, resolve_target, without_compiled_steps
 from .model.tokens import Sequences, read_sequences
 from .model.tree import ProbeResult, build_tree, hookable_modules, probe
+
+if TYPE_CHECKING:
+    import pandas
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +123,7 @@ class Explorer:
         and their submodules show no shape and fire no hooks; attaching a module hook there raises a ValueError."""
         self.ddp_inspector: Any = None
         """The ``DDPInspector`` of the latest ``watch_ddp()``, or None."""
+        self._logs: list[ScalarLog] = []  # open log_to() logs
         self._graph = RecordedGraph()
         probed = self._probe()
         self._ran: set[int] | None = probed.called if probed is not None else None  # modules the probe saw run
@@ -587,13 +593,36 @@ class Explorer:
         except ValueError:  # inputs without input_ids: nothing to label
             return None
 
-    def summary(self) -> list[dict[str, Any]]:
-        """Per-layer, per-step rows of activation and gradient statistics from ``stats`` hooks.
+    def summary(self, *, as_frame: bool = False) -> list[dict[str, Any]] | pandas.DataFrame:
+        """Per-layer, per-step rows of activation and gradient statistics from ``stats`` hooks; ``as_frame=True``
+        gives them as a pandas DataFrame, one row each, with the same columns.
 
         ``ex.attach("", ["global_forward", "global_grad"], action="stats")`` fills it for every module
         (``global_grad``: tensor hooks on every module's outputs, which in-place ops do not break).
         """
-        return summary_rows(self.captures)
+        rows = summary_rows(self.captures)
+        return summary_frame(rows) if as_frame else rows
+
+    def log_to(self, writer: Any, every: int = 1, *, fields: Sequence[str] | None = None) -> ScalarLog:
+        """Write the ``summary()`` statistics to ``writer`` (a TensorBoard ``SummaryWriter``, or anything with
+        ``add_scalar``) as each step ends, every ``every`` steps, under ``"{field}/{path}"`` tags.
+
+        ``fields``: statistics (``"norm"``, for both sides) or columns (``"grad_norm"``); default all twelve. Without
+        a ``stats`` hook, attaches stats on every layer. Returns a ``ScalarLog``: ``remove()``, ``with`` or
+        ``close()`` stop it.
+        """
+        for old in [log for log in self._logs if same_destination(log.writer, writer)]:
+            old.remove()
+        log = ScalarLog(writer, every, fields, self.captures, self.subscribe, self._registry.events.flush)
+        kinds = stats_kinds_needed(self.own_hooks)
+        try:
+            if kinds:
+                log.hooks.extend(self.attach("", kinds, action="stats"))
+        except BaseException:
+            log.remove()
+            raise
+        self._logs = [*(other for other in self._logs if other.active), log]
+        return log
 
     @former_keywords
     def compare_backward(
@@ -758,6 +787,9 @@ class Explorer:
 
     def close(self) -> None:
         """Remove every hook the explorer added (the model's hook dicts are as before) and let go of the model."""
+        for log in self._logs:  # first: each writes the step still open
+            log.remove()
+        self._logs = []
         self._registry.events.close()  # subscribers hear no more
         self._finalizer()
         self._model = None

@@ -125,8 +125,10 @@ class HookRegistry:
         return list(self._hooks.values()) + others
 
     def _records(self, target: str, kind: str) -> bool:
-        """Whether the live hook ``(target, kind)`` keeps records of its firings (capture or stats)."""
+        """Whether the live hook that fired at ``(target, kind)`` keeps records of its firings (capture or stats)."""
         info = self._hooks.get((target, kind))
+        if info is None and kind.startswith("global_"):  # a global kind's firings name each module; it is on ""
+            info = self._hooks.get(("", kind))
         return info is not None and info.action in ("capture", "stats")
 
     @property
