@@ -6,13 +6,21 @@ IPython layers are imported lazily so that ``hookwidgets.core`` stays usable wit
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
+
+from ._warnings import HookwidgetsWarning
+
+# A library's logger stays silent until the application configures logging (logging.basicConfig, a handler
+# on the "hookwidgets" logger); without this, Python's last-resort handler would print its warnings.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __version__ = "0.1.0"
 """The package version."""
 __all__ = [
     "Explorer",
     "HookExplorer",
+    "HookwidgetsWarning",
     "__version__",
     "disable_display",
     "enable_display",

@@ -7,6 +7,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ._warnings import HookwidgetsDeprecationWarning
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -33,5 +35,5 @@ def take_old(function: Callable, kwargs: dict[str, Any], old: str, new: str, *, 
     if new in kwargs:
         raise TypeError(f"{name}() got {new}= and {old}=, its former name: pass {new}= only")
     message = f"{name}({old}=...) is deprecated: pass {new}= instead{why}"
-    warnings.warn(message, DeprecationWarning, stacklevel=stacklevel)
+    warnings.warn(message, HookwidgetsDeprecationWarning, stacklevel=stacklevel)
     return kwargs.pop(old)

@@ -1,10 +1,26 @@
 """Torch-only engine of hookwidgets: targets, hooks, captures, module tree. No display code: it never imports
 ipywidgets, IPython or matplotlib."""
 
+from .._warnings import (
+    AliasWarning,
+    BlankMapWarning,
+    CompiledModelWarning,
+    HookFailedWarning,
+    HookwidgetsDeprecationWarning,
+    HookwidgetsWarning,
+    InplaceCollisionWarning,
+    MaterializedWarning,
+    PartialGraphWarning,
+    ProbeFailedWarning,
+    SubscriberWarning,
+    UnwatchedModulesWarning,
+    ViewUpdateWarning,
+)
 from .capture.store import CaptureStore, Record
 from .explorer import Explorer
 from .hooks.kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, PARAM_KINDS
-from .hooks.registry import HookInfo, HookRegistry, TimelineEvent
+from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
+from .hooks.scalar_log import ScalarLog
 from .model.scores import Score
 from .model.targets import resolve_module, resolve_target
 from .model.tree import build_tree, probe
@@ -14,13 +30,28 @@ __all__ = [
     "KINDS",
     "MODULE_KINDS",
     "PARAM_KINDS",
+    "AliasWarning",
+    "BlankMapWarning",
     "CaptureStore",
+    "CompiledModelWarning",
     "Explorer",
+    "HookFailedWarning",
+    "HookGroup",
     "HookInfo",
     "HookRegistry",
+    "HookwidgetsDeprecationWarning",
+    "HookwidgetsWarning",
+    "InplaceCollisionWarning",
+    "MaterializedWarning",
+    "PartialGraphWarning",
+    "ProbeFailedWarning",
     "Record",
+    "ScalarLog",
     "Score",
+    "SubscriberWarning",
     "TimelineEvent",
+    "UnwatchedModulesWarning",
+    "ViewUpdateWarning",
     "build_tree",
     "probe",
     "resolve_module",

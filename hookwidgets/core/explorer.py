@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import logging
 import os
 import traceback
 import warnings
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
+from .._warnings import AliasWarning, CompiledModelWarning, PartialGraphWarning, ProbeFailedWarning
 from ._torch import COMPILED_INNER, is_compile_wrapper
 from ._torch import off as torch_features_off
 from .attribution import CAM_METHODS, attribute, check_method
@@ -38,6 +40,7 @@ from .diagnostics.notes import (
     not_run_note,
 )
 from .diagnostics.patching import DEFAULT_BATCH, Metric, Progress, patch_sweep
+from .diagnostics.summary_frame import summary_frame
 from .display import display_name, quoted
 from .graph.dataflow import dataflow_graph
 from .graph.record import GraphRecorder
@@ -46,7 +49,8 @@ from .hooks.edits import check_edits_fit
 from .hooks.events import Event
 from .hooks.kinds import KINDS, resolve_kind
 from .hooks.optim import UpdateRatioMonitor
-from .hooks.registry import FULL_BACKWARD_KINDS, HookInfo, HookRegistry, TimelineEvent
+from .hooks.registry import FULL_BACKWARD_KINDS, HookGroup, HookInfo, HookRegistry, TimelineEvent
+from .hooks.scalar_log import ScalarLog, same_destination, stats_kinds_needed
 from .model.attention_record import attention_runner
 from .model.attention_sources import hidden_probabilities_note
 from .model.compiled import run_eagerly
@@ -58,6 +62,11 @@ from .model.state import preserved_state
 from .model.targets import alias_note, first_name, resolve_target, without_compiled_steps
 from .model.tokens import Sequences, read_sequences
 from .model.tree import ProbeResult, build_tree, hookable_modules, probe
+
+if TYPE_CHECKING:
+    import pandas
+
+log = logging.getLogger(__name__)
 
 
 class Explorer:
@@ -114,6 +123,7 @@ class Explorer:
         and their submodules show no shape and fire no hooks; attaching a module hook there raises a ValueError."""
         self.ddp_inspector: Any = None
         """The ``DDPInspector`` of the latest ``watch_ddp()``, or None."""
+        self._logs: list[ScalarLog] = []  # open log_to() logs
         self._graph = RecordedGraph()
         probed = self._probe()
         self._ran: set[int] | None = probed.called if probed is not None else None  # modules the probe saw run
@@ -144,7 +154,9 @@ class Explorer:
         except Exception as exc:
             self.probe_error = explain_run_error(exc, self.example_inputs)
             warnings.warn(
-                f"the probe run with example_inputs failed, so no output shapes are shown: {exc}", stacklevel=3
+                f"the probe run with example_inputs failed, so no output shapes are shown: {exc}",
+                ProbeFailedWarning,
+                stacklevel=3,
             )
             return None
         finally:
@@ -247,12 +259,13 @@ class Explorer:
         edit: Any = None,
         copy: bool = False,
         with_kwargs: bool = False,
-    ) -> HookInfo | list[HookInfo]:
+    ) -> HookInfo | HookGroup:
         """Attach hook(s) of ``kind`` at the path ``target``, the hooks' place (a module path, a parameter name or
         an autograd node id); re-attaching replaces.
 
         ``action`` is ``capture``, ``stats``, ``print`` or a callable with torch's signature for the
-        kind; ``edit`` (e.g. ``("scale", 2.0)``) changes the value before the action sees it.
+        kind; ``edit`` (e.g. ``("scale", 2.0)``) changes the value before the action sees it. Returns the
+        ``HookInfo``, or a ``HookGroup`` of them for a list of kinds: handles with ``remove()`` and ``with``.
         """
         if isinstance(self.model, torch.jit.ScriptModule):  # torch refuses even get_submodule on one
             raise ValueError(SCRIPTED_ROOT)
@@ -300,7 +313,7 @@ class Explorer:
                 info.note = not_run_note(target, obj)
         note = compiled_note(self.model)
         if note:
-            warnings.warn(COMPILED, stacklevel=2)
+            warnings.warn(COMPILED, CompiledModelWarning, stacklevel=2)
             for info in infos:  # until each fires: a hook attached before the model's first compiled call does
                 info.note = note
         note = hidden_probabilities_note(self.model, target, obj) if "forward" in kinds else None
@@ -310,12 +323,15 @@ class Explorer:
                     info.note = info.note or note
         if target != given and without_compiled_steps(target) != given:  # not merely inside torch.compile's wrapper
             note = alias_note(given, target)
-            warnings.warn(note, stacklevel=2)
+            warnings.warn(note, AliasWarning, stacklevel=2)
             for info in infos:
                 info.note = info.note or note  # a note of a hook that cannot fire (or runs compiled) says more
+        for info in infos:
+            if info.note:  # also on ex.hooks; logged once here, at attach, not at every firing
+                log.info("the %s hook on %s: %s", info.kind, quoted(info.target), info.note)
         if self._registry.events.listening:
             self._registry.events.emit({"type": "attached", "hooks": [i.as_dict() for i in infos], "watch": None})
-        return infos[0] if isinstance(kind, str) else infos
+        return infos[0] if isinstance(kind, str) else HookGroup(infos)
 
     def _check_node_id(self, node_id: str) -> None:
         """A KeyError with close ids when the recorded graph (recorded now if it can be) lacks ``node_id``."""
@@ -377,10 +393,7 @@ class Explorer:
                 f"unknown hook kind {kind!r}{hint}; kinds are {', '.join(k for k in KINDS if k != 'param_grad')}"
             )
         removed = self._registry.detach(target, kind)
-        if removed and self._registry.events.listening:
-            self._registry.events.emit(
-                {"type": "detached", "hooks": [i.as_dict() for i in removed], "reason": "detach"}
-            )
+        self._registry.announce_detached(removed)
         return removed
 
     def run(
@@ -467,7 +480,7 @@ class Explorer:
                 made = f"the {len(self._graph.data['nodes'])} nodes made before it"
                 warnings.warn(
                     f"the forward of {self._model_name} raised {error}; the graph holds only {made}",
-                    RuntimeWarning,
+                    PartialGraphWarning,
                     stacklevel=2,
                 )
         return self._graph.data
@@ -580,13 +593,36 @@ class Explorer:
         except ValueError:  # inputs without input_ids: nothing to label
             return None
 
-    def summary(self) -> list[dict[str, Any]]:
-        """Per-layer, per-step rows of activation and gradient statistics from ``stats`` hooks.
+    def summary(self, *, as_frame: bool = False) -> list[dict[str, Any]] | pandas.DataFrame:
+        """Per-layer, per-step rows of activation and gradient statistics from ``stats`` hooks; ``as_frame=True``
+        gives them as a pandas DataFrame, one row each, with the same columns.
 
         ``ex.attach("", ["global_forward", "global_grad"], action="stats")`` fills it for every module
         (``global_grad``: tensor hooks on every module's outputs, which in-place ops do not break).
         """
-        return summary_rows(self.captures)
+        rows = summary_rows(self.captures)
+        return summary_frame(rows) if as_frame else rows
+
+    def log_to(self, writer: Any, every: int = 1, *, fields: Sequence[str] | None = None) -> ScalarLog:
+        """Write the ``summary()`` statistics to ``writer`` (a TensorBoard ``SummaryWriter``, or anything with
+        ``add_scalar``) as each step ends, every ``every`` steps, under ``"{field}/{path}"`` tags.
+
+        ``fields``: statistics (``"norm"``, for both sides) or columns (``"grad_norm"``); default all twelve. Without
+        a ``stats`` hook, attaches stats on every layer. Returns a ``ScalarLog``: ``remove()``, ``with`` or
+        ``close()`` stop it.
+        """
+        for old in [log for log in self._logs if same_destination(log.writer, writer)]:
+            old.remove()
+        log = ScalarLog(writer, every, fields, self.captures, self.subscribe, self._registry.events.flush)
+        kinds = stats_kinds_needed(self.own_hooks)
+        try:
+            if kinds:
+                log.hooks.extend(self.attach("", kinds, action="stats"))
+        except BaseException:
+            log.remove()
+            raise
+        self._logs = [*(other for other in self._logs if other.active), log]
+        return log
 
     @former_keywords
     def compare_backward(
@@ -751,6 +787,9 @@ class Explorer:
 
     def close(self) -> None:
         """Remove every hook the explorer added (the model's hook dicts are as before) and let go of the model."""
+        for log in self._logs:  # first: each writes the step still open
+            log.remove()
+        self._logs = []
         self._registry.events.close()  # subscribers hear no more
         self._finalizer()
         self._model = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -11,6 +12,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+log = logging.getLogger(__name__)
 
 IMAGE_SIZE = 32
 _MEAN, _STD = 0.30, 0.40  # digits pixels scaled to [0, 1] have about this mean and spread
@@ -115,9 +118,11 @@ def cached_model(name: str, build: Callable[[], nn.Module], train: Callable[[], 
     """The weights of ``name`` from the cache into ``build()``, or ``train()`` and cache them (atomically)."""
     path = _cache_dir() / f"{name}.pt"
     if cache and path.exists():
+        log.debug("loading %s from %s", name, path)
         model = build()
         model.load_state_dict(torch.load(path, weights_only=True))
         return model.eval()
+    log.info("training %s (first use; takes seconds)%s", name, f", then cached in {path}" if cache else "")
     model = train()
     if cache:
         path.parent.mkdir(parents=True, exist_ok=True)

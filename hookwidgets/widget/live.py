@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
+from .._warnings import ViewUpdateWarning
 from ..core.gc_pause import no_gc
 from .captures import plot_items
 from .state import hooks_payload, memory_payload
@@ -234,7 +235,7 @@ def _weak_step_hook(method: Any) -> Any:
             try:
                 bound(optimizer)
             except Exception as exc:  # a display update must never break the user's optimizer step
-                warnings.warn(f"updating the explorer's view failed: {exc!r}", stacklevel=2)
+                warnings.warn(f"updating the explorer's view failed: {exc!r}", ViewUpdateWarning, stacklevel=2)
 
     return hook
 

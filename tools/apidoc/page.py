@@ -111,6 +111,8 @@ def heading(entry: Entry) -> tuple[str, list[tuple[str, str]]]:
     obj, is_member = entry.obj, "." in entry.name
     if isinstance(obj, property):
         return f"### `{entry.name}{returns(obj)}`", []
+    if inspect.isclass(obj) and issubclass(obj, BaseException):  # a warning or error: its bases say what it is
+        return f"### `class {entry.name}({', '.join(base.__name__ for base in obj.__bases__)})`", []
     params, named = signature(obj, is_member)
     if inspect.isclass(obj):
         return f"### `class {entry.name}({params})`", named

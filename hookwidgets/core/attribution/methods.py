@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import logging
 import warnings
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -11,7 +12,8 @@ from typing import Any, NamedTuple
 import torch
 from torch import nn
 
-from ..display import display_name
+from ..._warnings import BlankMapWarning
+from ..display import display_name, quoted
 from ..model.inputs import Inputs, Target, call_model
 from ..model.scores import Score, resolve_score
 from ..model.state import preserved_state
@@ -24,6 +26,8 @@ from .maps import normalize, upsample
 from .rollout import ROLLOUT_METHODS, rollout
 from .tap import LayerTap
 from .tokens import check_token_call, holds_image, token_attribution, token_ids
+
+log = logging.getLogger(__name__)
 
 CAM_METHODS = tuple(CAM_FUNCTIONS)
 """The Grad-CAM family: a map ``(N, H, W)`` in [0, 1] at a layer."""
@@ -146,10 +150,17 @@ def attribute(
         reached = layers_reached(model, inputs, score_of, blank.size, blank.items)
     alike = [path for path, shape in reached if shape == blank.shape]  # e.g. the last block's norm1 for a ViT's norm
     if layer is None and len(blank.items) == len(result.map) and alike:
+        log.info(
+            "%s: the default layer %s gets no gradient from the score, so its map would be blank; drawn at %s instead",
+            method,
+            quoted(result.layer),
+            quoted(alike[-1]),
+        )
         return _attribute(model, inputs, chosen, method, alike[-1])[0]
     others = alike or [path for path, _ in reached]
     tokens = len(blank.shape) == 3
-    warnings.warn(blank_map_warning(result.layer, method, blank.items, len(result.map), tokens, others), stacklevel=2)
+    text = blank_map_warning(result.layer, method, blank.items, len(result.map), tokens, others)
+    warnings.warn(text, BlankMapWarning, stacklevel=2)
     return result
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import array
 import ctypes
 import hashlib
+import logging
 import os
 import platform
 import shlex
@@ -28,6 +29,8 @@ DISABLE_ENV = "HOOKWIDGETS_NO_NATIVE"
 """Set to 1 to use torch reductions only (to compare the two paths, or where compiling is unwanted)."""
 COMPILE_TIMEOUT_S = 60
 XCODE_SELECT_TIMEOUT_S = 10
+
+log = logging.getLogger(__name__)
 
 Sums = tuple[float, float, float, float, int, bool]
 """sum, sum of squares, min, max, nonzero count, and whether a value may be NaN or Inf (min/max skip NaN)."""
@@ -106,6 +109,7 @@ def _load_once() -> dict[torch.dtype, ctypes._CFuncPtr] | None:
         if not _tried:
             if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
                 _status = f"disabled by {DISABLE_ENV}: statistics use torch reductions"
+                log.info("the stats kernel is %s", _status)
             else:
                 try:
                     path = _build()
@@ -113,8 +117,11 @@ def _load_once() -> dict[torch.dtype, ctypes._CFuncPtr] | None:
                     _functions = _bind(library)
                     threads = "several threads" if library.hw_stats_parallel() else "one thread (no OpenMP)"
                     _status = f"loaded from {path}; large tensors are read by {threads}"
+                    log.debug("the stats kernel is %s", _status)
                 except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
                     _status = f"unavailable ({exc}): statistics use torch reductions"
+                    # the same numbers, only slower: worth a line, not a warning
+                    log.info("the stats kernel is %s", _status)
             _tried = True
         return _functions
 
@@ -154,12 +161,16 @@ def _build() -> Path:
         # With OpenMP and per-CPU clones first; a compiler without OpenMP (clang lacking libomp) or
         # without ifunc support (musl, non-x86) builds what it can, down to the plain one-thread kernel.
         variants = [["-fopenmp", "-DHW_CLONES"], ["-fopenmp"], ["-DHW_CLONES"], []]
-        for command in ([*base, *flags] for flags in variants):
+        for flags in variants:
+            command = [*base, *flags]
+            log.debug("compiling the stats kernel: %s", shlex.join(command))
             done = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
             if done.returncode == 0:
                 os.replace(built, target)  # atomic: a process compiling beside this one never loads half a file
+                log.info("compiled the stats kernel into %s (flags: %s)", target, " ".join(flags) or "none")
                 return target
             last_error = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+            log.debug("compiling the stats kernel with flags %r failed: %s", flags, done.stderr.strip())
         raise RuntimeError(f"{Path(compiler[-1]).name} failed: {last_error}")
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import warnings
 
+from ..._warnings import HookwidgetsDeprecationWarning
+
 
 def warn_retired(name: str, why: str, stacklevel: int = 3) -> None:
     """Warn that ``name`` does nothing any more and goes in the next release, saying ``why``."""
     warnings.warn(
         f"{name} does nothing any more and goes in the next release: {why}; remove the call",
-        DeprecationWarning,
+        HookwidgetsDeprecationWarning,
         stacklevel=stacklevel,
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -252,6 +252,21 @@ class CaptureStore(Mapping):
         with self._lock:
             history = self._by_target.get(target, {}).get(kind)
             return history[-1].wait() if history else None
+
+    def step_records(self, keys: Iterable[tuple[str, str]], step: int) -> list[Record]:
+        """The kept records of ``step`` of each ``(target, kind)`` of ``keys``, in arrival order: one step's share of
+        ``snapshot()``, read from the newest end of each history (a cost that does not grow with the store)."""
+        found = []
+        with self._lock:
+            for target, kind in keys:
+                for record in reversed(self._by_target.get(target, {}).get(kind, ())):
+                    # histories run in step order (a backward of an older step after a newer one's is not looked for)
+                    if record.step < step:
+                        break
+                    if record.step == step:
+                        found.append(record)
+        found.sort(key=lambda r: r._arrival)
+        return [r.wait() for r in found]
 
     def snapshot(self) -> tuple[list[Record], dict[str, int]]:
         """Every record in arrival order and the store's counts (``records``, ``nbytes``, ``evicted``), read together

@@ -21,6 +21,7 @@ from torch.nn.utils.spectral_norm import SpectralNorm
 from torch.nn.utils.weight_norm import WeightNorm
 
 from ..._renamed import take_old
+from ..._warnings import HookwidgetsDeprecationWarning
 from .._torch import global_module_hooks, set_full_backward_flag
 from ..model.hook_dicts import HOOK_DICTS
 from ..model.inputs import Inputs, Target, call_model
@@ -69,7 +70,7 @@ class BackwardComparison:
         """The module's path under its former name (deprecated: read ``layer``)."""
         warnings.warn(
             "BackwardComparison.target is deprecated: read .layer (target= names the score to explain)",
-            DeprecationWarning,
+            HookwidgetsDeprecationWarning,
             stacklevel=2,
         )
         return self.layer

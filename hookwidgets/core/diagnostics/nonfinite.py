@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from typing import Any
 
 import torch
 from torch import nn
 
+from ..._warnings import UnwatchedModulesWarning
 from ..capture.stats import combine_stats
-from ..capture.store import CaptureStore
+from ..capture.store import CaptureStore, Record
 from ..display import quoted
 from ..model.inputs import Inputs, call_model
 from ..model.nested import named_tensors
@@ -47,6 +49,7 @@ def _warn_unwatched(unwatched: list[str], path: str) -> None:
     warnings.warn(
         f"first_nonfinite could not watch the ScriptModule(s) {names} (they take no hooks) and {quoted(path)} received "
         f"NaN/Inf already, so it may have started inside one of them; pass the unscripted module to check them",
+        UnwatchedModulesWarning,
         stacklevel=3,
     )
 
@@ -94,13 +97,17 @@ def summary_rows(store: CaptureStore) -> list[dict[str, Any]]:
     gets statistics over all its calls, as if their tensors were one (``act_calls``/``grad_calls`` say
     how many): a NaN in any call shows, not only in the last.
     """
+    return rows_of(store.snapshot()[0])
+
+
+def rows_of(records: Iterable[Record]) -> list[dict[str, Any]]:
+    """``summary_rows`` of ``records``, given in arrival order (every record of the store, or one step's)."""
     rows: dict[tuple[int, str], dict[str, Any]] = {}
     arrivals: dict[tuple[int, str], int] = {}
     # (step, target, kind) -> calls so far and their statistics combined. By kind, not by column: two kinds
     # filling one column (forward and global_forward stats on one module) see the same tensors, once each.
     seen: dict[tuple[int, str, str], tuple[int, dict[str, float]]] = {}
-    records, _ = store.snapshot()  # arrival order: the order the hooks fired
-    for record in records:
+    for record in records:  # arrival order: the order the hooks fired
         prefix = SUMMARY_KINDS.get(record.kind)
         if prefix is None or record.stats is None:
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import traceback
 import warnings
 from collections import deque
@@ -10,6 +11,7 @@ from typing import Any
 
 import torch
 
+from ..._warnings import HookFailedWarning
 from ..capture.stats import StatsMemo
 from ..capture.store import CaptureStore
 from ..diagnostics.notes import note_until_fired
@@ -19,6 +21,8 @@ from .events import Events
 from .info import HookInfo, TimelineEvent
 from .own_runs import OWN_RUN
 from .returns import check_return
+
+log = logging.getLogger(__name__)
 
 ON_ERROR = ("record", "raise")
 TIMELINE_CAP = 10_000
@@ -75,11 +79,20 @@ class Dispatch:
             return result
         except Exception as exc:  # a failing hook must not break the user's forward or backward
             info.last_error = "".join(traceback.format_exception(exc)).rstrip()
+            log.debug(
+                "the %s hook on %s failed in step %d:\n%s",
+                info.kind,
+                quoted(firing.target),
+                firing.step,
+                info.last_error,
+            )
             if events is not None and events.listening:  # events: a failing hook
                 events.hook_failed(info, firing.step, exc)
             if self.on_error == "raise":
                 raise
             warnings.warn(
-                f"hook {info.kind!r} on {quoted(firing.target)} failed: {exc!r} (recorded on ex.hooks)", stacklevel=2
+                f"hook {info.kind!r} on {quoted(firing.target)} failed: {exc!r} (recorded on ex.hooks)",
+                HookFailedWarning,
+                stacklevel=2,
             )
             return None

@@ -12,6 +12,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+from ..._warnings import SubscriberWarning
+
 if TYPE_CHECKING:
     from .info import HookInfo, TimelineEvent
 
@@ -28,8 +30,8 @@ class AttachedEvent(TypedDict):
 
 
 class DetachedEvent(TypedDict):
-    """Hooks were removed: by ``detach()`` (``reason`` ``"detach"``) or by the engine after an in-place op broke
-    them (``"collision"``; an ``error`` event says why)."""
+    """Hooks were removed: by ``detach()`` or a handle's ``remove()`` (``reason`` ``"detach"``) or by the engine after
+    an in-place op broke them (``"collision"``; an ``error`` event says why)."""
 
     type: Literal["detached"]
     hooks: list[dict[str, Any]]
@@ -158,7 +160,7 @@ class Events:
             f"the explorer's event subscriber {name} raised {exc!r} on a {event['type']!r} event; the model runs on "
             "and the subscriber stays subscribed (its next errors are not shown): fix it, or call the function "
             "ex.subscribe() returned to unsubscribe it",
-            RuntimeWarning,
+            SubscriberWarning,
             stacklevel=3,
         )
 

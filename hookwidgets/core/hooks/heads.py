@@ -20,6 +20,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from ..._warnings import HookFailedWarning
 from .._torch import reparametrized
 from ..display import quoted
 from .info import HookInfo
@@ -146,7 +147,7 @@ def _guarded(info: HookInfo, raises: bool, edit: Callable) -> Callable:
             if raises:
                 raise
             where = f"hook {info.kind!r} on {quoted(info.target)}"
-            warnings.warn(f"{where} failed: {exc!r} (recorded on ex.hooks)", stacklevel=2)
+            warnings.warn(f"{where} failed: {exc!r} (recorded on ex.hooks)", HookFailedWarning, stacklevel=2)
             return None
 
     return hook

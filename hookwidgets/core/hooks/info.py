@@ -1,10 +1,12 @@
-"""What the registry keeps about each hook and each firing: plain data for display and export."""
+"""What the registry keeps about each hook and each firing: plain data for display and export, and the handles
+``attach()`` returns (``remove()`` and ``with``, as torch's ``RemovableHandle``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from torch.utils.hooks import RemovableHandle
 
@@ -60,6 +62,27 @@ class HookInfo:
     """False once the hook was removed."""
     _handles: list[RemovableHandle] = field(default_factory=list, repr=False)
     _heads: Any = field(default=None, repr=False, compare=False)  # an ablate_heads edit's HeadPlan (heads.py)
+    # The registry that attached it, held weakly as torch's RemovableHandle holds its hook dict: None when made by
+    # hand (hook_code takes those) or listed as someone else's.
+    _owner: weakref.ref[_Owner] | None = field(default=None, repr=False, compare=False)
+
+    def remove(self) -> None:
+        """Remove this hook as ``ex.detach(target, kind)`` would; does nothing once it is gone, or when a later
+        ``attach()`` of the same target and kind replaced it (the replacement stays)."""
+        if self.foreign:
+            raise ValueError(
+                f"the {self.kind} hook on {quoted(self.target)} is not the explorer's (foreign=True): hookwidgets "
+                "never removes others' hooks; call remove() on the handle its register_*_hook call returned"
+            )
+        owner = self._owner() if self._owner is not None else None
+        if owner is not None:
+            owner.remove([self])
+
+    def __enter__(self) -> HookInfo:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
 
     @property
     def action_name(self) -> str:
@@ -89,3 +112,34 @@ class HookInfo:
             "note": self.note,
             "foreign": self.foreign,
         }
+
+
+class _Owner(Protocol):
+    def remove(self, infos: Iterable[HookInfo]) -> list[HookInfo]: ...
+
+
+class HookGroup(list[HookInfo]):
+    """What ``attach()`` returns for a list of kinds: their ``HookInfo``s in the order given, and a handle on them
+    all (``remove()``, ``with``)."""
+
+    def remove(self) -> None:
+        """Remove each hook of the group that is still attached (``HookInfo.remove``), telling the explorer's
+        subscribers once."""
+        owners: dict[int, tuple[_Owner, list[HookInfo]]] = {}
+        for info in self:
+            if info.foreign:
+                info.remove()  # refused, with why
+            owner = info._owner() if info._owner is not None else None
+            if owner is not None:
+                owners.setdefault(id(owner), (owner, []))[1].append(info)
+        for owner, infos in owners.values():
+            owner.remove(infos)
+
+    def __enter__(self) -> HookGroup:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+    def __repr__(self) -> str:
+        return f"HookGroup({list.__repr__(self)})"

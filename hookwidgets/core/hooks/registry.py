@@ -13,13 +13,14 @@ import sys
 import warnings
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from ..._warnings import InplaceCollisionWarning
 from ..capture import native
 from ..capture.store import CaptureStore
 from ..diagnostics.notes import inplace_culprit, is_inplace_collision
@@ -32,7 +33,7 @@ from .dispatch import ON_ERROR, TIMELINE_CAP, Dispatch
 from .edits import normalize_edits
 from .events import Events
 from .heads import head_ablation
-from .info import HookInfo, TimelineEvent
+from .info import HookGroup, HookInfo, TimelineEvent
 from .kinds import MODULE_KINDS, Kind, check_callable, takes_kwargs
 from .model_wide import ModelWideHooks
 from .node_hooks import NodeHooks
@@ -48,6 +49,7 @@ __all__ = [
     "MODULE_KINDS",
     "ON_ERROR",
     "TIMELINE_CAP",
+    "HookGroup",
     "HookInfo",
     "HookRegistry",
     "TimelineEvent",
@@ -123,8 +125,10 @@ class HookRegistry:
         return list(self._hooks.values()) + others
 
     def _records(self, target: str, kind: str) -> bool:
-        """Whether the live hook ``(target, kind)`` keeps records of its firings (capture or stats)."""
+        """Whether the live hook that fired at ``(target, kind)`` keeps records of its firings (capture or stats)."""
         info = self._hooks.get((target, kind))
+        if info is None and kind.startswith("global_"):  # a global kind's firings name each module; it is on ""
+            info = self._hooks.get(("", kind))
         return info is not None and info.action in ("capture", "stats")
 
     @property
@@ -171,6 +175,7 @@ class HookRegistry:
         copy = copy or spec.name == "post_accumulate"
         info = HookInfo(target, kind, action, edits, copy, spec=spec.name, with_kwargs=with_kwargs)
         info._heads = plan
+        info._owner = weakref.ref(self)  # its remove() comes back here
         # The step tracker first: a global kind's hook on the root, put first after it, then runs before the
         # tracker's, as torch's global hooks would (the root's global_forward record precedes the step's end).
         self._ensure_step_tracker()
@@ -202,6 +207,22 @@ class HookRegistry:
         self._flush_pending_removals()
         self._drop_idle_step_tracker()
         return removed
+
+    def remove(self, infos: Iterable[HookInfo]) -> list[HookInfo]:
+        """Remove those of ``infos`` still attached as they are (a hook a later attach replaced is not: its
+        replacement stays), as ``detach()`` does, and tell the subscribers; returns those removed."""
+        removed = [info for info in infos if self._hooks.get((info.target, info.kind)) is info]
+        for info in removed:
+            self._remove(info)
+        self._flush_pending_removals()
+        self._drop_idle_step_tracker()
+        self.announce_detached(removed)
+        return removed
+
+    def announce_detached(self, removed: list[HookInfo]) -> None:
+        """A ``detached`` event for hooks the user removed (``detach()``, a handle's ``remove()``) if anyone listens."""
+        if removed and self.events.listening:
+            self.events.emit({"type": "detached", "hooks": [i.as_dict() for i in removed], "reason": "detach"})
 
     def close(self) -> None:
         """Remove every hook this registry added and drop the model. Safe to call more than once."""
@@ -269,12 +290,12 @@ class HookRegistry:
         if not colliding and self._root is not None:  # someone else's hook: explained, and left alone
             text = self._collisions.explain_foreign(culprit, self._root, self._foreign_full_backward())
             texts.append(text)
-            warnings.warn(text, stacklevel=2)
+            warnings.warn(text, InplaceCollisionWarning, stacklevel=2)
         for info in colliding:
             text = self._collisions.explain(info, culprit, self._root)
             self._remove(info, defer_root_forward=in_forward)
             texts.append(text)
-            warnings.warn(text, stacklevel=2)
+            warnings.warn(text, InplaceCollisionWarning, stacklevel=2)
         if self.events.listening:  # events: the hooks the engine detached, and why
             self.events.collided(colliding, texts)
         return colliding

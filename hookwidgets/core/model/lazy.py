@@ -13,15 +13,12 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
+from ..._warnings import MaterializedWarning
 from ..display import display_name, quoted
 from .hook_dicts import HOOK_DICTS
 from .inputs import Inputs, call_model
 from .modules import modules_of
 from .state import preserved_state
-
-
-class MaterializedWarning(UserWarning):
-    """A run the user asked for materialized lazy modules: the model changed, and cannot be put back."""
 
 
 def _own_tensors(module: nn.Module) -> Iterator[torch.Tensor]:

@@ -109,6 +109,25 @@ def test_python_calls_reach_the_view_through_the_engines_events(cnn, image):
         assert view.training["visible"] is True
 
 
+def test_the_view_follows_a_handle_removed_from_python_as_it_follows_detach(cnn, image):
+    with HookExplorer(cnn, example_inputs=image) as ex:
+        view = ex.view
+        info = ex.attach("features.conv", "forward")
+        group = ex.attach("head.fc", ["forward", "grad"])
+        assert [(h["target"], h["kind"]) for h in view.hooks] == [
+            ("features.conv", "forward"),
+            ("head.fc", "forward"),
+            ("head.fc", "grad"),
+        ]
+        info.remove()
+        assert [(h["target"], h["kind"]) for h in view.hooks] == [("head.fc", "forward"), ("head.fc", "grad")]
+        group.remove()
+        assert view.hooks == []
+        with ex.attach("head.fc", "backward"):
+            assert [h["kind"] for h in view.hooks] == ["backward"]
+        assert view.hooks == []
+
+
 def test_a_sequence_output_offers_its_next_tokens_not_classes():
     x = torch.randn(2, 3, 4)
     model = nn.Sequential(nn.Linear(4, 4))

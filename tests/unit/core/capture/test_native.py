@@ -1,6 +1,7 @@
 """The fused C kernel of the stats action: built here, equal to the torch reductions, and safely optional."""
 
 import importlib
+import logging
 import math
 import os
 import signal
@@ -198,6 +199,36 @@ def test_without_a_compiler_the_stats_fall_back_with_the_reason(fresh_kernel_sta
     x = torch.tensor([0.0, 1.0, 2.0, math.nan])
     assert tensor_stats(x) == {**torch_path_stats(x)}
     assert tensor_stats(x)["nan"] == 1 and tensor_stats(x)["zero_fraction"] == 0.25
+
+
+def test_a_kernel_that_does_not_compile_is_logged_with_each_attempt_and_the_fallback(
+    fresh_kernel_state, monkeypatch, caplog
+):
+    monkeypatch.setenv("CC", "false")
+    caplog.set_level(logging.DEBUG, logger="hookwidgets")
+    native.status()
+    records = [(r.name, r.levelname, r.getMessage()) for r in caplog.records]
+    assert {name for name, _, _ in records} == {"hookwidgets.core.capture.native"}
+    attempts = [m for _, level, m in records if level == "DEBUG" and m.startswith("compiling the stats kernel with")]
+    assert len(attempts) == 4  # with OpenMP and clones, down to the plain kernel: each failure said
+    assert records[-1][1:] == (
+        "INFO",
+        "the stats kernel is unavailable (false failed: exit status 1): statistics use torch reductions",
+    )
+
+
+def test_a_compiled_kernel_is_logged_once_then_loaded_from_the_cache_quietly(fresh_kernel_state, caplog):
+    caplog.set_level(logging.DEBUG, logger="hookwidgets")
+    native.status()
+    compiled = [r for r in caplog.records if r.levelname == "INFO"]
+    assert [r.getMessage().split(" (flags")[0] for r in compiled] == [
+        f"compiled the stats kernel into {next(fresh_kernel_state.iterdir())}"
+    ]
+    caplog.clear()
+    importlib.reload(native)  # a new process
+    native.status()
+    assert [r.levelname for r in caplog.records] == ["DEBUG"]
+    assert caplog.records[0].getMessage().startswith(f"the stats kernel is loaded from {fresh_kernel_state}")
 
 
 def test_the_switch_turns_the_kernel_off(fresh_kernel_state, monkeypatch):

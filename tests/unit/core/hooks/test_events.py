@@ -99,6 +99,19 @@ def test_a_loops_firings_come_once_per_step_when_the_step_is_over():
         json.dumps(events)
 
 
+def test_a_capture_event_names_every_module_a_global_hook_recorded():
+    model = _model()
+    with Explorer(model) as ex:
+        recorded = ["global_forward", "global_grad"]
+        ex.attach("", recorded, action="stats")
+        ex.attach("", "global_forward_pre", action="print")  # keeps no record
+        events = _listen(ex)
+        _step(model)
+        _step(model)
+        (capture,) = _of(events, "capture")
+        assert sorted(capture["records"]) == sorted([path, kind] for path in ("", "0", "1", "2") for kind in recorded)
+
+
 def test_run_ends_its_step_with_all_its_firings():
     with Explorer(_model(), example_inputs=torch.randn(2, 4)) as ex:
         ex.attach("0", ["forward", "grad"])
