@@ -52,6 +52,8 @@ test-js: $(INSTALLED)
 	[ -d js/node_modules ] || npm --prefix js ci --no-audit --no-fund
 	npm --prefix js test
 
+# Among them tests/release and tests/e2e/test_fresh_env_kernel.py: the wheel and sdist built from the bundle above
+# (python -m build), the wheel installed into a fresh venv under pytest's temp dir, smoke- and browser-tested there.
 test-python: $(INSTALLED) $(BUNDLE) chromium compiler
 	$(BIN)/python -m pytest
 

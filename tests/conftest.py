@@ -1,13 +1,19 @@
-"""Shared fixtures: small models written here, and helpers that snapshot a model's hook state."""
+"""Shared fixtures: small models written here, helpers that snapshot a model's hook state, and the built wheel
+in a fresh environment."""
 
 from __future__ import annotations
 
 import os
+import shutil
 from collections import OrderedDict
+from collections.abc import Iterator
 
 import pytest
 import torch
 from torch import nn
+
+from .release._dists import Dists, build_dists
+from .release._fresh_env import FreshEnv, create_fresh_env
 
 HOOK_DICTS = (
     "_forward_pre_hooks",
@@ -58,6 +64,21 @@ def ipython(tmp_path, monkeypatch):
     shell = InteractiveShell.instance(config=config)
     yield shell
     InteractiveShell.clear_instance()
+
+
+@pytest.fixture(scope="session")
+def dists(tmp_path_factory: pytest.TempPathFactory) -> Dists:
+    """The checkout's wheel and sdist, built once per session."""
+    return build_dists(tmp_path_factory.mktemp("dists"))
+
+
+@pytest.fixture(scope="session")
+def fresh_env(tmp_path_factory: pytest.TempPathFactory, dists: Dists) -> Iterator[FreshEnv]:
+    """A virtual environment outside the repository with torch, the wheel and ipykernel only, made once per session
+    for the smoke test and the browser test on its kernel; never skipped. Removed after: it weighs about 1 GB."""
+    root = tmp_path_factory.mktemp("fresh-env")
+    yield create_fresh_env(root, dists.wheel)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

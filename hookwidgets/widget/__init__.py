@@ -1,5 +1,6 @@
 """Notebook views of the explorer (anywidget)."""
 
+# The modules here import hookwidgets.plots inside the functions that draw: importing the widget imports no matplotlib.
 from .explorer import HookExplorer
 from .view import ExplorerView
 

@@ -10,20 +10,20 @@ import functools
 import math
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
-from matplotlib.figure import Figure
 
 from ..core.attribution import ROLLOUT_METHODS, check_method
 from ..core.attribution.tokens import token_ids
 from ..core.display import display_name, quoted
 from ..core.explorer import Explorer
-from ..plots import cam_overlay_figure, figure_png, gradient_map_figure
-from ..plots.overlay import input_image_figure
 from .attribution_methods import LAYER_METHODS, image_of, methods_note, offered_methods
 from .protocol import Attribution, TokenScore
 from .state import position_choice, score_choice
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 EMPTY: Attribution = {
     "layer": None,
@@ -83,6 +83,8 @@ def attribution_and_redraw(
 
 def _images(image: torch.Tensor, result: torch.Tensor, caption: str) -> dict[str, bytes]:
     """The attribution drawn over the input (or as a gradient map) and the input beside it, as PNG bytes."""
+    from ..plots import cam_overlay_figure, figure_png, gradient_map_figure  # matplotlib only when drawing
+
     if result.dim() == 3:  # a CAM (N, H, W) in [0, 1], or a ViT rollout's patch grid (N, h, w), raw
         figure = cam_overlay_figure(image, result, title=caption)
     else:  # pixel attributions are input-shaped and signed
@@ -99,6 +101,8 @@ def token_scores(scores: torch.Tensor, labels: list[str]) -> list[TokenScore]:
 
 def input_figure(inputs: torch.Tensor, item: int = 0) -> Figure:
     """The input image the attribution explains, drawn as the overlay draws it (min–max scaled), to sit beside it."""
+    from ..plots.overlay import input_image_figure  # matplotlib only when drawing
+
     return input_image_figure(inputs, item=item, title=f"input (item {item})")
 
 

@@ -13,8 +13,6 @@ import torch
 from ..core.capture.store import CaptureStore, Record
 from ..core.display import display_name
 from ..core.model.tokens import Sequences
-from ..plots import figure_png, stats_figure
-from ..plots.theme import current_theme
 from .protocol import PlotItem
 from .tensor_views import Context, draw, sequence_labels, views_of
 
@@ -46,6 +44,9 @@ _png_lock = threading.Lock()
 
 def _cached_png(record: Record, key: tuple, draw: Callable[[], Any]) -> bytes:
     """``figure_png(draw())``, remembered for ``record`` (by identity, while it lives) and ``key``."""
+    from ..plots import figure_png  # matplotlib only when drawing
+    from ..plots.theme import current_theme
+
     full_key = (id(record), current_theme(), *key)  # drawn again in another theme
     with _png_lock:
         hit = _png_cache.get(full_key)
@@ -140,6 +141,8 @@ def tensor_fields(
     """The drawn part of an item: ``title``, ``view`` (the chosen one if it fits, else the default), ``views``,
     ``tokens`` (the sequence axis' labels), ``heads`` and ``head`` (the heads view), ``png`` (remembered for
     ``record`` while it lives)."""
+    from ..plots import figure_png  # matplotlib only when drawing
+
     views = views_of(tensor, context)
     view = view if view in views else views[0]
     heads = int(tensor.shape[1]) if view == "heads" else 0
@@ -199,6 +202,8 @@ def heads_item(
 
 def stats_item(kind: str, target: str, records: list[Record]) -> PlotItem:
     """The item of a ``stats`` hook: its statistics over every step it has recorded, as lines."""
+    from ..plots import stats_figure  # matplotlib only when drawing
+
     title = f"{display_name(target or '(model)')} · {kind} statistics"
     last = records[-1]
     return {

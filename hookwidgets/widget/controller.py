@@ -20,7 +20,6 @@ from ..core.diagnostics.notes import unwatched_note
 from ..core.display import quoted
 from ..core.explorer import Explorer
 from ..core.hooks.events import Event
-from ..plots.theme import using_theme
 from .attention_heads import AttentionHeads
 from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
 from .captures import plot_items
@@ -210,6 +209,8 @@ class ViewController:
 
     def drawing(self) -> contextlib.AbstractContextManager[Any]:
         """A block whose figures are drawn in the page's theme (light until the page reports one)."""
+        from ..plots.theme import using_theme  # matplotlib only when drawing
+
         return using_theme(self._view.theme if self._view is not None else None)
 
     def keep_redraw(self, panel: str, redraw: Callable[[], None] | None) -> None:

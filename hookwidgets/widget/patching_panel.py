@@ -8,7 +8,6 @@ from typing import Any
 
 import torch
 
-from ..plots import figure_png, patch_sweep_figure
 from .protocol import Patching
 
 EMPTY: Patching = {"png": None, "caption": "", "progress": None, "error": ""}
@@ -18,6 +17,8 @@ PUSH_EVERY_S = 0.1
 
 def patching_payload(result: torch.Tensor, default_metric: bool) -> Patching:
     """The ``patching`` traitlet for a finished sweep ``(L, T)``: its figure and what it measured."""
+    from ..plots import figure_png, patch_sweep_figure  # matplotlib only when drawing
+
     layers, positions = result.shape
     metric = "the clean top token's logit, minus its corrupted value" if default_metric else "your metric"
     caption = (

@@ -7,7 +7,6 @@ from typing import Any
 
 from ..core.diagnostics.nonfinite import SUMMARY_FIELDS, first_nonfinite_row
 from ..core.explorer import Explorer
-from ..plots import figure_png, summary_heatmap_figure
 from .protocol import Summary
 from .state import plain_number
 
@@ -28,6 +27,8 @@ def summary_payload(
     first_nonfinite: str | None = None,
 ) -> Summary:
     """The ``summary`` traitlet: layers of one step (default the newest) in execution order, a heatmap, NaN/Inf."""
+    from ..plots import figure_png, summary_heatmap_figure  # matplotlib only when drawing
+
     rows = explorer.summary()
     if not rows:
         return {

@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
-from matplotlib.figure import Figure
 
 from ..core.capture.views import is_attention_source, sequence_axis, tensor_views
 from ..core.model.tokens import Sequences
-from ..plots import (
-    attention_heads_figure,
-    bars_figure,
-    feature_map_figure,
-    gradient_map_figure,
-    histogram_figure,
-    patch_grid_figure,
-    token_map_figure,
-)
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 @dataclass(frozen=True)
@@ -70,6 +63,16 @@ def draw(
     head: int | None = None,
 ) -> Figure:
     """The figure of ``tensor`` (named ``name``) in ``view``; gradients on a scale centred on zero."""
+    from ..plots import (  # matplotlib only when drawing
+        attention_heads_figure,
+        bars_figure,
+        feature_map_figure,
+        gradient_map_figure,
+        histogram_figure,
+        patch_grid_figure,
+        token_map_figure,
+    )
+
     if view == "histogram":
         return histogram_figure({name: tensor}, title=title)
     if view == "heads":

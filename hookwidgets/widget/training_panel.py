@@ -6,14 +6,14 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from ..core.hooks.optim import UpdateRatioMonitor
-from ..plots import figure_png, update_ratio_figure
 from .protocol import DDPPanel, RatioRow, Ratios, Ready, Training
 from .state import plain_number
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 RATIO_LOW = 1e-5
 RATIO_HIGH = 1e-1
@@ -134,6 +134,8 @@ def ratio_payload(monitors: Sequence[UpdateRatioMonitor]) -> Ratios:
     drawn = _params_drawn(rows)
     if drawn is not None:
         payload["caption"] = f"{len(drawn)} of {len({r['param'] for r in rows})} parameters drawn: furthest from 1e-3"
+    from ..plots import update_ratio_figure  # matplotlib only when drawing
+
     records = [r for records in recent for r in records]
     payload["png"], payload["message"] = _png(
         lambda: update_ratio_figure(records, params=drawn, max_params=PARAMS_DRAWN),
@@ -262,6 +264,8 @@ def ready_payload(ready: list[dict[str, Any]]) -> Ready:
 
 def _png(draw: Callable[[], Figure], what: str) -> tuple[bytes | None, str]:
     """(PNG bytes, "") or, when drawing fails, (None, why): one failing figure never hides the others."""
+    from ..plots import figure_png  # matplotlib only when drawing
+
     try:
         return figure_png(draw()), ""
     except Exception as exc:

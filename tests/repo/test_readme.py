@@ -1,17 +1,58 @@
-"""README.md keeps its two commands, links the API reference, lists every notebook, and links nothing missing."""
+"""README.md opens with the pip install and an example that needs nothing more, keeps a clone's two commands under
+Develop, links the API reference, lists every notebook, and links nothing missing."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
+import subprocess
+import sys
+import tomllib
 
-ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+from tests.readme import README, ROOT, code_blocks, first_example, section, sections
+from tests.repo.test_torch_floor import declared_floor
+
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")  # [text](path) and ![alt](path), anchors dropped
+BEYOND_THE_PACKAGE = ("sklearn", "hookwidgets.examples", "transformers", "torchvision")
+"""What the README's later examples use and a bare ``pip install hookwidgets`` does not bring; the fresh
+environment of tests/release runs the example with nothing else installed at all."""
 
 
-def test_the_two_commands_are_there():
-    assert "make demo" in README and "make test" in README
+def test_it_opens_with_pip_install_torch_first_then_hookwidgets():
+    assert sections()[0] == "Install"
+    commands = code_blocks(section("Install"), "bash")[0]
+    assert [line.split("#")[0].strip() for line in commands.splitlines()] == [
+        "pip install torch",
+        "pip install hookwidgets",
+    ]
+    assert README.index("pip install hookwidgets") < README.index("```python")
+
+
+def test_the_install_section_says_the_python_and_torch_floors_pyproject_declares():
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    install = " ".join(section("Install").split())
+    assert f"Python {requires.removeprefix('>=')} or later" in install
+    assert f"torch {declared_floor()} or later" in install
+
+
+def test_the_first_example_needs_nothing_beyond_the_package(tmp_path):
+    example = first_example()
+    assert "HookExplorer(" in example and ".close()" in example
+    blocker = f"import sys\nsys.modules.update(dict.fromkeys({BEYOND_THE_PACKAGE!r}))  # None: importing raises\n"
+    done = subprocess.run(
+        [sys.executable, "-c", blocker + example], cwd=tmp_path, capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, f"README's first example failed:\n{done.stderr}"
+
+
+def test_it_says_what_each_notebook_front_end_needs():
+    frontends = " ".join(section("Notebook front-ends").split())  # words, whatever the line breaks
+    assert [name for name in ("JupyterLab", "Notebook 7", "VS Code", "Colab") if name not in frontends] == []
+    assert "custom widget manager" in frontends  # Colab's, which anywidget turns on
+
+
+def test_a_clones_two_commands_are_under_develop():
+    commands = code_blocks(section("Develop"), "bash")[0]
+    assert [line.split()[:2] for line in commands.splitlines()] == [["make", "demo"], ["make", "test"]]
 
 
 def test_it_links_the_api_reference_and_every_notebook():

@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import safe_open
-from safetensors.torch import save_file
 
 from hookwidgets.core.capture.store import CaptureStore, Record
 
@@ -58,6 +56,8 @@ def export_captures(store: CaptureStore, path: str | os.PathLike, *, labels: dic
     metadata = {"hookwidgets": json.dumps({"format": FORMAT, "version": VERSION, "sidecar": sidecar.name})}
     # Both files are written under temporary names and renamed at the end, so a failed export never
     # leaves a capture file paired with another export's sidecar.
+    from safetensors.torch import save_file  # only here: importing hookwidgets must not pull safetensors
+
     tmp_data = _temp_beside(path)
     tmp_sidecar = None
     try:
@@ -97,6 +97,8 @@ def load_captures(path: str | os.PathLike) -> list[dict[str, Any]]:
     if not path.exists():
         raise FileNotFoundError(f"no capture file {str(path)!r} beside its sidecar {str(sidecar)!r}")
     records = document["records"]
+    from safetensors import safe_open  # only here: importing hookwidgets must not pull safetensors
+
     with safe_open(path, framework="pt", device="cpu") as f:
         keys = set(f.keys())
         missing = [t["key"] for r in records for t in r["tensors"] if t["key"] not in keys]

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import torch
 
-from hookwidgets import HookExplorer
-from hookwidgets.widget import captures, live, tensor_views
+from hookwidgets import HookExplorer, plots
+from hookwidgets.widget import live
 from tests.conftest import SharedBlock
 
 from ._messages import browser_sends, browser_sets, in_cell, summary_rows
@@ -280,13 +280,13 @@ def test_a_live_push_inside_the_forward_keeps_no_step_alive(explorer, cnn, image
 def test_live_images_wait_until_their_cost_fits_the_loops_share(explorer, cnn, image, monkeypatch):
     clock = [100.0]
     monkeypatch.setattr(live.time, "monotonic", lambda: clock[0])
-    real_figure = tensor_views.feature_map_figure
+    real_figure = plots.feature_map_figure
 
     def slow_figure(*args: Any, **kwargs: Any) -> Any:  # a drawing that takes 0.3 s
         clock[0] += 0.3
         return real_figure(*args, **kwargs)
 
-    monkeypatch.setattr(tensor_views, "feature_map_figure", slow_figure)
+    monkeypatch.setattr(plots, "feature_map_figure", slow_figure)  # the widget imports it when it draws
     view = explorer.view
     explorer.attach("features.conv", "forward")
     browser_sets(view, selected="features.conv")
@@ -465,9 +465,8 @@ def test_selecting_a_module_again_redraws_only_what_changed(explorer, cnn, image
     drawn: list[str] = []
 
     def counted(name: str):
-        module = captures if name == "stats_figure" else tensor_views  # where each is drawn from
-        real = getattr(module, name)
-        monkeypatch.setattr(module, name, lambda *args, **kwargs: drawn.append(name) or real(*args, **kwargs))
+        real = getattr(plots, name)  # the widget imports each from hookwidgets.plots when it draws
+        monkeypatch.setattr(plots, name, lambda *args, **kwargs: drawn.append(name) or real(*args, **kwargs))
 
     for name in ("feature_map_figure", "gradient_map_figure", "stats_figure"):
         counted(name)
@@ -625,7 +624,7 @@ def test_complex_and_empty_captures_are_drawn_as_magnitude_and_as_empty_not_as_a
     titles: list[str] = []
 
     def titled(name: str):
-        real = getattr(tensor_views, name)
+        real = getattr(plots, name)
 
         def draw(*args, **kwargs):
             fig = real(*args, **kwargs)
@@ -635,7 +634,7 @@ def test_complex_and_empty_captures_are_drawn_as_magnitude_and_as_empty_not_as_a
         return draw
 
     for name in ("feature_map_figure", "histogram_figure"):
-        monkeypatch.setattr(tensor_views, name, titled(name))
+        monkeypatch.setattr(plots, name, titled(name))
     with HookExplorer(_Odd(), example_inputs=torch.randn(1, 2, 3, 3)) as ex:
         view = ex.view
         ex.attach("spectrum", "forward")
