@@ -1,6 +1,7 @@
 /** Runs layouts in a Web Worker made from a Blob URL, the newest request winning; tiny graphs stay on the main thread. */
 
-import { computeLayout, unpackLayout } from "./layout.js";
+import { computeLayout } from "./layout.js";
+import { unpackLayout } from "./layout_pack.js";
 
 /* global __HW_LAYOUT_WORKER__ */
 // The worker's bundled source, inlined by js/build.mjs; absent under `node --test`.

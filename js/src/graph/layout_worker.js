@@ -1,6 +1,7 @@
 /** Web Worker entry: lays out one request at a time off the main thread (bundled to a string, run from a Blob URL). */
 
-import { computeLayout, packLayout } from "./layout.js";
+import { computeLayout } from "./layout.js";
+import { packLayout } from "./layout_pack.js";
 
 self.onmessage = (event) => {
   const { id, request } = event.data;
