@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import { computeLayout, layoutSteps } from "../src/graph/layout.js";
-import { StaleLayout, createLayoutClient } from "../src/graph/layout_client.js";
 import { packLayout, unpackLayout } from "../src/graph/layout_pack.js";
 import { layoutRequest } from "../src/graph/layout_request.js";
 import { SLICE_LIMIT } from "../src/graph/layout_slices.js";
@@ -112,89 +111,4 @@ test("layout of a 5,000-node graph opened collapsed takes well under a second", 
   const elapsed = performance.now() - start;
   assert.equal(Object.keys(layout.positions).length, 10);
   assert.ok(elapsed < 1000, `took ${elapsed.toFixed(0)} ms`);
-});
-
-/** A stand-in for the browser's Worker: runs the layout on a later tick, like a real one would. */
-class FakeWorker {
-  static made = [];
-  constructor(url) {
-    this.url = url;
-    this.terminated = false;
-    FakeWorker.made.push(this);
-  }
-  postMessage({ id, request }) {
-    setTimeout(() => {
-      if (this.terminated) return;
-      if (request.fail) this.onmessage({ data: { id, error: "boom" } });
-      else this.onmessage({ data: { id, packed: packLayout(request, computeLayout(request)) } });
-    }, 5);
-  }
-  terminate() {
-    this.terminated = true;
-  }
-}
-
-test("layout client: tiny graphs on the main thread, larger ones in a worker from a Blob URL", async () => {
-  FakeWorker.made = [];
-  globalThis.Worker = FakeWorker;
-  try {
-    const client = createLayoutClient({ workerSource: "/* worker */", mainThreadLimit: 3 });
-    const { request } = sampleRequest();
-    const tiny = { nodes: request.nodes.slice(0, 2), boxes: [], edges: [] };
-    assert.equal(Object.keys((await client.layout(tiny)).positions).length, 2);
-    assert.equal(FakeWorker.made.length, 0);
-    const layout = await client.layout(request);
-    assert.equal(Object.keys(layout.positions).length, request.nodes.length + request.boxes.length);
-    assert.equal(FakeWorker.made.length, 1);
-    assert.match(FakeWorker.made[0].url, /^blob:/);
-    await assert.rejects(client.layout({ ...request, fail: true }), /graph layout failed: boom/);
-    client.destroy();
-    assert.ok(FakeWorker.made[0].terminated);
-  } finally {
-    delete globalThis.Worker;
-  }
-});
-
-test("layout client: a newer request replaces the running one, and destroy rejects what is pending", async () => {
-  FakeWorker.made = [];
-  globalThis.Worker = FakeWorker;
-  try {
-    const client = createLayoutClient({ workerSource: "/* worker */", mainThreadLimit: 0 });
-    const { request } = sampleRequest();
-    const first = client.layout(request);
-    const second = client.layout(request);
-    await assert.rejects(first, StaleLayout);
-    assert.ok(FakeWorker.made[0].terminated, "the busy worker was stopped");
-    assert.ok((await second).positions);
-    const third = client.layout(request);
-    client.destroy();
-    await assert.rejects(third, StaleLayout);
-    await assert.rejects(client.layout(request), StaleLayout);
-  } finally {
-    delete globalThis.Worker;
-  }
-});
-
-test("layout client: without a worker, only tiny graphs are laid out", async () => {
-  const client = createLayoutClient({ workerSource: null, mainThreadLimit: 3 });
-  const { request } = sampleRequest();
-  await assert.rejects(client.layout(request), /no Web Worker here/);
-  client.destroy();
-});
-
-test("the worker bundle (as build.mjs makes it) answers a posted request with its layout", async () => {
-  const { build } = await import("esbuild");
-  const { runInNewContext } = await import("node:vm");
-  const entry = new URL("../src/graph/layout_worker.js", import.meta.url).pathname;
-  const bundle = await build({ entryPoints: [entry], bundle: true, format: "iife", platform: "browser", write: false, minify: true });
-  const posted = [];
-  const self = { postMessage: (message) => posted.push(message) };
-  runInNewContext(bundle.outputFiles[0].text, { self, structuredClone }); // a worker global dagre uses
-  const { request } = sampleRequest();
-  self.onmessage({ data: { id: 7, request } });
-  self.onmessage({ data: { id: 8, request: { nodes: null } } });
-  assert.equal(posted[0].id, 7);
-  assert.deepEqual(unpackLayout(request, posted[0].packed), computeLayout(request));
-  assert.equal(posted[1].id, 8);
-  assert.match(posted[1].error, /TypeError/);
 });
