@@ -42,9 +42,10 @@ window.__hwRefused = [];
 document.addEventListener("securitypolicyviolation", (event) => window.__hwRefused.push(event.blockedURI));
 """
 
-# The longest main-thread task the layout and drawing of 200 nodes may take here, on a shared two-core machine: each
-# task is one dagre call of at most 24 nodes (10-40 ms measured) or a 6 ms drawing slice; the whole 200-node
-# layout in one task took 250-400 ms.
+# The longest main-thread task the recording, layout and drawing of 200 nodes may take, on a shared two-core machine:
+# a layout task is one dagre call of at most 24 nodes (10-40 ms measured here), a drawing slice 6 ms; the longest
+# task seen in these runs was 116 ms (none over 50 ms on a quiet machine). The whole layout in one task took
+# 170-200 ms in Chromium here.
 LONGEST_TASK_MS = 150
 
 

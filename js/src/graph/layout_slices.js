@@ -8,8 +8,9 @@ export const SLICE_LIMIT = 24;
 
 /**
  * Each member's rank, along `links` ([from, to] pairs, from drawn above to): the longest path to it from the top, except
- * that a member no link enters sits right above the first member it links to (a parameter above its op, not at the top
- * with all the others, as dagre would draw it). A cycle is broken at its member that comes first in `members`.
+ * that a member no link enters sits right above the topmost member it links to, as dagre draws a parameter above its
+ * op (the longest path alone would put every parameter in the top row). A cycle is broken at its member that comes
+ * first in `members`.
  */
 export function memberRanks(members, links) {
   const index = new Map(members.map((key, i) => [key, i]));
@@ -43,7 +44,7 @@ export function memberRanks(members, links) {
   }
   for (let i = 0; i < members.length; i++) {
     if (!sources[i] || out[i].length === 0) continue;
-    rank[i] = Math.max(0, Math.min(...out[i].map((j) => rank[j])) - 1);
+    rank[i] = Math.max(0, out[i].reduce((top, j) => Math.min(top, rank[j]), Infinity) - 1);
   }
   return rank;
 }
