@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.installed
 BENCH_INSTALLED := $(VENV)/.bench-installed
 TORCH := torch==2.13.0
 BUNDLE := hookwidgets/static/widget.js
-JS_SOURCES := $(shell find js/src -type f 2>/dev/null) js/package.json js/package-lock.json
+JS_SOURCES := $(shell find js/src -type f 2>/dev/null) js/build.mjs js/package.json js/package-lock.json
 HOST ?= 127.0.0.1
 PORT ?= 8888
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -75,3 +75,42 @@ export function cnnDataflow() {
     ],
   };
 }
+
+/**
+ * Every op in one module (the root), as a loop of `x = x + tanh(x * w_i)` records it: `steps` × (AccumulateGrad of
+ * w_i, Mul, Tanh, Add). One container of 4 × `steps` nodes: the layout cuts it into slices.
+ */
+export function flatPayload(steps) {
+  const ids = [];
+  const op = [];
+  const edges = [];
+  const params = [];
+  const add = (id, kind) => {
+    ids.push(id);
+    op.push(kind);
+    return ids.length - 1;
+  };
+  let previous = -1;
+  for (let i = 0; i < steps; i++) {
+    const weight = add(`/AccumulateGrad#w${i}`, 0);
+    params.push([weight, `w${i}`]);
+    const mul = add(`/MulBackward0#${i}`, 1);
+    const tanh = add(`/TanhBackward0#${i}`, 2);
+    const sum = add(`/AddBackward0#${i}`, 3);
+    edges.push([mul, weight], [tanh, mul], [sum, tanh]);
+    if (previous >= 0) edges.push([mul, previous], [sum, previous]);
+    previous = sum;
+  }
+  return {
+    ids,
+    op,
+    ops: ["AccumulateGrad", "MulBackward0", "TanhBackward0", "AddBackward0"],
+    module: ids.map(() => 0),
+    modules: [""],
+    parents: [-1],
+    params,
+    saved: [],
+    edges,
+    outputs: [previous],
+  };
+}

@@ -1,20 +1,32 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { computeLayout, layoutRequest, packLayout, unpackLayout } from "../src/graph/layout.js";
-import { StaleLayout, createLayoutClient } from "../src/graph/layout_client.js";
+import { computeLayout, layoutSteps } from "../src/graph/layout.js";
+import { packLayout, unpackLayout } from "../src/graph/layout_pack.js";
+import { layoutRequest } from "../src/graph/layout_request.js";
+import { SLICE_LIMIT } from "../src/graph/layout_slices.js";
 import { autogradModel } from "../src/graph/model.js";
 import { expandSubtree, visibleGraph } from "../src/graph/visible.js";
-import { nestedPayload } from "./graph_fixtures.js";
+import { flatPayload, nestedPayload } from "./graph_fixtures.js";
 
 function inside([x, y, w, h], [bx, by, bw, bh]) {
   return x - w / 2 >= bx - bw / 2 && x + w / 2 <= bx + bw / 2 && y - h / 2 >= by - bh / 2 && y + h / 2 <= by + bh / 2;
+}
+
+function overlap([ax, ay, aw, ah], [bx, by, bw, bh]) {
+  return Math.abs(ax - bx) < (aw + bw) / 2 && Math.abs(ay - by) < (ah + bh) / 2;
 }
 
 function sampleRequest() {
   const model = autogradModel(nestedPayload(2, 2, 2));
   const visible = visibleGraph(model, expandSubtree(model, new Set(), model.byPath.get("0")));
   return { model, visible, request: layoutRequest(model, visible) };
+}
+
+/** Every node of `payload` shown: every cluster expanded. */
+function openRequest(payload) {
+  const model = autogradModel(payload);
+  return layoutRequest(model, visibleGraph(model, expandSubtree(model, new Set(), model.root)));
 }
 
 test("layout request: every item sized from its label, boxes and edges by key", () => {
@@ -30,19 +42,14 @@ test("layout request: every item sized from its label, boxes and edges by key", 
   JSON.stringify(request); // plain data: it is posted to a worker
 });
 
-test("layout result: positions for every item and box, items inside their boxes, edges routed top to bottom", () => {
-  const { request } = sampleRequest();
-  const layout = computeLayout(request);
+/** The layout's invariants: a finite rect for every item and box, items inside their boxes, edges pointing down. */
+function assertWellFormed(request, layout) {
+  assert.deepEqual(Object.keys(layout.positions).sort(), [...request.nodes, ...request.boxes].map((i) => i.key).sort());
   for (const item of [...request.nodes, ...request.boxes]) {
     const rect = layout.positions[item.key];
     assert.equal(rect.length, 4, item.key);
     assert.ok(rect.every(Number.isFinite), item.key);
-  }
-  for (const node of request.nodes) {
-    if (node.box) assert.ok(inside(layout.positions[node.key], layout.positions[node.box]), `${node.key} in ${node.box}`);
-  }
-  for (const box of request.boxes) {
-    if (box.box) assert.ok(inside(layout.positions[box.key], layout.positions[box.box]), `${box.key} in ${box.box}`);
+    if (item.box) assert.ok(inside(rect, layout.positions[item.box]), `${item.key} in ${item.box}`);
   }
   assert.equal(layout.edges.length, request.edges.length);
   for (const edge of layout.edges) {
@@ -52,6 +59,40 @@ test("layout result: positions for every item and box, items inside their boxes,
     assert.ok(y1 > y0, `${edge.src} -> ${edge.dst} points down`);
   }
   assert.ok(layout.width > 0 && layout.height > 0);
+}
+
+test("layout result: positions for every item and box, items inside their boxes, edges routed top to bottom", () => {
+  const { request } = sampleRequest();
+  assertWellFormed(request, computeLayout(request));
+});
+
+test("a container of more members than one short dagre call takes is laid out in slices, none of them drawn", () => {
+  const request = openRequest(flatPayload(50)); // 200 nodes in the root
+  const steps = [...layoutSteps(request)];
+  assert.ok(steps.length >= 200 / SLICE_LIMIT, `${steps.length} steps`);
+  assert.deepEqual(steps[0], { done: 0, total: steps.length - 1 });
+  assert.deepEqual(steps.at(-1), { done: steps.length - 1, total: steps.length - 1 });
+  const layout = computeLayout(request);
+  assertWellFormed(request, layout); // no slice among the positions: they are not drawn
+  const rects = request.nodes.map((n) => layout.positions[n.key]);
+  for (let i = 0; i < rects.length; i++) {
+    for (let j = i + 1; j < rects.length; j++) assert.ok(!overlap(rects[i], rects[j]), `${i} overlaps ${j}`);
+  }
+  // Each parameter is drawn right above the op that reads it, not in a row at the top with the others.
+  for (const [src, dst] of request.edges.map((e) => [e.src, e.dst])) {
+    const gap = layout.positions[dst][1] - layout.positions[src][1];
+    assert.ok(gap < 200, `${src} -> ${dst} spans ${gap} px`);
+  }
+  assert.ok(layout.width < 600, `${layout.width} px wide`);
+});
+
+test("a chain cut into slices is still one column; a graph of small boxes takes one step per box", () => {
+  const chain = openRequest(nestedPayload(1, 1, 99)); // 100 nodes in one box: cut into slices
+  const layout = computeLayout(chain);
+  const xs = new Set(chain.nodes.map((n) => layout.positions[n.key][0]));
+  assert.ok(xs.size <= 2, `a chain is a column (and its weights beside it): ${[...xs]}`);
+  const small = openRequest(nestedPayload(2, 3, 3));
+  assert.equal([...layoutSteps(small)].at(-1).total, small.boxes.length + 1, "one step per box, and the canvas");
 });
 
 test("packed layout: typed arrays that unpack to the same layout", () => {
@@ -70,89 +111,4 @@ test("layout of a 5,000-node graph opened collapsed takes well under a second", 
   const elapsed = performance.now() - start;
   assert.equal(Object.keys(layout.positions).length, 10);
   assert.ok(elapsed < 1000, `took ${elapsed.toFixed(0)} ms`);
-});
-
-/** A stand-in for the browser's Worker: runs the layout on a later tick, like a real one would. */
-class FakeWorker {
-  static made = [];
-  constructor(url) {
-    this.url = url;
-    this.terminated = false;
-    FakeWorker.made.push(this);
-  }
-  postMessage({ id, request }) {
-    setTimeout(() => {
-      if (this.terminated) return;
-      if (request.fail) this.onmessage({ data: { id, error: "boom" } });
-      else this.onmessage({ data: { id, packed: packLayout(request, computeLayout(request)) } });
-    }, 5);
-  }
-  terminate() {
-    this.terminated = true;
-  }
-}
-
-test("layout client: tiny graphs on the main thread, larger ones in a worker from a Blob URL", async () => {
-  FakeWorker.made = [];
-  globalThis.Worker = FakeWorker;
-  try {
-    const client = createLayoutClient({ workerSource: "/* worker */", mainThreadLimit: 3 });
-    const { request } = sampleRequest();
-    const tiny = { nodes: request.nodes.slice(0, 2), boxes: [], edges: [] };
-    assert.equal(Object.keys((await client.layout(tiny)).positions).length, 2);
-    assert.equal(FakeWorker.made.length, 0);
-    const layout = await client.layout(request);
-    assert.equal(Object.keys(layout.positions).length, request.nodes.length + request.boxes.length);
-    assert.equal(FakeWorker.made.length, 1);
-    assert.match(FakeWorker.made[0].url, /^blob:/);
-    await assert.rejects(client.layout({ ...request, fail: true }), /graph layout failed: boom/);
-    client.destroy();
-    assert.ok(FakeWorker.made[0].terminated);
-  } finally {
-    delete globalThis.Worker;
-  }
-});
-
-test("layout client: a newer request replaces the running one, and destroy rejects what is pending", async () => {
-  FakeWorker.made = [];
-  globalThis.Worker = FakeWorker;
-  try {
-    const client = createLayoutClient({ workerSource: "/* worker */", mainThreadLimit: 0 });
-    const { request } = sampleRequest();
-    const first = client.layout(request);
-    const second = client.layout(request);
-    await assert.rejects(first, StaleLayout);
-    assert.ok(FakeWorker.made[0].terminated, "the busy worker was stopped");
-    assert.ok((await second).positions);
-    const third = client.layout(request);
-    client.destroy();
-    await assert.rejects(third, StaleLayout);
-    await assert.rejects(client.layout(request), StaleLayout);
-  } finally {
-    delete globalThis.Worker;
-  }
-});
-
-test("layout client: without a worker, only tiny graphs are laid out", async () => {
-  const client = createLayoutClient({ workerSource: null, mainThreadLimit: 3 });
-  const { request } = sampleRequest();
-  await assert.rejects(client.layout(request), /no Web Worker here/);
-  client.destroy();
-});
-
-test("the worker bundle (as build.mjs makes it) answers a posted request with its layout", async () => {
-  const { build } = await import("esbuild");
-  const { runInNewContext } = await import("node:vm");
-  const entry = new URL("../src/graph/layout_worker.js", import.meta.url).pathname;
-  const bundle = await build({ entryPoints: [entry], bundle: true, format: "iife", platform: "browser", write: false, minify: true });
-  const posted = [];
-  const self = { postMessage: (message) => posted.push(message) };
-  runInNewContext(bundle.outputFiles[0].text, { self, structuredClone }); // a worker global dagre uses
-  const { request } = sampleRequest();
-  self.onmessage({ data: { id: 7, request } });
-  self.onmessage({ data: { id: 8, request: { nodes: null } } });
-  assert.equal(posted[0].id, 7);
-  assert.deepEqual(unpackLayout(request, posted[0].packed), computeLayout(request));
-  assert.equal(posted[1].id, 8);
-  assert.match(posted[1].error, /TypeError/);
 });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { MAX_NODE_WIDTH, blockDetail, itemLabel, labelRoom, layoutRequest, smallRoom } from "../src/graph/layout.js";
+import { MAX_NODE_WIDTH, blockDetail, itemLabel, labelRoom, layoutRequest, smallRoom } from "../src/graph/layout_request.js";
 import { autogradModel } from "../src/graph/model.js";
 import { ellipsize } from "../src/graph/text.js";
 import {

@@ -1,7 +1,7 @@
 /** Draws a laid-out graph as SVG: boxes, edges, nodes, blocks and hook badges; strings only as text or attributes. */
 
 import { badgeLabel, displayPath, visibleText } from "../format.js";
-import { BOX_LABEL, SMALL_CHAR_WIDTH, blockDetail, itemLabel, labelRoom, smallRoom } from "../graph/layout.js";
+import { BOX_LABEL, SMALL_CHAR_WIDTH, blockDetail, itemLabel, labelRoom, smallRoom } from "../graph/layout_request.js";
 import { ellipsize } from "../graph/text.js";
 
 const SVG = "http://www.w3.org/2000/svg";

@@ -5,7 +5,7 @@
 
 import "./graph.css";
 import { StaleLayout, createLayoutClient } from "../graph/layout_client.js";
-import { layoutRequest } from "../graph/layout.js";
+import { layoutRequest } from "../graph/layout_request.js";
 import { autogradModel, dataflowModel } from "../graph/model.js";
 import { matchCount, matchKeys, searchGraph } from "../graph/search.js";
 import { READABLE_SCALE } from "../graph/viewport.js";
