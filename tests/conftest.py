@@ -28,6 +28,15 @@ HOOK_DICTS = (
     "_load_state_dict_pre_hooks",
     "_load_state_dict_post_hooks",
 )
+GLOBAL_DICTS = (
+    "_global_forward_pre_hooks",
+    "_global_forward_hooks",
+    "_global_forward_hooks_with_kwargs",
+    "_global_forward_hooks_always_called",
+    "_global_backward_pre_hooks",
+    "_global_backward_hooks",
+)
+"""torch's process-wide module hook dicts; a torch may lack some (2.3 has no _with_kwargs one): read with getattr."""
 
 
 def hook_state(model: nn.Module) -> dict:

@@ -9,16 +9,7 @@ import torch
 import torch.nn.modules.module as module_globals
 from torch import nn
 
-from ..conftest import hook_state
-
-GLOBAL_DICTS = (
-    "_global_forward_pre_hooks",
-    "_global_forward_hooks",
-    "_global_forward_hooks_always_called",
-    "_global_forward_hooks_with_kwargs",
-    "_global_backward_pre_hooks",
-    "_global_backward_hooks",
-)
+from ..conftest import GLOBAL_DICTS, hook_state
 
 
 def global_hook_state() -> dict[str, Any]:

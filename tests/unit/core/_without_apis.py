@@ -14,17 +14,9 @@ import torch
 import torch.nn.modules.module as module_globals
 from torch import nn
 
-from tests.conftest import hook_state
+from tests.conftest import GLOBAL_DICTS, hook_state
 
 FLAG = "_is_full_backward_hook"
-GLOBAL_DICTS = (
-    "_global_forward_pre_hooks",
-    "_global_forward_hooks",
-    "_global_forward_hooks_with_kwargs",
-    "_global_forward_hooks_always_called",
-    "_global_backward_pre_hooks",
-    "_global_backward_hooks",
-)
 
 
 def owner(dotted: str) -> tuple[object, str]:

@@ -12,18 +12,9 @@ from torch.nn.modules import module as torch_module
 
 from hookwidgets.core import Explorer
 from hookwidgets.core.attribution import CAM_METHODS, PIXEL_METHODS, attribute, check_method
-from tests.conftest import SideBranch, SmallCNN, hook_state
+from tests.conftest import GLOBAL_DICTS, SideBranch, SmallCNN, hook_state
 
 IMAGE_METHODS = (*CAM_METHODS, *PIXEL_METHODS)  # token methods: test_tokens.py; the rollouts: test_rollout.py
-
-GLOBAL_DICTS = (
-    "_global_forward_pre_hooks",
-    "_global_forward_hooks",
-    "_global_forward_hooks_with_kwargs",
-    "_global_forward_hooks_always_called",
-    "_global_backward_pre_hooks",
-    "_global_backward_hooks",
-)
 
 
 def _global_state() -> dict:

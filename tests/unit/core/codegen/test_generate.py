@@ -13,7 +13,7 @@ from torch import nn
 from hookwidgets.core import Explorer, HookInfo
 from hookwidgets.core.codegen.generate import hook_code
 from hookwidgets.core.hooks.edits import apply_edits
-from tests.conftest import HOOK_DICTS, TupleOut
+from tests.conftest import GLOBAL_DICTS, HOOK_DICTS, TupleOut
 from tests.unit.core.diagnostics.test_notes import UsesDataclass, UsesDict
 from tests.unit.core.graph.test_scoping import CASES as SCOPING_CASES
 from tests.unit.core.graph.test_scoping import Outer
@@ -21,15 +21,6 @@ from tests.unit.core.hooks.test_hooks import Scores, ScoresHead, UnusedOutput
 
 # The first conv's input needs no grad, which torch mentions for every full backward hook there.
 pytestmark = pytest.mark.filterwarnings("ignore:Full backward hook is firing:UserWarning")
-
-GLOBAL_DICTS = (
-    "_global_forward_pre_hooks",
-    "_global_forward_hooks",
-    "_global_forward_hooks_with_kwargs",
-    "_global_forward_hooks_always_called",
-    "_global_backward_pre_hooks",
-    "_global_backward_hooks",
-)
 
 
 def hook_dicts(model: nn.Module) -> dict:

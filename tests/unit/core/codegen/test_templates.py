@@ -19,7 +19,7 @@ from hookwidgets.core.codegen import templates
 from hookwidgets.core.codegen.generate import RESERVED, hook_code
 from hookwidgets.core.codegen.sections import MARKER, edit_names, edit_section, rename, section
 from hookwidgets.core.hooks.edits import EDIT_NAMES, apply_edits
-from tests.unit.core.codegen.test_generate import GLOBAL_DICTS
+from tests.conftest import GLOBAL_DICTS
 from tests.unit.core.graph.test_scoping import mlp
 
 NAMES = sorted(info.name for info in pkgutil.iter_modules(templates.__path__))

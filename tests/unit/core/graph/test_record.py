@@ -13,14 +13,8 @@ import torch.nn.modules.module as module_globals
 from torch import nn
 
 from hookwidgets.core.graph.record import GraphRecorder, dataflow_graph, node_id, parse_node_id, record_graph
+from tests.conftest import GLOBAL_DICTS
 from tests.unit.core.graph.test_scoping import ResidualCNN
-
-GLOBAL_DICTS = (
-    "_global_forward_pre_hooks",
-    "_global_forward_hooks",
-    "_global_forward_hooks_always_called",
-    "_global_forward_hooks_with_kwargs",
-)
 
 
 def global_state() -> dict:
