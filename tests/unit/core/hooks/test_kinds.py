@@ -9,20 +9,11 @@ import torch.nn.modules.module as module_globals
 from torch import nn
 
 from hookwidgets.core import Explorer
-from tests.conftest import hook_state
-
-GLOBAL_STATE = (
-    "_global_forward_pre_hooks",
-    "_global_forward_hooks",
-    "_global_forward_hooks_with_kwargs",
-    "_global_forward_hooks_always_called",
-    "_global_backward_pre_hooks",
-    "_global_backward_hooks",
-)
+from tests.conftest import GLOBAL_DICTS, hook_state
 
 
 def global_state():
-    state = {name: list(getattr(module_globals, name, {}).items()) for name in GLOBAL_STATE}
+    state = {name: list(getattr(module_globals, name, {}).items()) for name in GLOBAL_DICTS}
     state["_global_is_full_backward_hook"] = module_globals._global_is_full_backward_hook
     return state
 
