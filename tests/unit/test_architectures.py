@@ -37,6 +37,16 @@ def _params(archs: list[Arch], known: dict[str, str] | None = None) -> list[Any]
     ]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_thread() -> Iterator[None]:
+    """Models this small run faster on one intra-op thread, and far faster where other processes share the cores
+    (two threads then wait on each other at every op): torch's thread count, put back after the module."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def built() -> Any:
     """Each architecture's model and inputs, built once for the module (every test leaves them as found)."""
