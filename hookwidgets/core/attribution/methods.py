@@ -130,7 +130,7 @@ def attribute(
         if given:
             raise ValueError(f"{given} apply to method='integrated_gradients'; {method} takes none, leave them out")
         return _rollout(model, inputs, target, method, layer, position)
-    check_token_call(method, ids, layer, options)
+    check_token_call(method, ids, layer, options, inputs)
     chosen = ("top" if target is None else target, position)
     if ids is not None:
         options["n_steps"] = 50 if n_steps is None else n_steps

@@ -233,11 +233,21 @@ def _repeated(inputs: Inputs, items: int, steps: int) -> Inputs:
     return repeat(inputs)
 
 
-def check_token_call(method: str, ids: torch.Tensor | None, layer: Any, options: dict[str, Any]) -> None:
-    """A ValueError for a method that does not fit the inputs: a CAM on token ids, integrated gradients on no ids,
-    a layer or integrated gradients' options given to a method that takes none."""
+def check_token_call(
+    method: str, ids: torch.Tensor | None, layer: Any, options: dict[str, Any], inputs: Inputs | None = None
+) -> None:
+    """A ValueError for a method that does not fit the inputs: a CAM on token ids, integrated gradients on no ids
+    (``ids`` None; ``inputs`` tell whether they hold ids beside an image), a layer or integrated gradients' options
+    given to a method that takes none."""
     given = ", ".join(f"{name}=" for name, value in options.items() if value is not None)
     if ids is None:
+        beside = None if inputs is None else token_ids(inputs)
+        if method == "integrated_gradients" and beside is not None:
+            raise ValueError(
+                f"integrated_gradients attributes input tokens, but the inputs hold an image (N, C, H, W) beside the "
+                f"token ids {tuple(beside.shape)}, and attributions on such inputs explain the image: use "
+                "method='saliency', 'input_x_grad' or a CAM"
+            )
         if method == "integrated_gradients":
             raise ValueError(
                 "integrated_gradients attributes input tokens: it needs integer token ids (N, T), as input_ids in a "

@@ -248,10 +248,21 @@ def _words(model: nn.Module | None, scores: ScoreTensor) -> dict[str, Any]:
         return {"one": "class", "many": "classes", "top": "top class", "decoder": False}
     config = getattr(model, "config", None)
     decoder = getattr(config, "is_encoder_decoder", False) is True  # duck-typed: transformers' configs say it
-    vocabulary = getattr(config, "vocab_size", None)
-    if isinstance(vocabulary, int) and vocabulary != scores.tensor.shape[-1]:
+    # A transformers config declares the vocabulary: where it declares none (a detector's classes per query) or
+    # another size, the scores are labels. Other models are taken for language models unless their vocab_size differs.
+    declared = callable(getattr(config, "get_text_config", None))
+    vocabulary = _vocabulary(config) if declared else getattr(config, "vocab_size", None)
+    if (declared or isinstance(vocabulary, int)) and vocabulary != scores.tensor.shape[-1]:
         return {"one": "label", "many": "labels", "top": "top label", "decoder": decoder}
     return {"one": "token id", "many": "token ids", "top": "top next token", "decoder": decoder}
+
+
+def _vocabulary(config: Any) -> Any:
+    """A transformers config's vocabulary size: a multimodal model's is its text config's; None where it has none."""
+    try:
+        return getattr(config.get_text_config(), "vocab_size", None)
+    except ValueError:  # several text configs (an encoder's and a decoder's): read the decoder's, which scores
+        return getattr(config.get_text_config(decoder=True), "vocab_size", None)
 
 
 def _position(value: Any) -> int:

@@ -158,6 +158,13 @@ def test_options_and_layers_that_do_not_apply_are_refused():
         attribute(nn.Conv2d(3, 2, 3), tm.images(1), method="integrated_gradients")
 
 
+def test_integrated_gradients_on_token_ids_beside_an_image_says_that_the_image_is_explained():
+    inputs = {"input_ids": tm.token_ids(3, 5), "pixel_values": tm.images(2)}  # CLIP: three texts, two images
+    message = r"the inputs hold an image \(N, C, H, W\) beside the token ids \(3, 5\), .* use method='saliency'"
+    with pytest.raises(ValueError, match=message):
+        attribute(tm.clip(), inputs, method="integrated_gradients")
+
+
 class OneHotLM(nn.Module):
     """Token ids embedded by a one-hot product: no nn.Embedding sees them."""
 

@@ -203,3 +203,26 @@ def test_paths_inside_a_compile_wrapper_may_leave_out_its_orig_mod_step():
         assert [info.target for info in ex.detach("fc2")] == [prefix + "fc2"]
         with pytest.raises(KeyError, match=r"'fc9' in OptimizedModule — did you mean '_orig_mod.fc\d'"):
             ex.attach("fc9", "forward")
+
+
+def test_attention_attributions_and_the_lens_of_a_compiled_transformers_model_equal_the_uncompiled_ones():
+    from tests import transformer_models as tm  # here: transformers is optional, and only this test needs it
+
+    model, ids = tm.gpt2(layers=1), tm.token_ids(2, 6)
+    compiled = torch.compile(model, backend="eager")
+    with torch.no_grad():
+        compiled(ids)  # the user's model has compiled
+    torch._dynamo.utils.counters.clear()
+    before = hook_state(compiled)
+    with Explorer(compiled, ids) as ex:
+        attention, lens = ex.attention(), ex.logit_lens(top_k=3)
+        scores = ex.attribute(method="integrated_gradients", n_steps=4)
+    if hasattr(torch.compiler, "set_stance"):  # the explorer's own runs ran eagerly: nothing compiled for them
+        assert compiled_so_far() == (0, 0)
+    assert hook_state(compiled) == before
+    assert list(attention) == ["_orig_mod.transformer.h.0.attn"] and scores.layer == "_orig_mod.transformer.wte"
+    assert lens["layers"] == ["_orig_mod.transformer.h.0", "output"]
+    with Explorer(model, ids) as ex:
+        assert torch.equal(next(iter(ex.attention().values())), attention["_orig_mod.transformer.h.0.attn"])
+        assert torch.equal(ex.logit_lens(top_k=3)["ids"], lens["ids"])
+        assert torch.equal(ex.attribute(method="integrated_gradients", n_steps=4), scores)

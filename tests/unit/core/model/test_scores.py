@@ -307,3 +307,33 @@ def test_the_probe_of_a_scalar_output_and_of_a_loss():
     x["labels"] = x["input_ids"]
     with Explorer(tm.gpt2(), example_inputs=x) as ex:
         assert (ex.probe_output["kind"], ex.probe_output["loss"]) == ("sequence", True)
+
+
+class PerPosition(torch.nn.Module):
+    """Six scores per position, ``(N, T, 6)``, with the config it is given (where a transformers model keeps it)."""
+
+    def __init__(self, config: Any = None) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 6)
+        if config is not None:
+            self.config = config
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(x)
+
+
+@pytest.mark.parametrize(
+    ("config", "words"),
+    [
+        (None, "top next token"),  # no config: taken for a language model
+        (lambda: tm.transformers.PretrainedConfig(), "top label"),  # declares no vocabulary: a detector's classes
+        (lambda: tm.transformers.LlavaConfig(text_config={"model_type": "llama", "vocab_size": 6}), "top next token"),
+        (lambda: tm.transformers.LlavaConfig(text_config={"model_type": "llama", "vocab_size": 7}), "top label"),
+    ],
+    ids=["no config", "no vocabulary", "the text config's vocabulary", "another vocabulary"],
+)
+def test_scores_per_position_are_tokens_only_where_a_config_declares_that_vocabulary(config, words):
+    model = PerPosition(None if config is None else config())
+    with Explorer(model, torch.randn(2, 3, 4)) as ex:
+        ex.run(target="top")
+        assert ex.last_score.description == f"output[:, -1] · {words}"
