@@ -38,6 +38,7 @@ from .diagnostics.notes import (
     inplace_culprit,
     is_inplace_collision,
     is_inplace_collision_text,
+    meta_param_note,
     no_graph_reason,
     not_run_note,
 )
@@ -315,6 +316,8 @@ class Explorer:
         for info, spec in zip(infos, specs, strict=True):
             if spec.family == "global" and skipped:
                 info.note = graph_skips_global_note(skipped)
+            elif spec.family == "param" and obj.is_meta:  # gradient hooks: a meta tensor takes part in no backward
+                info.note = meta_param_note(target, self._probed is not None and target in self._probed.swapped)
             elif spec.family != "module":
                 continue
             elif target in skipped:  # found in the graph: it can never fire, not only in the example forward

@@ -50,6 +50,27 @@ def graph_skips_global_note(skipped: dict[str, str]) -> str:
     )
 
 
+def meta_param_note(target: str, swapped: bool) -> str:
+    """Why gradient hooks on a parameter held on the meta device do not fire; ``swapped``: the example forward
+    showed its module computing with another tensor in its place."""
+    scope, _, attr = target.rpartition(".")
+    node = quoted(f"{scope}/AccumulateGrad#{attr}")
+    if swapped:
+        return (
+            f"{quoted(target)} is a placeholder on the meta device between calls: in the example forward its module "
+            "computed with another tensor in its place (an offload hook, such as accelerate's cpu_offload or "
+            "dispatch_model with offloaded weights, swaps the weight in for each call and puts a placeholder back "
+            f"after it), so gradient hooks on the placeholder never fire; attach kind 'node' to {node} instead, the "
+            "node that accumulates the weight's gradient (ex.graph() names it after the parameter)"
+        )
+    return (
+        f"{quoted(target)} is on the meta device, which holds no values: a forward computes with another tensor in "
+        "its place when an offload hook (accelerate's) swaps the weight in for each call, and with none when the "
+        "weights were never loaded (accelerate.init_empty_weights()), so gradient hooks on it do not fire; for an "
+        f"offloaded model attach kind 'node' to {node} instead, for an empty one load its weights first"
+    )
+
+
 NOT_ARMED = (
     "not armed: the forward ran without grad (torch.no_grad / inference_mode, or nothing upstream "
     "requires grad), so backward hooks cannot fire for this call"

@@ -98,6 +98,8 @@ class ParamNames:
         self._model = weakref.ref(model) if model is not None else lambda: None
         self._reread = False
         self._set(names if names is not None else read_names(model))
+        self.swapped: dict[int, tuple[weakref.ref, str]] = {}
+        """Parameters the model's modules swapped in during the forward walked (``CallTimeWatch.swapped``)."""
 
     def _set(self, names: ModelNames) -> None:
         self.by_id: dict[int, str] = names.params
@@ -109,8 +111,14 @@ class ParamNames:
         """Allow one re-read of the names in the next walk."""
         self._reread = False
 
+    def swapped_tensors(self) -> list[tuple[torch.Tensor, str]]:
+        """The swapped-in parameters still alive, with their names."""
+        return [(t, name) for ref, name in self.swapped.values() if (t := ref()) is not None]
+
     def name(self, tensor: torch.Tensor) -> str | None:
         name = self.by_id.get(id(tensor))
+        if name is None and (swapped := self.swapped.get(id(tensor))) is not None and swapped[0]() is tensor:
+            return swapped[1]
         if name is None and not self._reread:  # parameters replaced since: read them again, once per walk
             self._reread = True
             self._set(read_names(self._model()))
