@@ -35,11 +35,15 @@ def no_values(needs: str, where: str) -> str:
 
 def holds_meta(model: nn.Module) -> bool:
     """Whether a parameter or buffer of ``model`` is on the meta device now."""
-    for module in modules_of(model):
-        for group in (module._parameters, module._buffers):
-            if group and any(t is not None and t.is_meta for t in group.values()):
-                return True
-    return False
+    tensors = [t for m in modules_of(model) for g in (m._parameters, m._buffers) if g for t in g.values()]
+    return any(map(_meta_tensor, tensors))
+
+
+_meta_flag = torch.Tensor.is_meta.__get__  # one C call a tensor: every run of the explorer asks this
+
+
+def _meta_tensor(t: torch.Tensor | None) -> bool:
+    return t is not None and _meta_flag(t)
 
 
 def is_meta(value: Any) -> bool:

@@ -21,6 +21,7 @@ class ModelNames:
     owners: dict[int, str] = field(default_factory=dict)  # id of a parameter or buffer -> "parameter …", "buffer …"
     param_scopes: dict[int, str] = field(default_factory=dict)  # id of a parameter -> its module's path
     storages: dict[int, str] = field(default_factory=dict)  # where a parameter's or buffer's memory starts -> owner
+    meta: bool = False  # a parameter or buffer is on the meta device (see ``meta.holds_meta``)
 
 
 def read_names(model: nn.Module | None) -> ModelNames:
@@ -61,6 +62,7 @@ def _read_names(model: nn.Module | None) -> ModelNames:
     buffer_names = ["buffer " + name for _, name in buffers]
     owners.update(zip(reversed([id(b) for b, _ in buffers]), reversed(buffer_names), strict=True))  # first one wins
     tensors += [buffer for buffer, _ in buffers]
+    names.meta = any(map(_meta_flag, tensors))
     labels = list(map(owners.__getitem__, map(id, tensors)))
     starts = names.storages
     starts.update(zip(reversed(storage_starts(tensors)), reversed(labels), strict=True))  # the first owner wins
@@ -70,6 +72,7 @@ def _read_names(model: nn.Module | None) -> ModelNames:
 
 
 _data_ptr, _storage_offset = torch.Tensor.data_ptr, torch.Tensor.storage_offset
+_meta_flag = torch.Tensor.is_meta.__get__
 
 
 def storage_starts(tensors: list[torch.Tensor]) -> list[int | None]:

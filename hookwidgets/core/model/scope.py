@@ -40,7 +40,7 @@ from torch import nn
 from torch.autograd.graph import Node
 
 from .._torch import next_sequence_nr
-from .meta import CallTimeWatch, call_time_watch, holds_meta
+from .meta import CallTimeWatch, call_time_watch
 from .names import ModelNames, read_names
 
 HIDDEN = "\x00hidden"
@@ -242,10 +242,9 @@ class ScopeTracker:
 
     def refresh(self) -> ModelNames:
         """Re-read the model's module paths (after modules were added or replaced); returns every name read."""
-        model = self._model()
-        names = read_names(model)
+        names = read_names(self._model())
         self._paths = names.paths
-        self.watch = model is not None and holds_meta(model)
+        self.watch = names.meta
         return names
 
     def start(self) -> ModelNames | None:

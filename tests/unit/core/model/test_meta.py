@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from hookwidgets.core import Explorer, HookwidgetsWarning
+from hookwidgets.widget.captures import plot_items
 from tests import transformer_models as tm
 from tests.conftest import SmallCNN, hook_state
 
@@ -76,6 +77,8 @@ def test_hooks_on_an_empty_model_capture_meta_tensors_and_read_no_value(capsys):
         assert captured.note is None and printed.last_error is None
         assert "output (2, 4, 2, 2) float32 on the meta device (no values)" in capsys.readouterr().out
         assert ex.summary() == []
+        (item,) = plot_items(ex.captures, "features.conv")  # the view draws its shape, and no values
+        assert item["shape"] == [2, 4, 8, 8] and item["png"].startswith(b"\x89PNG")
 
 
 def test_runs_that_need_values_refuse_an_empty_model_with_the_reason():
