@@ -35,15 +35,19 @@ def no_values(needs: str, where: str) -> str:
 
 def holds_meta(model: nn.Module) -> bool:
     """Whether a parameter or buffer of ``model`` is on the meta device now."""
-    tensors = [t for m in modules_of(model) for g in (m._parameters, m._buffers) if g for t in g.values()]
-    return any(map(_meta_tensor, tensors))
+    return any_meta([t for m in modules_of(model) for g in (m._parameters, m._buffers) if g for t in g.values()])
 
 
-_meta_flag = torch.Tensor.is_meta.__get__  # one C call a tensor: every run of the explorer asks this
+_meta_flag = torch.Tensor.is_meta.__get__  # one C call a tensor: every run of the explorer asks
 
 
-def _meta_tensor(t: torch.Tensor | None) -> bool:
-    return t is not None and _meta_flag(t)
+def any_meta(tensors: list[torch.Tensor | None]) -> bool:
+    """Whether one of ``tensors`` (None entries allowed) is on the meta device."""
+    return any(map(_meta_flag, filter(_not_none, tensors)))
+
+
+def _not_none(value: Any) -> bool:
+    return value is not None
 
 
 def is_meta(value: Any) -> bool:
@@ -98,8 +102,12 @@ def call_time_watch(model: nn.Module, *, to_meta: bool = False) -> Iterator[Call
     ``to_meta`` if asked)."""
     outer = getattr(_active, "watch", None)
     if outer is not None and outer[0] == id(model):
-        outer[1].to_meta = outer[1].to_meta or to_meta
-        yield outer[1]
+        watch, was = outer[1], outer[1].to_meta
+        watch.to_meta = was or to_meta
+        try:
+            yield watch
+        finally:
+            watch.to_meta = was
         return
     watch = CallTimeWatch(model, to_meta)
     _active.watch = (id(model), watch)

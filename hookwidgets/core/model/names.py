@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from ..gc_pause import no_gc
+from .meta import any_meta
 
 
 @dataclass
@@ -62,7 +63,7 @@ def _read_names(model: nn.Module | None) -> ModelNames:
     buffer_names = ["buffer " + name for _, name in buffers]
     owners.update(zip(reversed([id(b) for b, _ in buffers]), reversed(buffer_names), strict=True))  # first one wins
     tensors += [buffer for buffer, _ in buffers]
-    names.meta = any(map(_meta_flag, tensors))
+    names.meta = any_meta(tensors)
     labels = list(map(owners.__getitem__, map(id, tensors)))
     starts = names.storages
     starts.update(zip(reversed(storage_starts(tensors)), reversed(labels), strict=True))  # the first owner wins
@@ -72,7 +73,6 @@ def _read_names(model: nn.Module | None) -> ModelNames:
 
 
 _data_ptr, _storage_offset = torch.Tensor.data_ptr, torch.Tensor.storage_offset
-_meta_flag = torch.Tensor.is_meta.__get__
 
 
 def storage_starts(tensors: list[torch.Tensor]) -> list[int | None]:
