@@ -10,6 +10,7 @@ others (torch's CPU linear and convolution would make up values from a meta weig
 from __future__ import annotations
 
 import contextlib
+import operator
 import threading
 import weakref
 from collections.abc import Iterator
@@ -38,7 +39,7 @@ def holds_meta(model: nn.Module) -> bool:
     return any_meta([t for m in modules_of(model) for g in (m._parameters, m._buffers) if g for t in g.values()])
 
 
-_meta_flag = torch.Tensor.is_meta.__get__  # one C call a tensor: every run of the explorer asks
+_meta_flag = operator.attrgetter("is_meta")  # no Python frame a tensor: every run of the explorer asks
 
 
 def any_meta(tensors: list[torch.Tensor | None]) -> bool:
