@@ -12,6 +12,7 @@ __all__ = [
     "AliasWarning",
     "BlankMapWarning",
     "CompiledModelWarning",
+    "FixedModeWarning",
     "HookFailedWarning",
     "HookwidgetsDeprecationWarning",
     "HookwidgetsWarning",
@@ -47,6 +48,10 @@ class AliasWarning(HookwidgetsWarning, UserWarning):
 
 class InplaceCollisionWarning(HookwidgetsWarning, UserWarning):
     """An in-place op broke a full backward hook: it was explained and detached (or, someone else's, explained)."""
+
+
+class FixedModeWarning(HookwidgetsWarning, UserWarning):
+    """A run asked for training mode on a model that refuses ``train()`` (torch.export's module): it ran as it is."""
 
 
 class HookFailedWarning(HookwidgetsWarning, UserWarning):

@@ -33,9 +33,12 @@ from .diagnostics.notes import (
     SCRIPTED_ROOT,
     compiled_note,
     explain_collision,
+    graph_skips_global_note,
+    graph_skips_note,
     inplace_culprit,
     is_inplace_collision,
     is_inplace_collision_text,
+    meta_param_note,
     no_graph_reason,
     not_run_note,
 )
@@ -54,6 +57,7 @@ from .hooks.scalar_log import ScalarLog, same_destination, stats_kinds_needed
 from .model.attention_record import attention_runner
 from .model.attention_sources import hidden_probabilities_note
 from .model.compiled import run_eagerly
+from .model.graph_calls import never_called
 from .model.inputs import Inputs, Target, call_model, describe_inputs
 from .model.lazy import MaterializedWarning, has_lazy, materialize, unmaterialized_param
 from .model.nested import map_tensors, tensors_in
@@ -308,8 +312,17 @@ class Explorer:
             for info in infos:
                 self._registry.detach(info.target, info.kind)
             raise
-        if family == "module" and self._ran is not None and id(obj) not in self._ran:
-            for info in infos:
+        skipped = never_called(self.model)
+        for info, spec in zip(infos, specs, strict=True):
+            if spec.family == "global" and skipped:
+                info.note = graph_skips_global_note(skipped)
+            elif spec.family == "param" and obj.is_meta:  # gradient hooks: a meta tensor takes part in no backward
+                info.note = meta_param_note(target, self._probed is not None and target in self._probed.swapped)
+            elif spec.family != "module":
+                continue
+            elif target in skipped:  # found in the graph: it can never fire, not only in the example forward
+                info.note = graph_skips_note(target, obj, skipped[target])
+            elif self._ran is not None and id(obj) not in self._ran:
                 info.note = not_run_note(target, obj)
         note = compiled_note(self.model)
         if note:

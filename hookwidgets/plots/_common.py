@@ -27,6 +27,8 @@ MISSING_COLOR = "#d9d9d9"
 MAGNITUDE = " (magnitude)"
 """After the title of a figure of complex values: they are drawn as their magnitude."""
 EMPTY = "empty (0 elements)"
+NO_VALUES = "on the meta device, no values"
+"""Why a tensor on the meta device (a model built empty) is drawn as its shape only."""
 MIN_FONT = 7.0
 """Points: the smallest text a figure draws, 9.3 px at the widget's 96 dpi (below 9 px is hard to read)."""
 
@@ -53,12 +55,13 @@ def is_empty(tensor: torch.Tensor | np.ndarray) -> bool:
     return (tensor.numel() if isinstance(tensor, torch.Tensor) else tensor.size) == 0
 
 
-def empty_figure(title: str, shape: Sequence[int]) -> Figure:
-    """A small figure that says there is nothing to draw: its title is ``title [empty (0 elements): shape (…)]``."""
+def empty_figure(title: str, shape: Sequence[int], why: str = EMPTY) -> Figure:
+    """A small figure that says there is nothing to draw: its title is ``title [empty (0 elements): shape (…)]``
+    (``why``: another reason, such as ``NO_VALUES``)."""
     fig = Figure(figsize=(3.6, 0.5))
     ax = fig.add_axes((0.02, 0.02, 0.96, 0.02))
     ax.set_axis_off()
-    fit_title(fig, ax, f"{literal(title)} [{EMPTY}: shape {tuple(shape)}]".lstrip())
+    fit_title(fig, ax, f"{literal(title)} [{why}: shape {tuple(shape)}]".lstrip())
     return fig
 
 

@@ -72,7 +72,10 @@ def draw(
         patch_grid_figure,
         token_map_figure,
     )
+    from ..plots._common import NO_VALUES, empty_figure
 
+    if tensor.is_meta:  # a model built empty: shapes, and no values to draw
+        return empty_figure(title, tensor.shape, NO_VALUES)
     if view == "histogram":
         return histogram_figure({name: tensor}, title=title)
     if view == "heads":

@@ -24,6 +24,7 @@ CATEGORIES = {
     "MaterializedWarning": UserWarning,
     "ProbeFailedWarning": UserWarning,
     "CompiledModelWarning": UserWarning,
+    "FixedModeWarning": UserWarning,
     "AliasWarning": UserWarning,
     "InplaceCollisionWarning": UserWarning,
     "HookFailedWarning": UserWarning,

@@ -13,6 +13,7 @@ from torch import nn
 from ..display import display_name
 from ..model.attention_record import attention_graph_runner
 from ..model.inputs import Inputs
+from ..model.meta import no_values
 from ..model.scores import resolve_score
 from ..model.state import preserved_state
 from ..model.tokens import patch_grid
@@ -42,6 +43,8 @@ def rollout(model: nn.Module, inputs: Inputs, target: Any, position: int | None,
     with preserved_state(model), _parameters_requiring_grad(model, grad):
         found, output = run(inputs)
         stack, probabilities = self_attention_stack(found)
+        if probabilities[0].is_meta:
+            raise ValueError(no_values(method, f"the attention of {stack}"))
         row = _row_index(probabilities, position)  # an IndexError before any score is read at a wrong position
         classes, described = None, ""
         if grad:

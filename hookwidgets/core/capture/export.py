@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from hookwidgets.core.capture.store import CaptureStore, Record
+from hookwidgets.core.display import quoted
 
 FORMAT = "hookwidgets-captures"
 VERSION = "1"
@@ -41,6 +42,12 @@ def export_captures(store: CaptureStore, path: str | os.PathLike, *, labels: dic
         entry = _record_entry(record)
         for name, t in record.tensors.items():
             key = f"{index:06d}/{name}"
+            if t.is_meta:
+                raise ValueError(
+                    f"the {record.kind} capture {name!r} of {quoted(record.target or '(model)')} (step {record.step}) "
+                    "is on the meta device, which holds shapes and no values, so it has none to write: the model's "
+                    "weights are meta; load them and run again, or clear those captures (ex.captures.clear())"
+                )
             t = _savable(t)
             storage = (t.device, t.untyped_storage().data_ptr())
             if storage in seen_storages:

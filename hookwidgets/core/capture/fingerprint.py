@@ -31,7 +31,7 @@ def take(t: torch.Tensor) -> Print | None:
 def _take(t: torch.Tensor, bounded: bool) -> Print | None:
     """``take``; ``bounded``: first check that ``t``'s storage still spans the four elements (one kept a while
     may have been freed or shrunk since, and is then not read)."""
-    if type(t) is not torch.Tensor or t.layout is not torch.strided:
+    if type(t) is not torch.Tensor or t.layout is not torch.strided or t.is_meta:  # a meta tensor has no values
         return None
     n = t.numel()
     if n == 0:

@@ -9,6 +9,7 @@ from torch import nn
 
 from ..model.blocks import Unembed, block_stack, decoder_blocks, final_projection
 from ..model.inputs import Inputs, call_model
+from ..model.meta import no_values
 from ..model.nested import first_tensor
 from ..model.scores import output_scores
 
@@ -43,7 +44,10 @@ def logit_lens(model: nn.Module, inputs: Inputs, *, top_k: int = 5, unembed: Une
     finally:
         for handle in handles:
             handle.remove()
-    rows.append(("output", *_top(output_scores(output).tensor, top_k)))
+    logits = output_scores(output).tensor
+    if logits.is_meta:  # so are the blocks' rows: no top tokens to rank
+        raise ValueError(no_values("logit_lens()", "the model's output"))
+    rows.append(("output", *_top(logits, top_k)))
     names = _numbered([path for path, _, _ in rows])
     shapes = {tuple(ids.shape) for _, ids, _ in rows}
     if len(shapes) > 1:

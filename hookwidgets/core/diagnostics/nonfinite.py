@@ -14,6 +14,7 @@ from ..capture.stats import combine_stats
 from ..capture.store import CaptureStore, Record
 from ..display import quoted
 from ..model.inputs import Inputs, call_model
+from ..model.meta import no_values
 from ..model.nested import named_tensors
 from ..model.state import preserved_state
 from ..model.tree import forward_hooks
@@ -36,6 +37,8 @@ def _nonfinite(tensor: torch.Tensor) -> bool:
     """Whether a floating or complex tensor holds NaN or Inf; a nested tensor is checked through its components."""
     if not (tensor.is_floating_point() or tensor.is_complex()):
         return False
+    if tensor.is_meta:
+        raise ValueError(no_values("first_nonfinite()", "a module's output"))
     parts = tensor.unbind() if tensor.is_nested else (tensor,)  # isfinite has no nested-tensor kernel
     return any(not bool(torch.isfinite(part).all()) for part in parts)
 

@@ -28,6 +28,49 @@ def not_run_note(target: str, module: nn.Module) -> str:
     )
 
 
+def graph_skips_note(target: str, module: nn.Module, owner: str) -> str:
+    """Why module hooks on a module that a torch.fx GraphModule (at ``owner``) never calls cannot fire."""
+    return (
+        f"{quoted(target)} ({display_name(type(module).__name__)}) is never called: {quoted(owner or '(model)')} "
+        "is a torch.fx GraphModule (as torch.export's ExportedProgram.module() is) whose graph calls neither it nor a "
+        "module around it (no call_module node): the graph reads its parameters (get_attr) and runs their ops itself, "
+        "so module hooks on it never fire; hook its parameters (kind 'grad'), an autograd node of ex.graph(), or the "
+        "modules of torch.export.unflatten(program), which keeps them as modules that are called"
+    )
+
+
+def graph_skips_global_note(skipped: dict[str, str]) -> str:
+    """Which modules a model-wide hook never fires on because a torch.fx GraphModule's graph never calls them."""
+    names = ", ".join(quoted(path) for path in list(skipped)[:5]) + (", …" if len(skipped) > 5 else "")
+    owners = ", ".join(sorted({quoted(owner or "(model)") for owner in skipped.values()}))
+    return (
+        f"never fires on {len(skipped)} module(s) ({names}): the torch.fx GraphModule {owners} (as torch.export's "
+        "ExportedProgram.module() is) runs their ops in its graph and never calls them (no call_module node); hook "
+        "parameters (kind 'grad'), autograd nodes of ex.graph(), or explore torch.export.unflatten(program)"
+    )
+
+
+def meta_param_note(target: str, swapped: bool) -> str:
+    """Why gradient hooks on a parameter held on the meta device do not fire; ``swapped``: the example forward
+    showed its module computing with another tensor in its place."""
+    scope, _, attr = target.rpartition(".")
+    node = quoted(f"{scope}/AccumulateGrad#{attr}")
+    if swapped:
+        return (
+            f"{quoted(target)} is a placeholder on the meta device between calls: in the example forward its module "
+            "computed with another tensor in its place (an offload hook, such as accelerate's cpu_offload or "
+            "dispatch_model with offloaded weights, swaps the weight in for each call and puts a placeholder back "
+            f"after it), so gradient hooks on the placeholder never fire; attach kind 'node' to {node} instead, the "
+            "node that accumulates the weight's gradient (ex.graph() names it after the parameter)"
+        )
+    return (
+        f"{quoted(target)} is on the meta device, which holds no values: a forward computes with another tensor in "
+        "its place when an offload hook (accelerate's) swaps the weight in for each call, and with none when the "
+        "weights were never loaded (accelerate.init_empty_weights()), so gradient hooks on it do not fire; for an "
+        f"offloaded model attach kind 'node' to {node} instead, for an empty one load its weights first"
+    )
+
+
 NOT_ARMED = (
     "not armed: the forward ran without grad (torch.no_grad / inference_mode, or nothing upstream "
     "requires grad), so backward hooks cannot fire for this call"

@@ -10,7 +10,8 @@ from torch import nn
 
 from ..model.blocks import decoder_blocks
 from ..model.inputs import Inputs, call_model, describe_inputs
-from ..model.nested import first_tensor, map_tensors
+from ..model.meta import is_meta, no_values
+from ..model.nested import first_tensor, map_tensors, output_tensors
 from ..model.scores import class_scores
 
 Metric = Callable[[Any], torch.Tensor]
@@ -37,6 +38,8 @@ def patch_sweep(
     chosen = _layers(model, layers)
     clean_acts, clean_out = _recorded(model, clean, chosen, "clean")
     corrupt_acts, corrupt_out = _recorded(model, corrupted, chosen, "corrupted")
+    if any(is_meta(t) for t in output_tensors(clean_out)):
+        raise ValueError(no_values("patch_sweep()", "the model's output"))
     for path, _ in chosen:
         a, b = clean_acts[path], corrupt_acts[path]
         if a.dim() < 2 or a.shape[0] != 1 or b.shape[0] != 1:

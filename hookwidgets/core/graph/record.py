@@ -363,15 +363,11 @@ class GraphRecorder:
     def _record(self, call: Call, roots: list[Node], output: Any, error: str | None) -> None:
         tracker = self._tracker
         span = (call.start, call.end if call.end is not None else next_sequence_nr())
+        params = self._params or ParamNames(tracker._model())
+        params.swapped = call.watch.swapped if call.watch is not None else {}
         try:
             with no_gc():
-                table = walk_graph(
-                    roots,
-                    (call.starts, call.scopes),
-                    span,
-                    self._params or ParamNames(tracker._model()),
-                    saved_tensors=self.saved_tensors,
-                )
+                table = walk_graph(roots, (call.starts, call.scopes), span, params, saved_tensors=self.saved_tensors)
                 recording = GraphRecording(table, list(tracker._paths.values()))
                 recording.output, recording.error = output, error
         except BaseException:

@@ -160,8 +160,14 @@ def _metadata(saved: Saved, tensors: list[torch.Tensor], params: ParamNames) -> 
     # A parameter or buffer itself is named by identity; any other tensor by its storage: memory a parameter
     # or buffer owns (a view, .detach(), .data), or that an earlier saved tensor owns. Where each storage
     # starts is read anyway, and reading ``_base`` as well would touch one more cold object per tensor.
-    aliases: list[Any] = list(map(params.owners.get, map(id, tensors)))
-    storages: dict[int, str | int] = dict(params.storages)  # storage start -> its owner, or the first entry there
+    owners, storages = params.owners, dict(params.storages)  # storages: its start -> its owner, or the first entry
+    swapped = params.swapped_tensors()
+    if swapped:  # weights an offload hook swapped in for the call: theirs, as the placeholders' would be
+        labels = ["parameter " + name for _, name in swapped]
+        owners = {**owners, **{id(t): label for (t, _), label in zip(swapped, labels, strict=True)}}
+        starts = storage_starts([t for t, _ in swapped])
+        storages.update((start, label) for start, label in zip(starts, labels, strict=True) if start)
+    aliases: list[Any] = list(map(owners.get, map(id, tensors)))
     for i, key in enumerate(storage_starts(tensors)):
         if key and aliases[i] is None:  # None: no plain storage; 0: an empty one, no memory to share
             first = storages.get(key)

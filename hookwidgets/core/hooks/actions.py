@@ -16,6 +16,12 @@ from .edits import apply_edits
 
 BUILTIN_ACTIONS = ("capture", "stats", "print")
 
+META_STATS = (
+    "its tensors are on the meta device, which holds shapes and no values (the model's weights are meta: built "
+    "under accelerate.init_empty_weights() or on device='meta'), so its records have no statistics; the capture "
+    "action keeps the meta tensors, with their shapes"
+)
+
 
 @dataclass
 class Firing:
@@ -50,12 +56,14 @@ def perform(
     tensors_of: Callable[[Any], dict[str, torch.Tensor]],
     call_user: Callable[[Any], Any] | None = None,
     memo: StatsMemo | None = None,
+    noted: Any = None,
 ) -> Any:
     """Run one firing; returns what the hook should return to torch (None leaves values unchanged).
 
     ``editable`` is the value edits apply to (args, output or gradients); ``tensors_of`` names the
     tensors to record from the edited value; ``call_user`` calls a user callable with it; ``memo``
-    shares the statistics of a tensor that several hooks see.
+    shares the statistics of a tensor that several hooks see; ``noted`` (the hook's ``HookInfo``) gets a note
+    when the stats action meets a meta tensor, which has no values.
     """
     if callable(action):
         return call_user(editable) if call_user is not None else None  # torch's own return semantics
@@ -73,6 +81,10 @@ def perform(
         )
     elif action == "stats":
         primary = next((t for t in tensors.values() if t is not None), None)
+        if primary is not None and primary.is_meta:  # shapes and no values: nothing to summarize
+            primary = None
+            if noted is not None and noted.note is None:
+                noted.note = META_STATS
         reduce = memo.stats if memo is not None else tensor_stats
         stats = reduce(primary) if primary is not None else None
         if stats is not None and primary.is_complex():
@@ -95,6 +107,9 @@ def describe_firing(firing: Firing, tensors: dict[str, torch.Tensor | None]) -> 
         described = f"{name} {tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}"
         if t.numel() == 0:
             parts.append(f"{described} empty (0 elements)")
+            continue
+        if t.is_meta:
+            parts.append(f"{described} on the meta device (no values)")
             continue
         stats = tensor_stats(t)
         parts.append(

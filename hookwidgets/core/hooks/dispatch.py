@@ -71,7 +71,7 @@ class Dispatch:
             events.log_firing(event)
         try:
             result = perform(
-                self.store, info.action, info.edit, info.copy, firing, editable, tensors_of, call_user, self.memo
+                self.store, info.action, info.edit, info.copy, firing, editable, tensors_of, call_user, self.memo, info
             )
             if call_user is not None and result is not None:
                 where = f"the {info.kind!r} hook on {quoted(firing.target)}"

@@ -8,13 +8,23 @@ from typing import Any
 import torch
 from torch import nn
 
+from .meta import call_time_watch, holds_meta
+
 Inputs = torch.Tensor | tuple | list | Mapping
 Target = int | Sequence[int] | Callable[[Any], torch.Tensor] | str | None
 
 
 def call_model(model: nn.Module, inputs: Inputs) -> Any:
     """``model(x)``, ``model(*args)`` or ``model(**kwargs)`` depending on the inputs' type: any mapping (a
-    tokenizer's ``BatchEncoding`` too) is keyword arguments."""
+    tokenizer's ``BatchEncoding`` too) is keyword arguments. For the explorer's own runs: a model holding meta
+    tensors runs on meta every op that mixes them with others (``meta.CallTimeWatch``), so none makes up values."""
+    if isinstance(model, nn.Module) and holds_meta(model):  # (some callers pass a plain callable)
+        with call_time_watch(model, to_meta=True):
+            return _call(model, inputs)
+    return _call(model, inputs)
+
+
+def _call(model: nn.Module, inputs: Inputs) -> Any:
     if isinstance(inputs, Mapping):
         return model(**inputs)
     if isinstance(inputs, (tuple, list)):

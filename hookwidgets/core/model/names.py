@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from ..gc_pause import no_gc
+from .meta import any_meta
 
 
 @dataclass
@@ -21,6 +22,7 @@ class ModelNames:
     owners: dict[int, str] = field(default_factory=dict)  # id of a parameter or buffer -> "parameter …", "buffer …"
     param_scopes: dict[int, str] = field(default_factory=dict)  # id of a parameter -> its module's path
     storages: dict[int, str] = field(default_factory=dict)  # where a parameter's or buffer's memory starts -> owner
+    meta: bool = False  # a parameter or buffer is on the meta device (see ``meta.holds_meta``)
 
 
 def read_names(model: nn.Module | None) -> ModelNames:
@@ -61,6 +63,7 @@ def _read_names(model: nn.Module | None) -> ModelNames:
     buffer_names = ["buffer " + name for _, name in buffers]
     owners.update(zip(reversed([id(b) for b, _ in buffers]), reversed(buffer_names), strict=True))  # first one wins
     tensors += [buffer for buffer, _ in buffers]
+    names.meta = any_meta(tensors)
     labels = list(map(owners.__getitem__, map(id, tensors)))
     starts = names.storages
     starts.update(zip(reversed(storage_starts(tensors)), reversed(labels), strict=True))  # the first owner wins
@@ -98,6 +101,8 @@ class ParamNames:
         self._model = weakref.ref(model) if model is not None else lambda: None
         self._reread = False
         self._set(names if names is not None else read_names(model))
+        self.swapped: dict[int, tuple[weakref.ref, str]] = {}
+        """Parameters the model's modules swapped in during the forward walked (``CallTimeWatch.swapped``)."""
 
     def _set(self, names: ModelNames) -> None:
         self.by_id: dict[int, str] = names.params
@@ -109,8 +114,14 @@ class ParamNames:
         """Allow one re-read of the names in the next walk."""
         self._reread = False
 
+    def swapped_tensors(self) -> list[tuple[torch.Tensor, str]]:
+        """The swapped-in parameters still alive, with their names."""
+        return [(t, name) for ref, name in self.swapped.values() if (t := ref()) is not None]
+
     def name(self, tensor: torch.Tensor) -> str | None:
         name = self.by_id.get(id(tensor))
+        if name is None and (swapped := self.swapped.get(id(tensor))) is not None and swapped[0]() is tensor:
+            return swapped[1]
         if name is None and not self._reread:  # parameters replaced since: read them again, once per walk
             self._reread = True
             self._set(read_names(self._model()))

@@ -22,8 +22,9 @@ thread): each gets its own stack, log and recording, with the ids a call on one 
 A node's id is ``"<scope>/<op>#<ordinal>"``, the ordinal its rank among the nodes of that (scope,
 op) in creation order, so the same model and input shapes give the same ids on every forward. An
 ``AccumulateGrad`` node is addressed by its parameter instead, ``"<owner>/AccumulateGrad#<attr>"``
-(``"fc/AccumulateGrad#weight"``); one of a leaf that is no parameter (an input that requires
-grad) by its rank in the walk: ``"/AccumulateGrad#leaf0"``. Every walk is iterative.
+(``"fc/AccumulateGrad#weight"``), also when a module held another object there between calls (an offload hook
+swapped the weight in: named where the module held it while its forward ran); one of a leaf that is no parameter
+(an input that requires grad) by its rank in the walk: ``"/AccumulateGrad#leaf0"``. Every walk is iterative.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from torch import nn
 from torch.autograd.graph import Node
 
 from .._torch import next_sequence_nr
+from .meta import CallTimeWatch, call_time_watch
 from .names import ModelNames, read_names
 
 HIDDEN = "\x00hidden"
@@ -81,7 +83,10 @@ def _tracked_call(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
         elif not tracker._enter(key, path, args, kwargs):
             return _torch_call(self, *args, **kwargs)
         try:
-            output = _torch_call(self, *args, **kwargs)
+            if not inner and tracker.watch and key == tracker._root:
+                output = _watched_call(self, (tracker,), args, kwargs)
+            else:
+                output = _torch_call(self, *args, **kwargs)
         except Exception as exc:
             tracker._exit(key, path, None, exc)
             raise
@@ -92,8 +97,9 @@ def _tracked_call(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
             tracker._exit(key, path, output, None)
         return output
     entered = [(t, p) for t in trackers if (p := t._paths.get(key)) is not None and t._enter(key, p, args, kwargs)]
+    watching = tuple(t for t, _ in entered if t.watch and key == t._root)
     try:
-        output = _torch_call(self, *args, **kwargs)
+        output = _watched_call(self, watching, args, kwargs) if watching else _torch_call(self, *args, **kwargs)
     except Exception as exc:
         for tracker, path in reversed(entered):
             tracker._exit(key, path, None, exc)
@@ -101,6 +107,15 @@ def _tracked_call(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
     for tracker, path in reversed(entered):
         tracker._exit(key, path, output, None)
     return output
+
+
+def _watched_call(model: nn.Module, trackers: tuple[ScopeTracker, ...], args: tuple, kwargs: dict) -> Any:
+    """A call of a model that holds meta tensors, with a ``CallTimeWatch`` naming what its modules swap in (on each
+    tracker's ``Call``)."""
+    with call_time_watch(model) as watch:
+        for tracker in trackers:
+            tracker._local.call.watch = watch
+        return _torch_call(model, *args, **kwargs)
 
 
 def _follow(tracker: ScopeTracker) -> None:
@@ -155,7 +170,7 @@ class Call:
     is (grad enabled, inference mode) when it began; ``inputs_grad`` whether a tensor argument required grad.
     """
 
-    __slots__ = ("end", "grad_mode", "hidden", "inputs_grad", "scopes", "stack", "start", "starts")
+    __slots__ = ("end", "grad_mode", "hidden", "inputs_grad", "scopes", "stack", "start", "starts", "watch")
 
     def __init__(self, args: Any) -> None:
         self.stack: list[str] = []  # module paths, the model's own first
@@ -166,6 +181,7 @@ class Call:
         self.end: int | None = None
         self.grad_mode = (torch.is_grad_enabled(), torch.is_inference_mode_enabled())
         self.inputs_grad = any(isinstance(a, torch.Tensor) and a.requires_grad for a in args)
+        self.watch: CallTimeWatch | None = None  # what the model's modules swapped in, for a model holding meta tensors
 
     def current(self) -> str:
         """The scope of the nodes made now."""
@@ -211,6 +227,7 @@ class ScopeTracker:
         self._local = _PerThread()
         self._started = False
         self.failure: Exception | None = None  # what on_call_end raised at the end of the last call to end
+        self.watch = False  # watch each call (``CallTimeWatch``): the model held meta tensors when names were read
 
     @property
     def call(self) -> Call | None:
@@ -227,6 +244,7 @@ class ScopeTracker:
         """Re-read the model's module paths (after modules were added or replaced); returns every name read."""
         names = read_names(self._model())
         self._paths = names.paths
+        self.watch = names.meta
         return names
 
     def start(self) -> ModelNames | None:

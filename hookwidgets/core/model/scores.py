@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from .inputs import describe_inputs
+from .meta import is_meta, no_values
 from .nested import children
 
 TARGET_FORMS = '"top", a class index (3), one index per batch item ([3, 7]), "loss" or a callable(output) -> scalar'
@@ -137,9 +138,11 @@ def resolve_score(
                 "target=callable(output) returning a scalar"
             )
         name, loss = found
+        _check_values(loss, f"the loss ({name})")
         return loss.reshape(()), Score(float(loss.detach()), name, name, None, None)
     scores = output_scores(output, PER_ITEM_FIX if per_item else SCALAR_FIX)
     tensor, where = scores.tensor, scores.name
+    _check_values(tensor, f"the score tensor {where}")
     words = _words(model, scores)
     if scores.kind == "sequence":
         length = tensor.shape[1]
@@ -162,6 +165,12 @@ def resolve_score(
     return score, Score(
         float(score.detach()), f"{where} · {_chosen(target, classes, words)}", scores.name, position, classes
     )
+
+
+def _check_values(value: Any, where: str) -> None:
+    """A ValueError when the score a backward would start from is on the meta device (it has no value)."""
+    if is_meta(value):
+        raise ValueError(no_values("a backward from a score (run(target=...), attributions)", where))
 
 
 def score_target(target: Any) -> str | int | list[int]:
@@ -199,6 +208,7 @@ def _callable_score(output: Any, target: Callable, position: int | None, per_ite
     if position is not None:
         raise ValueError(f"position={position} does not apply to a callable target: it reads the output itself")
     score = target(output)
+    _check_values(score, "the callable target's score")
     if per_item:
         if not isinstance(score, torch.Tensor) or score.dim() > 1:
             got = tuple(score.shape) if isinstance(score, torch.Tensor) else type(score).__name__
@@ -346,8 +356,8 @@ def top_classes(output: Any, k: int = 5) -> list[tuple[int, float]]:
 
 def _top(scores: torch.Tensor, k: int) -> list[list[Any]]:
     """``[[index, probability], …]`` of the first item's top ``k`` scores (softmax); [] for no item or no floats."""
-    if not scores.is_floating_point() or scores.shape[0] == 0 or scores.shape[-1] == 0:
-        return []
+    if not scores.is_floating_point() or scores.is_meta or scores.shape[0] == 0 or scores.shape[-1] == 0:
+        return []  # a meta tensor has no values to rank
     probs = scores[0].detach().float().softmax(-1)
     values, indices = probs.topk(min(k, probs.numel()))
     return [[int(i), round(float(v), 4)] for v, i in zip(values, indices, strict=True)]

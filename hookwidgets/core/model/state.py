@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterator
 from typing import Literal
 
@@ -10,7 +11,9 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
+from ..._warnings import FixedModeWarning
 from .._torch import copy_each
+from ..display import display_name
 from .modules import modules_of
 
 
@@ -23,7 +26,8 @@ def preserved_state(
     Parameters keep their ``.grad`` objects, buffers their objects and values (BatchNorm running
     statistics; also a buffer the forward replaced, ``self.n = self.n + 1``), the CPU and CUDA random
     generators their state (unless ``rng=False``), and every module its ``training`` flag, also when
-    the body raises.
+    the body raises. A module that refuses ``train()`` (torch.export's module) runs as it is; a FixedModeWarning
+    says so when ``mode`` is "train".
     """
     modules = modules_of(model)  # one walk for modes, parameters and buffers: the explorer's every run pays it
     modes = [m.training for m in modules]
@@ -43,8 +47,13 @@ def preserved_state(
     try:
         if mode is not None:
             training = mode == "train"
-            if any(flag is not training for flag in modes):  # a model already in that mode is not walked again
-                model.train(training)
+            # a model already in that mode is not walked again; but a training run asks even so, as a module that
+            # refuses train() may have been built for eval whatever its flags say
+            if training or any(flag is not training for flag in modes):
+                refused: list[nn.Module] = []
+                _train(model, training, refused)
+                if refused and training:
+                    _say_refused(refused)
         yield
     finally:
         for module, entries in slots:
@@ -67,6 +76,31 @@ def preserved_state(
             torch.set_rng_state(cpu_rng)
             if cuda_rng is not None:
                 torch.cuda.set_rng_state_all(cuda_rng)
+
+
+def _say_refused(refused: list[nn.Module]) -> None:
+    names = ", ".join(sorted({display_name(type(m).__name__) for m in refused}))
+    warnings.warn(
+        f"{names} refuses train(), so this run used the mode its forward was built in, which need not be training "
+        "mode: a torch.export program fixes how its ops (Dropout, BatchNorm) behave when it is exported; export the "
+        "model in training mode for a training run, or explore it before export",
+        FixedModeWarning,
+        stacklevel=5,
+    )
+
+
+def _train(module: nn.Module, training: bool, refused: list[nn.Module]) -> None:
+    """``module.train(training)``; a module that refuses it (NotImplementedError, as torch.export's module raises) keeps
+    its modes and goes to ``refused``, and the modules around it still switch."""
+    try:
+        module.train(training)
+    except NotImplementedError:
+        if "train" in vars(module) or type(module).train is not nn.Module.train:  # its own train() refused
+            refused.append(module)
+            return
+        module.training = training  # a submodule refused: the others still switch
+        for child in module.children():
+            _train(child, training, refused)
 
 
 def _buffers(slots: list[tuple[nn.Module, dict[str, torch.Tensor | None]]]) -> list[torch.Tensor]:

@@ -103,6 +103,11 @@ def _ids(value: Any) -> torch.Tensor | None:
 def _convert(tokenizer: Any, ids: torch.Tensor | None) -> TokenList | None:
     if ids is None:
         return None
+    if ids.is_meta:
+        raise ValueError(
+            "tokenizer= labels the input_ids of the example inputs, but they are on the meta device (no values): pass "
+            "them on the CPU (a model on the meta device runs them on meta all the same), or tokens="
+        )
     labelled = []
     for row in ids.tolist():
         names = tokenizer.convert_ids_to_tokens(row)

@@ -14,6 +14,7 @@ from torch.nn.parameter import is_lazy
 
 from .inputs import Inputs, call_model
 from .lazy import has_lazy, probe_copy
+from .meta import call_time_watch, holds_meta
 from .state import preserved_state
 
 
@@ -26,6 +27,7 @@ class ProbeResult:
     dtypes: dict[str, str]
     unwatched: list[str] = field(default_factory=list)
     called: set[int] = field(default_factory=set)  # ids of the modules whose forward ran
+    swapped: set[str] = field(default_factory=set)  # parameters a module computed with another tensor in place of
 
 
 def _within(path: str, prefix: str) -> bool:
@@ -119,10 +121,13 @@ def probe(model: nn.Module, inputs: Inputs) -> ProbeResult:
 
         return hook
 
-    with forward_hooks(probed, note_output) as unwatched, preserved_state(probed), torch.no_grad():
+    # a model holding meta tensors may swap weights in for each call (offloaded): which, is seen only during the call
+    watching = call_time_watch(probed) if holds_meta(probed) else contextlib.nullcontext()
+    with forward_hooks(probed, note_output) as unwatched, preserved_state(probed), torch.no_grad(), watching as watch:
         result.unwatched = unwatched
         call_model(probed, inputs)
     result.called = {originals[i] for i in result.called if i in originals}
+    result.swapped = set(watch.names) if watch is not None else set()
     return result
 
 
