@@ -60,9 +60,10 @@ class Dispatch:
         """
         if OWN_RUN.depth:
             return None
-        info.fired += 1
-        if info.fired == 1 and info.note is not None and note_until_fired(info.note):
-            info.note = None  # it runs after all (another input took another path, a compiled model ran it)
+        if not firing.recompute:  # a forward a checkpoint recomputes is one forward: fired once
+            info.fired += 1
+            if info.fired == 1 and info.note is not None and note_until_fired(info.note):
+                info.note = None  # it runs after all (another input took another path, a compiled model ran it)
         event = TimelineEvent(firing.step, phase, firing.target, firing.kind, firing.call, firing.recompute)
         events = self.events
         if events is None:

@@ -46,7 +46,8 @@ class HookInfo:
     copy: bool = False
     """Whether captures are clones rather than detached references."""
     fired: int = 0
-    """Times it fired."""
+    """Times it fired; a forward a checkpoint recomputes in the backward is not counted again (``ex.timeline`` lists
+    it with ``recompute=True``)."""
     last_error: str | None = None
     """The traceback text of its last failure."""
     note: str | None = None
