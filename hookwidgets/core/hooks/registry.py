@@ -191,6 +191,8 @@ class HookRegistry:
             self._drop_idle_step_tracker()
             raise
         self._hooks[(target, kind)] = info
+        if spec.name in FULL_BACKWARD_KINDS:  # torch's views of hooked outputs must not reach the model's output
+            self._registrar.root_backward.need(id(info))
         if spec.name in ARMED_BY_THE_STEP:
             self._step_armed[(target, kind)] = info
         return info
@@ -242,6 +244,7 @@ class HookRegistry:
         self._hooks.pop((info.target, info.kind), None)
         self._step_armed.pop((info.target, info.kind), None)
         self._node_hooks.discard(info)
+        self._registrar.root_backward.release(id(info), self._pending_removal if defer_root_forward else None)
 
     # Steps: one call of the root module; the first pre-hook to see a root call starts the step.
     def _ensure_step_tracker(self) -> None:
