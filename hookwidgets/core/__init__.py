@@ -11,12 +11,13 @@ from .._warnings import (
     InplaceCollisionWarning,
     MaterializedWarning,
     PartialGraphWarning,
+    PatchSkippedWarning,
     ProbeFailedWarning,
     SubscriberWarning,
     UnwatchedModulesWarning,
     ViewUpdateWarning,
 )
-from .capture.store import CaptureStore, Record
+from .capture.store import CaptureStore, Generation, Record
 from .explorer import Explorer
 from .hooks.kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, PARAM_KINDS
 from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
@@ -35,6 +36,7 @@ __all__ = [
     "CaptureStore",
     "CompiledModelWarning",
     "Explorer",
+    "Generation",
     "HookFailedWarning",
     "HookGroup",
     "HookInfo",
@@ -44,6 +46,7 @@ __all__ = [
     "InplaceCollisionWarning",
     "MaterializedWarning",
     "PartialGraphWarning",
+    "PatchSkippedWarning",
     "ProbeFailedWarning",
     "Record",
     "ScalarLog",
