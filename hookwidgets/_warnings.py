@@ -19,6 +19,7 @@ __all__ = [
     "InplaceCollisionWarning",
     "MaterializedWarning",
     "PartialGraphWarning",
+    "PatchSkippedWarning",
     "ProbeFailedWarning",
     "SubscriberWarning",
     "UnwatchedModulesWarning",
@@ -56,6 +57,10 @@ class FixedModeWarning(HookwidgetsWarning, UserWarning):
 
 class HookFailedWarning(HookwidgetsWarning, UserWarning):
     """A hook's action raised; the error is recorded on ``ex.hooks`` and the model runs on."""
+
+
+class PatchSkippedWarning(HookwidgetsWarning, UserWarning):
+    """A replace or mean_ablate edit fits a generation's prompt step but not its decode steps: left out of them."""
 
 
 class SubscriberWarning(HookwidgetsWarning, RuntimeWarning):

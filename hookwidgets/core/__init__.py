@@ -12,12 +12,13 @@ from .._warnings import (
     InplaceCollisionWarning,
     MaterializedWarning,
     PartialGraphWarning,
+    PatchSkippedWarning,
     ProbeFailedWarning,
     SubscriberWarning,
     UnwatchedModulesWarning,
     ViewUpdateWarning,
 )
-from .capture.store import CaptureStore, Record
+from .capture.store import CaptureStore, Generation, Record
 from .explorer import Explorer
 from .hooks.kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, PARAM_KINDS
 from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
@@ -37,6 +38,7 @@ __all__ = [
     "CompiledModelWarning",
     "Explorer",
     "FixedModeWarning",
+    "Generation",
     "HookFailedWarning",
     "HookGroup",
     "HookInfo",
@@ -46,6 +48,7 @@ __all__ = [
     "InplaceCollisionWarning",
     "MaterializedWarning",
     "PartialGraphWarning",
+    "PatchSkippedWarning",
     "ProbeFailedWarning",
     "Record",
     "ScalarLog",

@@ -391,8 +391,33 @@ class Explorer:
 
     @property
     def timeline(self) -> list[TimelineEvent]:
-        """Every hook firing in order, recomputed forwards included (``recompute=True``); the newest 10,000 are kept."""
-        return list(self._registry.timeline)
+        """Every hook firing in order, recomputed forwards included (``recompute=True``), each step of a generation with
+        its ``generation``; the newest 10,000 are kept."""
+        of = self._registry.generations.of
+        return [e if e.generation else e._replace(generation=of(e.step)) for e in self._registry.timeline]
+
+    @property
+    def generations(self) -> list[dict[str, Any]]:
+        """The generations the hooks saw (a ``generate()`` call: one call of a method of the model that called the model
+        several times), oldest first, the newest 100: ``call`` (as ``Record.generation.call``), ``steps`` (``steps[k]``
+        is decode index k, 0 the prompt step), ``ids`` and ``tokens``: per decode index, one list per item of the token
+        ids the step fed that the step before had not (the prompt, then each new token), and their labels (from
+        ``tokenizer``, or the ``tokens`` given for the example inputs' ids; None with neither). ``tokens`` stays the
+        prompt's."""
+        names = self.sequences.token_names
+        found = []
+        for info in self._registry.generations.infos():
+            tokens = [None if rows is None else [names(row) for row in rows] for rows in info.ids]
+            labelled = all(t is None or all(r is not None for r in t) for t in tokens)
+            found.append(
+                {
+                    "call": info.call,
+                    "steps": list(info.steps),
+                    "ids": [None if rows is None else [list(r) for r in rows] for rows in info.ids],
+                    "tokens": tokens if labelled else None,
+                }
+            )
+        return found
 
     def detach(self, target: str | None = None, kind: str | None = None) -> list[HookInfo]:
         """Remove one hook, all hooks of a target, or (no arguments) every hook."""
@@ -654,8 +679,8 @@ class Explorer:
 
     def export(self, path: str | os.PathLike) -> Path:
         """Write every capture to ``path`` (``.safetensors``) with a JSON sidecar of targets, kinds and steps (and the
-        ``tokens`` and ``decoder_tokens`` when known)."""
-        labels = {"tokens": self.tokens, "decoder_tokens": self.decoder_tokens}
+        ``tokens``, ``decoder_tokens`` and ``generations`` when known)."""
+        labels = {"tokens": self.tokens, "decoder_tokens": self.decoder_tokens, "generations": self.generations or None}
         return export_captures(self.captures, path, labels=labels)
 
     def gradcam(

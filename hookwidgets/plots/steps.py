@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
+from ..core.capture.recomputes import once_each
 from ._common import (
     MAGNITUDE,
     MISSING_COLOR,
@@ -49,9 +50,9 @@ def stats_figure(
     """One line per statistic over steps, from the Records of a ``stats`` hook; steps with NaN/Inf are shaded.
 
     A module called several times per step gives one point per call, at ``step + call / calls``. Statistics of
-    a complex tensor (of its magnitude) say "(magnitude)" in the title.
+    a complex tensor (of its magnitude) say "(magnitude)" in the title. A forward a checkpoint recomputes counts once.
     """
-    kept = [r for r in records if getattr(r, "stats", None)]
+    kept = [r for r in once_each(records) if getattr(r, "stats", None)]
     if not kept:
         raise ValueError("no statistics to draw: attach the hook with action='stats' and run the model")
     calls: dict[int, int] = {}

@@ -70,6 +70,10 @@ def _title(record: Record, name: str) -> str:
     title = f"{display_name(record.target or '(model)')} · {display_name(name)}"
     if record.recompute:
         title += " · recomputed by a checkpoint"
+    generation = record.generation
+    if generation is not None:
+        where = "prompt step" if not generation.index else f"decode step {generation.index}"
+        title += f" · generation {generation.call}, {where}"
     if record.stale:
         title += " · STALE: changed after capture"
     elif not record.verified:

@@ -31,6 +31,7 @@ CATEGORIES = {
     "SubscriberWarning": RuntimeWarning,
     "ViewUpdateWarning": UserWarning,
     "PartialGraphWarning": RuntimeWarning,
+    "PatchSkippedWarning": UserWarning,
     "BlankMapWarning": UserWarning,
     "UnwatchedModulesWarning": UserWarning,
     "HookwidgetsDeprecationWarning": DeprecationWarning,

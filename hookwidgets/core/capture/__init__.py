@@ -2,7 +2,7 @@
 
 from .export import export_captures, load_captures
 from .stats import STAT_KEYS, combine_stats, tensor_stats
-from .store import DEFAULT_MEMORY_BUDGET, CaptureStore, Record, make_record
+from .store import DEFAULT_MEMORY_BUDGET, CaptureStore, Generation, Record, make_record
 from .views import VIEWS, is_attention_source, tensor_views
 
 __all__ = [
@@ -10,6 +10,7 @@ __all__ = [
     "STAT_KEYS",
     "VIEWS",
     "CaptureStore",
+    "Generation",
     "Record",
     "combine_stats",
     "export_captures",

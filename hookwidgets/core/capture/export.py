@@ -28,7 +28,8 @@ def sidecar_path(path: str | os.PathLike) -> Path:
 def export_captures(store: CaptureStore, path: str | os.PathLike, *, labels: dict[str, Any] | None = None) -> Path:
     """Write every record of ``store``, oldest first, to ``path`` and its JSON sidecar; returns ``path``.
 
-    ``labels`` (``tokens``, ``decoder_tokens``: one list per item) go into the sidecar where they are not None.
+    ``labels`` (``tokens``, ``decoder_tokens``: one list per item; ``generations``) go into the sidecar where they are
+    not None.
 
     Tensor keys are ``"{record index:06d}/{tensor name}"``. Tensors are saved contiguous, on the CPU,
     in their own dtype; tensors sharing memory with an earlier one are copied so each key has its own.
@@ -84,8 +85,9 @@ def export_captures(store: CaptureStore, path: str | os.PathLike, *, labels: dic
 def load_captures(path: str | os.PathLike) -> list[dict[str, Any]]:
     """Read a capture file and its sidecar back: one dict per record, in store order.
 
-    Each dict has ``target``, ``kind``, ``step``, ``call``, ``recompute``, ``stale``, ``nbytes``, ``stats`` (None for
-    records without) and ``tensors``, a list of ``{name, key, shape, dtype, tensor}``.
+    Each dict has ``target``, ``kind``, ``step``, ``call``, ``recompute``, ``generation`` (``{"call", "index"}`` or
+    None), ``stale``, ``nbytes``, ``stats`` (None for records without) and ``tensors``, a list of
+    ``{name, key, shape, dtype, tensor}``.
     """
     path = _checked_path(path)
     sidecar = sidecar_path(path)
@@ -137,6 +139,7 @@ def _record_entry(record: Record) -> dict[str, Any]:
         "step": record.step,
         "call": record.call,
         "recompute": record.recompute,
+        "generation": record.generation._asdict() if record.generation is not None else None,
         "stale": record.stale,
         "nbytes": record.nbytes,
         "stats": record.stats,

@@ -7,7 +7,7 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -21,6 +21,16 @@ MAX_RECORDS = 100_000
 """Records kept at most, whatever their bytes: stats and tensor-less records hold no tensor bytes, but
 each still costs ~0.7 KB of Python objects, and stats on every layer add ~100 of them per step."""
 _KEPT_AS_REFERENCES = "captures stay references to the model's own tensors"
+
+
+class Generation(NamedTuple):
+    """Where a step stands in a generation: one call of a method of the model (transformers' ``generate()``) that
+    called the model several times, each call a step."""
+
+    call: int
+    """Which generation: the explorer's, numbered 1, 2, … as they come."""
+    index: int
+    """The decode index: 0 for the prompt step, k for the k-th forward after it (the one fed the k-th new token)."""
 
 
 @dataclass
@@ -51,6 +61,9 @@ class Record:
     carries the ``step`` and ``call`` of the original firing and counts no new call (a forward that torch's early
     stop ends inside its call, once it has the tensors it needs, records nothing); gradients of a recomputed
     forward are no recompute."""
+    generation: Generation | None = None
+    """For a step of a generation (``generate()``): which generation and which decode index (0: the prompt step);
+    else None. A prompt step is known as such when the next step comes: its records say it from then on."""
     _versions: dict[str, int] = field(default_factory=dict, repr=False)
     _prints: dict[str, fingerprint.Print] = field(default_factory=dict, repr=False)  # see fingerprint.take
     _copy_done: Any = field(default=None, repr=False)  # a CUDA event while an offload copy is in flight
@@ -110,6 +123,7 @@ def make_record(
     copy: bool,
     offload: str | None = None,
     recompute: bool = False,
+    generation: Generation | None = None,
 ) -> Record:
     """A Record of detached tensors (cloned when ``copy``; None entries left out), remembering their
     version counters.
@@ -140,7 +154,9 @@ def make_record(
     # Inference tensors (made under torch.inference_mode()) have no version counter: torch raises on
     # ._version. Their fingerprint alone tells a later change; copy=True keeps their values.
     versions = {name: t._version for name, t in kept.items() if not t.is_inference()}
-    record = Record(target, kind, step, call, kept, recompute=recompute, _versions=versions, _prints=prints)
+    record = Record(
+        target, kind, step, call, kept, recompute=recompute, generation=generation, _versions=versions, _prints=prints
+    )
     if pending and torch.cuda.is_available():
         record._copy_done = torch.cuda.Event()
         record._copy_done.record()
@@ -267,6 +283,18 @@ class CaptureStore(Mapping):
                         found.append(record)
         found.sort(key=lambda r: r._arrival)
         return [r.wait() for r in found]
+
+    def relabel(self, step: int, generation: Generation) -> None:
+        """Mark the kept records of ``step`` as part of ``generation`` (a prompt step, known once the next step came),
+        read from the newest end of each history."""
+        with self._lock:
+            for kinds in self._by_target.values():
+                for history in kinds.values():
+                    for record in reversed(history):
+                        if record.step < step:
+                            break
+                        if record.step == step:
+                            record.generation = generation
 
     def snapshot(self) -> tuple[list[Record], dict[str, int]]:
         """Every record in arrival order and the store's counts (``records``, ``nbytes``, ``evicted``), read together

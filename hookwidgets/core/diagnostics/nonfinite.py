@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from ..._warnings import UnwatchedModulesWarning
+from ..capture.recomputes import once_each
 from ..capture.stats import combine_stats
 from ..capture.store import CaptureStore, Record
 from ..display import quoted
@@ -98,7 +99,7 @@ def summary_rows(store: CaptureStore) -> list[dict[str, Any]]:
     ``act_order`` and ``grad_order`` say when, within its step, the module's forward finished and its
     gradient arrived (0 first): where a NaN appeared first. A module called several times in a step
     gets statistics over all its calls, as if their tensors were one (``act_calls``/``grad_calls`` say
-    how many): a NaN in any call shows, not only in the last.
+    how many): a NaN in any call shows, not only in the last. A forward a checkpoint recomputes counts once.
     """
     return rows_of(store.snapshot()[0])
 
@@ -110,7 +111,7 @@ def rows_of(records: Iterable[Record]) -> list[dict[str, Any]]:
     # (step, target, kind) -> calls so far and their statistics combined. By kind, not by column: two kinds
     # filling one column (forward and global_forward stats on one module) see the same tensors, once each.
     seen: dict[tuple[int, str, str], tuple[int, dict[str, float]]] = {}
-    for record in records:  # arrival order: the order the hooks fired
+    for record in once_each(records):  # arrival order: the order the hooks fired
         prefix = SUMMARY_KINDS.get(record.kind)
         if prefix is None or record.stats is None:
             continue

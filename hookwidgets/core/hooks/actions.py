@@ -9,10 +9,10 @@ from typing import Any
 import torch
 
 from ..capture.stats import StatsMemo, tensor_stats
-from ..capture.store import CaptureStore, Record, make_record
+from ..capture.store import CaptureStore, Generation, Record, make_record
 from ..model.nested import named_tensors as named_tensors  # re-exported: hooks and registration import it here
 from ..model.scope import hidden_ops
-from .edits import apply_edits
+from .edits import PatchShapeError, apply_edits, without_patches
 
 BUILTIN_ACTIONS = ("capture", "stats", "print")
 
@@ -57,26 +57,45 @@ def perform(
     call_user: Callable[[Any], Any] | None = None,
     memo: StatsMemo | None = None,
     noted: Any = None,
+    generation: Generation | None = None,
+    skipped: Callable[[PatchShapeError], None] | None = None,
 ) -> Any:
     """Run one firing; returns what the hook should return to torch (None leaves values unchanged).
 
     ``editable`` is the value edits apply to (args, output or gradients); ``tensors_of`` names the
     tensors to record from the edited value; ``call_user`` calls a user callable with it; ``memo``
     shares the statistics of a tensor that several hooks see; ``noted`` (the hook's ``HookInfo``) gets a note
-    when the stats action meets a meta tensor, which has no values.
+    when the stats action meets a meta tensor, which has no values. ``generation``: the step's place in a generation;
+    on a decode step a replace or mean_ablate tensor that does not fit is left out (``skipped`` is told why).
     """
     if callable(action):
         return call_user(editable) if call_user is not None else None  # torch's own return semantics
     if edits:
         with hidden_ops():  # the edit's own autograd nodes must not shift the ids of the module's nodes
-            edited = apply_edits(editable, edits)
+            try:
+                edited = apply_edits(editable, edits)
+            except PatchShapeError as exc:
+                if generation is None or not generation.index:
+                    raise
+                # a patch of the prompt step's shape cannot fit a decode step's (one new token): left out there
+                edited = apply_edits(editable, without_patches(edits))
+                if skipped is not None:
+                    skipped(exc)
     else:
         edited = editable
     tensors = tensors_of(edited)
     if action == "capture":
         store.add(
             make_record(
-                firing.target, firing.kind, firing.step, firing.call, tensors, copy, store.offload, firing.recompute
+                firing.target,
+                firing.kind,
+                firing.step,
+                firing.call,
+                tensors,
+                copy,
+                store.offload,
+                firing.recompute,
+                generation,
             )
         )
     elif action == "stats":
@@ -90,7 +109,16 @@ def perform(
         if stats is not None and primary.is_complex():
             stats = {**stats, "magnitude": True}  # the statistics are of |x|: said wherever they are shown
         store.add(
-            Record(firing.target, firing.kind, firing.step, firing.call, {}, stats=stats, recompute=firing.recompute)
+            Record(
+                firing.target,
+                firing.kind,
+                firing.step,
+                firing.call,
+                {},
+                stats=stats,
+                recompute=firing.recompute,
+                generation=generation,
+            )
         )
     elif action == "print":
         print(describe_firing(firing, tensors))

@@ -11,9 +11,9 @@ from typing import Any
 
 import torch
 
-from ..._warnings import HookFailedWarning
+from ..._warnings import HookFailedWarning, PatchSkippedWarning
 from ..capture.stats import StatsMemo
-from ..capture.store import CaptureStore
+from ..capture.store import CaptureStore, Generation
 from ..diagnostics.notes import note_until_fired
 from ..display import quoted
 from .actions import Firing, perform
@@ -39,6 +39,8 @@ class Dispatch:
         self.timeline: deque[TimelineEvent] = deque(maxlen=TIMELINE_CAP)
         self.memo = StatsMemo()
         """Statistics of a tensor several hooks see in one step; cleared as each step begins."""
+        self.generation_of: Callable[[int], Generation | None] = _none
+        """Where a step stands in a generation (the registry's ``Generations.of``)."""
         self.events: Events | None = None
         """The registry's event hub: firings are logged through it (the timeline's own append while nobody
         subscribes), and a failing hook is told to its subscribers."""
@@ -60,10 +62,12 @@ class Dispatch:
         """
         if OWN_RUN.depth:
             return None
-        info.fired += 1
-        if info.fired == 1 and info.note is not None and note_until_fired(info.note):
-            info.note = None  # it runs after all (another input took another path, a compiled model ran it)
-        event = TimelineEvent(firing.step, phase, firing.target, firing.kind, firing.call, firing.recompute)
+        if not firing.recompute:  # a forward a checkpoint recomputes is one forward: fired once
+            info.fired += 1
+            if info.fired == 1 and info.note is not None and note_until_fired(info.note):
+                info.note = None  # it runs after all (another input took another path, a compiled model ran it)
+        generation = self.generation_of(firing.step)
+        event = TimelineEvent(firing.step, phase, firing.target, firing.kind, firing.call, firing.recompute, generation)
         events = self.events
         if events is None:
             self.timeline.append(event)
@@ -71,7 +75,18 @@ class Dispatch:
             events.log_firing(event)
         try:
             result = perform(
-                self.store, info.action, info.edit, info.copy, firing, editable, tensors_of, call_user, self.memo, info
+                self.store,
+                info.action,
+                info.edit,
+                info.copy,
+                firing,
+                editable,
+                tensors_of,
+                call_user,
+                self.memo,
+                info,
+                generation,
+                lambda exc: _skipped_patch(info, exc),
             )
             if call_user is not None and result is not None:
                 where = f"the {info.kind!r} hook on {quoted(firing.target)}"
@@ -96,3 +111,24 @@ class Dispatch:
                 stacklevel=2,
             )
             return None
+
+
+def _none(step: int) -> None:
+    return None
+
+
+def _skipped_patch(info: HookInfo, exc: Exception) -> None:
+    """Say once, on the hook and in a warning, that its replace or mean_ablate edit is left out of decode steps."""
+    text = (
+        f"{PATCH_SKIPPED}: it fits the prompt step of a generation (generate()) and is applied there, but not the "
+        f"decode steps after it, each fed only its new token(s) (or the sequence grown by them), so it is left out of "
+        f"them: {exc}"
+    )
+    if info.note is not None and info.note.startswith(PATCH_SKIPPED):
+        return
+    info.note = text
+    warnings.warn(f"hook {info.kind!r} on {quoted(info.target)}: {text}", PatchSkippedWarning, stacklevel=3)
+
+
+PATCH_SKIPPED = "patch left out of decode steps"
+"""How the note of a hook whose replace or mean_ablate edit is left out of a generation's decode steps begins."""

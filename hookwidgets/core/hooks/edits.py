@@ -223,13 +223,22 @@ def ablate_dim(channels: tuple[int, ...], dim: int | None, shape: tuple) -> int:
     return axis
 
 
+class PatchShapeError(ValueError):
+    """A replace or mean_ablate tensor that does not fit the hooked tensor."""
+
+
+def without_patches(edits: tuple[Edit, ...]) -> tuple[Edit, ...]:
+    """``edits`` without its replace and mean_ablate edits."""
+    return tuple(edit for edit in edits if edit[0] not in PRIMARY)
+
+
 def check_patch_shape(name: str, patch: tuple, shape: tuple) -> None:
     """A ValueError naming both shapes when a replace or mean_ablate tensor does not fit the hooked tensor
     (mean_ablate's mean, a batch of one, is broadcast over the batch)."""
     fits = patch == shape or (name == "mean_ablate" and patch[1:] == shape[1:] and len(patch) == len(shape))
     if not fits:
         what = "the record's mean over dim 0" if name == "mean_ablate" else "the replacement"
-        raise ValueError(
+        raise PatchShapeError(
             f"edit {name!r}: {what} has shape {patch}, the hooked tensor {shape}; patch a tensor of the same shape "
             "(a record of the same module, from inputs of the same shape)"
         )

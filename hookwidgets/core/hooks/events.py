@@ -96,6 +96,8 @@ class Events:
         self._subscribers: tuple[Callable[[Event], Any], ...] = ()
         self._warned: list[Callable[[Event], Any]] = []  # subscribers that raised once: not warned about again
         self._pending: deque[TimelineEvent] = deque()  # firings not yet in a ``fired`` event
+        self.generation_of: Callable[[int], Any] = lambda step: None
+        """Where a step stands in a generation: a prompt step's firings learn it when the next step begins."""
         self._lock = threading.Lock()
 
     @property
@@ -185,6 +187,9 @@ class Events:
         for event in drained:
             by_step.setdefault(event.step, []).append(event)
         for step, firings in sorted(by_step.items()):
+            generation = self.generation_of(step)
+            if generation is not None:
+                firings = [e if e.generation else e._replace(generation=generation) for e in firings]
             self.emit({"type": "fired", "step": step, "firings": firings})
             keys = dict.fromkeys((e.target, e.kind) for e in firings)
             records = [[target, kind] for target, kind in keys if self._records(target, kind)]

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple, Protocol
 
 from torch.utils.hooks import RemovableHandle
 
+from ..capture.store import Generation
 from ..display import display_name, quoted
 from .edits import describe_edit
 
@@ -29,6 +30,8 @@ class TimelineEvent(NamedTuple):
     """The module's forward call the firing belongs to, as ``Record.call``."""
     recompute: bool = False
     """A forward firing repeated in a backward by a checkpoint."""
+    generation: Generation | None = None
+    """For a step of a generation (``generate()``), which generation and decode index, as ``Record.generation``."""
 
 
 @dataclass
@@ -46,7 +49,8 @@ class HookInfo:
     copy: bool = False
     """Whether captures are clones rather than detached references."""
     fired: int = 0
-    """Times it fired."""
+    """Times it fired; a forward a checkpoint recomputes in the backward is not counted again (``ex.timeline`` lists
+    it with ``recompute=True``)."""
     last_error: str | None = None
     """The traceback text of its last failure."""
     note: str | None = None

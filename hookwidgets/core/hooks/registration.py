@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from .._torch import full_backward_flag
+from .._torch import full_backward_flag, is_compile_wrapper
 from ..diagnostics.notes import backward_output_note, input_grad_note
 from ..display import quoted
 from ..model.compiled import is_compiled
@@ -33,6 +33,7 @@ from .model_wide import ModelWideHooks
 from .node_hooks import NodeHooks
 from .own_runs import OWN_RUN
 from .owned import flag_owner, own, own_backward
+from .root_backward import RootBackward
 
 
 class Registrar:
@@ -59,6 +60,8 @@ class Registrar:
         self._model_wide = model_wide
         self._node_hooks = node_hooks
         self._begin_step = begin_step
+        self.root_backward = RootBackward(root, self.eager)
+        """The full backward hooks on the model itself, run so that its output stays no view (``root_backward``)."""
 
     def register(self, spec: Kind, obj: Any, info: HookInfo, with_kwargs: bool) -> list[RemovableHandle]:
         """Register ``info``'s hooks on ``obj`` (module, parameter or node id); returns the handles to hold
@@ -89,6 +92,11 @@ class Registrar:
         """
         root = self._root_ref()
         return torch.compiler.disable(hook, recursive=True) if root is not None and is_compiled(root) else hook
+
+    def _on_root(self, module: nn.Module) -> bool:
+        """Whether ``module``'s full backward hooks run through ``root_backward``: the model itself (not torch.compile's
+        wrapper, whose backward hooks torch never runs)."""
+        return module is self._root_ref() and not is_compile_wrapper(module)
 
     def _check_backward_output(self, info: HookInfo, arming: BackwardArming) -> Callable:
         """A forward hook tagging the call's nodes for its backward firings, telling why a full backward hook
@@ -167,6 +175,8 @@ class Registrar:
                 call_user = (lambda g: user(mod, g)) if callable(user) else None
                 return fire(info, "backward", firing, grad_output, _grad_outputs, call_user)
 
+            if self._on_root(module):
+                return self.root_backward.register(backward_pre, pre=True)
             return own(module, module.register_full_backward_pre_hook(backward_pre))
         if spec.name in ("backward", "legacy_backward"):
 
@@ -183,6 +193,8 @@ class Registrar:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", FutureWarning)
                     return own_backward(module, lambda: module.register_backward_hook(backward))
+            if self._on_root(module):
+                return self.root_backward.register(backward, pre=False)
             return own_backward(module, lambda: module.register_full_backward_hook(backward))
         if spec.name == "grad":
             return own(module, module.register_forward_hook(self.eager(self._arm_tensor_hooks(info, target))))
@@ -313,7 +325,9 @@ class Registrar:
             if spec.name == "global_forward":
                 handles.append(own(module, module.register_forward_hook(hook, prepend=True, always_call=True)))
                 return None
-            if spec.name == "global_backward_pre":
+            if self._on_root(module):
+                handle = self.root_backward.register(hook, pre=spec.name == "global_backward_pre", prepend=True)
+            elif spec.name == "global_backward_pre":
                 handle = own(module, module.register_full_backward_pre_hook(hook, prepend=True))
             elif full_backward_flag(flag_owner(module)) is False:
                 return LEGACY_REFUSES_FULL

@@ -22,16 +22,18 @@ from torch.utils.hooks import RemovableHandle
 
 from ..._warnings import InplaceCollisionWarning
 from ..capture import native
-from ..capture.store import CaptureStore
+from ..capture.store import CaptureStore, Generation
 from ..diagnostics.notes import inplace_culprit, is_inplace_collision
 from ..display import quoted
 from ..model.hook_dicts import foreign_hooks
+from ..model.tokens import call_token_ids
 from .actions import check_action, named_tensors
 from .clock import Clock
 from .collisions import FULL_BACKWARD_KINDS, Collisions
 from .dispatch import ON_ERROR, TIMELINE_CAP, Dispatch
 from .edits import normalize_edits
 from .events import Events
+from .generation import Generations
 from .heads import head_ablation
 from .info import HookGroup, HookInfo, TimelineEvent
 from .kinds import MODULE_KINDS, Kind, check_callable, takes_kwargs
@@ -84,6 +86,9 @@ class HookRegistry:
         """The hub behind ``Explorer.subscribe``: its subscribers, and the firings it keeps for them while there
         are any."""
         self._dispatch.events = self.events  # a firing is logged through it: kept for subscribers while any listen
+        self.generations = Generations(root, self._prompt_found)
+        """Which steps belong to a generation (``generate()``), and where (``hookwidgets.core.hooks.generation``)."""
+        self._dispatch.generation_of = self.events.generation_of = self.generations.of
         self._model_wide = ModelWideHooks(root)  # the global kinds' hooks, on every module of the model
         self._node_hooks = NodeHooks(self.clock, self._dispatch.fire)
         self._registrar = Registrar(
@@ -191,6 +196,8 @@ class HookRegistry:
             self._drop_idle_step_tracker()
             raise
         self._hooks[(target, kind)] = info
+        if spec.name in FULL_BACKWARD_KINDS:  # torch's views of hooked outputs must not reach the model's output
+            self._registrar.root_backward.need(id(info))
         if spec.name in ARMED_BY_THE_STEP:
             self._step_armed[(target, kind)] = info
         return info
@@ -242,14 +249,16 @@ class HookRegistry:
         self._hooks.pop((info.target, info.kind), None)
         self._step_armed.pop((info.target, info.kind), None)
         self._node_hooks.discard(info)
+        self._registrar.root_backward.release(id(info), self._pending_removal if defer_root_forward else None)
 
     # Steps: one call of the root module; the first pre-hook to see a root call starts the step.
     def _ensure_step_tracker(self) -> None:
         if not self._step_handles:
             root = self._root
             eager = self._registrar.eager
+            begin = eager(lambda m, args, kwargs: self._begin_root_call(args, kwargs))
             self._step_handles = [
-                own(root, root.register_forward_pre_hook(eager(lambda m, args: self._begin_step(args)), prepend=True)),
+                own(root, root.register_forward_pre_hook(begin, prepend=True, with_kwargs=True)),
                 own(root, root.register_forward_hook(eager(self._end_step), prepend=True, always_call=True)),
             ]
 
@@ -259,13 +268,22 @@ class HookRegistry:
                 handle.remove()
             self._step_handles.clear()
 
+    def _begin_root_call(self, args: Any, kwargs: dict[str, Any]) -> None:
+        """The step tracker's pre-hook: begin the step, and read the token ids of a generation's step."""
+        self._begin_step(args)
+        self.generations.inputs(args, kwargs, call_token_ids)
+
     def _begin_step(self, args: Any) -> None:
         self._flush_pending_removals()
         if not self.clock.enter_root_call(args):
             return  # an own run, the model's call recomputed inside a backward (checkpoint), or seen already
         if self._model_wide:
             self._model_wide.sync()  # modules added to the model get the global kinds, from this step on
-        self.clock.begin_step()
+        self.generations.begin(self.clock.begin_step())
+
+    def _prompt_found(self, step: int, generation: Generation) -> None:
+        """``step`` was the prompt step of ``generation`` (its next step just began): its records say so."""
+        self.store.relabel(step, generation)
 
     def _end_step(self, module: nn.Module, args: Any, output: Any) -> None:
         if not self.clock.leave_root_call():

@@ -45,8 +45,9 @@ from .names import ModelNames, read_names
 
 HIDDEN = "\x00hidden"
 """Scope of the nodes made inside ``scope.hidden_ops()``: left out of recorded graphs."""
-HIDDEN_OPS = frozenset({"BackwardHookFunctionBackward"})
-"""Nodes the explorer's own full backward hooks add: spliced out of graphs."""
+HIDDEN_OPS = frozenset({"BackwardHookFunctionBackward", "OutputAliasBackward"})
+"""Nodes full backward hooks add (torch's, and the explorer's on the model itself: ``hooks/root_backward.py``): spliced
+out of graphs."""
 
 _PREFIX = "torch::autograd::"
 

@@ -27,12 +27,24 @@ class Sequences:
     """(rows, columns) of a vision transformer's patches, from its image input and its patch embedding."""
     tokenizer: Any = field(default=None, repr=False, compare=False)
     """The ``tokenizer=`` given, which names the token ids the run bar offers as targets; None otherwise."""
+    vocabulary: dict[int, str] = field(default_factory=dict, repr=False, compare=False)
+    """The labels ``tokens=`` gave the ids of the example inputs, by id (what names a generated id without a
+    tokenizer)."""
 
     def id_names(self, ids: list[int]) -> list[str] | None:
         """The tokenizer's strings for vocabulary ``ids`` (``#id`` for one it lacks); None without a tokenizer."""
         if self.tokenizer is None:
             return None
         return _convert(self.tokenizer, torch.tensor([ids], dtype=torch.long))[0] if ids else []
+
+    def token_names(self, ids: list[int]) -> list[str] | None:
+        """Labels for vocabulary ``ids``: the tokenizer's strings, else the labels ``tokens=`` gave those ids in the
+        example inputs (``#id`` for others); None with neither."""
+        if self.tokenizer is not None:
+            return self.id_names(ids)
+        if not self.vocabulary:
+            return None
+        return [self.vocabulary.get(i, f"#{i}") for i in ids]
 
     def labels(self, length: int, item: int = 0, decoder: bool = False) -> list[str] | None:
         """The labels of item ``item`` for a sequence axis of ``length`` (the decoder's first when ``decoder``)."""
@@ -79,7 +91,17 @@ def read_sequences(model: nn.Module, inputs: Any, tokens: Any = None, tokenizer:
     grid = patch_grid(model, inputs)
     if grid is not None:
         lengths.append(grid[0] * grid[1] + 1)
-    return Sequences(tokens, decoder_tokens, tuple(dict.fromkeys(lengths)), grid, tokenizer)
+    vocabulary = {}
+    if tokens is not None and ids is not None and tokenizer is None:
+        for row, labels in zip(ids.tolist(), tokens, strict=False):
+            vocabulary.update(zip(row, labels, strict=False))
+    return Sequences(tokens, decoder_tokens, tuple(dict.fromkeys(lengths)), grid, tokenizer, vocabulary)
+
+
+def call_token_ids(args: tuple, kwargs: dict[str, Any] | None) -> torch.Tensor | None:
+    """The token ids ``(N, T)`` of one call of the model: its ``input_ids`` keyword, else its lone integer argument."""
+    ids = _token_ids(kwargs)[0] if kwargs else None
+    return ids if ids is not None else _token_ids(args)[0]
 
 
 def _token_ids(inputs: Any) -> tuple[torch.Tensor | None, torch.Tensor | None]:

@@ -52,10 +52,20 @@ def test_a_gpt2_root_hook_says_it_once_and_the_users_loop_gets_no_warning(kind):
             assert len(ex.captures[""]["backward_pre"]) == 5
 
 
-def test_without_example_inputs_torch_says_it_at_the_first_forward_only():
+def test_without_example_inputs_the_root_hook_says_it_at_the_first_forward_and_torch_never_warns():
+    # the model's own full backward hooks are the explorer's (hooks/root_backward.py), not torch's: no torch warning
     model, ids = tm.gpt2(), tm.token_ids(2, 5)
     with Explorer(model) as ex:
         info = ex.attach("", "backward")
+        assert info.note is None
+        assert _torch_warnings(lambda: _train(model, ids)) == 0
+        assert info.note.startswith("output is a dict")
+
+
+def test_without_example_inputs_torch_says_it_at_the_first_forward_only():
+    model, ids = tm.gpt2(), tm.token_ids(2, 5)
+    with Explorer(model) as ex:
+        info = ex.attach("transformer", "backward")
         assert _torch_warnings(lambda: _train(model, ids)) == 1
         assert info.note.startswith("output is a dict")
 
