@@ -16,6 +16,7 @@ from torch.autograd.graph import GradientEdge, Node, get_gradient_edge
 
 from ..model.attention import is_attention_module
 from ..model.inputs import Inputs, call_model
+from ..model.tokens import patch_grid
 from .grid import is_spatial
 from .inputs import image_of, with_grad
 from .tap import first_tensor
@@ -32,6 +33,8 @@ class ImagePath:
     again moves to its last call, as the CAM's tap keeps it)."""
     attention_inputs: list[str]
     """Paths of the layers whose output fed an attention module, in the order the attentions ran."""
+    patches: tuple[int, int] | None = None
+    """The model's patch grid (``patch_grid``): its token outputs are these patches after the tokens before them."""
 
 
 def image_path(model: nn.Module, inputs: Inputs, image_size: tuple[int, int]) -> ImagePath:
@@ -39,6 +42,7 @@ def image_path(model: nn.Module, inputs: Inputs, image_size: tuple[int, int]) ->
     prepared, aliases = with_grad(inputs)
     image = image_of(aliases, inputs, "a CAM")
     batch = image.shape[0]
+    patches = patch_grid(model, prepared)
     found: dict[str, tuple[GradientEdge, tuple[int, ...]]] = {}
     producers: dict[int, str] = {}  # id of a candidate output -> the last module that returned it
     kept: list[torch.Tensor] = []  # keeps those ids unique until the forward is over
@@ -47,7 +51,7 @@ def image_path(model: nn.Module, inputs: Inputs, image_size: tuple[int, int]) ->
     def note(path: str):
         def hook(module: nn.Module, args: Any, output: Any) -> None:
             tensor = first_tensor(output)
-            if tensor is None or not tensor.requires_grad or not is_spatial(tuple(tensor.shape), image_size):
+            if tensor is None or not tensor.requires_grad or not is_spatial(tuple(tensor.shape), image_size, patches):
                 return
             if tensor.shape[0] != batch:
                 return
@@ -78,7 +82,7 @@ def image_path(model: nn.Module, inputs: Inputs, image_size: tuple[int, int]) ->
             handle.remove()
     reaches = Reaches(get_gradient_edge(image).node)
     layers = {path: entry for path, entry in found.items() if reaches(entry[0].node)}
-    return ImagePath(output, layers, [path for path in fed if path in layers])
+    return ImagePath(output, layers, [path for path in fed if path in layers], patches)
 
 
 class Reaches:

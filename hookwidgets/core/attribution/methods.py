@@ -17,6 +17,7 @@ from ..display import display_name, quoted
 from ..model.inputs import Inputs, Target, call_model
 from ..model.scores import Score, resolve_score
 from ..model.state import preserved_state
+from ..model.tokens import patch_grid
 from .cams import CAM_FUNCTIONS, gradcam
 from .grid import as_grid, is_spatial
 from .guided import GuidedReLUs
@@ -240,12 +241,13 @@ def _cam(
     """The CAM of ``method`` (Grad-CAM for guided Grad-CAM) at the tapped layer, at input size, in [0, 1],
     and the items whose gradient is zero all over the layer's grid (their map is blank whatever the method)."""
     acts = tap.activations
-    if acts is None or not is_spatial(tuple(acts.shape), size):
+    patches = patch_grid(model, inputs)
+    if acts is None or not is_spatial(tuple(acts.shape), size, patches):
         shape = None if acts is None else tuple(acts.shape)
         raise not_spatial_error(model, inputs, tap.path, shape, size)
     grads = tap.gradient(score, retain_graph=retain)
     # float32 arithmetic: sums over hundreds of channels lose too much in float16/bfloat16.
-    acts, grads = as_grid(acts.float(), size), as_grid(grads.float(), size)
+    acts, grads = as_grid(acts.float(), size, patches), as_grid(grads.float(), size, patches)
     cam = CAM_FUNCTIONS.get(method, gradcam)(acts, grads)
     blank = (~grads.flatten(1).any(dim=1)).nonzero().flatten().tolist()
     return normalize(upsample(cam, size)).detach(), blank

@@ -15,7 +15,7 @@ from ..model.attention_record import attention_graph_runner
 from ..model.inputs import Inputs
 from ..model.scores import resolve_score
 from ..model.state import preserved_state
-from ..model.tokens import patch_grid
+from ..model.tokens import leading_tokens, patch_grid
 
 ROLLOUT_METHODS = ("attention_rollout", "grad_attention_rollout")
 """The attention-based methods: ``(N, T)`` relevance per token, ``(N, h, w)`` for a ViT's patches."""
@@ -137,12 +137,11 @@ def _row_index(probabilities: list[torch.Tensor], position: int | None) -> int:
 
 
 def _as_grid(row: torch.Tensor, model: nn.Module, inputs: Inputs) -> torch.Tensor:
-    """A vision transformer's patch tokens as ``(N, h, w)`` (its class token dropped); ``row`` as it is otherwise."""
+    """A vision transformer's patch tokens as ``(N, h, w)`` (the tokens before them dropped); ``row`` as it is
+    otherwise."""
     grid = patch_grid(model, inputs)
-    if grid is None:
-        return row
-    extra = row.shape[-1] - grid[0] * grid[1]
-    if extra not in (0, 1):
+    extra = leading_tokens(row.shape[-1], grid)
+    if grid is None or extra is None:
         return row
     return row[:, extra:].reshape(row.shape[0], *grid)
 
