@@ -44,9 +44,7 @@ def is_spatial(shape: tuple[int, ...], image_size: tuple[int, int], patches: tup
     return len(shape) == 3 and token_grid(shape[1], image_size, patches) is not None
 
 
-def as_grid(
-    tensor: torch.Tensor, image_size: tuple[int, int], patches: tuple[int, int] | None = None
-) -> torch.Tensor:
+def as_grid(tensor: torch.Tensor, image_size: tuple[int, int], patches: tuple[int, int] | None = None) -> torch.Tensor:
     """A layer output as ``(N, C, h, w)``: 4-D is returned as is, ViT tokens ``(N, T, C)`` are reshaped (the tokens
     before the patches dropped; ``patches``: the model's patch grid, see ``token_grid``)."""
     if tensor.dim() == 4:
