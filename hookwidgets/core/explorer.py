@@ -47,6 +47,7 @@ from .graph.record import GraphRecorder
 from .graph.state import RecordedGraph
 from .hooks.edits import check_edits_fit
 from .hooks.events import Event
+from .hooks.heads import head_count
 from .hooks.kinds import KINDS, resolve_kind
 from .hooks.optim import UpdateRatioMonitor
 from .hooks.registry import FULL_BACKWARD_KINDS, HookGroup, HookInfo, HookRegistry, TimelineEvent
@@ -301,7 +302,9 @@ class Explorer:
         infos: list[HookInfo] = []
         try:  # all or nothing: a kind refused halfway takes back the kinds of this call attached before it
             for k, spec in zip(kinds, specs, strict=True):
-                infos.append(self._registry.attach(target, obj, spec, k, action, edit, copy, with_kwargs))
+                infos.append(
+                    self._registry.attach(target, obj, spec, k, action, edit, copy, with_kwargs, self._forward_probe())
+                )
             self._check_edits_fit(infos)
             self._check_collisions([i for i in infos if i.kind in FULL_BACKWARD_KINDS])
         except BaseException:
@@ -368,6 +371,26 @@ class Explorer:
             culprit = inplace_culprit(exc, self.model)
             text = explain_collision(colliding[0].kind, colliding[0].target, culprit, self.model)
             raise ValueError(text) from None
+
+    def head_count(self, target: str) -> int | None:
+        """How many heads ``("ablate_heads", […])`` finds on the module at ``target`` (its output projection found in
+        a forward of the example inputs when its name does not say); None where that edit would be refused."""
+        family, obj = resolve_target(self.model, target)
+        if family != "module":
+            return None
+        return head_count(self.model, target, obj, self._forward_probe())
+
+    def _forward_probe(self) -> Callable[[], None] | None:
+        """One forward of the example inputs as an own run (hooks silent, model left as found, no grad), for what
+        attach() checks by running; None without example inputs, or where a forward would materialize lazy modules."""
+        if self.example_inputs is None or has_lazy(self.model):
+            return None
+
+        def run() -> None:
+            with self._own_run(), preserved_state(self.model), torch.no_grad():
+                call_model(self.model, self._inputs(None))
+
+        return run
 
     @contextlib.contextmanager
     def _own_run(self) -> Iterator[None]:
