@@ -12,8 +12,9 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.autograd.graph import GradientEdge, Node, get_gradient_edge
+from torch.autograd.graph import GradientEdge, get_gradient_edge
 
+from ..graph.reach import Reaches
 from ..model.attention import is_attention_module
 from ..model.inputs import Inputs, call_model
 from ..model.tokens import patch_grid
@@ -83,28 +84,3 @@ def image_path(model: nn.Module, inputs: Inputs, image_size: tuple[int, int]) ->
     reaches = Reaches(get_gradient_edge(image).node)
     layers = {path: entry for path, entry in found.items() if reaches(entry[0].node)}
     return ImagePath(output, layers, [path for path in fed if path in layers], patches)
-
-
-class Reaches:
-    """Whether an autograd node leads back to ``source``: the graph is walked once, answers kept for every node."""
-
-    def __init__(self, source: Node) -> None:
-        self.known: dict[Node, bool] = {source: True}
-
-    def __call__(self, root: Node | None) -> bool:
-        if root is None:
-            return False
-        known, stack = self.known, [root]
-        while stack:  # iterative: a deep model's graph is deeper than Python's recursion limit
-            node = stack[-1]
-            if node in known:
-                stack.pop()
-                continue
-            children = [child for child, _ in node.next_functions if child is not None]
-            pending = [child for child in children if child not in known]
-            if pending:
-                stack.extend(pending)
-                continue
-            known[node] = any(known[child] for child in children)
-            stack.pop()
-        return known[root]

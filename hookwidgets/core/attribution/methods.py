@@ -11,9 +11,11 @@ from typing import Any, NamedTuple
 
 import torch
 from torch import nn
+from torch.autograd.graph import get_gradient_edge
 
 from ..._warnings import BlankMapWarning
 from ..display import display_name, quoted
+from ..graph.stops import Stops, check_path
 from ..model.inputs import Inputs, Target, call_model
 from ..model.scores import Score, resolve_score
 from ..model.state import preserved_state
@@ -205,10 +207,11 @@ def _attribute(
         guided = GuidedReLUs() if method in _GUIDED_METHODS else contextlib.nullcontext()
         if method == "guided_gradcam":
             guided.enabled = False  # its Grad-CAM needs the true gradients; the guided rule is for the pixel pass
-        with tap, guided:
+        with tap, guided, Stops(model) as stops:
             output = call_model(model, prepared)
         score, chosen_score = _score(model, output, chosen)
         classes, described = chosen_score.classes, chosen_score.description
+        _check_gradients(method, score, image, tap, stops)
         cam, blank = None, None
         if isinstance(tap, LayerTap):
             cam, items = _cam(model, prepared, tap, score, method, size, retain=method == "guided_gradcam")
@@ -222,6 +225,15 @@ def _attribute(
         grad = torch.zeros_like(image) if grad is None else grad
         pixels = _pixel_map(method, image.detach(), grad, cam)
         return Attribution(pixels, method, path, classes, described), blank
+
+
+def _check_gradients(method: str, score: torch.Tensor, image: torch.Tensor, tap: Any, stops: Stops) -> None:
+    """A ValueError when the gradient the method needs (at the CAM's layer, at the image for the pixel methods) stops
+    at a module that passes none."""
+    if isinstance(tap, LayerTap) and tap.edge is not None:
+        check_path(method, f"layer {quoted(tap.path)}", score, [tap.edge.node], stops)
+    if method not in CAM_METHODS and image.requires_grad:
+        check_path(method, "the input image", score, [get_gradient_edge(image).node], stops)
 
 
 def _default(model: nn.Module, inputs: Inputs, size: tuple[int, int]) -> tuple[str, nn.Module]:

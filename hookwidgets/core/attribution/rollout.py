@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from ..display import display_name
+from ..graph.stops import Stops, check_path
 from ..model.attention_record import attention_graph_runner
 from ..model.inputs import Inputs
 from ..model.scores import resolve_score
@@ -40,7 +41,8 @@ def rollout(model: nn.Module, inputs: Inputs, target: Any, position: int | None,
     except ValueError as exc:
         raise ValueError(f"{method} rolls out attention probabilities, but {exc}") from None
     with preserved_state(model), _parameters_requiring_grad(model, grad):
-        found, output = run(inputs)
+        with Stops(model) as stops:
+            found, output = run(inputs)
         stack, probabilities = self_attention_stack(found)
         row = _row_index(probabilities, position)  # an IndexError before any score is read at a wrong position
         classes, described = None, ""
@@ -49,6 +51,8 @@ def rollout(model: nn.Module, inputs: Inputs, target: Any, position: int | None,
                 output, "top" if target is None else target, position, model=model, per_item=True
             )
             classes, described = chosen.classes, chosen.description
+            sources = [t.grad_fn for t in map(_multiplied, probabilities) if t.grad_fn is not None]
+            check_path(method, "the attention probabilities", score, sources, stops)
             relevance = gradient_rollout(probabilities, _gradients(score, probabilities), row)
         else:
             relevance = attention_rollout(probabilities, row)
