@@ -20,6 +20,7 @@ from torch.autograd.graph import Node
 from ..display import display_name, quoted
 from ..model.nested import tensors_in
 from ..model.packed import packed_objects
+from ..model.tree import hookable_modules
 from .reach import Reaches
 
 STOP_NODES = ("torch::autograd::WarnNotImplemented", "torch::autograd::NotImplemented")
@@ -45,7 +46,7 @@ class Stops:
 
     def __enter__(self) -> Stops:
         try:
-            for path, module in self.model.named_modules():
+            for path, module in hookable_modules(self.model)[0]:
                 self._handles.append(module.register_forward_hook(self._hook(path)))
         except BaseException:
             self.__exit__()

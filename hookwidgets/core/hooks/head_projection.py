@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from ..model.nested import first_tensor, tensors_in
+from ..model.tree import hookable_modules
 
 Probe = Callable[[], Any]
 """Runs the model once on its example inputs, as one of the explorer's own runs (its hooks silent, state kept)."""
@@ -105,7 +106,7 @@ def _outermost_linears(root: nn.Module) -> list[tuple[str, nn.Module]]:
     """``(path, module)`` of the Linear-like modules of ``root`` not inside another one."""
     found: list[tuple[str, nn.Module]] = []
     within: set[int] = set()
-    for path, module in root.named_modules():
+    for path, module in hookable_modules(root)[0]:
         if id(module) in within:
             continue
         if in_width(module) is not None:

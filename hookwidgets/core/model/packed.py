@@ -14,6 +14,8 @@ from .nested import tensors_in
 
 def packed_objects(module: nn.Module) -> list[Any]:
     """The TorchBind objects among ``module``'s own attributes (directly, or in a list or tuple), not its children's."""
+    if isinstance(module, torch.jit.ScriptModule):
+        return []  # its compiled self is a ScriptObject too, and its weights are its parameters
     found = []
     for value in vars(module).values():
         items = value if isinstance(value, (list, tuple)) else (value,)

@@ -16,6 +16,7 @@ from torch import nn
 
 from ..display import quoted
 from .nested import first_tensor
+from .tree import hookable_modules
 
 
 @dataclass
@@ -71,7 +72,7 @@ class TailTrace:
             for path, block in self._blocks:
                 self._handles.append(block.register_forward_hook(self._block_done(path)))
             if self._head is not None:
-                for path, module in self._model.named_modules():
+                for path, module in hookable_modules(self._model)[0]:
                     if id(module) not in inside and module is not self._model:
                         self._handles.append(module.register_forward_pre_hook(self._started(path), with_kwargs=True))
                         self._handles.append(module.register_forward_hook(self._returned))
