@@ -44,8 +44,11 @@ class Sequences:
 
     def patch_tokens(self, length: int) -> int | None:
         """How many tokens precede the patches in a sequence of ``length`` (``leading_tokens``), or None when
-        ``length`` is not the patch grid's."""
-        return leading_tokens(length, self.grid)
+        ``length`` is not the patch grid's, or is the token ids' (a text tower's) but for a class token and patches."""
+        found = leading_tokens(length, self.grid)
+        if found is not None and found != 1 and length in self.lengths:
+            return None  # the lengths hold the token ids' and 1 + patches: a text sequence of this length
+        return found
 
 
 def read_sequences(model: nn.Module, inputs: Any, tokens: Any = None, tokenizer: Any = None) -> Sequences:

@@ -25,9 +25,9 @@ def quantized(model: nn.Module) -> nn.Module:
         return torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def llama():
-    return quantized(tm.llama())
+    return quantized(tm.llama())  # the tests leave it as found
 
 
 @pytest.mark.parametrize("method", ["saliency", "input_x_grad", "integrated_gradients"])
@@ -64,6 +64,7 @@ def test_gradient_rollout_refuses_at_the_first_quantized_module_after_the_attent
         Explorer(llama, ids).attribute(ids, method="grad_attention_rollout", target=5)
 
 
+@pytest.mark.filterwarnings("ignore:quantized..linear_dynamic:UserWarning")  # torch's own, at the backward
 def test_gradient_hooks_upstream_of_a_quantized_module_say_why_no_gradient_comes(llama):
     ids = tm.token_ids(length=6)
     stopped = r"^no gradient can come here: it stops at 'lm_head' " + QUANTIZED

@@ -90,3 +90,6 @@ def test_every_block_of_deit_takes_a_cam_and_the_explorer_offers_its_tokens_as_p
     assert ex.sequences.patch_tokens(18) == 2 and ex.sequences.patch_tokens(17) == 1
     assert ex.sequences.patch_tokens(40) is None  # more tokens before them than patches: not this grid
     ex.close()
+    text_and_image = {"input_ids": tm.token_ids(length=20), "pixel_values": tm.images()}
+    with Explorer(tm.clip(), text_and_image) as clip:  # a text of 20 tokens is no 4×4 grid after 4 tokens
+        assert clip.sequences.patch_tokens(20) is None and clip.sequences.patch_tokens(17) == 1
