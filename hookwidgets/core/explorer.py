@@ -48,12 +48,15 @@ from .display import display_name, quoted
 from .graph.dataflow import dataflow_graph
 from .graph.record import GraphRecorder
 from .graph.state import RecordedGraph
+from .graph.stops import Stops
 from .hooks.edits import check_edits_fit
 from .hooks.events import Event
+from .hooks.heads import head_count
 from .hooks.kinds import KINDS, resolve_kind
 from .hooks.optim import UpdateRatioMonitor
 from .hooks.registry import FULL_BACKWARD_KINDS, HookGroup, HookInfo, HookRegistry, TimelineEvent
 from .hooks.scalar_log import ScalarLog, same_destination, stats_kinds_needed
+from .hooks.stop_notes import note_stopped, stopped_notes
 from .model.attention_record import attention_runner
 from .model.attention_sources import hidden_probabilities_note
 from .model.compiled import run_eagerly
@@ -61,6 +64,7 @@ from .model.graph_calls import never_called
 from .model.inputs import Inputs, Target, call_model, describe_inputs
 from .model.lazy import MaterializedWarning, has_lazy, materialize, unmaterialized_param
 from .model.nested import map_tensors, tensors_in
+from .model.packed import holds_packed
 from .model.scores import Score, output_summary, resolve_score, top_classes
 from .model.state import preserved_state
 from .model.targets import alias_note, first_name, resolve_target, without_compiled_steps
@@ -305,7 +309,9 @@ class Explorer:
         infos: list[HookInfo] = []
         try:  # all or nothing: a kind refused halfway takes back the kinds of this call attached before it
             for k, spec in zip(kinds, specs, strict=True):
-                infos.append(self._registry.attach(target, obj, spec, k, action, edit, copy, with_kwargs))
+                infos.append(
+                    self._registry.attach(target, obj, spec, k, action, edit, copy, with_kwargs, self._forward_probe())
+                )
             self._check_edits_fit(infos)
             self._check_collisions([i for i in infos if i.kind in FULL_BACKWARD_KINDS])
         except BaseException:
@@ -339,6 +345,7 @@ class Explorer:
             warnings.warn(note, AliasWarning, stacklevel=2)
             for info in infos:
                 info.note = info.note or note  # a note of a hook that cannot fire (or runs compiled) says more
+        self._note_stopped_gradients(infos)
         for info in infos:
             if info.note:  # also on ex.hooks; logged once here, at attach, not at every firing
                 log.info("the %s hook on %s: %s", info.kind, quoted(info.target), info.note)
@@ -381,6 +388,39 @@ class Explorer:
             culprit = inplace_culprit(exc, self.model)
             text = explain_collision(colliding[0].kind, colliding[0].target, culprit, self.model)
             raise ValueError(text) from None
+
+    def _note_stopped_gradients(self, infos: list[HookInfo]) -> None:
+        """With example inputs, on a model that keeps packed weights (a quantized one), say on each hook that waits
+        for a gradient which cannot come why (``hooks/stop_notes.py``), from one forward of the example inputs."""
+        if self.example_inputs is None or has_lazy(self.model) or not holds_packed(self.model):
+            return
+        try:
+            with self._own_run(), preserved_state(self.model), torch.enable_grad(), Stops(self.model, True) as stops:
+                output = call_model(self.model, self._inputs(None))
+                roots = [t.grad_fn for t in tensors_in(output) if t.grad_fn is not None]
+                note_stopped(stopped_notes(infos, self.model, stops, roots))
+        except Exception:  # the example inputs fail: the probe said so, and the run that meets it says it again
+            return
+
+    def head_count(self, target: str) -> int | None:
+        """How many heads ``("ablate_heads", […])`` finds on the module at ``target`` (its output projection found in
+        a forward of the example inputs when its name does not say); None where that edit would be refused."""
+        family, obj = resolve_target(self.model, target)
+        if family != "module":
+            return None
+        return head_count(self.model, target, obj, self._forward_probe())
+
+    def _forward_probe(self) -> Callable[[], None] | None:
+        """One forward of the example inputs as an own run (hooks silent, model left as found, no grad), for what
+        attach() checks by running; None without example inputs, or where a forward would materialize lazy modules."""
+        if self.example_inputs is None or has_lazy(self.model):
+            return None
+
+        def run() -> None:
+            with self._own_run(), preserved_state(self.model), torch.no_grad():
+                call_model(self.model, self._inputs(None))
+
+        return run
 
     @contextlib.contextmanager
     def _own_run(self) -> Iterator[None]:
@@ -475,8 +515,10 @@ class Explorer:
             # torch says this at the first forward of a module with a dict output (then our hook steps aside); the
             # hook's note says it
             warnings.filterwarnings("ignore", message="For backward hooks to be called, module output should be")
+            # a model keeping packed weights (a quantized one): its hooks say where gradients stop, if they do
+            stops = Stops(self.model, True) if target is not None and holds_packed(self.model) else None
             try:
-                with recorder:
+                with recorder, stops if stops is not None else contextlib.nullcontext():
                     output = call_model(self.model, inputs)
             finally:
                 if record_graph:
@@ -486,7 +528,11 @@ class Explorer:
                 score, chosen = resolve_score(output, target, position, model=self.model)
                 if not score.requires_grad:  # torch would only say "element 0 of tensors does not require grad"
                     raise ValueError(self._why_no_backward(output, inputs))
+                notes = (
+                    [] if stops is None else stopped_notes(self._registry.own_hooks, self.model, stops, [score.grad_fn])
+                )
                 score.backward()
+                note_stopped(notes)  # after the firings, whose notes only see a None gradient
                 self.last_score = chosen
         return _detached(output)
 

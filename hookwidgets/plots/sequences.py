@@ -196,7 +196,7 @@ def patch_grid_figure(
     tensor: torch.Tensor | np.ndarray,
     *,
     item: int = 0,
-    class_token: bool = True,
+    class_token: bool | int = True,
     title: str = "",
     feature: int | None = None,
     grid: tuple[int, int] | None = None,
@@ -205,14 +205,15 @@ def patch_grid_figure(
     """A vision transformer's tokens ``(N, 1+P, D)`` or ``(1+P, D)`` on their √P × √P patch grid (``grid``:
     rows × columns when not square): each patch's norm over its features, or the value of ``feature``.
 
-    The class token (``class_token=True``: the first token) is drawn apart, on the same scale.
+    The class token (``class_token=True``: the first token) is drawn apart, on the same scale; an int is how many
+    tokens precede the patches (DeiT's class and distillation tokens, register tokens), drawn apart in a column.
     """
     if is_empty(tensor):
         return empty_figure(title, tensor.shape)
     if tensor.ndim not in (2, 3):
         raise ValueError(f"a patch grid needs tokens (N, 1+P, D) or (1+P, D), got shape {tuple(tensor.shape)}")
     values = as_float_array(_item(tensor, item, 3))
-    first = 1 if class_token else 0
+    first = int(class_token)
     patches = values.shape[0] - first
     if grid is None:
         side = math.isqrt(max(patches, 0))
@@ -239,7 +240,7 @@ def patch_grid_figure(
     side_in = min(5.0, max(2.0, 0.3 * max(grid)))
     cell = side_in / max(grid)
     height, width = grid[0] * cell, grid[1] * cell
-    apart = 0.9 if class_token else 0.0
+    apart = 0.9 if first else 0.0
     bottom = 0.45  # room for the tick labels and the axis label under the grid
     fig = Figure(figsize=(0.25 + apart + width + 0.95, height + bottom + 0.55))
     fw, fh = fig.get_size_inches()
@@ -250,12 +251,13 @@ def patch_grid_figure(
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("patch column", fontsize=7)
     ax.set_ylabel("patch row", fontsize=7)
-    if class_token:
-        cls_ax = fig.add_axes((0.2 / fw, (bottom + height - 0.5) / fh, 0.5 / fw, 0.5 / fh))
-        show_image(cls_ax, per_token[:1].reshape(1, 1), cmap, vmin, vmax)
+    if first:
+        tall = min(0.5 * first, height)  # one cell per token before the patches, in a column
+        cls_ax = fig.add_axes((0.2 / fw, (bottom + height - tall) / fh, 0.5 / fw, tall / fh))
+        show_image(cls_ax, per_token[:first].reshape(first, 1), cmap, vmin, vmax)
         cls_ax.set_xticks([])
         cls_ax.set_yticks([])
-        cls_ax.set_xlabel("class\ntoken", fontsize=7)
+        cls_ax.set_xlabel("class\ntoken" if first == 1 else f"{first} tokens\nbefore\npatches", fontsize=7)
     bar_ax = fig.add_axes(((0.25 + apart + width + 0.15) / fw, bottom / fh, 0.12 / fw, height / fh))
     fig.colorbar(image, cax=bar_ax).ax.tick_params(labelsize=7)
     fit_title(fig, ax, f"{literal(title)}{magnitude_note(tensor)} · {what}{nonfinite_note(per_token)}".lstrip(" ·"))

@@ -40,7 +40,7 @@ def offered_methods(explorer: Explorer, target: str) -> list[str]:
     if image is None:
         return []
     shape = _output_shape(explorer.tree, target)
-    spatial = shape is not None and is_spatial(shape, (image.shape[-2], image.shape[-1]))
+    spatial = shape is not None and is_spatial(shape, (image.shape[-2], image.shape[-1]), explorer.sequences.grid)
     return [*(LAYER_METHODS if spatial else ()), *PIXEL_METHODS[:3], *rollouts]
 
 

@@ -11,7 +11,6 @@ from ..core.capture.store import Record
 from ..core.capture.views import sequence_axis
 from ..core.display import quoted
 from ..core.explorer import Explorer
-from ..core.hooks.heads import head_count
 from ..core.model.tokens import Sequences
 from .protocol import RecordChoice
 
@@ -26,7 +25,7 @@ def edit_offers(explorer: Explorer, target: str, module: nn.Module) -> dict[str,
     """The selection's fields for the edit picker: ``axes``, ``heads`` and ``records`` of the module at ``target``."""
     return {
         "axes": output_axes(_output_shape(explorer.tree, target), explorer.sequences),
-        "heads": head_count(explorer.model, target, module),
+        "heads": explorer.head_count(target),
         "records": recorded_outputs(explorer, target),
     }
 

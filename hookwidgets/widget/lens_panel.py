@@ -10,7 +10,7 @@ import torch
 from ..core.attribution.tokens import token_ids
 from ..core.display import display_name
 from ..core.explorer import Explorer
-from ..core.model.blocks import final_projection
+from ..core.model.blocks import output_embedding
 from .protocol import Lens
 
 MAX_POSITIONS = 64
@@ -24,7 +24,7 @@ def lens_offer(explorer: Explorer) -> Lens:
     reason = ""
     if explorer.example_inputs is None or token_ids(explorer.example_inputs) is None:
         reason = "the logit lens reads token predictions: it needs example inputs holding token ids"
-    elif final_projection(explorer.model) is None:
+    elif output_embedding(explorer.model) is None:
         reason = (
             f"{display_name(type(explorer.model).__name__)} declares no output embedding to read its blocks through"
         )

@@ -16,6 +16,7 @@ class TreeNode(TypedDict):
     cls: str
     trainable: int | None
     frozen: int | None
+    packed: int
     shape: list[int | str] | None
     dtype: str | None
     children: list["TreeNode"]

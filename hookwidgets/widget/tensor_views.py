@@ -87,7 +87,7 @@ def draw(
         return token_map_figure(tensor.movedim(axis, 1), labels, title=title, diverging=gradient)
     if view == "patches":
         first = context.sequences.patch_tokens(tensor.shape[1])
-        return patch_grid_figure(tensor, class_token=first == 1, grid=context.sequences.grid, title=title)
+        return patch_grid_figure(tensor, class_token=first or 0, grid=context.sequences.grid, title=title)
     if view == "bars":
         values = tensor[0] if tensor.dim() == 2 else tensor.reshape(-1)
         return bars_figure(values, title=title, diverging=gradient)

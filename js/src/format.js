@@ -24,12 +24,14 @@ export function formatCount(n) {
   return String(v);
 }
 
-/** Parameter counts as "12.3k", with frozen ones appended when present: "12.3k (+1k frozen)".
+/** Parameter counts as "12.3k", with frozen ones appended when present: "12.3k (+1k frozen)", and how many of those
+ * are packed weights (a quantized module's): "0 (+1k frozen, 1k packed)".
  * A null count is unknown (a lazy module not materialized yet) and reads "uninitialized". */
-export function formatParams(trainable, frozen) {
+export function formatParams(trainable, frozen, packed = 0) {
   const base = trainable === null ? UNINITIALIZED : formatCount(trainable ?? 0);
   if (frozen === null) return `${base} (+${UNINITIALIZED} frozen)`;
-  return frozen > 0 ? `${base} (+${formatCount(frozen)} frozen)` : base;
+  const inPacks = packed > 0 ? `, ${formatCount(packed)} packed` : "";
+  return frozen > 0 ? `${base} (+${formatCount(frozen)} frozen${inPacks})` : base;
 }
 
 const UNINITIALIZED = "uninitialized";

@@ -49,6 +49,11 @@ test("formatParams appends frozen parameters only when there are some", () => {
   assert.equal(formatParams(undefined, undefined), "0");
 });
 
+test("formatParams says how many frozen parameters are packed weights of quantized modules", () => {
+  assert.equal(formatParams(0, 1552, 1552), "0 (+1.6k frozen, 1.6k packed)");
+  assert.equal(formatParams(64, 0, 0), "64");
+});
+
 test("formatParams reads a null count (lazy parameters not materialized) as uninitialized, never 0", () => {
   assert.equal(formatParams(null, 0), "uninitialized");
   assert.equal(formatParams(null, 1000), "uninitialized (+1k frozen)");

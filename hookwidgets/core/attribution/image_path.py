@@ -12,10 +12,12 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.autograd.graph import GradientEdge, Node, get_gradient_edge
+from torch.autograd.graph import GradientEdge, get_gradient_edge
 
+from ..graph.reach import Reaches
 from ..model.attention import is_attention_module
 from ..model.inputs import Inputs, call_model
+from ..model.tokens import patch_grid
 from .grid import is_spatial
 from .inputs import image_of, with_grad
 from .tap import first_tensor
@@ -32,6 +34,8 @@ class ImagePath:
     again moves to its last call, as the CAM's tap keeps it)."""
     attention_inputs: list[str]
     """Paths of the layers whose output fed an attention module, in the order the attentions ran."""
+    patches: tuple[int, int] | None = None
+    """The model's patch grid (``patch_grid``): its token outputs are these patches after the tokens before them."""
 
 
 def image_path(model: nn.Module, inputs: Inputs, image_size: tuple[int, int]) -> ImagePath:
@@ -39,6 +43,7 @@ def image_path(model: nn.Module, inputs: Inputs, image_size: tuple[int, int]) ->
     prepared, aliases = with_grad(inputs)
     image = image_of(aliases, inputs, "a CAM")
     batch = image.shape[0]
+    patches = patch_grid(model, prepared)
     found: dict[str, tuple[GradientEdge, tuple[int, ...]]] = {}
     producers: dict[int, str] = {}  # id of a candidate output -> the last module that returned it
     kept: list[torch.Tensor] = []  # keeps those ids unique until the forward is over
@@ -47,7 +52,7 @@ def image_path(model: nn.Module, inputs: Inputs, image_size: tuple[int, int]) ->
     def note(path: str):
         def hook(module: nn.Module, args: Any, output: Any) -> None:
             tensor = first_tensor(output)
-            if tensor is None or not tensor.requires_grad or not is_spatial(tuple(tensor.shape), image_size):
+            if tensor is None or not tensor.requires_grad or not is_spatial(tuple(tensor.shape), image_size, patches):
                 return
             if tensor.shape[0] != batch:
                 return
@@ -78,29 +83,4 @@ def image_path(model: nn.Module, inputs: Inputs, image_size: tuple[int, int]) ->
             handle.remove()
     reaches = Reaches(get_gradient_edge(image).node)
     layers = {path: entry for path, entry in found.items() if reaches(entry[0].node)}
-    return ImagePath(output, layers, [path for path in fed if path in layers])
-
-
-class Reaches:
-    """Whether an autograd node leads back to ``source``: the graph is walked once, answers kept for every node."""
-
-    def __init__(self, source: Node) -> None:
-        self.known: dict[Node, bool] = {source: True}
-
-    def __call__(self, root: Node | None) -> bool:
-        if root is None:
-            return False
-        known, stack = self.known, [root]
-        while stack:  # iterative: a deep model's graph is deeper than Python's recursion limit
-            node = stack[-1]
-            if node in known:
-                stack.pop()
-                continue
-            children = [child for child, _ in node.next_functions if child is not None]
-            pending = [child for child in children if child not in known]
-            if pending:
-                stack.extend(pending)
-                continue
-            known[node] = any(known[child] for child in children)
-            stack.pop()
-        return known[root]
+    return ImagePath(output, layers, [path for path in fed if path in layers], patches)

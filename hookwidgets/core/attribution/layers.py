@@ -40,7 +40,7 @@ def default_layer(model: nn.Module, inputs: Inputs, image_size: tuple[int, int])
     if not candidates:
         raise ValueError(
             f"no layer of {display_name(type(model).__name__)} has a spatial output computed from the image for "
-            "these inputs: CAM methods need a layer output of shape (N, C, H, W) or ViT tokens (N, 1+H·W, C); "
+            "these inputs: CAM methods need a layer output of shape (N, C, H, W) or ViT tokens (N, k+H·W, C); "
             "use a pixel method such as method='saliency' instead"
         )
     last = candidates[-1]
@@ -72,7 +72,7 @@ def not_spatial_error(
     hint = f"suitable layers{more}: {shown}" if suitable else "no layer of this model has one"
     return ValueError(
         f"layer {quoted(path)} has {what}, not a spatial map: CAM methods need an output (N, C, H, W) "
-        f"or ViT tokens (N, 1+H·W, C); {hint}"
+        f"or ViT tokens (N, k+H·W, C), k tokens before the patches; {hint}"
     )
 
 
@@ -94,7 +94,7 @@ def layers_reached(
     return [
         (path, shape)
         for (path, (_, shape)), grad in zip(layers.items(), grads, strict=True)
-        if grad is not None and as_grid(grad, image_size)[items].flatten(1).any(dim=1).all()
+        if grad is not None and as_grid(grad, image_size, found.patches)[items].flatten(1).any(dim=1).all()
     ]
 
 

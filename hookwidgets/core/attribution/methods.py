@@ -11,12 +11,15 @@ from typing import Any, NamedTuple
 
 import torch
 from torch import nn
+from torch.autograd.graph import get_gradient_edge
 
 from ..._warnings import BlankMapWarning
 from ..display import display_name, quoted
+from ..graph.stops import Stops, check_path
 from ..model.inputs import Inputs, Target, call_model
 from ..model.scores import Score, resolve_score
 from ..model.state import preserved_state
+from ..model.tokens import patch_grid
 from .cams import CAM_FUNCTIONS, gradcam
 from .grid import as_grid, is_spatial
 from .guided import GuidedReLUs
@@ -204,10 +207,11 @@ def _attribute(
         guided = GuidedReLUs() if method in _GUIDED_METHODS else contextlib.nullcontext()
         if method == "guided_gradcam":
             guided.enabled = False  # its Grad-CAM needs the true gradients; the guided rule is for the pixel pass
-        with tap, guided:
+        with tap, guided, Stops(model) as stops:
             output = call_model(model, prepared)
         score, chosen_score = _score(model, output, chosen)
         classes, described = chosen_score.classes, chosen_score.description
+        _check_gradients(method, score, image, tap, stops)
         cam, blank = None, None
         if isinstance(tap, LayerTap):
             cam, items = _cam(model, prepared, tap, score, method, size, retain=method == "guided_gradcam")
@@ -221,6 +225,15 @@ def _attribute(
         grad = torch.zeros_like(image) if grad is None else grad
         pixels = _pixel_map(method, image.detach(), grad, cam)
         return Attribution(pixels, method, path, classes, described), blank
+
+
+def _check_gradients(method: str, score: torch.Tensor, image: torch.Tensor, tap: Any, stops: Stops) -> None:
+    """A ValueError when the gradient the method needs (at the CAM's layer, at the image for the pixel methods) stops
+    at a module that passes none."""
+    if isinstance(tap, LayerTap) and tap.edge is not None:
+        check_path(method, f"layer {quoted(tap.path)}", score, [tap.edge.node], stops)
+    if method not in CAM_METHODS and image.requires_grad:
+        check_path(method, "the input image", score, [get_gradient_edge(image).node], stops)
 
 
 def _default(model: nn.Module, inputs: Inputs, size: tuple[int, int]) -> tuple[str, nn.Module]:
@@ -240,12 +253,13 @@ def _cam(
     """The CAM of ``method`` (Grad-CAM for guided Grad-CAM) at the tapped layer, at input size, in [0, 1],
     and the items whose gradient is zero all over the layer's grid (their map is blank whatever the method)."""
     acts = tap.activations
-    if acts is None or not is_spatial(tuple(acts.shape), size):
+    patches = patch_grid(model, inputs)
+    if acts is None or not is_spatial(tuple(acts.shape), size, patches):
         shape = None if acts is None else tuple(acts.shape)
         raise not_spatial_error(model, inputs, tap.path, shape, size)
     grads = tap.gradient(score, retain_graph=retain)
     # float32 arithmetic: sums over hundreds of channels lose too much in float16/bfloat16.
-    acts, grads = as_grid(acts.float(), size), as_grid(grads.float(), size)
+    acts, grads = as_grid(acts.float(), size, patches), as_grid(grads.float(), size, patches)
     cam = CAM_FUNCTIONS.get(method, gradcam)(acts, grads)
     blank = (~grads.flatten(1).any(dim=1)).nonzero().flatten().tolist()
     return normalize(upsample(cam, size)).detach(), blank

@@ -11,12 +11,13 @@ import torch
 from torch import nn
 
 from ..display import display_name
+from ..graph.stops import Stops, check_path
 from ..model.attention_record import attention_graph_runner
 from ..model.inputs import Inputs
 from ..model.meta import no_values
 from ..model.scores import resolve_score
 from ..model.state import preserved_state
-from ..model.tokens import patch_grid
+from ..model.tokens import leading_tokens, patch_grid
 
 ROLLOUT_METHODS = ("attention_rollout", "grad_attention_rollout")
 """The attention-based methods: ``(N, T)`` relevance per token, ``(N, h, w)`` for a ViT's patches."""
@@ -41,7 +42,8 @@ def rollout(model: nn.Module, inputs: Inputs, target: Any, position: int | None,
     except ValueError as exc:
         raise ValueError(f"{method} rolls out attention probabilities, but {exc}") from None
     with preserved_state(model), _parameters_requiring_grad(model, grad):
-        found, output = run(inputs)
+        with Stops(model) as stops:
+            found, output = run(inputs)
         stack, probabilities = self_attention_stack(found)
         if probabilities[0].is_meta:
             raise ValueError(no_values(method, f"the attention of {stack}"))
@@ -52,6 +54,8 @@ def rollout(model: nn.Module, inputs: Inputs, target: Any, position: int | None,
                 output, "top" if target is None else target, position, model=model, per_item=True
             )
             classes, described = chosen.classes, chosen.description
+            sources = [t.grad_fn for t in map(_multiplied, probabilities) if t.grad_fn is not None]
+            check_path(method, "the attention probabilities", score, sources, stops)
             relevance = gradient_rollout(probabilities, _gradients(score, probabilities), row)
         else:
             relevance = attention_rollout(probabilities, row)
@@ -140,12 +144,11 @@ def _row_index(probabilities: list[torch.Tensor], position: int | None) -> int:
 
 
 def _as_grid(row: torch.Tensor, model: nn.Module, inputs: Inputs) -> torch.Tensor:
-    """A vision transformer's patch tokens as ``(N, h, w)`` (its class token dropped); ``row`` as it is otherwise."""
+    """A vision transformer's patch tokens as ``(N, h, w)`` (the tokens before them dropped); ``row`` as it is
+    otherwise."""
     grid = patch_grid(model, inputs)
-    if grid is None:
-        return row
-    extra = row.shape[-1] - grid[0] * grid[1]
-    if extra not in (0, 1):
+    extra = leading_tokens(row.shape[-1], grid)
+    if grid is None or extra is None:
         return row
     return row[:, extra:].reshape(row.shape[0], *grid)
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
+from torch.autograd.graph import get_gradient_edge
 
+from ..display import quoted
+from ..graph.stops import Stops, check_path
 from ..model.inputs import Inputs, call_model, describe_inputs
 from ..model.nested import rebuilt_mapping
 from ..model.scores import resolve_score
@@ -108,8 +112,8 @@ def token_attribution(
     _check_options(method, n_steps, internal_batch_size)
     with preserved_state(model), torch.enable_grad(), EmbeddingTap(model) as tap:
         tap.watch(ids, _leaf)
-        with torch.set_grad_enabled(method != "integrated_gradients"):  # IG's gradients come from its steps' runs
-            output = call_model(model, inputs)
+        with torch.set_grad_enabled(method != "integrated_gradients"), Stops(model) as stops:
+            output = call_model(model, inputs)  # IG's gradients come from its steps' runs
         embedding = tap.output
         if embedding is None:
             raise ValueError(
@@ -125,10 +129,11 @@ def token_attribution(
             # The classes are fixed by the actual input's run, as Captum's IG takes a given target: re-picking the
             # top class at every step along the path would integrate the gradients of different scores.
             fixed = chosen.classes if chosen.classes is not None else target
-            steps = _Steps(model, inputs, tap, fixed, position, len(ids))
+            steps = _Steps(model, inputs, tap, fixed, position, len(ids), path)
             grads = steps.integrated(embedding.detach(), base, n_steps, internal_batch_size)
             scores = ((embedding.detach() - base) * grads).sum(-1)
         else:
+            check_path(method, f"the embedding {quoted(path)}", score, [get_gradient_edge(embedding).node], stops)
             (grad,) = torch.autograd.grad(score, [embedding], allow_unused=True)
             grad = torch.zeros_like(embedding) if grad is None else grad
             scores = grad.abs().sum(-1) if method == "saliency" else (embedding.detach() * grad).sum(-1)
@@ -177,10 +182,17 @@ class _Steps:
     """The forwards of integrated gradients: many steps in one batch, the other inputs repeated along it."""
 
     def __init__(
-        self, model: nn.Module, inputs: Inputs, tap: EmbeddingTap, target: Any, position: int | None, items: int
+        self,
+        model: nn.Module,
+        inputs: Inputs,
+        tap: EmbeddingTap,
+        target: Any,
+        position: int | None,
+        items: int,
+        path: str,
     ) -> None:
         self.model, self.inputs, self.tap = model, inputs, tap
-        self.target, self.position, self.items = target, position, items
+        self.target, self.position, self.items, self.path = target, position, items, path
 
     def integrated(
         self, embedding: torch.Tensor, base: torch.Tensor, n_steps: int, internal_batch_size: int | None
@@ -191,21 +203,28 @@ class _Steps:
         total = torch.zeros_like(embedding)
         for start in range(0, n_steps, per_batch):
             chunk = slice(start, start + per_batch)
-            total = total + self._chunk(embedding, base, alphas[chunk], weights[chunk])
+            total = total + self._chunk(embedding, base, alphas[chunk], weights[chunk], checked=start > 0)
         return total
 
     def _chunk(
-        self, embedding: torch.Tensor, base: torch.Tensor, alphas: list[float], weights: list[float]
+        self, embedding: torch.Tensor, base: torch.Tensor, alphas: list[float], weights: list[float], checked: bool
     ) -> torch.Tensor:
+        """The weighted gradients at one chunk of the path's points; the first chunk (not ``checked``) also checks
+        that the gradient reaches the embedding."""
         steps = len(alphas)
         shape = (steps, *[1] * embedding.dim())
         alpha = torch.tensor(alphas, dtype=embedding.dtype, device=embedding.device).reshape(shape)
         path = (base + alpha * (embedding - base)).reshape(steps * len(embedding), *embedding.shape[1:])
         path.requires_grad_(True)
         inputs = _repeated(self.inputs, self.items, steps)
-        with self.tap.watch(token_ids(inputs), lambda _: path):
+        stops = None if checked else Stops(self.model)
+        watching = stops if stops is not None else contextlib.nullcontext()
+        with self.tap.watch(token_ids(inputs), lambda _: path), watching:
             output = call_model(self.model, inputs)
         score, _ = resolve_score(output, self._target(steps), self.position, model=self.model, per_item=True)
+        if stops is not None:
+            where = f"the embedding {quoted(self.path)}"
+            check_path("integrated_gradients", where, score, [get_gradient_edge(path).node], stops)
         if self.target == "loss":
             score = score * steps  # the loss is a mean over the batch: each step's own loss has `steps` times its grad
         (grad,) = torch.autograd.grad(score, [path], allow_unused=True)

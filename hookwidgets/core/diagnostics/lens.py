@@ -7,11 +7,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..model.blocks import Unembed, block_stack, decoder_blocks, final_projection
+from ..display import quoted
+from ..model.blocks import Unembed, block_stack, decoder_blocks, output_embedding
 from ..model.inputs import Inputs, call_model
 from ..model.meta import no_values
-from ..model.nested import first_tensor
 from ..model.scores import output_scores
+from ..model.tail import TailTrace
 
 NO_UNEMBED = (
     "{model} declares no output embedding (get_output_embeddings()), so the logit lens cannot read its blocks: "
@@ -21,32 +22,24 @@ NO_UNEMBED = (
 
 def logit_lens(model: nn.Module, inputs: Inputs, *, top_k: int = 5, unembed: Unembed | None = None) -> dict[str, Any]:
     """``{"layers", "ids", "probs"}`` of one forward: a row per block (in the order they ran), then ``"output"`` (the
-    model's own logits); ``ids`` and ``probs`` are ``(L, N, T, top_k)``. Runs as called: no grad mode, no state kept."""
+    model's own logits); ``ids`` and ``probs`` are ``(L, N, T, top_k)``. Each block's output is read through what the
+    forward ran between the last block and the output embedding (``tail``), then that embedding; ``unembed``
+    replaces both. Runs as called: no grad mode, no state kept."""
     if not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be a positive int, got {top_k!r}")
-    stack = block_stack(model)  # one walk, for the final norm and the blocks
-    project = unembed if unembed is not None else final_projection(model, stack)
-    if project is None:
+    stack = block_stack(model)  # one walk, for the blocks
+    blocks = decoder_blocks(model, stack)
+    head = None if unembed is not None else output_embedding(model)
+    if unembed is None and head is None:
         raise ValueError(NO_UNEMBED.format(model=type(model).__name__))
-    rows: list[tuple[str, torch.Tensor, torch.Tensor]] = []
-
-    def read(path: str) -> Any:
-        def hook(module: nn.Module, args: Any, output: Any) -> None:
-            hidden = first_tensor(output)
-            if hidden is not None:  # top-k kept, the (N, T, vocabulary) logits let go at once
-                rows.append((path, *_top(project(hidden), top_k)))
-
-        return hook
-
-    handles = [block.register_forward_hook(read(path)) for path, block in decoder_blocks(model, stack)]
-    try:
+    with TailTrace(model, blocks, head) as trace:
         output = call_model(model, inputs)
-    finally:
-        for handle in handles:
-            handle.remove()
     logits = output_scores(output).tensor
     if logits.is_meta:  # so are the blocks' rows: no top tokens to rank
         raise ValueError(no_values("logit_lens()", "the model's output"))
+    project = unembed if unembed is not None else _through(model, head, trace)
+    # top-k kept per row, its (N, T, vocabulary) logits let go at once
+    rows = [(path, *_top(project(hidden), top_k)) for path, hidden in trace.rows]
     rows.append(("output", *_top(logits, top_k)))
     names = _numbered([path for path, _, _ in rows])
     shapes = {tuple(ids.shape) for _, ids, _ in rows}
@@ -58,6 +51,17 @@ def logit_lens(model: nn.Module, inputs: Inputs, *, top_k: int = 5, unembed: Une
         "ids": torch.stack([ids for _, ids, _ in rows]),
         "probs": torch.stack([probs for _, _, probs in rows]),
     }
+
+
+def _through(model: nn.Module, head: nn.Module, trace: TailTrace) -> Unembed:
+    """``hidden -> logits``: the tail the forward ran after its last block (checked there), then the head."""
+    name = next((quoted(path) for path, module in model.named_modules() if module is head), type(head).__name__)
+    tail = trace.tail(name)
+
+    def project(hidden: torch.Tensor) -> torch.Tensor:
+        return head(tail(hidden))
+
+    return project
 
 
 def _top(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,12 +1,17 @@
 """``("ablate_heads", [h, ...])``: zero those heads' slice of an attention module's context (the heads' outputs,
 concatenated) right before its output projection, wherever that projection is.
 
-Three places: a child projection the module calls (GPT-2's ``c_proj``, Llama's and ViT's ``o_proj``, ``proj``, BERT's
-``output.dense`` seen from ``BertAttention``): a forward pre-hook zeroes the slice of its input. A module whose output
-is the context (BERT's ``attention.self``, projected by its sibling ``output.dense``): the slice of its first output is
-zeroed. ``nn.MultiheadAttention``, which applies ``out_proj``'s weight inside its forward without calling the module:
-the forward is run again with the heads' columns of that weight zeroed — exactly the projection of the context with
-the slice zeroed, with the same graph to every parameter; the first result is dropped (one extra attention per call).
+The projection of a module that holds its heads (a head count attribute) is found by structure in a forward of the
+example inputs (``head_projection``: the Linear fed by the heads' context); without example inputs, and for a module
+whose heads are a child's (BERT's attention wrapper), by its name as a hint.
+
+Three places: a projection the module calls (GPT-2's ``c_proj``, Llama's ``o_proj``, DistilBERT's ``out_lin``, BLIP's
+``projection``, BERT's ``output.dense`` seen from ``BertAttention``): a forward pre-hook zeroes the slice of its input.
+A module whose output is the context (BERT's ``attention.self``, projected by its sibling ``output.dense``): the slice
+of its first output is zeroed. ``nn.MultiheadAttention``, which applies ``out_proj``'s weight inside its forward
+without calling the module: the forward is run again with the heads' columns of that weight zeroed — exactly the
+projection of the context with the slice zeroed, with the same graph to every parameter; the first result is dropped
+(one extra attention per call).
 """
 
 from __future__ import annotations
@@ -23,19 +28,22 @@ from torch.utils.hooks import RemovableHandle
 from ..._warnings import HookFailedWarning
 from .._torch import reparametrized
 from ..display import quoted
+from .head_projection import Probe, Projection, in_width, probed_projection
 from .info import HookInfo
 from .own_runs import OWN_RUN
 from .owned import own
 
 PROJECTIONS = ("c_proj", "o_proj", "out_proj", "proj", "output.dense", "dense")
-"""Names of an output projection a module calls, tried in order."""
+"""Names of an output projection a module calls, tried in order where no probe can find it (no example inputs)."""
 HEAD_COUNTS = ("num_heads", "num_attention_heads", "n_head", "n_heads", "heads")
 HEAD_DIMS = ("head_dim", "attention_head_size")
 LOOKED_FOR = (
-    f"a child output projection ({', '.join(PROJECTIONS)}), a sibling 'output.dense' projecting this module's output "
-    "(as in BERT's attention.self), or nn.MultiheadAttention; and the head count in an attribute "
-    f"({', '.join(HEAD_COUNTS)}) or config.num_attention_heads"
+    "a Linear the module calls on its heads' context, or one that takes its output (as BERT's attention.self's "
+    "sibling output.dense), in a forward of the example inputs; without them, a child projection by name "
+    f"({', '.join(PROJECTIONS)}) or a sibling 'output.dense'; or nn.MultiheadAttention; and the head count in an "
+    f"attribute ({', '.join(HEAD_COUNTS)}) or config.num_attention_heads"
 )
+NO_PROBE = ": give the explorer example_inputs, so that a forward finds the Linear fed by the heads' context"
 
 
 class HeadPlan(NamedTuple):
@@ -49,13 +57,14 @@ class HeadPlan(NamedTuple):
 
 
 def head_ablation(
-    root: nn.Module, target: str, module: nn.Module, heads: tuple[int, ...]
+    root: nn.Module, target: str, module: nn.Module, heads: tuple[int, ...], probe: Probe | None = None
 ) -> tuple[HeadPlan, Callable[[HookInfo, bool], list[RemovableHandle]]]:
-    """Where the heads of ``module`` (at ``target``) meet the output projection, checked now: the plan, and
-    ``install(info, raises)``, which places the hook zeroing ``heads`` and returns its handles; a ValueError naming
-    the module and what was looked for when there is no such place or ``heads`` are out of range."""
+    """Where the heads of ``module`` (at ``target``) meet the output projection, checked now (``probe``: a forward of
+    the example inputs, see ``head_projection``): the plan, and ``install(info, raises)``, which places the hook
+    zeroing ``heads`` and returns its handles; a ValueError naming the module and what was looked for when there is
+    no such place or ``heads`` are out of range."""
     where = f"module {quoted(target)} ({type(module).__name__})"
-    place, path, projection, count, dim = _heads_of(root, target, module)
+    place, path, projection, count, dim = _heads_of(root, target, module, probe)
     if heads[-1] >= count:
         raise ValueError(
             f"('ablate_heads', {list(heads)}) on {where}: head {heads[-1]} is out of range, it has {count}"
@@ -75,32 +84,46 @@ def head_ablation(
     return HeadPlan(place, path, heads, dim), install
 
 
-def head_count(root: nn.Module, target: str, module: nn.Module) -> int | None:
-    """How many heads ``("ablate_heads", …)`` finds on ``module`` (at ``target``); None where it would be refused."""
-    try:
-        return _heads_of(root, target, module)[3]
-    except ValueError:
-        return None
+def head_count(root: nn.Module, target: str, module: nn.Module, probe: Probe | None = None) -> int | None:
+    """How many heads ``("ablate_heads", …)`` finds on ``module`` (at ``target``); None where it would be refused.
+    The names are tried first here, then ``probe`` (a forward) when they find no projection."""
+    if _head_count(module) is None:
+        return None  # no heads to count: no forward needed to say so
+    for tried in (None, probe) if probe is not None else (None,):
+        try:
+            return _heads_of(root, target, module, tried)[3]
+        except ValueError:
+            continue
+    return None
 
 
-def _heads_of(root: nn.Module, target: str, module: nn.Module) -> tuple[str, str, nn.Module | None, int, int]:
+def _heads_of(
+    root: nn.Module, target: str, module: nn.Module, probe: Probe | None
+) -> tuple[str, str, nn.Module | None, int, int]:
     """(place, path, projection, head count, head dim) of a head ablation on ``module``; a ValueError naming the
     module and what was looked for when its heads' context and output projection are not found."""
     where = f"module {quoted(target)} ({type(module).__name__})"
     count = _head_count(module)
-    name, projection = "", None
+    path, projection = target, None
     if isinstance(module, nn.MultiheadAttention):
         if reparametrized is None:  # pragma: no cover - every torch hookwidgets supports has it
             raise ValueError(f"('ablate_heads', …) on {where}: this torch cannot swap out_proj's weight for a call")
         place, width = "mha", module.embed_dim
     else:
-        name, projection = _child_projection(module)
-        place = "input" if projection is not None else ("output" if _sibling_projection(root, target) else None)
-        width = _width(module, projection)
-    path = f"{target}.{name}".lstrip(".") if place == "input" else target
+        # a forward shows the projection of the module that holds the heads; a module whose heads are a child's (a
+        # wrapper such as BERT's attention, or a block holding attention and MLP) is left to the names
+        own = probe is not None and _head_count(module, children=False) is not None
+        found = probed_projection(root, module, probe) if own else None
+        if found is None:  # no forward to look in: the names, as a hint
+            found = _named_projection(root, target, module)
+        place = found.place if found is not None else None
+        if found is not None and found.place == "input":
+            path, projection = found.path, found.module
+        width = None if found is None else in_width(found.module)
     if place is None or count is None:
         missing = "no output projection" if place is None else "no head count"
-        raise ValueError(f"('ablate_heads', …) on {where}: {missing} found; looked for {LOOKED_FOR}")
+        hint = NO_PROBE if probe is None and count is not None else ""
+        raise ValueError(f"('ablate_heads', …) on {where}: {missing} found; looked for {LOOKED_FOR}{hint}")
     dim = _head_dim(module, width, count)
     if width is not None and width != count * dim:
         raise ValueError(
@@ -177,42 +200,27 @@ def _rerun_mha(module: nn.MultiheadAttention, args: tuple, kwargs: dict, mask: M
         return module.forward(*args, **kwargs)
 
 
-def _child_projection(module: nn.Module) -> tuple[str, nn.Module | None]:
+def _named_projection(root: nn.Module, target: str, module: nn.Module) -> Projection | None:
+    """The projection by name: a Linear-like child of ``PROJECTIONS``, else a sibling ``output.dense``."""
     for name in PROJECTIONS:
         try:
             child = module.get_submodule(name)
         except AttributeError:
             continue
-        if _width(module, child) is not None:
-            return name, child
-    return "", None
-
-
-def _sibling_projection(root: nn.Module, target: str) -> bool:
+        if in_width(child) is not None:
+            return Projection("input", f"{target}.{name}".lstrip("."), child)
     if not target:
-        return False
+        return None
     parent = root.get_submodule(target.rpartition(".")[0])
     try:
-        parent.get_submodule("output.dense")
+        sibling = parent.get_submodule("output.dense")
     except AttributeError:
-        return False
-    return True
-
-
-def _width(module: nn.Module, projection: nn.Module | None) -> int | None:
-    """The context's width: the projection's input features (a Linear's ``in_features``, a Conv1D's weight rows)."""
-    if projection is None:
         return None
-    if isinstance(projection, nn.Linear):
-        return projection.in_features
-    weight = getattr(projection, "weight", None)
-    if type(projection).__name__ == "Conv1D" and isinstance(weight, torch.Tensor) and weight.dim() == 2:
-        return weight.shape[0]  # transformers' Conv1D: y = x @ weight + bias
-    return None
+    return Projection("output", target, sibling)
 
 
-def _head_count(module: nn.Module) -> int | None:
-    for holder in (module, *module.children()):
+def _head_count(module: nn.Module, children: bool = True) -> int | None:
+    for holder in (module, *module.children()) if children else (module,):
         for name in HEAD_COUNTS:
             value = getattr(holder, name, None)
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:

@@ -34,6 +34,7 @@ from .dispatch import ON_ERROR, TIMELINE_CAP, Dispatch
 from .edits import normalize_edits
 from .events import Events
 from .generation import Generations
+from .head_projection import Probe
 from .heads import head_ablation
 from .info import HookGroup, HookInfo, TimelineEvent
 from .kinds import MODULE_KINDS, Kind, check_callable, takes_kwargs
@@ -151,8 +152,10 @@ class HookRegistry:
         edit: Any = None,
         copy: bool = False,
         with_kwargs: bool = False,
+        probe: Probe | None = None,
     ) -> HookInfo:
-        """Attach one hook; attaching ``(target, kind)`` again replaces it rather than stacking."""
+        """Attach one hook; attaching ``(target, kind)`` again replaces it rather than stacking (``probe``: a forward
+        of the example inputs, where an edit finds its place by running)."""
         check_action(action)
         edits = normalize_edits(edit)
         if callable(action):
@@ -172,7 +175,9 @@ class HookRegistry:
                     f"('ablate_heads', …) edits an attention module's heads: attach it with kind 'forward' on the "
                     f"attention module, not kind {kind!r} on {quoted(target)}"
                 )
-            plan, install_heads = head_ablation(self._root, target, obj, heads)  # refused here when there is no place
+            plan, install_heads = head_ablation(
+                self._root, target, obj, heads, probe
+            )  # refused here when there is no place
         if action in ("stats", "print"):
             native.load_in_background()  # the kernel is ready before the hook first fires
         self.detach(target, kind)

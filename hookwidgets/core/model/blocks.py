@@ -1,9 +1,9 @@
 """A sequence model's residual blocks and the projection from its residual stream to logits (final norm, unembedding).
 
 Found by structure, not by name: the blocks are the last outermost ``nn.ModuleList`` whose items share one type
-(GPT-2's ``transformer.h``, Llama's ``model.layers``, an encoder-decoder's decoder layers); the final norm is the
-last child of that list's owner, registered after it, whose parameters are all ``(hidden,)`` vectors (LayerNorm,
-RMSNorm); the unembedding is ``model.get_output_embeddings()``, as transformers models declare it.
+(GPT-2's ``transformer.h``, Llama's ``model.layers``, an encoder-decoder's decoder layers); the unembedding is
+``model.get_output_embeddings()``, as transformers models declare it. What runs between them (a final norm, a
+projection) is found in a forward, by ``tail``.
 """
 
 from __future__ import annotations
@@ -59,35 +59,9 @@ def decoder_blocks(model: nn.Module, stack: BlockStack | None = None) -> list[tu
     return [(f"{path}.{i}" if path else str(i), block) for i, block in enumerate(found.blocks)]
 
 
-def final_projection(model: nn.Module, stack: BlockStack | None = None) -> Unembed | None:
-    """``hidden -> logits`` through the model's final norm (when it has one) and output embedding; None when the
-    model declares no output embedding (``get_output_embeddings()``, as transformers language models do)."""
+def output_embedding(model: nn.Module) -> nn.Module | None:
+    """The module the model declares as its output embedding (``get_output_embeddings()``, as transformers language
+    models do; a quantized Linear too); None when it declares none."""
     getter = getattr(model, "get_output_embeddings", None)
     head = getter() if callable(getter) else None
-    weight = getattr(head, "weight", None)
-    if not isinstance(head, nn.Module) or not isinstance(weight, torch.Tensor) or weight.dim() != 2:
-        return None
-    norm = final_norm(model, weight.shape[1], stack)
-    if norm is None:
-        return head
-    return lambda hidden: head(norm(hidden))
-
-
-def final_norm(model: nn.Module, width: int, stack: BlockStack | None = None) -> nn.Module | None:
-    """The norm applied after the block stack: the last child of the stack's owner, registered after the stack,
-    whose parameters are all vectors of ``width``; None when there is none."""
-    found = stack if stack is not None else block_stack(model)
-    if found is None:
-        return None
-    after, norm = False, None
-    for child in found.owner.children():
-        if child is found.blocks:
-            after = True
-        elif after and _is_norm(child, width):
-            norm = child
-    return norm
-
-
-def _is_norm(module: nn.Module, width: int) -> bool:
-    params = list(module.parameters())
-    return bool(params) and all(p.dim() == 1 and p.shape[0] == width for p in params)
+    return head if isinstance(head, nn.Module) else None

@@ -55,12 +55,12 @@ class Sequences:
         return None
 
     def patch_tokens(self, length: int) -> int | None:
-        """How many tokens precede the patches in a sequence of ``length`` (1: a class token, 0: none), or None
-        when ``length`` is not the patch grid's."""
-        if self.grid is None:
-            return None
-        extra = length - self.grid[0] * self.grid[1]
-        return extra if extra in (0, 1) else None
+        """How many tokens precede the patches in a sequence of ``length`` (``leading_tokens``), or None when
+        ``length`` is not the patch grid's, or is the token ids' (a text tower's) but for a class token and patches."""
+        found = leading_tokens(length, self.grid)
+        if found is not None and found != 1 and length in self.lengths:
+            return None  # the lengths hold the token ids' and 1 + patches: a text sequence of this length
+        return found
 
 
 def read_sequences(model: nn.Module, inputs: Any, tokens: Any = None, tokenizer: Any = None) -> Sequences:
@@ -176,6 +176,16 @@ def patch_grid(model: nn.Module, inputs: Any) -> tuple[int, int] | None:
             (kh, kw), (h, w) = module.kernel_size, image.shape[-2:]
             return (h // kh, w // kw) if h >= kh and w >= kw else None
     return None
+
+
+def leading_tokens(length: int, grid: tuple[int, int] | None) -> int | None:
+    """How many tokens precede a vision transformer's patches in a sequence of ``length``: ``length`` minus the
+    patches of ``grid`` (a class token, a distillation token, register tokens), fewer than the patches; else None."""
+    if grid is None:
+        return None
+    patches = grid[0] * grid[1]
+    extra = length - patches
+    return extra if 0 <= extra < patches else None
 
 
 def _first_image(inputs: Any) -> torch.Tensor | None:

@@ -15,6 +15,7 @@ from torch.nn.parameter import is_lazy
 from .inputs import Inputs, call_model
 from .lazy import has_lazy, probe_copy
 from .meta import call_time_watch, holds_meta
+from .packed import packed_numel
 from .state import preserved_state
 
 
@@ -135,16 +136,20 @@ def build_tree(model: nn.Module, probed: ProbeResult | None = None) -> dict[str,
     """Nested plain-data tree: path, name, class, parameter counts (subtree), output shape, children.
 
     Parameters shared between modules are counted once per subtree. A count that includes a lazy module's
-    parameter not materialized yet is None: its size is unknown until the model's first forward.
+    parameter not materialized yet is None: its size is unknown until the model's first forward. Packed weights (a
+    quantized Linear's int8 weight and bias, ``packed``) are counted with the frozen ones: nothing trains them.
     """
     probed = probed or ProbeResult({}, {})
+    packed_by_module = {id(m): packed_numel(m) for m in model.modules()}
 
     def node(path: str, name: str, module: nn.Module) -> dict[str, Any]:
         counts: dict[bool, int | None] = {True: 0, False: 0}  # by requires_grad
         for param in module.parameters():  # parameters() already removes duplicates
             known = counts[param.requires_grad]
             counts[param.requires_grad] = None if known is None or is_lazy(param) else known + param.numel()
+        packed = sum(packed_by_module.get(id(m), 0) for m in module.modules())  # modules() removes duplicates
         trainable, frozen = counts[True], counts[False]
+        frozen = None if frozen is None else frozen + packed
         children = [
             node(f"{path}.{child_name}" if path else child_name, child_name, child)
             for child_name, child in module.named_children()
@@ -155,6 +160,7 @@ def build_tree(model: nn.Module, probed: ProbeResult | None = None) -> dict[str,
             "cls": type(module).__name__,
             "trainable": trainable,
             "frozen": frozen,
+            "packed": packed,
             "shape": probed.shapes.get(path),
             "dtype": probed.dtypes.get(path),
             "children": children,

@@ -77,7 +77,7 @@ export function createInspector(model, requests) {
       const dtype = node.dtype ? ` ${node.dtype}` : "";
       entries.push(["Class", displayName(node.cls ?? "")]);
       entries.push(["Output", `${formatShape(node.shape)}${dtype}`]);
-      entries.push(["Parameters", formatParams(node.trainable, node.frozen)]);
+      entries.push(["Parameters", formatParams(node.trainable, node.frozen, node.packed)]);
     } else if (sel) {
       for (const [term, value] of sel.details ?? []) entries.push([term, value]);
     }

@@ -64,11 +64,12 @@ export function fillBadges(container, path, { hookIndex, order }) {
 }
 
 /** The parameter counts' tooltip; a null count is a lazy module's, unknown until the model's first forward. */
-function paramsTitle(trainable, frozen) {
+function paramsTitle(trainable, frozen, packed) {
   if (trainable === null || frozen === null) {
     return "parameters of lazy modules are not materialized yet: their counts come with the model's first forward";
   }
-  return `${trainable ?? 0} trainable, ${frozen ?? 0} frozen parameters`;
+  const inPacks = packed > 0 ? ` (${packed} of them packed weights of quantized modules, not parameters)` : "";
+  return `${trainable ?? 0} trainable, ${frozen ?? 0} frozen parameters${inPacks}`;
 }
 
 /** A count of nothing: 0, or absent; null is unknown, not zero. */
@@ -88,7 +89,7 @@ export function buildRow(row, { hookIndex, selected, query, matchSet, order, fai
     highlighted("hw-name", displayName(node.name || node.cls || path), isMatch ? query : ""),
     path === "" ? null : highlighted("hw-cls", displayName(node.cls ?? ""), isMatch ? query : ""),
   ]);
-  const { trainable, frozen } = node; // null: lazy parameters not materialized yet
+  const { trainable, frozen, packed } = node; // null: lazy parameters not materialized yet
   const badges = h("span", { cls: "hw-badges" });
   const failed = fillBadges(badges, path, { hookIndex, order });
   const classes = ["hw-row"];
@@ -115,8 +116,8 @@ export function buildRow(row, { hookIndex, selected, query, matchSet, order, fai
       h("span", { cls: "hw-shape", text: formatShape(node.shape) }),
       h("span", {
         cls: isZero(trainable) && isZero(frozen) ? "hw-params hw-zero" : "hw-params",
-        attrs: { title: paramsTitle(trainable, frozen) },
-        text: formatParams(trainable, frozen),
+        attrs: { title: paramsTitle(trainable, frozen, packed) },
+        text: formatParams(trainable, frozen, packed),
       }),
       badges,
     ],

@@ -121,6 +121,16 @@ def test_a_patch_grid_draws_each_patchs_norm_and_the_class_token_apart():
     assert "class" in cls.get_xlabel()
 
 
+def test_a_patch_grid_draws_several_tokens_before_the_patches_apart_in_a_column():
+    tokens = torch.randn(1, 2 + 16, 8)  # DeiT: a class token and a distillation token
+    fig = patch_grid_figure(tokens, class_token=2, title="deit.layers.0")
+    grid, leading = fig.axes[0], fig.axes[1]
+    norms = tokens[0].norm(dim=1)
+    np.testing.assert_allclose(grid.get_images()[0].get_array().data, norms[2:].reshape(4, 4), rtol=1e-5)
+    np.testing.assert_allclose(leading.get_images()[0].get_array().data, norms[:2].reshape(2, 1), rtol=1e-5)
+    assert "2 tokens" in leading.get_xlabel()
+
+
 def test_a_patch_grid_of_one_feature_without_class_token_and_bad_grids():
     tokens = torch.randn(1, 9, 4)
     fig = patch_grid_figure(tokens, class_token=False, feature=2, title="x")

@@ -86,6 +86,20 @@ def test_a_vits_block_is_a_patch_grid_first_and_its_softmax_heads():
         assert softmax["view"] == "heads" and softmax["heads"] == 4
 
 
+def test_deits_block_is_a_patch_grid_with_its_class_and_distillation_tokens_apart():
+    config = tm.transformers.DeiTConfig(
+        num_hidden_layers=1, hidden_size=32, intermediate_size=64, num_attention_heads=4, image_size=32, patch_size=8
+    )
+    torch.manual_seed(0)
+    model = tm.transformers.DeiTForImageClassificationWithTeacher(config).eval()
+    with HookExplorer(model, tm.images()) as ex:
+        view = ex.view
+        ex.attach("deit.layers.0", "forward")
+        browser_sends(view, type="run", mode="forward")
+        browser_sets(view, selected="deit.layers.0")
+        assert _item(view)["view"] == "patches"  # 2 tokens before 4×4 patches (main offered no patch grid)
+
+
 def test_a_cnns_maps_and_a_linears_bars_are_unchanged(explorer):
     view = explorer.view
     explorer.attach("features.conv", "forward")

@@ -7,7 +7,6 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.model.blocks import decoder_blocks, final_norm
 from tests import transformer_models as tm
 from tests.conftest import hook_state
 
@@ -132,9 +131,20 @@ def test_a_model_with_no_blocks_and_a_bad_top_k_are_refused(cnn, image):
         ex.logit_lens(top_k=97)
 
 
-def test_an_encoder_decoders_blocks_and_final_norm_are_its_decoders():
+def test_an_encoder_decoders_rows_are_its_decoders_blocks_through_its_final_norm_and_t5s_scale():
     model = tm.t5()
-    assert [path for path, _ in decoder_blocks(model)] == ["decoder.block.0", "decoder.block.1"]
-    assert final_norm(model, model.config.d_model) is model.decoder.final_layer_norm
-    llama = tm.llama()
-    assert final_norm(llama, llama.config.hidden_size) is llama.model.norm  # rotary_emb (no parameters) skipped
+    inputs = {"input_ids": tm.token_ids(length=5), "decoder_input_ids": tm.token_ids(length=4, seed=3)}
+    lens = Explorer(model, inputs).logit_lens(top_k=3)
+    assert lens["layers"] == ["decoder.block.0", "decoder.block.1", "output"]
+    hidden = []
+    handles = [b.register_forward_hook(lambda m, a, o: hidden.append(o[0])) for b in model.decoder.block]
+    with torch.no_grad():
+        model(**inputs)
+        # T5 scales the decoder's output by d_model ** -0.5 before lm_head, without a module
+        scale = model.config.d_model**-0.5
+        rows = [model.lm_head(model.decoder.final_layer_norm(h) * scale) for h in hidden]
+    for h in handles:
+        h.remove()
+    probs, top = torch.stack(rows).softmax(-1).topk(3, dim=-1)
+    assert torch.equal(lens["ids"][:2], top) and torch.equal(lens["ids"][1], lens["ids"][2])
+    torch.testing.assert_close(lens["probs"][:2], probs)

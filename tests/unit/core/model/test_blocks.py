@@ -7,7 +7,7 @@ from torch import nn
 
 from hookwidgets.core.diagnostics import lens
 from hookwidgets.core.model import blocks
-from hookwidgets.core.model.blocks import block_stack, decoder_blocks, final_norm
+from hookwidgets.core.model.blocks import block_stack, decoder_blocks
 from tests import transformer_models as tm
 
 
@@ -32,7 +32,6 @@ def test_the_stack_is_the_outermost_list_even_when_one_of_its_blocks_is_met_agai
     found = block_stack(model)
     assert found is not None and (found.path, found.blocks, found.owner) == ("h", model.h, model)
     assert [path for path, _ in decoder_blocks(model)] == ["h.0", "h.1"]
-    assert final_norm(model, 4) is model.norm
 
 
 def test_a_model_that_is_a_list_of_blocks_is_its_own_stack_and_a_model_without_one_has_none():
@@ -43,7 +42,7 @@ def test_a_model_that_is_a_list_of_blocks_is_its_own_stack_and_a_model_without_o
     assert block_stack(nn.Sequential(nn.ModuleList([nn.Linear(2, 2), nn.ReLU()]))) is None  # items of two types
 
 
-def test_the_lens_finds_the_stack_once_for_the_final_norm_and_the_blocks(monkeypatch):
+def test_the_lens_finds_the_stack_once(monkeypatch):
     model = tm.gpt2(layers=2)
     found = []
 

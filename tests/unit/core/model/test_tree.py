@@ -56,6 +56,7 @@ def test_model_without_children_is_a_tree_of_one_node():
         "cls": "Linear",
         "trainable": 8,
         "frozen": 0,
+        "packed": 0,
         "shape": [4, 2],
         "dtype": "float32",
         "children": [],
