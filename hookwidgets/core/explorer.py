@@ -627,8 +627,10 @@ class Explorer:
         top_k: int = 5,
         unembed: Callable[[torch.Tensor], torch.Tensor] | None = None,
     ) -> dict[str, Any]:
-        """Each block's residual output read through the model's final norm and output embedding (``unembed``:
-        ``hidden -> logits`` for a model that declares none): ``layers`` (block paths in execution order, then
+        """Each block's residual output read as the model reads its last block's: through what its forward runs
+        between that block and the output embedding (a final norm, a projection), the embedding, and what the forward
+        does to the logits after it (a bias, a soft cap); ``unembed``: ``hidden -> logits`` for a model that declares
+        no embedding. Returns ``layers`` (block paths in execution order, then
         ``"output"``, the model's own logits), ``ids`` and ``probs`` ``(L, N, T, top_k)``, and ``labels`` (the ids'
         strings, nested lists) when a tokenizer was given. One forward; the model is left as found."""
         inputs = self._inputs(inputs)

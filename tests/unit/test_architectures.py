@@ -26,15 +26,9 @@ from tests.unit.core.model.test_attention_transformers import configs_state
 HEADS = [1, 3]
 
 
-def _params(archs: list[Arch], known: dict[str, str] | None = None) -> list[Any]:
-    """``archs`` as parameters; those in ``known`` marked as a known failure (strict: a fix turns them red)."""
-    known = known or {}
-    return [
-        pytest.param(
-            a, id=a.name, marks=[pytest.mark.xfail(strict=True, reason=known[a.name])] if a.name in known else []
-        )
-        for a in archs
-    ]
+def _params(archs: list[Arch]) -> list[Any]:
+    """``archs`` as parameters named after their architecture."""
+    return [pytest.param(a, id=a.name) for a in archs]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -316,13 +310,7 @@ def test_integrated_gradients_without_token_ids_to_attribute_are_refused(arch, b
 # --- the logit lens
 
 
-LOGITS_BIAS = (
-    "known: the lens reads each block through the final norm and the unembedding only, without the final_logits_bias "
-    "Marian adds to its logits after them"
-)
-
-
-@pytest.mark.parametrize("arch", _params([a for a in ARCHS if a.lens], known={"marian": LOGITS_BIAS}))
+@pytest.mark.parametrize("arch", _params([a for a in ARCHS if a.lens]))
 def test_the_lens_reads_the_last_block_as_the_model_reads_its_output(arch, built):
     model, inputs = built(arch)
     with left_as_found(model, inputs), Explorer(model, inputs) as ex:
@@ -374,13 +362,7 @@ def by_hand(model: nn.Module, inputs: Any, arch: Arch) -> torch.Tensor:
         handle.remove()
 
 
-MT5_O = (
-    "known: ablate_heads finds the output projection by its name, and T5's is named o; to be found by structure, as "
-    "the Linear that the heads' context feeds"
-)
-
-
-@pytest.mark.parametrize("arch", _params([a for a in ARCHS if a.projection is not None], known={"mt5": MT5_O}))
+@pytest.mark.parametrize("arch", _params([a for a in ARCHS if a.projection is not None]))
 def test_ablate_heads_equals_zeroing_the_heads_by_hand(arch, built):
     model, inputs = built(arch)
     with torch.no_grad():

@@ -27,17 +27,16 @@ def logit_lens(model: nn.Module, inputs: Inputs, *, top_k: int = 5, unembed: Une
     replaces both. Runs as called: no grad mode, no state kept."""
     if not isinstance(top_k, int) or top_k < 1:
         raise ValueError(f"top_k must be a positive int, got {top_k!r}")
-    stack = block_stack(model)  # one walk, for the blocks
-    blocks = decoder_blocks(model, stack)
     head = None if unembed is not None else output_embedding(model)
-    if unembed is None and head is None:
+    if unembed is None and head is None:  # said before the blocks: the lens takes no layers=, which they would ask for
         raise ValueError(NO_UNEMBED.format(model=type(model).__name__))
+    blocks = decoder_blocks(model, block_stack(model))
     with TailTrace(model, blocks, head) as trace:
         output = call_model(model, inputs)
     logits = output_scores(output).tensor
     if logits.is_meta:  # so are the blocks' rows: no top tokens to rank
         raise ValueError(no_values("logit_lens()", "the model's output"))
-    project = unembed if unembed is not None else _through(model, head, trace)
+    project = unembed if unembed is not None else _through(model, head, trace, logits)
     # top-k kept per row, its (N, T, vocabulary) logits let go at once
     rows = [(path, *_top(project(hidden), top_k)) for path, hidden in trace.rows]
     rows.append(("output", *_top(logits, top_k)))
@@ -53,13 +52,16 @@ def logit_lens(model: nn.Module, inputs: Inputs, *, top_k: int = 5, unembed: Une
     }
 
 
-def _through(model: nn.Module, head: nn.Module, trace: TailTrace) -> Unembed:
-    """``hidden -> logits``: the tail the forward ran after its last block (checked there), then the head."""
+def _through(model: nn.Module, head: nn.Module, trace: TailTrace, logits: torch.Tensor) -> Unembed:
+    """``hidden -> logits``: the tail the forward ran after its last block, the head, then what the forward did to
+    the head's output before returning ``logits`` (each checked on the forward)."""
     name = next((quoted(path) for path, module in model.named_modules() if module is head), type(head).__name__)
     tail = trace.tail(name)
+    after = trace.after.replay(logits, name)
 
     def project(hidden: torch.Tensor) -> torch.Tensor:
-        return head(tail(hidden))
+        read = head(tail(hidden))
+        return read if after is None else after(read)
 
     return project
 

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from ..display import quoted
+from .after_head import AfterHead
 from .nested import first_tensor
 from .tree import hookable_modules
 
@@ -55,7 +56,7 @@ class Tail:
 class TailTrace:
     """A context manager for one forward: each call of ``blocks`` (``[(path, block)]``) leaves a copy of its output
     in ``rows``; with ``head``, every call of another module after the latest block is noted, and so is the input
-    the head received, for ``tail()``."""
+    the head received, for ``tail()``, and what the forward did to the head's output (``after``)."""
 
     def __init__(self, model: nn.Module, blocks: list[tuple[str, nn.Module]], head: nn.Module | None) -> None:
         self.rows: list[tuple[str, torch.Tensor]] = []
@@ -65,6 +66,8 @@ class TailTrace:
         self._clock = 0  # counts starts and returns, so that calls nest by their times
         self._head_input: torch.Tensor | None = None
         self._handles: list[Any] = []
+        self.after = AfterHead()
+        self._tracing = False  # ``after`` entered
 
     def __enter__(self) -> TailTrace:
         inside = {id(m) for _, block in self._blocks for m in block.modules()}
@@ -76,12 +79,18 @@ class TailTrace:
                     if id(module) not in inside and module is not self._model:
                         self._handles.append(module.register_forward_pre_hook(self._started(path), with_kwargs=True))
                         self._handles.append(module.register_forward_hook(self._returned))
+                self._handles.append(self._head.register_forward_hook(self._head_returned))
+                self.after.__enter__()
+                self._tracing = True
         except BaseException:
             self.__exit__()
             raise
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._tracing:
+            self._tracing = False
+            self.after.__exit__(None, None, None)
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
@@ -109,6 +118,11 @@ class TailTrace:
             self._open.append(call)
 
         return hook
+
+    def _head_returned(self, module: nn.Module, args: Any, output: Any) -> None:
+        logits = first_tensor(output)
+        if logits is not None:
+            self.after.head_returned(logits)
 
     def _tick(self) -> int:
         self._clock += 1

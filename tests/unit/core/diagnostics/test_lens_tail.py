@@ -1,6 +1,8 @@
 """The logit lens reads each block through what the forward runs between the last block and the output embedding,
 found in its forward by execution order and data flow: OPT's final norm registered before its layers, OPT-350m's
-project_out, T5's scale without a module; a forward that does more without a module is refused, not misread."""
+project_out, T5's scale without a module; a forward that does more without a module is refused, not misread. What the
+forward does to the head's logits before returning them (Marian's final_logits_bias, Gemma 2's soft cap) is replayed
+on every row."""
 
 from __future__ import annotations
 
@@ -142,3 +144,98 @@ def test_a_forward_that_does_more_between_the_last_block_and_the_head_without_a_
     plain = Squashed(squash=False).eval()
     lens = Explorer(plain, ids).logit_lens(top_k=2)
     assert torch.equal(lens["ids"][1], lens["ids"][2])  # without the tanh: the norm, then the head
+
+
+def marian() -> nn.Module:
+    """A Marian translation model whose final_logits_bias (added after lm_head, zero at init) is not zero, as in
+    every trained checkpoint."""
+    config = transformers.MarianConfig(
+        encoder_layers=2,
+        decoder_layers=2,
+        d_model=32,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        vocab_size=tm.VOCAB,
+        pad_token_id=0,
+        decoder_start_token_id=1,
+    )
+    torch.manual_seed(0)
+    model = transformers.MarianMTModel(config).eval()
+    with torch.no_grad():
+        model.final_logits_bias.normal_(0, 3)
+    return model
+
+
+def gemma2() -> nn.Module:
+    """A Gemma 2 language model with a soft cap of its final logits low enough to change their probabilities."""
+    config = transformers.Gemma2Config(
+        num_hidden_layers=2,
+        hidden_size=32,
+        intermediate_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        vocab_size=tm.VOCAB,
+        final_logit_softcapping=1.5,
+    )
+    torch.manual_seed(0)
+    return transformers.Gemma2ForCausalLM(config).eval()
+
+
+@pytest.mark.parametrize(
+    ("build", "inputs"),
+    [
+        (marian, lambda: {"input_ids": tm.token_ids(batch=2, length=6), "decoder_input_ids": tm.token_ids(2, 4)}),
+        (gemma2, lambda: tm.token_ids(batch=2, length=7)),
+    ],
+    ids=["marian-logits-bias", "gemma2-softcap"],
+)
+def test_what_the_forward_does_to_the_heads_logits_is_applied_to_every_row(build, inputs):
+    model, x = build(), inputs()
+    ex = Explorer(model, x)
+    before = hook_state(model)
+    lens = ex.logit_lens(top_k=4)
+    assert torch.equal(lens["ids"][-2], lens["ids"][-1])  # the last block's row is the model's own output
+    torch.testing.assert_close(lens["probs"][-2], lens["probs"][-1])
+    assert hook_state(model) == before
+    ex.close()
+
+
+class SideLogits(Squashed):
+    """Calls its head, then returns logits made another way (the head's weight applied by hand, halved)."""
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.norm(self.blocks[1](self.blocks[0](self.embed(ids))))
+        self.head(x)
+        return nn.functional.linear(x, self.head.weight) / 2
+
+
+def test_logits_not_made_from_the_heads_output_are_refused():
+    torch.manual_seed(0)
+    ex = Explorer(SideLogits().eval(), torch.tensor([[1, 2, 3, 4]]))
+    refused = r"logits are not made from what its output embedding 'head' returned.*unembed="
+    with pytest.raises(ValueError, match=refused):
+        ex.logit_lens()
+    ex.close()
+
+
+class CappedInPlace(Squashed):
+    """Caps its head's logits in place (``tanh`` through ``div_`` and ``mul_``), so they stay the head's tensor."""
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.norm(self.blocks[1](self.blocks[0](self.embed(ids))))
+        logits = self.head(x)
+        return logits.div_(0.5).tanh_().mul_(0.5)
+
+
+def test_in_place_ops_on_the_heads_output_are_replayed_on_every_row():
+    torch.manual_seed(0)
+    model, ids = CappedInPlace(squash=False).eval(), torch.tensor([[1, 2, 3, 4, 5]])
+    lens = Explorer(model, ids).logit_lens(top_k=3)
+    with torch.no_grad():
+        hidden = model.norm(model.blocks[1](model.blocks[0](model.embed(ids))))
+        probs, top = (model.head(hidden) / 0.5).tanh().mul(0.5).softmax(-1).topk(3, dim=-1)
+    assert torch.equal(lens["ids"][1], top) and torch.equal(lens["ids"][2], top)
+    torch.testing.assert_close(lens["probs"][1], probs)
