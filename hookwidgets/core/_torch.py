@@ -258,6 +258,23 @@ def copy_each(targets: list[torch.Tensor], sources: list[torch.Tensor]) -> None:
 del _node  # its graph is not kept
 
 
+# --- autograd views ---------------------------------------------------------------------------------------------------
+_is_view = getattr(torch.Tensor, "_is_view", None)
+HAS_VIEW_TEST = _is_view is not None
+"""torch tells whether autograd sees a tensor as a view (``Tensor._is_view``): the model's output is aliased when a
+full backward hook of a submodule made it one, so an in-place op on it works."""
+VIEW_TEST_OFF = (
+    "an in-place op on the model's output still raises torch's view error when the full backward hook of the submodule "
+    "that made it (global_backward, or backward on the last layer) wrapped it: this torch does not say which tensors "
+    "are views (Tensor._is_view)"
+)
+
+
+def is_view(tensor: torch.Tensor) -> bool:
+    """Whether autograd sees ``tensor`` as a view of another; False where this torch cannot tell."""
+    return HAS_VIEW_TEST and bool(_is_view(tensor))
+
+
 def off() -> dict[str, str]:
     """Each feature this torch turns off, and why (empty on a torch with every API above)."""
     facts = (
@@ -268,5 +285,6 @@ def off() -> dict[str, str]:
         (HAS_GLOBAL_HOOKS, "global_hooks", GLOBAL_HOOKS_OFF),
         (HAS_FULL_BACKWARD_FLAG, "full_backward_flag", FULL_BACKWARD_FLAG_OFF),
         (HAS_COMPILER_STANCE, "compiler_stance", COMPILER_STANCE_OFF),
+        (HAS_VIEW_TEST, "view_test", VIEW_TEST_OFF),
     )
     return {name: why for has, name, why in facts if not has}

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from .._torch import is_view
 from ..model.nested import map_tensors, tensors_in
 from .owned import own
 
@@ -126,7 +127,7 @@ def _packed(positions: list[int], values: tuple, length: int) -> tuple:
 
 
 def _hook_view(t: torch.Tensor) -> bool:
-    return t._is_view() and type(t.grad_fn).__name__ == HOOK_VIEW
+    return is_view(t) and type(t.grad_fn).__name__ == HOOK_VIEW
 
 
 class RootBackward:

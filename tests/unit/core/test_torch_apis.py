@@ -95,6 +95,7 @@ FACTS_SAID = {
     "HAS_FULL_BACKWARD_FLAG": "FULL_BACKWARD_FLAG_OFF",
     "HAS_COMPILER_STANCE": "COMPILER_STANCE_OFF",
     "HAS_SAVED_TENSOR_HOOKS": "SAVED_TENSOR_HOOKS_OFF",
+    "HAS_VIEW_TEST": "VIEW_TEST_OFF",
 }
 """Each fact whose absence turns a feature off -> the reason ``Explorer.diagnostics`` then gives."""
 FACTS_WITH_THE_SAME_RESULTS = {"HAS_FOREACH_COPY"}
