@@ -60,6 +60,7 @@ PRIVATE_TORCH_NAMES = {
     "_compiled_call_impl",
     "_infer_parameters",
     "_raw_saved_",
+    "_is_view",
     "OptimizedModule",
 }
 """Private torch attributes (read as attributes or named in a string) that only ``core/_torch.py`` may touch."""
