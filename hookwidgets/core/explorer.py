@@ -632,7 +632,8 @@ class Explorer:
         does to the logits after it (a bias, a soft cap); ``unembed``: ``hidden -> logits`` for a model that declares
         no embedding. Returns ``layers`` (block paths in execution order, then
         ``"output"``, the model's own logits), ``ids`` and ``probs`` ``(L, N, T, top_k)``, and ``labels`` (the ids'
-        strings, nested lists) when a tokenizer was given. One forward; the model is left as found."""
+        strings, nested lists) when a tokenizer was given. One forward (a second records what a forward that changes the
+        embedding's logits does to them); the model is left as found."""
         inputs = self._inputs(inputs)
         self._materialize(inputs, "logit_lens()")
         with self._own_run(), preserved_state(self.model), torch.no_grad():

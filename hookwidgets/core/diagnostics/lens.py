@@ -1,4 +1,4 @@
-"""The logit lens: each block's residual output read through the model's final norm and unembedding, top-k per token."""
+"""The logit lens: each block's residual output read as the model reads its last block's, top-k per token."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from ..display import quoted
+from ..model.after_head import AfterHead
 from ..model.blocks import Unembed, block_stack, decoder_blocks, output_embedding
 from ..model.inputs import Inputs, call_model
 from ..model.meta import no_values
@@ -36,7 +37,7 @@ def logit_lens(model: nn.Module, inputs: Inputs, *, top_k: int = 5, unembed: Une
     logits = output_scores(output).tensor
     if logits.is_meta:  # so are the blocks' rows: no top tokens to rank
         raise ValueError(no_values("logit_lens()", "the model's output"))
-    project = unembed if unembed is not None else _through(model, head, trace, logits)
+    project = unembed if unembed is not None else _through(model, inputs, head, trace, logits)
     # top-k kept per row, its (N, T, vocabulary) logits let go at once
     rows = [(path, *_top(project(hidden), top_k)) for path, hidden in trace.rows]
     rows.append(("output", *_top(logits, top_k)))
@@ -52,12 +53,17 @@ def logit_lens(model: nn.Module, inputs: Inputs, *, top_k: int = 5, unembed: Une
     }
 
 
-def _through(model: nn.Module, head: nn.Module, trace: TailTrace, logits: torch.Tensor) -> Unembed:
+def _through(model: nn.Module, inputs: Inputs, head: nn.Module, trace: TailTrace, logits: torch.Tensor) -> Unembed:
     """``hidden -> logits``: the tail the forward ran after its last block, the head, then what the forward did to
-    the head's output before returning ``logits`` (each checked on the forward)."""
+    the head's output before returning ``logits`` (each checked on a forward: that one recorded by a second forward,
+    only for a model that changes the head's output)."""
     name = next((quoted(path) for path, module in model.named_modules() if module is head), type(head).__name__)
     tail = trace.tail(name)
-    after = trace.after.replay(logits, name)
+    after = None
+    if not trace.head_untouched(logits):
+        with AfterHead(head) as recorder:
+            again = call_model(model, inputs)
+        after = recorder.replay(output_scores(again).tensor, name)
 
     def project(hidden: torch.Tensor) -> torch.Tensor:
         read = head(tail(hidden))

@@ -1,9 +1,10 @@
 """What a forward does to its output embedding's logits before it returns them, recorded op by op and replayed.
 
 Marian and BART add ``final_logits_bias`` after ``lm_head``, Gemma 2 caps the logits with a tanh, others cast them:
-plain tensor code, no module. A ``TorchFunctionMode`` over the forward notes, once the head returned, every op fed a
+plain tensor code, no module. A ``TorchFunctionMode`` over a forward notes, once the head returned, every op fed a
 tensor derived from its output (the others are constants: a bias, a cap); ``replay(logits)`` runs the same ops on
-other logits (a block's, read through the head) up to the op that made the model's own logits.
+other logits (a block's, read through the head) up to the op that made the model's own logits. The mode costs every op
+of the forward a Python call, so the lens runs it only for a model that does change the head's output.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch import nn
 from torch.overrides import TorchFunctionMode
+
+from .nested import first_tensor
 
 
 @dataclass(frozen=True)
@@ -32,19 +36,37 @@ class _Op:
 
 
 class AfterHead(TorchFunctionMode):
-    """Over one forward: ``head_returned(output)`` (the head's latest call) starts the record; ``replay(logits)``
-    after the forward gives the function from the head's logits to the model's."""
+    """Over one forward, a context manager: each call of ``head`` starts the record anew; ``replay(logits)`` after the
+    forward gives the function from the head's logits to the model's."""
 
-    def __init__(self) -> None:
+    def __init__(self, head: nn.Module) -> None:
         super().__init__()
+        self._module = head
+        self._handle: Any = None
         self._ops: list[_Op] = []
         self._derived: dict[int, tuple[torch.Tensor, _Slot]] = {}  # id -> (tensor, kept alive so ids stay unique)
         self._head: torch.Tensor | None = None
         self._head_values: torch.Tensor | None = None  # a copy: an in-place op after the head may change its output
 
-    def head_returned(self, output: torch.Tensor) -> None:
-        """The head's call returned ``output``: what ran after an earlier call of it no longer counts."""
-        self._ops, self._head, self._head_values = [], output, output.detach().clone()
+    def __enter__(self) -> AfterHead:
+        self._handle = self._module.register_forward_hook(self._head_returned)
+        try:
+            return super().__enter__()
+        except BaseException:
+            self._handle.remove()
+            raise
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            super().__exit__(*exc)
+        finally:
+            self._handle.remove()
+
+    def _head_returned(self, module: nn.Module, args: Any, output: Any) -> None:
+        """The head's call returned: what ran after an earlier call of it no longer counts."""
+        logits = first_tensor(output)
+        if logits is not None:
+            self._ops, self._head, self._head_values = [], logits, logits.detach().clone()
         self._derived = {id(output): (output, _Slot(0))}
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:

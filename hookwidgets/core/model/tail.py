@@ -15,9 +15,7 @@ import torch
 from torch import nn
 
 from ..display import quoted
-from .after_head import AfterHead
 from .nested import first_tensor
-from .tree import hookable_modules
 
 
 @dataclass
@@ -56,7 +54,7 @@ class Tail:
 class TailTrace:
     """A context manager for one forward: each call of ``blocks`` (``[(path, block)]``) leaves a copy of its output
     in ``rows``; with ``head``, every call of another module after the latest block is noted, and so is the input
-    the head received, for ``tail()``, and what the forward did to the head's output (``after``)."""
+    the head received, for ``tail()``, and what the head returned, for ``head_untouched()``."""
 
     def __init__(self, model: nn.Module, blocks: list[tuple[str, nn.Module]], head: nn.Module | None) -> None:
         self.rows: list[tuple[str, torch.Tensor]] = []
@@ -66,31 +64,23 @@ class TailTrace:
         self._clock = 0  # counts starts and returns, so that calls nest by their times
         self._head_input: torch.Tensor | None = None
         self._handles: list[Any] = []
-        self.after = AfterHead()
-        self._tracing = False  # ``after`` entered
+        self._head_output: tuple[torch.Tensor, int | None] | None = None  # the head's latest output, its version
 
     def __enter__(self) -> TailTrace:
-        inside = {id(m) for _, block in self._blocks for m in block.modules()}
         try:
             for path, block in self._blocks:
                 self._handles.append(block.register_forward_hook(self._block_done(path)))
             if self._head is not None:
-                for path, module in hookable_modules(self._model)[0]:
-                    if id(module) not in inside and module is not self._model:
-                        self._handles.append(module.register_forward_pre_hook(self._started(path), with_kwargs=True))
-                        self._handles.append(module.register_forward_hook(self._returned))
+                for path, module in _outside(self._model, self._blocks):
+                    self._handles.append(module.register_forward_pre_hook(self._started(path), with_kwargs=True))
+                    self._handles.append(module.register_forward_hook(self._returned))
                 self._handles.append(self._head.register_forward_hook(self._head_returned))
-                self.after.__enter__()
-                self._tracing = True
         except BaseException:
             self.__exit__()
             raise
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._tracing:
-            self._tracing = False
-            self.after.__exit__(None, None, None)
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
@@ -121,8 +111,15 @@ class TailTrace:
 
     def _head_returned(self, module: nn.Module, args: Any, output: Any) -> None:
         logits = first_tensor(output)
-        if logits is not None:
-            self.after.head_returned(logits)
+        if logits is not None:  # an inference tensor has no version counter: whether it changed is not known
+            self._head_output = (logits, None if logits.is_inference() else logits._version)
+
+    def head_untouched(self, logits: torch.Tensor) -> bool:
+        """Whether the model returned the head's latest output as ``logits``, unchanged (no op after the head)."""
+        if self._head_output is None:
+            return False
+        output, version = self._head_output
+        return output is logits and version is not None and logits._version == version
 
     def _tick(self) -> int:
         self._clock += 1
@@ -169,6 +166,23 @@ class TailTrace:
         tail.scale = scale
         tail.names.append(f"× {scale:.6g}")
         return tail
+
+
+def _outside(model: nn.Module, blocks: list[tuple[str, nn.Module]]) -> list[tuple[str, nn.Module]]:
+    """``(path, module)`` of each submodule of ``model`` outside ``blocks`` that takes hooks: a walk that does not enter
+    the blocks (most of a transformer) nor a ScriptModule."""
+    stop = {id(block) for _, block in blocks}
+    found: list[tuple[str, nn.Module]] = []
+
+    def visit(path: str, module: nn.Module) -> None:
+        stop.add(id(module))  # each module once
+        for name, child in module._modules.items():
+            if child is not None and id(child) not in stop and not isinstance(child, torch.jit.ScriptModule):
+                found.append((f"{path}.{name}" if path else name, child))
+                visit(found[-1][0], child)
+
+    visit("", model)
+    return found
 
 
 def _hidden_argument(args: tuple, kwargs: dict) -> tuple[str | None, torch.Tensor | None, tuple, dict]:
