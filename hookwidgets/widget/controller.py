@@ -48,8 +48,8 @@ class ViewController:
         self._closed = False
         self._unsubscribe: Callable[[], None] = lambda: None
         self._live: LiveUpdates | None = None
-        self.choices = PageChoices(output=dict(explorer.probe_output))  # what the page chose; its messages write it
-        self.attention_heads = AttentionHeads()  # an attention module's heads, shown when it is selected
+        self._choices = PageChoices(output=dict(explorer.probe_output))
+        self._attention_heads = AttentionHeads()
         self._ddp: DDPSource | None = None  # what the Training panel shows of DDP (show_ddp, watch_ddp)
         self._training_version: tuple[Any, ...] | None = None  # the panel is redrawn only when this changes
         self._graph_shown: dict[str, Any] | None = None  # the recorded graph the view shows, by identity
@@ -65,6 +65,16 @@ class ViewController:
         """The view, once opened (None before)."""
         return self._view
 
+    @property
+    def choices(self) -> PageChoices:
+        """What the page chose; the page's messages write it, the drawing reads it."""
+        return self._choices
+
+    @property
+    def attention_heads(self) -> AttentionHeads:
+        """An attention module's heads, shown when it is selected (a Run makes it forget them)."""
+        return self._attention_heads
+
     def open(self, explorer: Explorer) -> ExplorerView:
         """The view, created on first use; from then on the controller follows the explorer's events."""
         if self._view is not None:
@@ -72,7 +82,7 @@ class ViewController:
         explorer.model  # noqa: B018 -- a closed explorer says so, as every method does
         notes = [explorer.probe_error, unwatched_note(explorer.unwatched)]
         view = ExplorerView(tree=explorer.tree, hook_kinds=ALL_KINDS, error="\n\n".join(n for n in notes if n))
-        output = self.choices.output
+        output = self._choices.output
         view.status = status_payload("idle", "", output["top"], output, step=explorer.step)
         view.lens = lens_offer(explorer)
         # The view is kept alive by the widget registry: it must hold the controller weakly, as it holds the explorer.
@@ -161,7 +171,7 @@ class ViewController:
         """Say in the status line what the latest action did (``state``: idle, busy, live or error)."""
         explorer = self.explorer
         if self._view is not None:
-            output = self.choices.output
+            output = self._choices.output
             self._view.status = status_payload(
                 state,
                 message,
@@ -169,7 +179,7 @@ class ViewController:
                 output,
                 cell=self._live is not None and self._live.cell_running,
                 step=explorer.step if explorer is not None else 0,
-                failed=self.choices.failed_module,
+                failed=self._choices.failed_module,
             )
 
     def restate(self) -> None:
@@ -185,8 +195,8 @@ class ViewController:
             yield
 
     def _on_selected(self, change: dict[str, Any]) -> None:
-        self.choices.new_selection()  # which views fit, the elements and the heads were another target's
-        self.attention_heads.forget()  # the user may have trained since: a selection shows what the model does now
+        self._choices.new_selection()  # which views fit, the elements and the heads were another target's
+        self._attention_heads.forget()  # the user may have trained since: a selection shows what the model does now
         if self._view is not None:
             self._view.attribution = EMPTY_ATTRIBUTION  # its map and its error were the previous module's
         self.sync()
@@ -248,7 +258,7 @@ class ViewController:
         view, explorer = self._view, self.explorer
         if view is None or explorer is None:
             return None
-        spent = draw_selection(view, explorer, self.choices, self.attention_heads)
+        spent = draw_selection(view, explorer, self._choices, self._attention_heads)
         if spent is not None and self._live is not None:
             self._live.drew(spent)
         return spent
@@ -287,7 +297,7 @@ class ViewController:
         view, explorer = self._view, self.explorer
         if view is not None and explorer is not None:
             with self.drawing():
-                view.summary = summary_payload(explorer, **self.choices.summary())
+                view.summary = summary_payload(explorer, **self._choices.summary())
 
     def show_ddp(self, source: DDPSource) -> None:
         """Show ``source`` in the Training panel, in place of what it showed of DDP before."""

@@ -31,7 +31,7 @@ MAX_SHARE = 0.03
 and images are redrawn only while their total cost since the loop started stays within it."""
 
 
-class Followed(Protocol):
+class LiveController(Protocol):
     """What live updates need of the view they keep in step (the view's controller)."""
 
     @property
@@ -55,7 +55,7 @@ class LiveUpdates:
     one full update. Steps may come from any thread: a push that finds another one under way is left to the next.
     """
 
-    def __init__(self, controller: Followed) -> None:
+    def __init__(self, controller: LiveController) -> None:
         self._controller = controller
         self._cell_running = False  # a notebook cell runs: the page's messages wait until it ends
         self._plot_cost = FIRST_PLOT_COST_S  # what the next drawing of the images is expected to cost, in seconds

@@ -27,13 +27,14 @@ from .state import parse_edit, position_choice, score_choice
 from .view import ExplorerView
 
 
-class Page(Protocol):
+class PageController(Protocol):
     """What the handlers need of the view they answer for (its controller): they write ``choices`` and the view's
     panels, and ask for the rest to be drawn again."""
 
-    choices: PageChoices
-    attention_heads: AttentionHeads
-
+    @property
+    def choices(self) -> PageChoices: ...
+    @property
+    def attention_heads(self) -> AttentionHeads: ...
     @property
     def view(self) -> ExplorerView | None: ...
     def set_status(self, state: str, message: str) -> None: ...
@@ -47,10 +48,10 @@ class Page(Protocol):
     def page_run(self) -> contextlib.AbstractContextManager[None]: ...
 
 
-Handler = Callable[[Page, Explorer, dict[str, Any]], str]
+Handler = Callable[[PageController, Explorer, dict[str, Any]], str]
 
 
-def handle(controller: Page, explorer: Explorer, content: Any) -> str:
+def handle(controller: PageController, explorer: Explorer, content: Any) -> str:
     """Do what the message ``content`` asks; returns the error to reply with. Raises for a message it cannot read."""
     message_type = content.get("type") if isinstance(content, dict) else None
     handler = HANDLERS.get(message_type) if isinstance(message_type, str) else None
@@ -60,14 +61,14 @@ def handle(controller: Page, explorer: Explorer, content: Any) -> str:
     return handler(controller, explorer, content)
 
 
-def attach(controller: Page, explorer: Explorer, content: dict[str, Any]) -> str:
+def attach(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     action, target = content.get("action") or "capture", content["target"]
     edit = with_recorded_run(explorer, target, parse_edit(content.get("edit")))
     explorer.attach(target, content["kind"], action, edit=edit)
     return ""
 
 
-def reattach(controller: Page, explorer: Explorer, content: dict[str, Any]) -> str:
+def reattach(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """Give the target's hooks attached from the page (its own, with a built-in action, not the global kinds "Stats
     on every layer" attaches) the picked action and edit, in place: one attach of them all, records kept."""
     target = content["target"]
@@ -89,12 +90,12 @@ def reattach(controller: Page, explorer: Explorer, content: dict[str, Any]) -> s
     return ""
 
 
-def detach(controller: Page, explorer: Explorer, content: dict[str, Any]) -> str:
+def detach(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     explorer.detach(content["target"], content["kind"])
     return ""
 
 
-def dismiss_error(controller: Page, explorer: Explorer, content: dict[str, Any]) -> str:
+def dismiss_error(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     view = controller.view
     view.error = ""
     controller.choices.failed_module = None  # the tree's mark goes with the error it explained
@@ -105,7 +106,7 @@ def dismiss_error(controller: Page, explorer: Explorer, content: dict[str, Any])
     return ""
 
 
-def plot_step(controller: Page, explorer: Explorer, content: dict[str, Any]) -> str:
+def plot_step(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     step, call, steps = content.get("step"), content.get("call"), controller.choices.plot_steps
     if step is None:
         steps.pop(content["kind"], None)
@@ -115,7 +116,7 @@ def plot_step(controller: Page, explorer: Explorer, content: dict[str, Any]) -> 
     return ""
 
 
-def plot_view(controller: Page, explorer: Explorer, content: dict[str, Any]) -> str:
+def plot_view(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """Choose how one kind's capture is drawn: its ``view``, its ``element`` (of a tuple or dict output) and
     ``head`` (the heads view; None: all heads); what the message leaves out stays as chosen."""
     choice = controller.choices.plot_views.setdefault(content["kind"], {})
@@ -131,7 +132,7 @@ def plot_view(controller: Page, explorer: Explorer, content: dict[str, Any]) -> 
     return ""
 
 
-def summary(controller: Page, explorer: Explorer, content: dict[str, Any]) -> str:
+def summary(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """Refresh the summary; ``field`` picks the heatmap's statistic and ``step`` the table's step."""
     choices = controller.choices
     if "field" in content:
@@ -142,7 +143,7 @@ def summary(controller: Page, explorer: Explorer, content: dict[str, Any]) -> st
     return ""
 
 
-def find_nonfinite(controller: Page, explorer: Explorer, content: dict[str, Any]) -> str:
+def find_nonfinite(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """Run the example inputs once and name the first module whose output holds NaN or Inf."""
     found = explorer.first_nonfinite()
     controller.choices.first_nonfinite = found
@@ -153,7 +154,7 @@ def find_nonfinite(controller: Page, explorer: Explorer, content: dict[str, Any]
     return ""
 
 
-def attribute(controller: Page, explorer: Explorer, content: dict[str, Any]) -> str:
+def attribute(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """ "Attribution here": the chosen method's result for the selected layer, or the error, in the panel."""
     view = controller.view
     layer, method, target = content.get("layer"), content.get("method", "gradcam"), content.get("target", "top")
@@ -173,7 +174,7 @@ def attribute(controller: Page, explorer: Explorer, content: dict[str, Any]) -> 
 
 
 def _redraw_attribution(
-    controller: Page, shown: dict[str, Any], draw: Callable[[], dict[str, bytes]]
+    controller: PageController, shown: dict[str, Any], draw: Callable[[], dict[str, bytes]]
 ) -> Callable[[], None]:
     """Redraw ``shown``'s images while the panel still shows that attribution (a new selection empties it)."""
 
@@ -185,7 +186,7 @@ def _redraw_attribution(
     return redraw
 
 
-def lens(controller: Page, explorer: Explorer, content: dict[str, Any]) -> str:
+def lens(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """The logit lens of the example inputs into the lens panel; a failure stays in the panel until the next lens."""
     view = controller.view
     controller.set_status("busy", "reading the logit lens…")
@@ -200,7 +201,7 @@ def lens(controller: Page, explorer: Explorer, content: dict[str, Any]) -> str:
     return ""
 
 
-def run(controller: Page, explorer: Explorer, content: dict[str, Any]) -> str:
+def run(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """Forward the example inputs; with mode "backward" (the default), backward from the chosen target ("top": each
     item's top class or next token at ``position``). An output with no scores runs the default forward only."""
     view = controller.view
@@ -247,7 +248,7 @@ def run(controller: Page, explorer: Explorer, content: dict[str, Any]) -> str:
     return ""
 
 
-def record_graph(controller: Page, explorer: Explorer, content: dict[str, Any]) -> str:
+def record_graph(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """Record the example inputs' graph into the graph panel; a failure goes to ``graph.error``."""
     view = controller.view
     if explorer.example_inputs is None:

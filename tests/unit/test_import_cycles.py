@@ -85,13 +85,8 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_the_cycle_finder_finds_a_cycle_through_type_only_imports():
-    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
-    assert _cycles(graph) == [["a", "b", "c"]]
-    assert "hookwidgets.widget.view" in _imported("hookwidgets.widget.explorer")
-
-
 def test_hookwidgets_has_no_import_cycle():
-    assert len(SOURCES) > 100 and "hookwidgets.widget.controller" in SOURCES
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the finder finds one
+    assert len(SOURCES) > 100 and "hookwidgets.widget.view" in _imported("hookwidgets.widget.explorer")
     cycles = _cycles({name: _imported(name) for name in SOURCES})
     assert cycles == [], f"import cycles (TYPE_CHECKING imports count): {cycles}"
