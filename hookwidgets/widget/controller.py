@@ -9,30 +9,28 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
 from ..core.diagnostics.notes import unwatched_note
-from ..core.display import quoted
 from ..core.explorer import Explorer
 from ..core.hooks.events import Event
 from .attention_heads import AttentionHeads
 from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
-from .captures import plot_items
 from .graph_panel import graph_payload
 from .lens_panel import lens_offer
-from .live import FIRST_PLOT_COST_S, LiveUpdates
+from .live import LiveUpdates
 from .messages import handle, message_text
+from .page_choices import PageChoices
 from .patching_panel import EMPTY as EMPTY_PATCHING
 from .patching_panel import ProgressPush, patching_payload
 from .protocol import reply
+from .selection_images import draw_selection
 from .state import ALL_KINDS, hooks_payload, memory_payload, selection_payload, status_payload
 from .summary_panel import summary_payload
-from .tensor_views import context_for
 from .training_panel import DDPSource, training_payload, training_version
 from .view import ExplorerView
 
@@ -40,8 +38,8 @@ from .view import ExplorerView
 class ViewController:
     """Opens the view of one explorer, pushes what its events change, and answers the page's messages.
 
-    Holds what the page chose that the engine does not know: the plots' steps and views, the summary's field and
-    step, the DDP records shown, and the targets the run bar offers (what the latest output holds).
+    What the page chose lives in ``choices``, which the page's messages write (``messages.py``); the controller draws
+    from it. The DDP records the Training panel shows are chosen from Python (``show_ddp``, ``watch_ddp``).
     """
 
     def __init__(self, explorer: Explorer) -> None:
@@ -49,19 +47,13 @@ class ViewController:
         self._view: ExplorerView | None = None
         self._closed = False
         self._unsubscribe: Callable[[], None] = lambda: None
-        self.live: LiveUpdates | None = None
-        self.plot_steps: dict[str, tuple[int, int | None]] = {}  # kind -> (step, call) the inspector's slider shows
-        self.plot_views: dict[str, dict[str, Any]] = {}  # kind -> the view, element and head the page chose
-        self.attention_heads = AttentionHeads()  # an attention module's heads, shown when it is selected
-        self.plot_cost = FIRST_PLOT_COST_S  # seconds the last drawing of the selection's images took (live budgets it)
-        self.summary_choice: dict[str, Any] = {"field": "grad_norm", "step": None, "first_nonfinite": None}
-        self.ddp: DDPSource | None = None  # what the Training panel shows of DDP (show_ddp, watch_ddp)
-        self.output: dict[str, Any] = dict(explorer.probe_output)  # what the run bar offers: the latest output's scores
+        self._live: LiveUpdates | None = None
+        self._choices = PageChoices(output=dict(explorer.probe_output))
+        self._attention_heads = AttentionHeads()
+        self._ddp: DDPSource | None = None  # what the Training panel shows of DDP (show_ddp, watch_ddp)
         self._training_version: tuple[Any, ...] | None = None  # the panel is redrawn only when this changes
         self._graph_shown: dict[str, Any] | None = None  # the recorded graph the view shows, by identity
         self._redraws: dict[str, Callable[[], None]] = {}  # panels drawn once (attribution, patching), by name
-        self.cell_running = False  # a notebook cell runs: the page's messages wait until it ends
-        self.failed_module: str | None = None  # the module the latest Run failed in, until a Run or a dismiss
 
     @property
     def explorer(self) -> Explorer | None:
@@ -73,6 +65,16 @@ class ViewController:
         """The view, once opened (None before)."""
         return self._view
 
+    @property
+    def choices(self) -> PageChoices:
+        """What the page chose; the page's messages write it, the drawing reads it."""
+        return self._choices
+
+    @property
+    def attention_heads(self) -> AttentionHeads:
+        """An attention module's heads, shown when it is selected (a Run makes it forget them)."""
+        return self._attention_heads
+
     def open(self, explorer: Explorer) -> ExplorerView:
         """The view, created on first use; from then on the controller follows the explorer's events."""
         if self._view is not None:
@@ -80,7 +82,8 @@ class ViewController:
         explorer.model  # noqa: B018 -- a closed explorer says so, as every method does
         notes = [explorer.probe_error, unwatched_note(explorer.unwatched)]
         view = ExplorerView(tree=explorer.tree, hook_kinds=ALL_KINDS, error="\n\n".join(n for n in notes if n))
-        view.status = status_payload("idle", "", self.output["top"], self.output, step=explorer.step)
+        output = self._choices.output
+        view.status = status_payload("idle", "", output["top"], output, step=explorer.step)
         view.lens = lens_offer(explorer)
         # The view is kept alive by the widget registry: it must hold the controller weakly, as it holds the explorer.
         on_message = weakref.WeakMethod(self.on_message)
@@ -91,9 +94,9 @@ class ViewController:
         view.observe(lambda change: (m := on_theme()) and m(change), names="theme")
         weakref.finalize(explorer, self.close)  # an explorer dropped unclosed closes its view too
         self._view = view
-        if self.ddp is None and explorer.ddp_inspector is not None:  # watch_ddp() came before the view
-            self.ddp = DDPSource(inspector=explorer.ddp_inspector)
-        self.live = LiveUpdates(self)
+        if self._ddp is None and explorer.ddp_inspector is not None:  # watch_ddp() came before the view
+            self._ddp = DDPSource(inspector=explorer.ddp_inspector)
+        self._live = LiveUpdates(self)
         self._unsubscribe = explorer.subscribe(self._on_event)
         self.sync()
         self.sync_summary()
@@ -104,8 +107,8 @@ class ViewController:
         """Stop following the explorer and close the view."""
         self._closed = True
         self._unsubscribe()
-        if self.live is not None:
-            self.live.close()
+        if self._live is not None:
+            self._live.close()
         if self._view is not None:
             self._view.close()
 
@@ -122,10 +125,10 @@ class ViewController:
                 self.sync_training(follow=True)
             else:
                 self.sync(plots=False)  # captures are unchanged: the images need no redraw
-        elif event_type == "step" and self.live is not None:
+        elif event_type == "step" and self._live is not None:
             if not event["done"]:
-                self.live.on_step(event["step"])
-            elif not self.live.is_paused:  # a run() from Python ended: what it changed, at once
+                self._live.on_step(event["step"])
+            elif not self._live.is_paused:  # a run() from Python ended: what it changed, at once
                 self.sync()
                 self.sync_summary()  # only runs add statistics: the heatmap is redrawn after them, not on clicks
                 self.sync_training()  # a run of a DDP model adds bucket records
@@ -168,27 +171,32 @@ class ViewController:
         """Say in the status line what the latest action did (``state``: idle, busy, live or error)."""
         explorer = self.explorer
         if self._view is not None:
+            output = self._choices.output
             self._view.status = status_payload(
                 state,
                 message,
-                self.output["top"],
-                self.output,
-                cell=self.cell_running,
+                output["top"],
+                output,
+                cell=self._live is not None and self._live.cell_running,
                 step=explorer.step if explorer is not None else 0,
-                failed=self.failed_module,
+                failed=self._choices.failed_module,
             )
 
-    def set_cell_running(self, running: bool) -> None:
-        """Say whether a notebook cell runs, keeping the status's state and message."""
-        self.cell_running = running
+    def restate(self) -> None:
+        """Send the status again with its state and message, with what changed besides (a cell started or ended)."""
         view = self._view
         if view is not None:
             self.set_status(view.status.get("state", "idle"), view.status.get("message", ""))
 
+    @contextlib.contextmanager
+    def page_run(self) -> Iterator[None]:
+        """A run the page asked for: no live pushes inside, the view is updated when it ends."""
+        with self._live.paused() if self._live is not None else contextlib.nullcontext():
+            yield
+
     def _on_selected(self, change: dict[str, Any]) -> None:
-        self.plot_steps.clear()  # a new selection starts at its newest captures, in their default views
-        self.plot_views.clear()  # (which views fit, the elements and the heads are another target's)
-        self.attention_heads.forget()  # the user may have trained since: a selection shows what the model does now
+        self._choices.new_selection()  # which views fit, the elements and the heads were another target's
+        self._attention_heads.forget()  # the user may have trained since: a selection shows what the model does now
         if self._view is not None:
             self._view.attribution = EMPTY_ATTRIBUTION  # its map and its error were the previous module's
         self.sync()
@@ -244,29 +252,16 @@ class ViewController:
         view.graph = graph_payload(data)
         self._graph_shown = data
 
-    def sync_plots(self) -> None:
-        """Redraw the selection's images (the page's chosen steps and views), timing it for live updates."""
+    def sync_plots(self) -> float | None:
+        """Redraw the selection's images as the page chose them (``draw_selection``); returns the seconds it took,
+        which live updates expect the next drawing to take (None: nothing to draw)."""
         view, explorer = self._view, self.explorer
         if view is None or explorer is None:
-            return
-        try:
-            started = time.monotonic()
-            with self.drawing():
-                context = context_for(explorer, view.selected)
-                items = plot_items(explorer.captures, view.selected, self.plot_steps, self.plot_views, context=context)
-                heads = self.attention_heads.item(
-                    explorer, view.selected, self.plot_views.get("attention", {}).get("head")
-                )
-            if heads is not None:
-                items.append(heads)
-            error = self.attention_heads.take_error()
-            if error:
-                view.error = error
-            if items:
-                self.plot_cost = time.monotonic() - started
-            view.plots = {"target": view.selected, "items": items}
-        except Exception as exc:
-            view.error = f"could not draw the captures of {quoted(view.selected)}: {type(exc).__name__}: {exc}"
+            return None
+        spent = draw_selection(view, explorer, self._choices, self._attention_heads)
+        if spent is not None and self._live is not None:
+            self._live.drew(spent)
+        return spent
 
     def patch_sweep(
         self, sweep: Callable[[Callable[[int, int], Any]], torch.Tensor], progress: Any, default_metric: bool
@@ -302,11 +297,11 @@ class ViewController:
         view, explorer = self._view, self.explorer
         if view is not None and explorer is not None:
             with self.drawing():
-                view.summary = summary_payload(explorer, **self.summary_choice)
+                view.summary = summary_payload(explorer, **self._choices.summary())
 
     def show_ddp(self, source: DDPSource) -> None:
         """Show ``source`` in the Training panel, in place of what it showed of DDP before."""
-        self.ddp = source
+        self._ddp = source
         self.sync_training(follow=True)
 
     def sync_training(self, follow: bool = False) -> bool:
@@ -318,15 +313,15 @@ class ViewController:
         if view is None or explorer is None:
             return False
         monitors = explorer.monitors
-        live_ddp = self.ddp is not None and self.ddp.inspector is not None
-        if follow and self.live is not None and (monitors or live_ddp):
-            self.live.follow_optimizers()
-        version = training_version(monitors, self.ddp)
+        live_ddp = self._ddp is not None and self._ddp.inspector is not None
+        if follow and self._live is not None and (monitors or live_ddp):
+            self._live.follow_optimizers()
+        version = training_version(monitors, self._ddp)
         if version == self._training_version:
             return False
         try:
             with self.drawing():
-                view.training = training_payload(monitors, self.ddp, _ddp_prefix(explorer.model))
+                view.training = training_payload(monitors, self._ddp, _ddp_prefix(explorer.model))
         except Exception as exc:  # shown in the widget; the user's loop goes on
             view.error = f"could not draw the Training panel: {type(exc).__name__}: {exc}"
         self._training_version = version

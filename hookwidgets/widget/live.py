@@ -9,19 +9,16 @@ import time
 import warnings
 import weakref
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from .._warnings import ViewUpdateWarning
+from ..core.explorer import Explorer
 from ..core.gc_pause import no_gc
-from .captures import plot_items
 from .state import hooks_payload, memory_payload
-from .tensor_views import context_for
-
-if TYPE_CHECKING:
-    from .controller import ViewController
+from .view import ExplorerView
 
 PUSH_INTERVAL_S = 0.1
 """Hook counts, status and memory reach the page at most ~10 times a second."""
@@ -34,6 +31,21 @@ MAX_SHARE = 0.03
 and images are redrawn only while their total cost since the loop started stays within it."""
 
 
+class LiveController(Protocol):
+    """What live updates need of the view they keep in step (the view's controller)."""
+
+    @property
+    def explorer(self) -> Explorer | None: ...
+    @property
+    def view(self) -> ExplorerView | None: ...
+    def set_status(self, state: str, message: str) -> None: ...
+    def restate(self) -> None: ...
+    def sync(self) -> None: ...
+    def sync_plots(self) -> float | None: ...
+    def sync_summary(self) -> None: ...
+    def sync_training(self) -> bool: ...
+
+
 class LiveUpdates:
     """Follows the end of every forward of the model (the engine's ``step`` events, through the controller) and
     of optimizer steps; pushes what changed, coalesced, while a cell runs.
@@ -43,8 +55,10 @@ class LiveUpdates:
     one full update. Steps may come from any thread: a push that finds another one under way is left to the next.
     """
 
-    def __init__(self, controller: ViewController) -> None:
+    def __init__(self, controller: LiveController) -> None:
         self._controller = controller
+        self._cell_running = False  # a notebook cell runs: the page's messages wait until it ends
+        self._plot_cost = FIRST_PLOT_COST_S  # what the next drawing of the images is expected to cost, in seconds
         self._pushing = threading.Lock()
         self._next_push = 0.0  # monotonic time before which pushes are coalesced
         self._next_plot = 0.0
@@ -76,6 +90,15 @@ class LiveUpdates:
     def is_paused(self) -> bool:
         """Whether an explorer run the view started is under way."""
         return self._paused > 0
+
+    @property
+    def cell_running(self) -> bool:
+        """Whether a notebook cell runs (between IPython's ``pre_run_cell`` and ``post_run_cell``)."""
+        return self._cell_running
+
+    def drew(self, seconds: float) -> None:
+        """The selection's images were just drawn in ``seconds``: what their next live redraw is expected to cost."""
+        self._plot_cost = seconds
 
     def follow_optimizers(self) -> None:
         """Also push after each step of an optimizer of the model: a loop may run no forward the hooks see."""
@@ -149,25 +172,17 @@ class LiveUpdates:
             view.diagnostics = explorer.diagnostics  # e.g. a hook detached after an in-place collision
             controller.set_status("live", f"{label}: your code is running; clicks here apply when the cell finishes")
             # A redraw is expected to cost what the last one did; it waits until that fits the share.
-            affordable = self._plot_spent + controller.plot_cost <= MAX_SHARE * (now - self._since)
+            affordable = self._plot_spent + self._plot_cost <= MAX_SHARE * (now - self._since)
             if now >= self._next_plot and affordable:
-                return self._redraw(explorer, view, now)
+                return self._redraw(explorer, now)
         return 0.0
 
-    def _redraw(self, explorer: Any, view: Any, now: float) -> float:
+    def _redraw(self, explorer: Explorer, now: float) -> float:
         """The selection's images, the summary while stats hooks feed it, and the Training panel when its
         records changed; returns the seconds spent."""
         controller = self._controller
         started = time.monotonic()
-        drew = False
-        if view.selected in explorer.captures:
-            with controller.drawing():  # in the page's theme
-                context = context_for(explorer, view.selected)
-                items = plot_items(
-                    explorer.captures, view.selected, controller.plot_steps, controller.plot_views, context=context
-                )
-            view.plots = {"target": view.selected, "items": items}
-            drew = True
+        drew = controller.sync_plots() is not None  # as a click draws them: captures as chosen, an attention's heads
         if any(info.action == "stats" for info in explorer.own_hooks):
             controller.sync_summary()  # the per-layer table and heatmap follow the loop too
             drew = True
@@ -175,19 +190,20 @@ class LiveUpdates:
         if not drew:
             return 0.0
         cost = time.monotonic() - started
-        controller.plot_cost = cost
+        self._plot_cost = cost
         self._plot_spent += cost
         self._next_plot = now + PLOT_INTERVAL_S
         return cost
 
     def _on_cell_start(self, info: Any = None) -> None:
-        self._controller.set_cell_running(True)  # one status message: the page knows its clicks wait
+        self._cell_running = True
+        self._controller.restate()  # one status message: the page knows its clicks wait
 
     def _on_cell_done(self, result: Any = None) -> None:
+        self._cell_running = False
         if not self._live and not self._pending:
-            self._controller.set_cell_running(False)
+            self._controller.restate()
             return
-        self._controller.cell_running = False  # said by the status below
         by_optimizer = not self._forward_seen and self._optimizer_steps > 0  # a loop the hooks saw no forward of
         self._live = self._pending = self._forward_seen = False
         controller = self._controller

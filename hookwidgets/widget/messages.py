@@ -1,34 +1,57 @@
 """What each message of the page does (docs/widget-protocol.md, shapes in ``protocol.py``), through the
-explorer's public methods; each handler returns the error its reply carries ("" when it did what was asked)."""
+explorer's public methods; each handler writes what the page chose into ``PageChoices`` and returns the error its
+reply carries ("" when it did what was asked)."""
 
 from __future__ import annotations
 
 import contextlib
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..core.display import display_name
 from ..core.explorer import Explorer, explain_run_error
 from ..core.hooks.kinds import GLOBAL_KINDS
 from ..core.model.lazy import materialize_notices
 from ..core.model.scores import output_summary
+from .attention_heads import AttentionHeads
 from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
 from .attribution_panel import attribution_and_redraw
 from .edit_choices import with_recorded_run
 from .graph_panel import EMPTY as EMPTY_GRAPH
 from .lens_panel import DEFAULT_TOP_K, lens_payload
+from .page_choices import PageChoices
 from .protocol import MESSAGES
 from .run_errors import failing_module, failure_line
 from .state import parse_edit, position_choice, score_choice
-
-if TYPE_CHECKING:
-    from .controller import ViewController
-
-Handler = Callable[["ViewController", Explorer, dict[str, Any]], str]
+from .view import ExplorerView
 
 
-def handle(controller: ViewController, explorer: Explorer, content: Any) -> str:
+class PageController(Protocol):
+    """What the handlers need of the view they answer for (its controller): they write ``choices`` and the view's
+    panels, and ask for the rest to be drawn again."""
+
+    @property
+    def choices(self) -> PageChoices: ...
+    @property
+    def attention_heads(self) -> AttentionHeads: ...
+    @property
+    def view(self) -> ExplorerView | None: ...
+    def set_status(self, state: str, message: str) -> None: ...
+    def sync(self, plots: bool = True) -> None: ...
+    def sync_plots(self) -> float | None: ...
+    def sync_summary(self) -> None: ...
+    def sync_training(self, follow: bool = False) -> bool: ...
+    def sync_graph(self) -> None: ...
+    def drawing(self) -> contextlib.AbstractContextManager[Any]: ...
+    def keep_redraw(self, panel: str, redraw: Callable[[], None] | None) -> None: ...
+    def page_run(self) -> contextlib.AbstractContextManager[None]: ...
+
+
+Handler = Callable[[PageController, Explorer, dict[str, Any]], str]
+
+
+def handle(controller: PageController, explorer: Explorer, content: Any) -> str:
     """Do what the message ``content`` asks; returns the error to reply with. Raises for a message it cannot read."""
     message_type = content.get("type") if isinstance(content, dict) else None
     handler = HANDLERS.get(message_type) if isinstance(message_type, str) else None
@@ -38,14 +61,14 @@ def handle(controller: ViewController, explorer: Explorer, content: Any) -> str:
     return handler(controller, explorer, content)
 
 
-def attach(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+def attach(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     action, target = content.get("action") or "capture", content["target"]
     edit = with_recorded_run(explorer, target, parse_edit(content.get("edit")))
     explorer.attach(target, content["kind"], action, edit=edit)
     return ""
 
 
-def reattach(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+def reattach(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """Give the target's hooks attached from the page (its own, with a built-in action, not the global kinds "Stats
     on every layer" attaches) the picked action and edit, in place: one attach of them all, records kept."""
     target = content["target"]
@@ -67,15 +90,15 @@ def reattach(controller: ViewController, explorer: Explorer, content: dict[str, 
     return ""
 
 
-def detach(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+def detach(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     explorer.detach(content["target"], content["kind"])
     return ""
 
 
-def dismiss_error(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+def dismiss_error(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     view = controller.view
     view.error = ""
-    controller.failed_module = None  # the tree's mark goes with the error it explained
+    controller.choices.failed_module = None  # the tree's mark goes with the error it explained
     if view.status.get("state") == "error":
         controller.set_status("idle", "")
     else:
@@ -83,20 +106,20 @@ def dismiss_error(controller: ViewController, explorer: Explorer, content: dict[
     return ""
 
 
-def plot_step(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
-    step, call = content.get("step"), content.get("call")
+def plot_step(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
+    step, call, steps = content.get("step"), content.get("call"), controller.choices.plot_steps
     if step is None:
-        controller.plot_steps.pop(content["kind"], None)
+        steps.pop(content["kind"], None)
     else:
-        controller.plot_steps[content["kind"]] = (int(step), None if call is None else int(call))
+        steps[content["kind"]] = (int(step), None if call is None else int(call))
     controller.sync_plots()
     return ""
 
 
-def plot_view(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+def plot_view(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """Choose how one kind's capture is drawn: its ``view``, its ``element`` (of a tuple or dict output) and
     ``head`` (the heads view; None: all heads); what the message leaves out stays as chosen."""
-    choice = controller.plot_views.setdefault(content["kind"], {})
+    choice = controller.choices.plot_views.setdefault(content["kind"], {})
     for key in ("view", "element"):
         if content.get(key) is not None:
             choice[key] = str(content[key])
@@ -109,19 +132,21 @@ def plot_view(controller: ViewController, explorer: Explorer, content: dict[str,
     return ""
 
 
-def summary(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+def summary(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """Refresh the summary; ``field`` picks the heatmap's statistic and ``step`` the table's step."""
-    for key in ("field", "step"):
-        if key in content:
-            controller.summary_choice[key] = content[key]
+    choices = controller.choices
+    if "field" in content:
+        choices.summary_field = content["field"]
+    if "step" in content:
+        choices.summary_step = content["step"]
     controller.sync_summary()
     return ""
 
 
-def find_nonfinite(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+def find_nonfinite(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """Run the example inputs once and name the first module whose output holds NaN or Inf."""
     found = explorer.first_nonfinite()
-    controller.summary_choice["first_nonfinite"] = found
+    controller.choices.first_nonfinite = found
     name = display_name(found or "(model)")  # the root's path is "", named as the tree and the plots name it
     message = f"first NaN/Inf output: {name}" if found is not None else "no module output held NaN or Inf"
     controller.set_status("idle", message)
@@ -129,7 +154,7 @@ def find_nonfinite(controller: ViewController, explorer: Explorer, content: dict
     return ""
 
 
-def attribute(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+def attribute(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """ "Attribution here": the chosen method's result for the selected layer, or the error, in the panel."""
     view = controller.view
     layer, method, target = content.get("layer"), content.get("method", "gradcam"), content.get("target", "top")
@@ -149,7 +174,7 @@ def attribute(controller: ViewController, explorer: Explorer, content: dict[str,
 
 
 def _redraw_attribution(
-    controller: ViewController, shown: dict[str, Any], draw: Callable[[], dict[str, bytes]]
+    controller: PageController, shown: dict[str, Any], draw: Callable[[], dict[str, bytes]]
 ) -> Callable[[], None]:
     """Redraw ``shown``'s images while the panel still shows that attribution (a new selection empties it)."""
 
@@ -161,7 +186,7 @@ def _redraw_attribution(
     return redraw
 
 
-def lens(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+def lens(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """The logit lens of the example inputs into the lens panel; a failure stays in the panel until the next lens."""
     view = controller.view
     controller.set_status("busy", "reading the logit lens…")
@@ -176,7 +201,7 @@ def lens(controller: ViewController, explorer: Explorer, content: dict[str, Any]
     return ""
 
 
-def run(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+def run(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """Forward the example inputs; with mode "backward" (the default), backward from the chosen target ("top": each
     item's top class or next token at ``position``). An output with no scores runs the default forward only."""
     view = controller.view
@@ -187,30 +212,28 @@ def run(controller: ViewController, explorer: Explorer, content: dict[str, Any])
     position = position_choice(content.get("position")) if backward else None
     train = _run_train(content.get("train"))
     skipped = ""
-    if target == "top" and position is None and controller.output["kind"] in ("none", "scalar"):
+    choices = controller.choices
+    if target == "top" and position is None and choices.output["kind"] in ("none", "scalar"):
         # the default Run on an output with no class or token scores: the loss it is, else a forward only
-        target = "loss" if controller.output["loss"] else None
+        target = "loss" if choices.output["loss"] else None
         backward, skipped = target is not None, "" if target else FORWARD_ONLY
     what = ("forward and backward" if backward else "forward") + (" in training mode" if train else "")
     controller.set_status("busy", f"running {what}…")
     explained, notices = len(explorer.diagnostics), []
     try:
-        with (
-            controller.live.paused() if controller.live is not None else contextlib.nullcontext(),
-            materialize_notices(explorer.model, notices),
-        ):
+        with controller.page_run(), materialize_notices(explorer.model, notices):
             output = explorer.run(None, target=target, position=position, train=train)  # a copy of the example inputs
             controller.attention_heads.forget()  # the heads are drawn anew, with what the model computes now
     except Exception as exc:
         new = explorer.diagnostics[explained:]  # what the engine understood about this failure comes first
-        failed = controller.failed_module = failing_module(exc, explorer.model)
+        failed = choices.failed_module = failing_module(exc, explorer.model)
         where = [failure_line(failed, explorer.model)] if failed is not None else []
         view.error = "\n\n".join([*notices, *new, *where, explain_run_error(exc, explorer.example_inputs)])
         controller.set_status("error", f"run failed: {type(exc).__name__}")
         controller.sync()
         return f"run failed: {type(exc).__name__}: {message_text(exc)}"
-    controller.output = output_summary(output, explorer.model, id_names=explorer.sequences.id_names)
-    controller.failed_module = None
+    choices.output = output_summary(output, explorer.model, id_names=explorer.sequences.id_names)
+    choices.failed_module = None
     mode = " in training mode" if train else ""
     score = explorer.last_score
     if not backward or score is None:
@@ -225,7 +248,7 @@ def run(controller: ViewController, explorer: Explorer, content: dict[str, Any])
     return ""
 
 
-def record_graph(controller: ViewController, explorer: Explorer, content: dict[str, Any]) -> str:
+def record_graph(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """Record the example inputs' graph into the graph panel; a failure goes to ``graph.error``."""
     view = controller.view
     if explorer.example_inputs is None:

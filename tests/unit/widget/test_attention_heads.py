@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from hookwidgets import HookExplorer
+from hookwidgets.widget import live
 from tests import transformer_models as tm
 
 from ._messages import browser_sends, browser_sets
@@ -79,3 +80,29 @@ def test_a_failing_attention_run_is_said_in_the_errors_panel():
         assert _heads(view) is None
         assert "attention heads of 'transformer.h.1.attn' could not be computed" in view.error
         assert "eager attention refused" in view.error
+
+
+def test_live_updates_redraw_the_heads_of_a_selected_attention_module(monkeypatch):
+    # the user's own loop while the view follows it: the heads are drawn as a click draws them, with the capture
+    clock = [100.0]
+    monkeypatch.setattr(live.time, "monotonic", lambda: clock[0])
+    ex, model = _gpt2_explorer()
+    batch = ex.example_inputs
+    with ex:
+        view = ex.view
+        ex.attach(ATTENTION, "forward")
+        browser_sets(view, selected=ATTENTION)
+        before = _heads(view)
+        assert before is not None and before["step"] == 0
+        with torch.no_grad():
+            model(**batch)  # the loop starts: counts are pushed, the images wait their turn
+            assert view.status["state"] == "live" and _heads(view)["step"] == 0
+            model.transformer.h[1].attn.c_attn.weight.mul_(3.0)  # the loop trains
+            clock[0] += live.PLOT_INTERVAL_S + live.FIRST_PLOT_COST_S / live.MAX_SHARE  # the images' turn
+            model(**batch)
+        kinds = [item["kind"] for item in view.plots["items"]]
+        assert view.plots["target"] == ATTENTION and kinds == ["forward", "attention"]
+        assert view.plots["items"][0]["step"] == 2  # the newest capture
+        heads = _heads(view)
+        assert heads["step"] == 2 and heads["shape"] == [1, 4, 6, 6] and heads["png"] != before["png"]
+        assert view.status["state"] == "live" and view.error == ""

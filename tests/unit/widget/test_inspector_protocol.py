@@ -306,6 +306,27 @@ def test_live_images_wait_until_their_cost_fits_the_loops_share(explorer, cnn, i
     assert drawn[0]["items"][0]["step"] == 4  # the newest capture
 
 
+def test_a_drawing_that_fails_during_the_users_loop_is_said_in_the_errors_panel(explorer, cnn, image, monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(live.time, "monotonic", lambda: clock[0])
+
+    def broken_figure(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the figure broke")
+
+    view = explorer.view
+    explorer.attach("features.conv", "forward")
+    browser_sets(view, selected="features.conv")
+    monkeypatch.setattr(plots, "feature_map_figure", broken_figure)  # the widget imports it when it draws
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cnn(image)  # the loop starts
+        clock[0] += live.PLOT_INTERVAL_S + live.FIRST_PLOT_COST_S / live.MAX_SHARE  # the images' turn
+        cnn(image)  # the user's loop goes on: the error is shown, not raised
+    assert [str(w.message) for w in caught] == []
+    assert "could not draw the captures of 'features.conv': RuntimeError: the figure broke" in view.error
+    assert view.status["state"] == "live" and view.hooks[0]["fired"] == 2
+
+
 def test_the_summary_follows_the_users_loop_on_the_images_schedule(explorer, cnn, image, monkeypatch):
     clock = [100.0]
     monkeypatch.setattr(live.time, "monotonic", lambda: clock[0])

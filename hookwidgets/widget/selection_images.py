@@ -1,0 +1,38 @@
+"""The inspector's images of the selection, drawn the same way for a click, a Run and the user's own loop."""
+
+from __future__ import annotations
+
+import time
+
+from ..core.display import quoted
+from ..core.explorer import Explorer
+from .attention_heads import AttentionHeads
+from .captures import plot_items
+from .page_choices import PageChoices
+from .tensor_views import context_for
+from .view import ExplorerView
+
+
+def draw_selection(view: ExplorerView, explorer: Explorer, choices: PageChoices, heads: AttentionHeads) -> float | None:
+    """Put the selection's images in ``view.plots``: its captures as the page chose them, then an attention module's
+    heads; a failure goes to ``view.error``, never raised. Returns the seconds spent, None when it had nothing to draw.
+    """
+    from ..plots.theme import using_theme  # matplotlib only when drawing
+
+    target = view.selected
+    started = time.monotonic()
+    try:
+        with using_theme(view.theme):  # in the page's theme
+            context = context_for(explorer, target)
+            items = plot_items(explorer.captures, target, choices.plot_steps, choices.plot_views, context=context)
+            item = heads.item(explorer, target, choices.plot_views.get("attention", {}).get("head"))
+        if item is not None:
+            items.append(item)
+        error = heads.take_error()
+        if error:
+            view.error = error
+        view.plots = {"target": target, "items": items}
+    except Exception as exc:  # shown in the widget; a click, a Run and the user's loop go on
+        view.error = f"could not draw the captures of {quoted(target)}: {type(exc).__name__}: {exc}"
+        return time.monotonic() - started  # a failed drawing costs the loop too
+    return time.monotonic() - started if items or error else None
