@@ -58,7 +58,7 @@ export function contrast(first, second) {
  * `<body>`, or undefined), `bodyClasses` (VS Code marks `vscode-dark`, `vscode-high-contrast`), and the computed
  * `background` and `foreground` of the widget and `pageBackground` behind it (CSS colour strings). Translucent
  * colours are composited on what is under them; without a marker the background's luminance names the theme.
- * @param {{jpThemeLight?: string, bodyClasses?: string[], background?: string, foreground?: string,
+ * @param {{jpThemeLight?: string | undefined, bodyClasses?: string[], background?: string, foreground?: string,
  *   pageBackground?: string}} page
  * @returns {import("./payloads.js").Theme}
  */
