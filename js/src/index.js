@@ -19,7 +19,7 @@ import { createTreeView } from "./view/tree_view.js";
 
 /**
  * Render the explorer into `el`; returns the cleanup that removes listeners and Blob URLs.
- * @param {{model: import("./model.js").WidgetModel, el: HTMLElement}} context
+ * @param {{model: import("./widget_model.js").WidgetModel, el: HTMLElement}} context
  */
 function render({ model, el }) {
   const requests = createRequests(model); // each message gets its one reply

@@ -18,8 +18,8 @@ const METHOD_TITLES = {
 
 /**
  * Build the attribution section for `model`, sending through `requests`; returns {el, destroy}.
- * @param {import("../model.js").WidgetModel} model
- * @param {import("../model.js").Requests} requests
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {import("../widget_model.js").Requests} requests
  */
 export function createAttributionView(model, requests) {
   const method = h("select", { cls: "hw-attr-method", attrs: { "aria-label": "Attribution method" } });

@@ -66,8 +66,8 @@ export function h(tag, opts = {}, children = []) {
 
 /**
  * Subscribe `callback` to several model events; returns the function that unsubscribes it.
- * @param {import("../model.js").WidgetModel} model
- * @param {import("../model.js").ChangeEvent[]} events
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {import("../widget_model.js").ChangeEvent[]} events
  * @param {() => void} callback
  */
 export function subscribe(model, events, callback) {

@@ -29,8 +29,8 @@ export function fillTraceback(pre, text) {
 
 /**
  * Build the error box for `model`, sending through `requests`; returns {el, destroy}.
- * @param {import("../model.js").WidgetModel} model
- * @param {import("../model.js").Requests} requests
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {import("../widget_model.js").Requests} requests
  */
 export function createErrorBox(model, requests) {
   const text = h("pre", { cls: "hw-error-text" });

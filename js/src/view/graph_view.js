@@ -66,8 +66,8 @@ function hooksByTarget(hooks) {
 
 /**
  * Build the graph panel for `model`, sending through `requests`; returns {el, destroy}.
- * @param {import("../model.js").WidgetModel} model
- * @param {{layoutClient?: ReturnType<typeof createLayoutClient>, requests?: import("../model.js").Requests}} [services]
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {{layoutClient?: ReturnType<typeof createLayoutClient>, requests?: import("../widget_model.js").Requests}} [services]
  */
 export function createGraphView(model, { layoutClient = createLayoutClient(), requests = createRequests(model) } = {}) {
   const record = h("button", {

@@ -8,8 +8,8 @@ import { h, listen, setAttr, setText, subscribe } from "./dom.js";
 
 /**
  * Build the header for `model`, sending through `requests`; returns {el, destroy}.
- * @param {import("../model.js").WidgetModel} model
- * @param {import("../model.js").Requests} requests
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {import("../widget_model.js").Requests} requests
  */
 export function createHeader(model, requests) {
   /** @type {import("../targets.js").PositionField} */

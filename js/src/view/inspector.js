@@ -17,8 +17,8 @@ const FAMILY_LABELS = { module: "Module", param: "Parameter", node: "Autograd no
 
 /**
  * Build the inspector for `model`, sending through `requests`; returns {el, destroy}.
- * @param {import("../model.js").WidgetModel} model
- * @param {import("../model.js").Requests} requests
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {import("../widget_model.js").Requests} requests
  */
 export function createInspector(model, requests) {
   const info = h("dl", { cls: "hw-info" });
@@ -247,7 +247,7 @@ export function createInspector(model, requests) {
       return;
     }
     const key = `${target}\u0000${kind}`;
-    /** @type {import("../model.js").Request} */
+    /** @type {import("../widget_model.js").Request} */
     const message = choice
       ? { type: "attach", target, kind, action: choice.action, edit: choice.edit }
       : { type: "detach", target, kind };

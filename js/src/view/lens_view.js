@@ -9,8 +9,8 @@ const percent = (prob) => (Number.isFinite(Number(prob)) ? `${(Number(prob) * 10
 
 /**
  * Build the lens panel for `model` (hidden where the model has no lens), sending through `requests`.
- * @param {import("../model.js").WidgetModel} model
- * @param {import("../model.js").Requests} requests
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {import("../widget_model.js").Requests} requests
  */
 export function createLensView(model, requests) {
   const read = h("button", {

@@ -4,7 +4,7 @@ import { h, pngUrls, setAttr, setText, subscribe } from "./dom.js";
 
 /**
  * Build the patching panel for `model` (hidden until a sweep starts); returns {el, destroy}.
- * @param {import("../model.js").WidgetModel} model
+ * @param {import("../widget_model.js").WidgetModel} model
  */
 export function createPatchingView(model) {
   const progress = h("progress", { cls: "hw-patching-progress", attrs: { hidden: true, "aria-label": "patch sweep" } });

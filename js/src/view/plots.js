@@ -23,8 +23,8 @@ function caption(item) {
 
 /**
  * Build the plots area for `model`, sending through `requests`; returns {el, destroy}.
- * @param {import("../model.js").WidgetModel} model
- * @param {import("../model.js").Requests} requests
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {import("../widget_model.js").Requests} requests
  */
 export function createPlots(model, requests) {
   const el = h("div", { cls: "hw-plots" });

@@ -7,8 +7,8 @@ import { h, listen, pngUrls, setText, sortableHeader, subscribe } from "./dom.js
 
 /**
  * Build the summary panel for `model`, sending through `requests`; returns {el, destroy}.
- * @param {import("../model.js").WidgetModel} model
- * @param {import("../model.js").Requests} requests
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {import("../widget_model.js").Requests} requests
  */
 export function createSummaryView(model, requests) {
   const statsAll = h("button", {

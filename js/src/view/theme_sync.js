@@ -17,7 +17,7 @@ function backgroundBehind(el) {
 
 /**
  * Write the page's theme into `model` from `root` (the widget's box) now and on each theme change.
- * @param {import("../model.js").WidgetModel} model
+ * @param {import("../widget_model.js").WidgetModel} model
  * @param {HTMLElement} root
  */
 export function createThemeSync(model, root) {

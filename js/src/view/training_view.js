@@ -8,7 +8,7 @@ import { h, listen, pngUrls, setText, sortableHeader, subscribe } from "./dom.js
 
 /**
  * Build the training panel for `model` (hidden until an optimizer or DDP is watched); returns {el, destroy}.
- * @param {import("../model.js").WidgetModel} model
+ * @param {import("../widget_model.js").WidgetModel} model
  */
 export function createTrainingView(model) {
   const ratioMessage = h("div", { cls: "hw-hint hw-ratio-message" });

@@ -27,7 +27,7 @@ const MAX_MATCHES = 5000;
 
 /**
  * Build the tree panel for `model`; returns {el, destroy}.
- * @param {import("../model.js").WidgetModel} model
+ * @param {import("../widget_model.js").WidgetModel} model
  */
 export function createTreeView(model) {
   const search = h("input", {
