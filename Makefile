@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8888
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-python test-js test-floor lint format docs screenshots chromium compiler frontend clean fuzz soak bench
+.PHONY: demo test test-python test-js test-floor lint format docs payloads screenshots chromium compiler frontend clean fuzz soak bench
 
 # torch goes in first, from the CPU wheel: any unpinned torch requirement resolved on an empty
 # environment would pull a multi-GB CUDA build. The editable install builds js/ (hatch-jupyter-builder).
@@ -48,8 +48,10 @@ demo: $(INSTALLED) $(BUNDLE)
 
 test: $(INSTALLED) $(BUNDLE) chromium compiler lint test-js test-python
 
+# tsc checks js/src against its JSDoc types (js/tsconfig.json), the payloads' among them (js/src/payloads.js).
 test-js: $(INSTALLED)
 	[ -d js/node_modules ] || npm --prefix js ci --no-audit --no-fund
+	npm --prefix js run typecheck
 	npm --prefix js test
 
 # Among them tests/release and tests/e2e/test_fresh_env_kernel.py: the wheel and sdist built from the bundle above
@@ -104,6 +106,11 @@ format: $(INSTALLED)
 # tests/repo/test_api_docs.py fails while the page differs from what this writes.
 docs: $(INSTALLED)
 	$(BIN)/python -m tools.apidoc
+
+# Rewrites js/src/payloads.js, the page's JSDoc types of the shapes in hookwidgets/widget/protocol.py;
+# tests/repo/test_js_payloads.py fails while the file differs from what this writes.
+payloads: $(INSTALLED)
+	$(BIN)/python -m tools.js_payloads
 
 # Browser tests write screenshots to artifacts/; this copies one per view into docs/ (README's gallery).
 screenshots: $(INSTALLED) $(BUNDLE) chromium

@@ -2,9 +2,12 @@
 
 import { displayPath } from "./format.js";
 
+/** @typedef {import("./payloads.js").Memory} Memory */
+
 /**
  * View `value` (DataView, ArrayBuffer, typed array or list of byte values) as a Uint8Array;
  * null when it holds no bytes. Views keep their offset: ipywidgets may slice a larger buffer.
+ * @param {unknown} value
  */
 export function toBytes(value) {
   if (value instanceof Uint8Array) return value;
@@ -16,7 +19,10 @@ export function toBytes(value) {
   return null;
 }
 
-/** A byte count for people: 512 B, 1.5 KiB, 256 MiB, 1.2 GiB. */
+/**
+ * A byte count for people: 512 B, 1.5 KiB, 256 MiB, 1.2 GiB.
+ * @param {unknown} n
+ */
 export function formatBytes(n) {
   const value = Number(n);
   if (!Number.isFinite(value) || value < 0) return "—";
@@ -36,6 +42,7 @@ const SHORT_STEP = "The budget holds less than one step: raise memory_budget.";
  * The memory meter's words for a `memory` payload: `text` ("1.5 MiB of 256 MiB"), `warning` ("" or
  * "less than one step" when the budget evicted records of the step being recorded) and `title` (the
  * details: counts, then each hook that lost records and its note).
+ * @param {Partial<Memory> | null | undefined} memory
  */
 export function describeMemory(memory) {
   const used = Number(memory?.bytes ?? 0);

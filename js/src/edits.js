@@ -1,8 +1,23 @@
 /** The edit a user picked, as the `edit` of an attach message; pure, no DOM. */
 
+/** @typedef {import("./payloads.js").Selection} Selection */
+/** @typedef {import("./payloads.js").RecordChoice} RecordChoice */
+/**
+ * An edit the picker offers.
+ * @typedef {{name: string, label: string, arg: string | null, initial?: string, dim?: boolean, heads?: boolean,
+ *   record?: boolean}} EditSpec
+ */
+/** An edit as a message carries it: `[name, arg…]`. @typedef {[string, ...unknown[]]} Edit */
+/** What is wrong with the picker's fields. @typedef {{error: string}} EditError */
+/**
+ * `parseEdit`'s context: ablate's dim text, the output's rank, the module's head count, the chosen record.
+ * @typedef {{dim?: string, rank?: number | null, heads?: number | null, record?: string}} EditContext
+ */
+
 /**
  * Edits the inspector offers: name, label, what its argument is and a default; `dim` (ablate) adds a dim field,
  * `record` (replace, mean_ablate) takes a recorded run of the module instead of text, `heads` needs a head count.
+ * @type {EditSpec[]}
  */
 export const EDITS = [
   { name: "", label: "no edit", arg: null },
@@ -25,6 +40,7 @@ export const NO_RECORD = "no forward capture of this module yet: capture its for
 /**
  * The edits that fit a selection (its payload, or null): ablate heads only where Python found the module's heads,
  * the patches only on a module (they take its recorded forward outputs).
+ * @param {Partial<Selection> | null} selection
  */
 export function editsFor(selection) {
   const heads = Number.isInteger(selection?.heads);
@@ -32,12 +48,18 @@ export function editsFor(selection) {
   return EDITS.filter((spec) => (!spec.heads || heads) && (!spec.record || module));
 }
 
-/** `"step/call"`, the value of a record's option. */
+/**
+ * `"step/call"`, the value of a record's option.
+ * @param {RecordChoice} record
+ */
 export function recordKey(record) {
   return `${record.step}/${record.call}`;
 }
 
-/** A record's option text: its step, its call when the step holds several, and its shape. */
+/**
+ * A record's option text: its step, its call when the step holds several, and its shape.
+ * @param {RecordChoice} record
+ */
 export function recordLabel(record) {
   const call = record.call > 0 ? `, call ${record.call}` : "";
   return `step ${record.step}${call} · ${(record.shape ?? []).join("×") || "scalar"}`;
@@ -46,6 +68,8 @@ export function recordLabel(record) {
 /**
  * What each dim of the output is, for ablate's dim: `dim 0: batch (2) · dim 1: tokens (8) · dim 2 or -1: features
  * (32)`; "" when the output's shape is unknown.
+ * @param {string[] | null | undefined} axes
+ * @param {unknown[] | null | undefined} shape
  */
 export function axesText(axes, shape) {
   if (!Array.isArray(axes) || !Array.isArray(shape) || axes.length !== shape.length) return "";
@@ -62,6 +86,10 @@ export function axesText(axes, shape) {
  * `[name, arg…]` for the message (`["zero"]` without an argument, null for no edit), or `{error}` naming what is
  * wrong. `text` is the argument's text; `extra` holds `dim` (ablate's dim text), `rank` (the output's dims, when
  * known), `heads` (the module's head count, or null) and `record` (the chosen record's `"step/call"`, or "").
+ * @param {string} name
+ * @param {unknown} text
+ * @param {EditContext} [extra]
+ * @returns {Edit | EditError | null}
  */
 export function parseEdit(name, text, extra = {}) {
   const spec = EDITS.find((edit) => edit.name === name);
@@ -83,20 +111,33 @@ export function parseEdit(name, text, extra = {}) {
   return [spec.name, value];
 }
 
+/**
+ * @param {number[]} indices
+ * @param {string | undefined} dimText
+ * @param {number | null | undefined} rank
+ * @returns {Edit | EditError}
+ */
 function withDim(indices, dimText, rank) {
   const raw = String(dimText ?? "").trim();
   if (raw === "") return ["ablate", indices]; // the engine's default: dim 1 (dim 0 of a 1-D output)
   const dim = Number(raw);
   if (!Number.isInteger(dim)) return { error: `ablate's dim must be an integer such as 1 or -1, got "${raw}"` };
-  if (Number.isInteger(rank) && (dim < -rank || dim >= rank)) {
+  if (typeof rank === "number" && Number.isInteger(rank) && (dim < -rank || dim >= rank)) {
     const dims = rank === 1 ? "1 dim (0, or -1)" : `${rank} dims (0 to ${rank - 1}, or -${rank} to -1)`;
     return { error: `ablate's dim ${dim} is out of range: the output has ${dims}` };
   }
   return ["ablate", indices, dim];
 }
 
+/**
+ * @param {number[]} heads
+ * @param {number | null | undefined} count
+ * @returns {Edit | EditError}
+ */
 function checkHeads(heads, count) {
-  if (!Number.isInteger(count)) return { error: "ablate heads: this module has no heads the explorer can find" };
+  if (typeof count !== "number" || !Number.isInteger(count)) {
+    return { error: "ablate heads: this module has no heads the explorer can find" };
+  }
   const bad = heads.find((head) => head >= count);
   if (bad !== undefined) {
     return { error: `ablate heads: head ${bad} is out of range, this module has ${count} (0 to ${count - 1})` };
@@ -104,6 +145,11 @@ function checkHeads(heads, count) {
   return ["ablate_heads", heads];
 }
 
+/**
+ * @param {string} name
+ * @param {string | undefined} key
+ * @returns {Edit | EditError}
+ */
 function parseRecord(name, key) {
   const match = /^(\d+)\/(\d+)$/.exec(String(key ?? ""));
   if (!match) return { error: NO_RECORD };
@@ -113,6 +159,7 @@ function parseRecord(name, key) {
 /**
  * The picker's fields that show a hook's `edit` (the hooks traitlet's list of `[name, arg…]`): {name, arg, dim},
  * `name` "" for no edit; null when the picker cannot show it (several edits at once).
+ * @param {unknown[][] | null | undefined} edit
  */
 export function pickerFields(edit) {
   if (!Array.isArray(edit) || edit.length === 0) return { name: "", arg: "", dim: "" };
@@ -122,7 +169,7 @@ export function pickerFields(edit) {
   if (!spec) return null;
   if (name === "ablate" || name === "ablate_heads") {
     const list = Array.isArray(first) ? first.join(", ") : String(first ?? "");
-    return { name, arg: list, dim: name === "ablate" && second !== undefined ? String(second) : "" };
+    return { name: spec.name, arg: list, dim: name === "ablate" && second !== undefined ? String(second) : "" };
   }
-  return { name, arg: spec.arg === null || first === undefined ? "" : String(first), dim: "" };
+  return { name: spec.name, arg: spec.arg === null || first === undefined ? "" : String(first), dim: "" };
 }

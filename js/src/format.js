@@ -7,7 +7,10 @@ const BADGE_LABELS = new Map([
   ["grad", "grad"],
 ]);
 
-/** Compact count: 999 -> "999", 1234 -> "1.2k", 3_400_000 -> "3.4M". */
+/**
+ * Compact count: 999 -> "999", 1234 -> "1.2k", 3_400_000 -> "3.4M".
+ * @param {unknown} n
+ */
 export function formatCount(n) {
   if (typeof n !== "number" || !Number.isFinite(n)) return "—";
   const v = Math.round(n);
@@ -26,7 +29,11 @@ export function formatCount(n) {
 
 /** Parameter counts as "12.3k", with frozen ones appended when present: "12.3k (+1k frozen)", and how many of those
  * are packed weights (a quantized module's): "0 (+1k frozen, 1k packed)".
- * A null count is unknown (a lazy module not materialized yet) and reads "uninitialized". */
+ * A null count is unknown (a lazy module not materialized yet) and reads "uninitialized".
+ * @param {number | null} trainable
+ * @param {number | null} frozen
+ * @param {number} [packed]
+ */
 export function formatParams(trainable, frozen, packed = 0) {
   const base = trainable === null ? UNINITIALIZED : formatCount(trainable ?? 0);
   if (frozen === null) return `${base} (+${UNINITIALIZED} frozen)`;
@@ -36,7 +43,11 @@ export function formatParams(trainable, frozen, packed = 0) {
 
 const UNINITIALIZED = "uninitialized";
 
-/** Tensor shape as "1×16×32×32"; "scalar" for a 0-d tensor, "—" when unknown. */
+/**
+ * Tensor shape as "1×16×32×32"; "scalar" for a 0-d tensor, "—" when unknown.
+ * @param {unknown} shape
+ * @returns {string}
+ */
 export function formatShape(shape) {
   if (!Array.isArray(shape)) return "—";
   if (shape.length === 0) return "scalar";
@@ -45,12 +56,18 @@ export function formatShape(shape) {
   return shape.join("×");
 }
 
-/** Short badge text for a hook kind: forward_pre -> "pre", forward -> "fwd", others unchanged. */
+/**
+ * Short badge text for a hook kind: forward_pre -> "pre", forward -> "fwd", others unchanged.
+ * @param {string} kind
+ */
 export function badgeLabel(kind) {
   return BADGE_LABELS.get(kind) ?? String(kind);
 }
 
-/** "fired 1 time" / "fired 3 times", for tooltips and the inspector's hook list. */
+/**
+ * "fired 1 time" / "fired 3 times", for tooltips and the inspector's hook list.
+ * @param {number | undefined} n
+ */
 export function formatFired(n) {
   const count = Number.isFinite(n) ? n : 0;
   return `fired ${count} ${count === 1 ? "time" : "times"}`;
@@ -70,16 +87,21 @@ const NAMED_ESCAPES = new Map([
   ["\t", "\\t"],
 ]);
 
+/** @param {string} char */
 function escapeChar(char) {
   const named = NAMED_ESCAPES.get(char);
   if (named) return named;
-  const code = char.codePointAt(0);
+  const code = /** @type {number} */ (char.codePointAt(0)); // a match is one character, never empty
   const hex = code.toString(16);
   if (code < 0x100) return `\\x${hex.padStart(2, "0")}`;
   if (code < 0x10000) return `\\u${hex.padStart(4, "0")}`;
   return `\\U${hex.padStart(8, "0")}`;
 }
 
+/**
+ * @param {unknown} text
+ * @param {RegExp} pattern
+ */
 function escaped(text, pattern) {
   const source = String(text ?? "");
   pattern.lastIndex = 0;
@@ -90,18 +112,24 @@ function escaped(text, pattern) {
  * `text` with every character that does not print escaped as Python's repr escapes it ("\\u202e", "\\n"),
  * as Python's `hookwidgets.core.display.visible` does: a right-to-left override in a module name would
  * otherwise turn the text after it around on the page. For names; `visibleText` for whole texts.
+ * @param {unknown} text
  */
 export function visible(text) {
   return escaped(text, INVISIBLE);
 }
 
 /** `visible`, but keeping the text's own line breaks and tabs: every text the page shows goes through it
- * (the DOM helpers in view/dom.js), so a name inside a message or a traceback cannot reorder the page either. */
+ * (the DOM helpers in view/dom.js), so a name inside a message or a traceback cannot reorder the page either.
+ * @param {unknown} text
+ */
 export function visibleText(text) {
   return escaped(text, INVISIBLE_IN_TEXT);
 }
 
-/** `name`, or its first SHOWN_LENGTH characters (code points, as Python counts) and "…" when longer. */
+/**
+ * `name`, or its first SHOWN_LENGTH characters (code points, as Python counts) and "…" when longer.
+ * @param {unknown} name
+ */
 export function shortened(name) {
   const source = String(name ?? "");
   if (source.length <= SHOWN_LENGTH) return source; // UTF-16 units are never fewer than code points
@@ -115,25 +143,40 @@ export function shortened(name) {
   return source;
 }
 
-/** A model's name (module path, class, parameter) as the page shows it: cut, and invisible characters escaped. */
+/**
+ * A model's name (module path, class, parameter) as the page shows it: cut, and invisible characters escaped.
+ * @param {unknown} name
+ */
 export function displayName(name) {
   return visible(shortened(name));
 }
 
-/** Display name of a module path: the root ("") reads "(model)"; others as `displayName`. */
+/**
+ * Display name of a module path: the root ("") reads "(model)"; others as `displayName`.
+ * @param {string | null | undefined} path
+ */
 export function displayPath(path) {
   return path === "" ? "(model)" : displayName(path);
 }
 
-/** Where a capture sits in its history: "step 3", or "step 3 · call 1" when the target ran more than once a step. */
+/**
+ * Where a capture sits in its history: "step 3", or "step 3 · call 1" when the target ran more than once a step.
+ * @param {number} step
+ * @param {number} call
+ * @param {boolean} showCall
+ */
 export function formatPosition(step, call, showCall) {
   const at = `step ${step}`;
   return showCall && Number.isFinite(call) ? `${at} · call ${call}` : at;
 }
 
-/** The (step, call) positions of a plot item, and whether any step holds several calls (then calls are named). */
+/**
+ * The (step, call) positions of a plot item, and whether any step holds several calls (then calls are named).
+ * @param {Partial<import("./payloads.js").PlotItem> | null | undefined} item
+ */
 export function plotPositions(item) {
   const raw = Array.isArray(item?.positions) ? item.positions : [];
+  /** @type {[number, number][]} */
   const positions = raw.filter((p) => Array.isArray(p) && Number.isFinite(p[0])).map(([step, call]) => [step, Number.isFinite(call) ? call : 0]);
   return { positions, showCall: positions.some(([, call]) => call > 0) };
 }

@@ -1,7 +1,14 @@
 /** Lookups over the `hooks` traitlet; pure, no DOM. */
 
-/** Group live hooks by target path, keeping their order: Map<path, hook[]>. */
+/** @typedef {import("./payloads.js").HookItem} HookItem */
+/** Hooks by target path. @typedef {Map<string, HookItem[]>} HookIndex */
+
+/**
+ * Group live hooks by target path, keeping their order: Map<path, hook[]>.
+ * @param {HookItem[] | null | undefined} hooks
+ */
 export function indexHooks(hooks) {
+  /** @type {HookIndex} */
   const byPath = new Map();
   if (!Array.isArray(hooks)) return byPath;
   for (const hook of hooks) {
@@ -13,12 +20,21 @@ export function indexHooks(hooks) {
   return byPath;
 }
 
-/** The hooks attached to `path` (an empty list when none). */
+/**
+ * The hooks attached to `path` (an empty list when none).
+ * @param {HookIndex} index
+ * @param {string} path
+ */
 export function hooksAt(index, path) {
   return index.get(path) ?? [];
 }
 
-/** Whether the explorer attached a hook of `kind` to `path` (hooks others attached do not count). */
+/**
+ * Whether the explorer attached a hook of `kind` to `path` (hooks others attached do not count).
+ * @param {HookIndex} index
+ * @param {string} path
+ * @param {string | null} kind
+ */
 export function hasHook(index, path, kind) {
   return hooksAt(index, path).some((hook) => hook.kind === kind && !hook.foreign);
 }

@@ -17,7 +17,10 @@ import { createThemeSync } from "./view/theme_sync.js";
 import { createTrainingView } from "./view/training_view.js";
 import { createTreeView } from "./view/tree_view.js";
 
-/** Render the explorer into `el`; returns the cleanup that removes listeners and Blob URLs. */
+/**
+ * Render the explorer into `el`; returns the cleanup that removes listeners and Blob URLs.
+ * @param {{model: import("./widget_model.js").WidgetModel, el: HTMLElement}} context
+ */
 function render({ model, el }) {
   const requests = createRequests(model); // each message gets its one reply
   const header = createHeader(model, requests);

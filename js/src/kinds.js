@@ -3,6 +3,7 @@
 const MODULE_GRAD = "the gradient of the module's output, when backward reaches it (a tensor hook: in-place ops cannot break it)";
 const PARAM_GRAD = "the parameter's gradient, when backward computes it (before it is added to .grad)";
 
+/** @type {Record<string, string>} */
 const TIPS = {
   forward_pre: "the module's inputs, before its forward runs",
   forward: "the module's output, each time its forward returns",
@@ -21,13 +22,21 @@ const TIPS = {
   node: "the gradients into and out of this autograd node, after it runs",
 };
 
-/** What a hook of `kind` captures and when it fires; `family` tells a parameter's "grad" from a module's. */
+/**
+ * What a hook of `kind` captures and when it fires; `family` tells a parameter's "grad" from a module's.
+ * @param {string} kind
+ * @param {string} [family]
+ */
 export function kindTip(kind, family = "module") {
   if (kind === "grad" && family === "param") return PARAM_GRAD;
   return TIPS[kind] ?? "";
 }
 
-/** The tooltip of a toggle or badge: the kind, then what it captures and when. */
+/**
+ * The tooltip of a toggle or badge: the kind, then what it captures and when.
+ * @param {string} kind
+ * @param {string} [family]
+ */
 export function kindTitle(kind, family = "module") {
   const tip = kindTip(kind, family);
   return tip ? `${kind}: ${tip}` : kind;

@@ -7,13 +7,19 @@
 /** After this long without a reply a request is "slow": the page may say the kernel is busy or gone. */
 export const SLOW_MS = 10000;
 
-/** Requests over `model`'s custom messages; returns {send, destroy}. */
+/**
+ * Requests over `model`'s custom messages; returns {send, destroy}.
+ * @param {import("./widget_model.js").WidgetModel} model
+ * @returns {import("./widget_model.js").Requests}
+ */
 export function createRequests(model) {
   // Several views of one model each see every reply: ids are unique per view, and others' replies are ignored.
   const prefix = Math.random().toString(36).slice(2, 10);
   let count = 0;
+  /** @type {Map<string, (answer: import("./widget_model.js").Answer) => void>} */
   const waiting = new Map(); // request_id -> resolve
 
+  /** @param {import("./payloads.js").Reply} message */
   function onMessage(message) {
     if (message?.type !== "reply") return;
     const resolve = waiting.get(message.request_id);
@@ -28,6 +34,7 @@ export function createRequests(model) {
     send(content) {
       count += 1;
       const request_id = `${prefix}-${count}`;
+      /** @type {Promise<import("./widget_model.js").Answer>} */
       const reply = new Promise((resolve) => waiting.set(request_id, resolve));
       model.send({ ...content, request_id });
       return reply;

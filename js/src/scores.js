@@ -4,7 +4,12 @@ const RAISES = [178, 24, 43]; // the dark ends of a red–blue diverging map, as
 const LOWERS = [33, 102, 172];
 const LENS = [26, 118, 210];
 
-/** The largest finite magnitude of `scores` (0 when none): the scale every token is coloured against. */
+/** A colour's `[r, g, b]`, each 0–255. @typedef {number[]} Rgb */
+
+/**
+ * The largest finite magnitude of `scores` (0 when none): the scale every token is coloured against.
+ * @param {unknown[]} scores
+ */
 export function scoreScale(scores) {
   let scale = 0;
   for (const score of scores) {
@@ -14,12 +19,19 @@ export function scoreScale(scores) {
   return scale;
 }
 
-/** Whether any finite score is negative: a signed method (gradients) rather than a relevance (rollouts). */
+/**
+ * Whether any finite score is negative: a signed method (gradients) rather than a relevance (rollouts).
+ * @param {unknown[]} scores
+ */
 export function isSigned(scores) {
   return scores.some((score) => Number(score) < 0);
 }
 
-/** `[r, g, b]` of a CSS colour as `getComputedStyle` writes it ("rgb(…)" or "rgba(…)"); white when unreadable. */
+/**
+ * `[r, g, b]` of a CSS colour as `getComputedStyle` writes it ("rgb(…)" or "rgba(…)"); white when unreadable.
+ * @param {string | null | undefined} text
+ * @returns {Rgb}
+ */
 export function parseRgb(text) {
   const parts = String(text ?? "").match(/[\d.]+/g);
   if (!parts || parts.length < 3) return [255, 255, 255];
@@ -27,7 +39,10 @@ export function parseRgb(text) {
   return alpha === 0 ? [255, 255, 255] : parts.slice(0, 3).map(Number);
 }
 
-/** Relative luminance (WCAG) of an sRGB colour `[r, g, b]` in 0–255. */
+/**
+ * Relative luminance (WCAG) of an sRGB colour `[r, g, b]` in 0–255.
+ * @param {Rgb} rgb
+ */
 export function luminance(rgb) {
   const [r, g, b] = rgb.map((c) => {
     const s = c / 255;
@@ -36,11 +51,19 @@ export function luminance(rgb) {
   return 0.2126 * r + 0.7152 * g + 0.0722 * b;
 }
 
-/** Black or white, whichever reads better on `rgb` (both reach 4.5:1 somewhere; the switch is where they meet). */
+/**
+ * Black or white, whichever reads better on `rgb` (both reach 4.5:1 somewhere; the switch is where they meet).
+ * @param {Rgb} rgb
+ */
 export function textOn(rgb) {
   return luminance(rgb) > 0.179 ? "#000000" : "#ffffff";
 }
 
+/**
+ * @param {Rgb} from
+ * @param {Rgb} to
+ * @param {number} t
+ */
 function mix(from, to, t) {
   return from.map((c, i) => Math.round(c + (to[i] - c) * t));
 }
@@ -48,6 +71,9 @@ function mix(from, to, t) {
 /**
  * The background and text colour of a score: `background` mixed from the page's background `base` toward red
  * (positive) or blue (negative) by |score| / scale; null colours for a non-finite score (drawn marked instead).
+ * @param {unknown} score
+ * @param {number} scale
+ * @param {Rgb} [base]
  */
 export function scoreColors(score, scale, base = [255, 255, 255]) {
   const value = Number(score);
@@ -57,7 +83,11 @@ export function scoreColors(score, scale, base = [255, 255, 255]) {
   return { background: `rgb(${rgb.join(", ")})`, color: textOn(rgb), strength };
 }
 
-/** The lens cell's colours: the page's background toward blue by the top token's probability. */
+/**
+ * The lens cell's colours: the page's background toward blue by the top token's probability.
+ * @param {unknown} prob
+ * @param {Rgb} [base]
+ */
 export function probabilityColors(prob, base = [255, 255, 255]) {
   const value = Number(prob);
   const strength = Number.isFinite(value) ? Math.min(1, Math.max(0, value)) : 0;
@@ -65,7 +95,10 @@ export function probabilityColors(prob, base = [255, 255, 255]) {
   return { background: `rgb(${rgb.join(", ")})`, color: textOn(rgb) };
 }
 
-/** A score as short text: 3 significant digits, exponent form for the very small and very large. */
+/**
+ * A score as short text: 3 significant digits, exponent form for the very small and very large.
+ * @param {unknown} score
+ */
 export function formatScore(score) {
   const value = Number(score);
   if (!Number.isFinite(value)) return String(score);

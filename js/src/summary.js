@@ -1,6 +1,14 @@
 /** The summary table's rows: sorting and number formatting; pure, no DOM. */
 
-/** Columns of the table: field and header, in display order. */
+/**
+ * A row of the table: the layer's path as `target`, each recorded field's value (a number, or "nan"/"inf"/"-inf").
+ * @typedef {{target: string} & Record<string, number | string>} SummaryRow
+ */
+
+/**
+ * Columns of the table: field and header, in display order.
+ * @type {[string, string][]}
+ */
 export const COLUMNS = [
   ["target", "layer"],
   ["act_norm", "act ‖·‖"],
@@ -17,19 +25,24 @@ export const COLUMNS = [
 /**
  * The table's rows as objects (`{target, act_norm, ...}`) from the wire format: `summary.columns` names
  * the fields and each row of `summary.rows` lists their values in that order (`null`: not recorded).
+ * @param {Partial<import("./payloads.js").Summary> | null | undefined} summary
  */
 export function rowObjects(summary) {
   const columns = summary?.columns ?? [];
   return (summary?.rows ?? []).map((values) => {
-    const row = {};
+    const row = /** @type {SummaryRow} */ ({});
     columns.forEach((column, i) => {
-      if (values[i] !== null && values[i] !== undefined) row[column] = values[i];
+      // The wire's cells (`Any` in protocol.py): numbers, "nan"/"inf"/"-inf", the layer's path; null when not recorded.
+      if (values[i] !== null && values[i] !== undefined) row[column] = /** @type {number | string} */ (values[i]);
     });
     return row;
   });
 }
 
-/** A sortable number for a cell: NaN sorts above everything (it is what people look for), missing below. */
+/**
+ * A sortable number for a cell: NaN sorts above everything (it is what people look for), missing below.
+ * @param {unknown} value
+ */
 function sortKey(value) {
   if (value === "nan") return Infinity;
   if (value === "inf") return Number.MAX_VALUE;
@@ -38,9 +51,13 @@ function sortKey(value) {
   return -Infinity;
 }
 
-/** Rows sorted by `field` (`"target"` keeps the given execution order), `descending` or not; a new array. */
+/**
+ * Rows sorted by `field` (`"target"` keeps the given execution order), `descending` or not; a new array.
+ * @param {SummaryRow[]} rows
+ * @param {string} field
+ */
 export function sortRows(rows, field, descending = false) {
-  const indexed = rows.map((row, i) => [row, i]);
+  const indexed = rows.map((row, i) => /** @type {[SummaryRow, number]} */ ([row, i]));
   if (field === "target") {
     if (descending) indexed.reverse();
     return indexed.map(([row]) => row);
@@ -53,7 +70,11 @@ export function sortRows(rows, field, descending = false) {
   return indexed.map(([row]) => row);
 }
 
-/** A statistic as short text: 4 significant digits, counts as integers, "—" when missing. */
+/**
+ * A statistic as short text: 4 significant digits, counts as integers, "—" when missing.
+ * @param {string} field
+ * @param {number | string | null | undefined} value
+ */
 export function formatStat(field, value) {
   if (value === undefined || value === null) return "—";
   if (typeof value === "string") return value;

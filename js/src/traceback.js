@@ -6,12 +6,18 @@ const OWN = /[\\/]hookwidgets[\\/](?!examples[\\/])[^"]*\.py$/;
 // torch's machinery calling a module (`_wrapped_call_impl`, `_call_impl`): between every two of the user's frames.
 const CALLS = /[\\/]torch[\\/]nn[\\/]modules[\\/]module\.py$/;
 
-/** Whether a traceback frame's file is the explorer's own code. */
+/**
+ * Whether a traceback frame's file is the explorer's own code.
+ * @param {string} path
+ */
 export function isOwnFile(path) {
   return OWN.test(path);
 }
 
-/** What folds a frame of `path` ("hookwidgets", "torch's module calls"), or null for a frame shown as it is. */
+/**
+ * What folds a frame of `path` ("hookwidgets", "torch's module calls"), or null for a frame shown as it is.
+ * @param {string} path
+ */
 export function foldedAs(path) {
   if (OWN.test(path)) return "hookwidgets";
   if (CALLS.test(path)) return "torch's module calls";
@@ -22,10 +28,13 @@ export function foldedAs(path) {
  * Split `text` into segments {text, folded, label, frames}: each run of the explorer's own frames (a `File "…"` line
  * and the lines indented under it), or of torch's module-call frames, is one folded segment naming whose they are and
  * counting them; everything else (the user's frames, the error) stays as it is, in order.
+ * @param {string | null | undefined} text
  */
 export function foldTraceback(text) {
   const lines = String(text ?? "").split("\n");
+  /** @type {{label: string | null, lines: string[], frames: number}[]} */
   const segments = [];
+  /** @type {(line: string, label: string | null, frame: boolean) => void} */
   const push = (line, label, frame) => {
     const last = segments[segments.length - 1];
     if (last && last.label === label) last.lines.push(line);

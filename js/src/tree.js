@@ -1,29 +1,59 @@
 /** Module tree lookups, visible rows and keyboard navigation; pure, no DOM. */
 
-/** Whether `tree` is a usable root node (the traitlet is `{}` before Python fills it). */
+/** @typedef {import("./payloads.js").TreeNode} TreeNode */
+/**
+ * The `tree` traitlet (`{}` before Python fills it), or no tree.
+ * @typedef {Partial<TreeNode> | null | undefined} MaybeTree
+ */
+/**
+ * A row of the tree panel.
+ * @typedef {{node: TreeNode, path: string, depth: number, hasChildren: boolean, expanded: boolean}} Row
+ */
+/**
+ * Where a node sits: `parent` is a path, or null for the root.
+ * @typedef {{node: TreeNode, depth: number, parent: string | null}} Entry
+ */
+
+/**
+ * Whether `tree` is a usable root node (the traitlet is `{}` before Python fills it).
+ * @param {MaybeTree} tree
+ * @returns {tree is TreeNode}
+ */
 export function isTree(tree) {
   return tree != null && typeof tree === "object" && typeof tree.path === "string";
 }
 
-/** Children of a node, tolerating a missing list. */
+/**
+ * Children of a node, tolerating a missing list.
+ * @param {MaybeTree} node
+ * @returns {TreeNode[]}
+ */
 export function childrenOf(node) {
   return Array.isArray(node?.children) ? node.children : [];
 }
 
-/** Visit every node depth-first, parents before children: visit(node, depth, parent). */
+/**
+ * Visit every node depth-first, parents before children: visit(node, depth, parent).
+ * @param {MaybeTree} tree
+ * @param {(node: TreeNode, depth: number, parent: TreeNode | null) => void} visit
+ */
 export function walk(tree, visit) {
   if (!isTree(tree)) return;
   // Iterative so a very deep model cannot overflow the stack.
+  /** @type {[TreeNode, number, TreeNode | null][]} */
   const stack = [[tree, 0, null]];
   while (stack.length > 0) {
-    const [node, depth, parent] = stack.pop();
+    const [node, depth, parent] = /** @type {[TreeNode, number, TreeNode | null]} */ (stack.pop());
     visit(node, depth, parent);
     const children = childrenOf(node);
     for (let i = children.length - 1; i >= 0; i--) stack.push([children[i], depth + 1, node]);
   }
 }
 
-/** Number of modules in the tree, the root included (like `len(list(model.modules()))`). */
+/**
+ * Number of modules in the tree, the root included (like `len(list(model.modules()))`).
+ * @param {MaybeTree} tree
+ */
 export function countModules(tree) {
   let count = 0;
   walk(tree, () => {
@@ -32,8 +62,12 @@ export function countModules(tree) {
   return count;
 }
 
-/** Map<path, {node, depth, parent}> for constant-time lookups; parent is a path or null. */
+/**
+ * Map<path, {node, depth, parent}> for constant-time lookups; parent is a path or null.
+ * @param {MaybeTree} tree
+ */
 export function indexTree(tree) {
+  /** @type {Map<string, Entry>} */
   const index = new Map();
   walk(tree, (node, depth, parent) => {
     index.set(node.path, { node, depth, parent: parent ? parent.path : null });
@@ -41,8 +75,14 @@ export function indexTree(tree) {
   return index;
 }
 
-/** The node at `path`, or null. */
+/**
+ * The node at `path`, or null.
+ * @param {MaybeTree} tree
+ * @param {string} path
+ * @returns {TreeNode | null}
+ */
 export function findNode(tree, path) {
+  /** @type {TreeNode | null} */
   let found = null;
   walk(tree, (node) => {
     if (found === null && node.path === path) found = node;
@@ -50,7 +90,11 @@ export function findNode(tree, path) {
   return found;
 }
 
-/** Paths of the ancestors of `path`, root first; empty when `path` is the root or unknown. */
+/**
+ * Paths of the ancestors of `path`, root first; empty when `path` is the root or unknown.
+ * @param {Map<string, Entry>} index
+ * @param {string} path
+ */
 export function ancestorPaths(index, path) {
   const out = [];
   let entry = index.get(path);
@@ -61,8 +105,12 @@ export function ancestorPaths(index, path) {
   return out;
 }
 
-/** Paths expanded at first sight: nodes with children above `maxDepth` (root and its children). */
+/**
+ * Paths expanded at first sight: nodes with children above `maxDepth` (root and its children).
+ * @param {MaybeTree} tree
+ */
 export function defaultExpanded(tree, maxDepth = 2) {
+  /** @type {Set<string>} */
   const expanded = new Set();
   walk(tree, (node, depth) => {
     if (depth < maxDepth && childrenOf(node).length > 0) expanded.add(node.path);
@@ -70,13 +118,19 @@ export function defaultExpanded(tree, maxDepth = 2) {
   return expanded;
 }
 
-/** Rows to show, in order: [{node, path, depth, hasChildren, expanded}], children of collapsed nodes skipped. */
+/**
+ * Rows to show, in order: [{node, path, depth, hasChildren, expanded}], children of collapsed nodes skipped.
+ * @param {MaybeTree} tree
+ * @param {Set<string>} expanded
+ */
 export function flattenVisible(tree, expanded) {
+  /** @type {Row[]} */
   const rows = [];
   if (!isTree(tree)) return rows;
+  /** @type {[TreeNode, number][]} */
   const stack = [[tree, 0]];
   while (stack.length > 0) {
-    const [node, depth] = stack.pop();
+    const [node, depth] = /** @type {[TreeNode, number]} */ (stack.pop());
     const children = childrenOf(node);
     const isOpen = children.length > 0 && expanded.has(node.path);
     rows.push({ node, path: node.path, depth, hasChildren: children.length > 0, expanded: isOpen });
@@ -88,6 +142,9 @@ export function flattenVisible(tree, expanded) {
 /**
  * Path of the visible row `delta` rows away from `path`, clamped to the ends; the first row
  * when `path` is not visible; null when there are no rows.
+ * @param {Row[]} rows
+ * @param {string} path
+ * @param {number} delta
  */
 export function stepPath(rows, path, delta) {
   if (rows.length === 0) return null;
@@ -97,18 +154,30 @@ export function stepPath(rows, path, delta) {
   return rows[next].path;
 }
 
-/** Next visible path below `path` (stays on the last row). */
+/**
+ * Next visible path below `path` (stays on the last row).
+ * @param {Row[]} rows
+ * @param {string} path
+ */
 export function nextPath(rows, path) {
   return stepPath(rows, path, 1);
 }
 
-/** Previous visible path above `path` (stays on the first row). */
+/**
+ * Previous visible path above `path` (stays on the first row).
+ * @param {Row[]} rows
+ * @param {string} path
+ */
 export function previousPath(rows, path) {
   return stepPath(rows, path, -1);
 }
 
-/** Every path that has children: what "expand all" opens. */
+/**
+ * Every path that has children: what "expand all" opens.
+ * @param {MaybeTree} tree
+ */
 export function expandablePaths(tree) {
+  /** @type {Set<string>} */
   const paths = new Set();
   walk(tree, (node) => {
     if (childrenOf(node).length > 0) paths.add(node.path);
@@ -119,11 +188,14 @@ export function expandablePaths(tree) {
 /**
  * Paths whose name, class or path contains `query` (case-insensitive), in tree order; at most
  * `limit` of them. An empty query matches nothing.
+ * @param {MaybeTree} tree
+ * @param {string | null | undefined} query
  */
 export function searchTree(tree, query, limit = Infinity) {
   const needle = String(query ?? "")
     .trim()
     .toLowerCase();
+  /** @type {string[]} */
   const found = [];
   if (needle === "") return found;
   walk(tree, (node) => {
@@ -134,7 +206,11 @@ export function searchTree(tree, query, limit = Infinity) {
   return found;
 }
 
-/** `text` cut into [{text, match}] pieces around each case-insensitive occurrence of `query`. */
+/**
+ * `text` cut into [{text, match}] pieces around each case-insensitive occurrence of `query`.
+ * @param {string | null | undefined} text
+ * @param {string | null | undefined} query
+ */
 export function highlightParts(text, query) {
   const source = String(text ?? "");
   const needle = String(query ?? "")
@@ -156,6 +232,10 @@ export function highlightParts(text, query) {
 /**
  * The slice of rows to draw for a scroll position: {start, end} (end exclusive), with `overscan`
  * extra rows on each side so a fast scroll does not show blank space.
+ * @param {number} scrollTop
+ * @param {number} viewportHeight
+ * @param {number} rowHeight
+ * @param {number} total
  */
 export function visibleWindow(scrollTop, viewportHeight, rowHeight, total, overscan = 10) {
   if (total <= 0 || rowHeight <= 0) return { start: 0, end: 0 };
@@ -166,7 +246,13 @@ export function visibleWindow(scrollTop, viewportHeight, rowHeight, total, overs
   return { start, end };
 }
 
-/** The scrollTop that brings row `index` into view, moving as little as possible (null: already visible). */
+/**
+ * The scrollTop that brings row `index` into view, moving as little as possible (null: already visible).
+ * @param {number} index
+ * @param {number} scrollTop
+ * @param {number} viewportHeight
+ * @param {number} rowHeight
+ */
 export function scrollToReveal(index, scrollTop, viewportHeight, rowHeight) {
   const top = index * rowHeight;
   const bottom = top + rowHeight;

@@ -13,9 +13,24 @@ export const MAIN_THREAD_LIMIT = 40;
 /** Error of a layout that a newer request replaced; callers ignore it. */
 export class StaleLayout extends Error {}
 
+/** @typedef {import("./layout_request.js").LayoutRequest} LayoutRequest */
+/** @typedef {import("./layout.js").Layout} Layout */
+/** @typedef {import("./layout_pack.js").PackedLayout} PackedLayout */
+/**
+ * The pending layout: its request, its promise's settlers, where it runs, and how to stop it on the page.
+ * @typedef {{id: number, request: LayoutRequest, resolve: (layout: Layout) => void, reject: (error: unknown) => void,
+ *   inWorker?: boolean, abort?: () => void}} Job
+ */
+/**
+ * What the page imports to lay out without a worker.
+ * @typedef {{layoutSteps: typeof import("./layout.js").layoutSteps}} Engine
+ */
+
 /**
  * A layout service: {layout(request) -> Promise of computeLayout's result, destroy(), busy(), workerFailure()}.
  * `engineSource` is the worker's script (null: no worker); `loadEngine()` gives the engine module on the page.
+ * @param {{engineSource?: string | null, loadEngine?: () => Promise<Engine>, mainThreadLimit?: number,
+ *   budgetMs?: number}} [options]
  */
 export function createLayoutClient({
   engineSource = ENGINE_SOURCE,
@@ -25,10 +40,14 @@ export function createLayoutClient({
 } = {}) {
   // A request made while the worker runs another terminates it: dagre cannot be interrupted, and only the
   // newest layout is ever drawn. On the page, the running layout stops at its next chunk.
+  /** @type {Worker | null} */
   let worker = null;
   let started = false; // the current worker said it runs
+  /** @type {string | null} */
   let failure = engineSource ? null : "no layout worker is bundled"; // why layouts run on the page, once known
+  /** @type {string | null} */
   let url = null;
+  /** @type {Job | null} */
   let pending = null; // {id, request, resolve, reject, inWorker, abort}
   let sequence = 0;
   let destroyed = false;
@@ -39,13 +58,19 @@ export function createLayoutClient({
     started = false;
   }
 
+  /**
+   * @param {Job} job
+   * @param {"resolve" | "reject"} outcome
+   * @param {unknown} value a Layout to resolve with, an error to reject with
+   */
   function settle(job, outcome, value) {
     if (pending !== job) return;
     pending = null;
-    if (outcome === "resolve") job.resolve(value);
+    if (outcome === "resolve") job.resolve(/** @type {Layout} */ (value));
     else job.reject(value);
   }
 
+  /** @param {Job} job */
   function onPage(job) {
     const controller = new AbortController();
     job.inWorker = false;
@@ -69,9 +94,10 @@ export function createLayoutClient({
       url ??= engineURL(engineSource);
       worker = new Worker(url, { type: "module" });
     } catch (error) {
-      failure = `the layout worker cannot start here (${error?.message ?? error})`;
+      failure = `the layout worker cannot start here (${/** @type {Error} */ (error)?.message ?? error})`;
       return null;
     }
+    /** @param {MessageEvent<import("./layout_engine.js").LayoutAnswer>} event */
     worker.onmessage = ({ data }) => {
       if (data.ready) {
         started = true;
@@ -80,7 +106,7 @@ export function createLayoutClient({
       const job = pending;
       if (!job?.inWorker || data.id !== job.id) return;
       if (data.error) settle(job, "reject", new Error(`graph layout failed: ${data.error}`));
-      else settle(job, "resolve", unpackLayout(job.request, data.packed));
+      else settle(job, "resolve", unpackLayout(job.request, /** @type {PackedLayout} */ (data.packed)));
     };
     worker.onerror = (event) => {
       event.preventDefault();
@@ -98,22 +124,30 @@ export function createLayoutClient({
     return worker;
   }
 
-  /** Reject the pending layout with StaleLayout(`why`) and stop its work: the worker it runs in, or its chunks. */
+  /**
+   * Reject the pending layout with StaleLayout(`why`) and stop its work: the worker it runs in, or its chunks.
+   * @param {string} why
+   */
   function cancel(why) {
     const old = pending;
     if (!old) return;
     pending = null;
     old.reject(new StaleLayout(why));
     if (old.inWorker) stop();
-    else old.abort();
+    else /** @type {() => void} */ (old.abort)(); // a job on the page always has one (onPage)
   }
 
+  /**
+   * @param {LayoutRequest} request
+   * @returns {Promise<Layout>}
+   */
   function layout(request) {
     if (destroyed) return Promise.reject(new StaleLayout("the graph view was closed"));
     cancel("a newer layout replaced this one");
     sequence += 1;
     const id = sequence;
     return new Promise((resolve, reject) => {
+      /** @type {Job} */
       const job = { id, request, resolve, reject };
       pending = job;
       const size = request.nodes.length + request.boxes.length;

@@ -3,11 +3,15 @@
 /* global __HW_LAYOUT_ENGINE__ */
 export const ENGINE_SOURCE = typeof __HW_LAYOUT_ENGINE__ === "string" ? __HW_LAYOUT_ENGINE__ : null;
 
-/** A Blob URL of the engine, to start a worker from; the caller revokes it. */
+/**
+ * A Blob URL of the engine, to start a worker from; the caller revokes it.
+ * @param {string | null} [source]
+ */
 export function engineURL(source = ENGINE_SOURCE) {
-  return URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+  return URL.createObjectURL(new Blob([/** @type {string} */ (source)], { type: "text/javascript" }));
 }
 
+/** @type {Promise<typeof import("./layout_engine.js")> | null} */
 let imported = null;
 
 /** The engine module on the page, imported once from a Blob URL, as anywidget imports the widget itself. */

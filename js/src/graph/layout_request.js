@@ -10,29 +10,56 @@ const BLOCK_HEIGHT = 34;
 const PAD = 16;
 export const BOX_LABEL = 14; // room above a box's contents for its name
 
-/** Text drawn for an item: a node's label, or a collapsed cluster's name after its ▸ marker. */
+/** @typedef {import("./model.js").GraphModel} GraphModel */
+/** @typedef {import("./visible.js").Item} Item */
+/**
+ * What a layout is asked for: sized items and the boxes around them by key (`box` null: on the canvas), and edges.
+ * @typedef {{nodes: {key: string, width: number, height: number, box: string | null}[],
+ *   boxes: {key: string, box: string | null}[], edges: {src: string, dst: string}[]}} LayoutRequest
+ */
+
+/**
+ * Text drawn for an item: a node's label, or a collapsed cluster's name after its ▸ marker.
+ * @param {GraphModel} model
+ * @param {Item} item
+ */
 export function itemLabel(model, item) {
   if (item.type === "node") return model.nodes[item.index].label;
   return `▸ ${model.clusters[item.index].name}`;
 }
 
-/** How many characters of 11 px label fit in an item `width` px wide (its padding aside). */
+/**
+ * How many characters of 11 px label fit in an item `width` px wide (its padding aside).
+ * @param {number} width
+ */
 export function labelRoom(width) {
   return Math.max(1, Math.floor((width - PAD / 2) / CHAR_WIDTH));
 }
 
-/** How many characters of 10 px text fit in `width` px. */
+/**
+ * How many characters of 10 px text fit in `width` px.
+ * @param {number} width
+ */
 export function smallRoom(width) {
   return Math.max(1, Math.floor(width / SMALL_CHAR_WIDTH));
 }
 
-/** Second line of a collapsed cluster: how many nodes it holds. */
+/**
+ * Second line of a collapsed cluster: how many nodes it holds.
+ * @param {GraphModel} model
+ * @param {Item} item
+ */
 export function blockDetail(model, item) {
   const total = model.clusters[item.index].total;
   return `${total.toLocaleString("en-US")} node${total === 1 ? "" : "s"}`;
 }
 
-/** The layout request for `visible`: plain data, so it can be posted to a worker. */
+/**
+ * The layout request for `visible`: plain data, so it can be posted to a worker.
+ * @param {GraphModel} model
+ * @param {import("./visible.js").Visible} visible
+ * @returns {LayoutRequest}
+ */
 export function layoutRequest(model, visible) {
   const nodes = visible.items.map((item) => {
     const text = itemLabel(model, item);

@@ -11,10 +11,12 @@ export const SLICE_LIMIT = 24;
  * that a member no link enters sits right above the topmost member it links to, as dagre draws a parameter above its
  * op (the longest path alone would put every parameter in the top row). A cycle is broken at its member that comes
  * first in `members`.
+ * @param {string[]} members
+ * @param {[string, string][]} links
  */
 export function memberRanks(members, links) {
   const index = new Map(members.map((key, i) => [key, i]));
-  const out = members.map(() => []);
+  const out = members.map(() => /** @type {number[]} */ ([]));
   const waiting = new Int32Array(members.length); // links into each member from members not yet ranked
   for (const [from, to] of links) {
     const i = index.get(from);
@@ -26,6 +28,7 @@ export function memberRanks(members, links) {
   const rank = new Int32Array(members.length);
   const done = new Uint8Array(members.length);
   const sources = waiting.map((n) => (n === 0 ? 1 : 0));
+  /** @type {number[]} */
   const ready = [];
   for (let i = 0; i < members.length; i++) if (sources[i]) ready.push(i);
   let first = 0; // members before it are all ranked: where a cycle is looked for
@@ -52,12 +55,18 @@ export function memberRanks(members, links) {
 /**
  * `members` cut into groups of at most `limit`, in rank order, each group whole ranks where a rank fits: cut between
  * ranks, the slices stack top to bottom as the ranks would. A rank wider than `limit` is cut across.
+ * @param {string[]} members
+ * @param {[string, string][]} links
+ * @param {number} limit
  */
 export function sliceMembers(members, links, limit) {
   const rank = memberRanks(members, links);
+  /** @type {string[][]} */
   const byRank = [];
   members.forEach((key, i) => (byRank[rank[i]] ??= []).push(key));
+  /** @type {string[][]} */
   const groups = [];
+  /** @type {string[]} */
   let group = [];
   for (const row of byRank) {
     if (!row) continue;

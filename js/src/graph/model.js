@@ -9,13 +9,41 @@ import { savedTitle } from "./text.js";
  * root, byId: Map<id, node index>, byPath: Map<module path, cluster index>}. Edges run forward.
  */
 
-/** Last segment of a module path ("layer1.0.conv1" -> "conv1") as shown (`displayName`); the root reads "(model)". */
+/**
+ * A node: an autograd op, parameter or leaf, or a dataflow module or end; `cluster` is its module's index.
+ * @typedef {{id: string, label: string, type: "op" | "param" | "leaf" | "module" | "end", op: string | null,
+ *   cluster: number, title: string}} GraphNode
+ */
+/** An edge [src, dst, title], node indices, drawn forward. @typedef {[number, number, string]} GraphEdge */
+/**
+ * A module: its parent's, children's and nodes' indices, its depth, and `total` nodes in its subtree.
+ * @typedef {{path: string, name: string, parent: number, depth: number, children: number[], nodes: number[],
+ *   total: number}} Cluster
+ */
+/**
+ * @typedef {{view: "autograd" | "dataflow", nodes: GraphNode[], edges: GraphEdge[], clusters: Cluster[],
+ *   order: number[], root: number, byId: Map<string, number>, byPath: Map<string, number>}} GraphModel
+ */
+/**
+ * What a selection or a search match points at: node and cluster indices, -1 for none.
+ * @typedef {{node: number, cluster: number}} GraphTarget
+ */
+
+/**
+ * Last segment of a module path ("layer1.0.conv1" -> "conv1") as shown (`displayName`); the root reads "(model)".
+ * @param {string} path
+ */
 export function shortName(path) {
   if (path === "") return "(model)";
   const dot = path.lastIndexOf(".");
   return displayName(dot < 0 ? path : path.slice(dot + 1));
 }
 
+/**
+ * @param {string} path
+ * @param {number} parent
+ * @returns {Cluster}
+ */
 function newCluster(path, parent) {
   return { path, name: shortName(path), parent, depth: 0, children: [], nodes: [], total: 0 };
 }
@@ -23,6 +51,12 @@ function newCluster(path, parent) {
 /**
  * The model from node records and module clusters (paths + parent indices). Each node's `cluster`
  * is corrected to the root when it points nowhere, so every node lies in exactly one cluster.
+ * @param {GraphModel["view"]} view
+ * @param {GraphNode[]} nodes
+ * @param {GraphEdge[]} edges
+ * @param {string[]} paths
+ * @param {number[]} parents
+ * @returns {GraphModel}
  */
 function assemble(view, nodes, edges, paths, parents) {
   const clusters = paths.map((path, index) => newCluster(path, parents[index] ?? -1));
@@ -58,14 +92,21 @@ function assemble(view, nodes, edges, paths, parents) {
   return { view, nodes, edges, clusters, order, root, byId, byPath };
 }
 
-/** GraphModel of the compact autograd payload: op nodes, AccumulateGrad labelled by its parameter. */
+/**
+ * GraphModel of the compact autograd payload: op nodes, AccumulateGrad labelled by its parameter.
+ * @param {Partial<import("../payloads.js").CompactGraph>} payload
+ */
 export function autogradModel(payload) {
   const ids = payload.ids ?? [];
-  const params = new Map((payload.params ?? []).map(([index, name]) => [index, name]));
+  // `params` rows are [node index, parameter name], `saved` rows [node index, …] (savedTitle reads the rest).
+  const params = new Map(
+    (payload.params ?? []).map(([index, name]) => /** @type {[number, string]} */ ([index, name])),
+  );
   const saved = new Map((payload.saved ?? []).map((entry) => [entry[0], entry]));
   const modules = payload.modules ?? [];
+  /** @type {GraphNode[]} */
   const nodes = ids.map((id, index) => {
-    const op = payload.ops?.[payload.op?.[index]] ?? "?";
+    const op = payload.ops?.[/** @type {number} */ (payload.op?.[index])] ?? "?"; // no op known: "?"
     const param = params.get(index) ?? null;
     const cluster = payload.module?.[index] ?? -1;
     const module = modules[cluster] ?? "";
@@ -85,17 +126,21 @@ export function autogradModel(payload) {
   // Payload edges follow the gradient (consumer -> producer); they are drawn forward, producer -> consumer.
   const edges = (payload.edges ?? [])
     .filter(([src, dst]) => nodes[src] && nodes[dst])
-    .map(([src, dst]) => [dst, src, ""]);
+    .map(([src, dst]) => /** @type {GraphEdge} */ ([dst, src, ""]));
   return assemble("autograd", nodes, edges, modules, payload.parents ?? []);
 }
 
 const ENDS = new Set(["<input>", "<output>"]);
 
-/** GraphModel of a dataflow graph: one node per module (the ops of its own forward), inside its ancestors' clusters. */
+/**
+ * GraphModel of a dataflow graph: one node per module (the ops of its own forward), inside its ancestors' clusters.
+ * @param {Partial<import("../payloads.js").Dataflow>} payload
+ */
 export function dataflowModel(payload) {
   const paths = [""];
   const parents = [-1];
   const index = new Map([["", 0]]);
+  /** @type {(path: string) => number} */
   const clusterOf = (path) => {
     if (!index.has(path)) {
       const dot = path.lastIndexOf(".");
@@ -104,11 +149,12 @@ export function dataflowModel(payload) {
       paths.push(path);
       parents.push(parent);
     }
-    return index.get(path);
+    return /** @type {number} */ (index.get(path));
   };
   const flowNodes = payload.nodes ?? [];
   const cluster = flowNodes.map(({ module }) => (ENDS.has(module) ? 0 : clusterOf(String(module))));
   const hasChildren = new Set(parents);
+  /** @type {GraphNode[]} */
   const nodes = flowNodes.map(({ module, ops }, k) => {
     const end = ENDS.has(module);
     const own = !end && hasChildren.has(cluster[k]);
@@ -123,6 +169,7 @@ export function dataflowModel(payload) {
     };
   });
   const position = new Map(flowNodes.map(({ module }, k) => [module, k]));
+  /** @type {GraphEdge[]} */
   const edges = [];
   for (const edge of payload.edges ?? []) {
     const src = position.get(edge.src);

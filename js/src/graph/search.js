@@ -2,18 +2,25 @@
 
 import { hiddenBy } from "./visible.js";
 
+/** @typedef {import("./model.js").GraphModel} GraphModel */
+/** @typedef {import("./model.js").GraphTarget} GraphTarget */
+
 /**
  * Matches of `query` (case-insensitive substring) in `model`, in drawing order, as selections {node, cluster}:
  * modules by path (a module of one node gives that node), nodes by label and op, and by id (a dataflow
  * node's id is its module path; an autograd id "scope/Op#i" is searched when the query holds "/" or "#").
+ * @param {GraphModel} model
+ * @param {unknown} query
  */
 export function searchGraph(model, query) {
   const needle = typeof query === "string" ? query.trim().toLowerCase() : "";
   if (!needle) return [];
   const byId = model.view === "dataflow" || needle.includes("/") || needle.includes("#");
-  const has = (text) => typeof text === "string" && text.toLowerCase().includes(needle);
+  const has = (/** @type {unknown} */ text) => typeof text === "string" && text.toLowerCase().includes(needle);
   const seen = new Set();
+  /** @type {GraphTarget[]} */
   const matches = [];
+  /** @type {(node: number, cluster: number) => void} */
   const add = (node, cluster) => {
     const key = node >= 0 ? `n${node}` : `c${cluster}`;
     if (seen.has(key)) return;
@@ -36,15 +43,26 @@ export function searchGraph(model, query) {
   return matches;
 }
 
+/**
+ * The first node in cluster `c`'s subtree, which holds one.
+ * @param {GraphModel} model
+ * @param {number} c
+ * @returns {number}
+ */
 function soleNode(model, c) {
   for (let k = c; ; ) {
     const cluster = model.clusters[k];
     if (cluster.nodes.length) return cluster.nodes[0];
-    k = cluster.children.find((child) => model.clusters[child].total > 0);
+    k = /** @type {number} */ (cluster.children.find((child) => model.clusters[child].total > 0));
   }
 }
 
-/** The drawn key of each match under `expanded`: itself, or the collapsed block that hides it. */
+/**
+ * The drawn key of each match under `expanded`: itself, or the collapsed block that hides it.
+ * @param {GraphModel} model
+ * @param {Set<number>} expanded
+ * @param {GraphTarget[]} matches
+ */
 export function matchKeys(model, expanded, matches) {
   const rep = hiddenBy(model, expanded);
   return matches.map(({ node, cluster }) => {
@@ -54,7 +72,12 @@ export function matchKeys(model, expanded, matches) {
   });
 }
 
-/** What the match counter says: "3 / 12" with a current match, "12 matches", "no match", or "" for no query. */
+/**
+ * What the match counter says: "3 / 12" with a current match, "12 matches", "no match", or "" for no query.
+ * @param {number} count
+ * @param {number} current
+ * @param {string} query
+ */
 export function matchCount(count, current, query) {
   if (!query) return "";
   if (!count) return "no match";

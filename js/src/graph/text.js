@@ -2,7 +2,10 @@
 
 const BYTE_UNITS = ["B", "KB", "MB", "GB", "TB"];
 
-/** Bytes in binary units: 512 -> "512 B", 1536 -> "1.5 KB", 3 * 2 ** 20 -> "3 MB". */
+/**
+ * Bytes in binary units: 512 -> "512 B", 1536 -> "1.5 KB", 3 * 2 ** 20 -> "3 MB".
+ * @param {unknown} n
+ */
 export function formatBytes(n) {
   if (typeof n !== "number" || !Number.isFinite(n) || n < 0) return "—";
   let value = n;
@@ -18,9 +21,10 @@ export function formatBytes(n) {
 /**
  * Tooltip lines for one node's saved tensors, from a payload entry [node, ownBytes, count, list|null];
  * list items are [name, shape, dtype, bytes, alias]. Large graphs send totals only (list null).
+ * @param {unknown[]} entry
  */
 export function savedTitle(entry) {
-  const [, own, count, list] = entry;
+  const [, own, count, list] = /** @type {[number, number, number, unknown[][] | null]} */ (entry);
   const lines = [`saved for backward: ${count} tensor${count === 1 ? "" : "s"}, ${formatBytes(own)} of its own`];
   for (const [name, shape, dtype, bytes, alias] of list ?? []) {
     const dims = Array.isArray(shape) ? (shape.length ? shape.join("×") : "scalar") : "?";
@@ -30,14 +34,21 @@ export function savedTitle(entry) {
   return lines;
 }
 
-/** Module scope of an autograd node id ("layer1.0/AddBackward0#0" -> "layer1.0"); null for no node id. */
+/**
+ * Module scope of an autograd node id ("layer1.0/AddBackward0#0" -> "layer1.0"); null for no node id.
+ * @param {unknown} id
+ */
 export function nodeScope(id) {
   if (typeof id !== "string") return null;
   const slash = id.lastIndexOf("/");
   return slash < 0 || !id.includes("#", slash) ? null : id.slice(0, slash);
 }
 
-/** `text` cut to at most `max` characters with "…" in the middle (a path's start and its last name both stay). */
+/**
+ * `text` cut to at most `max` characters with "…" in the middle (a path's start and its last name both stay).
+ * @param {unknown} text
+ * @param {number} max
+ */
 export function ellipsize(text, max) {
   const chars = Array.from(String(text));
   if (chars.length <= max) return String(text);

@@ -9,7 +9,22 @@ export const READABLE_SCALE = MIN_LABEL_PX / SMALLEST_FONT_PX;
 const MAX_FIT_SCALE = 1.2; // a small graph is not blown up past this
 const PAD = 16;
 
-/** The offset along one axis that shows layout span [lo, hi] at scale k: centred when it fits, else `want` kept in bounds. */
+/** A drawing's extent in layout units. @typedef {{x: number, y: number, width: number, height: number}} Bounds */
+/** @typedef {{width: number, height: number}} Size */
+/** Pan and zoom: screen = layout × k + (x, y). @typedef {{x: number, y: number, k: number}} Transform */
+/**
+ * A minimap's size and its scales from layout units.
+ * @typedef {{width: number, height: number, sx: number, sy: number}} MapSize
+ */
+
+/**
+ * The offset along one axis that shows layout span [lo, hi] at scale k: centred when it fits, else `want` kept in bounds.
+ * @param {number} lo
+ * @param {number} hi
+ * @param {number} k
+ * @param {number} length
+ * @param {number} want
+ */
 function place(lo, hi, k, length, want) {
   const span = (hi - lo) * k;
   if (span + PAD <= length) return length / 2 - ((lo + hi) / 2) * k;
@@ -20,6 +35,9 @@ function place(lo, hi, k, length, want) {
  * The transform {x, y, k, partial} that fits `bounds` ({x, y, width, height}) in a `view` ({width, height}):
  * the whole drawing when it fits at a readable scale, else READABLE_SCALE around `focus` ([x, y] in
  * layout units; the top centre by default) with `partial` true.
+ * @param {Bounds} bounds
+ * @param {Size} view
+ * @param {number[] | null} [focus]
  */
 export function fitTransform(bounds, view, focus = null) {
   const width = Math.max(1, bounds.width || 1);
@@ -36,7 +54,12 @@ export function fitTransform(bounds, view, focus = null) {
   };
 }
 
-/** Whether any part of `bounds` lies outside the view under transform {x, y, k}. */
+/**
+ * Whether any part of `bounds` lies outside the view under transform {x, y, k}.
+ * @param {Bounds} bounds
+ * @param {Transform} transform
+ * @param {Size} view
+ */
 export function overflows(bounds, transform, view) {
   const { x, y, k } = transform;
   const left = x + bounds.x * k;
@@ -48,6 +71,9 @@ export function overflows(bounds, transform, view) {
  * The minimap's size and scales for `bounds` within a `max` box ({width, height}): {width, height, sx, sy}.
  * One scale for both axes, except that neither side gets thinner than `least` px (a tall, narrow graph is
  * stretched across rather than drawn as a line).
+ * @param {Bounds} bounds
+ * @param {Size} max
+ * @returns {MapSize}
  */
 export function minimapSize(bounds, max, least = 48) {
   const width = Math.max(1, bounds.width);
@@ -58,19 +84,31 @@ export function minimapSize(bounds, max, least = 48) {
   return { width: width * sx, height: height * sy, sx, sy };
 }
 
-/** The view's rectangle on a minimap of `map` ({width, height, sx, sy}), clipped to the map: {x, y, width, height}. */
+/**
+ * The view's rectangle on a minimap of `map` ({width, height, sx, sy}), clipped to the map: {x, y, width, height}.
+ * @param {Bounds} bounds
+ * @param {Transform} transform
+ * @param {Size} view
+ * @param {MapSize} map
+ */
 export function minimapViewport(bounds, transform, view, map) {
   const { x, y, k } = transform;
   const left = (-x / k - bounds.x) * map.sx;
   const top = (-y / k - bounds.y) * map.sy;
   const right = left + (view.width / k) * map.sx;
   const bottom = top + (view.height / k) * map.sy;
-  const clip = (v, limit) => Math.max(0, Math.min(limit, v));
+  const clip = (/** @type {number} */ v, /** @type {number} */ limit) => Math.max(0, Math.min(limit, v));
   const [x0, y0, x1, y1] = [clip(left, map.width), clip(top, map.height), clip(right, map.width), clip(bottom, map.height)];
   return { x: x0, y: y0, width: x1 - x0, height: y1 - y0 };
 }
 
-/** The layout point [x, y] under a point (px, py) of the minimap. */
+/**
+ * The layout point [x, y] under a point (px, py) of the minimap.
+ * @param {Bounds} bounds
+ * @param {MapSize} map
+ * @param {number} px
+ * @param {number} py
+ */
 export function minimapPoint(bounds, map, px, py) {
   return [bounds.x + px / map.sx, bounds.y + py / map.sy];
 }

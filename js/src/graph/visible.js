@@ -2,13 +2,32 @@
 
 import { nodeScope } from "./text.js";
 
+/** @typedef {import("./model.js").GraphModel} GraphModel */
+/** @typedef {import("./model.js").GraphTarget} GraphTarget */
+/** Open clusters, by index. @typedef {Set<number>} Expanded */
+/**
+ * A drawn item: a node, or a collapsed cluster's block; `box` is the key of the box around it.
+ * @typedef {{key: string, type: "node" | "cluster", index: number, box: string | null}} Item
+ */
+/** An open cluster drawn as a box. @typedef {{key: string, index: number, box: string | null}} Box */
+/**
+ * Edges between two drawn keys, merged.
+ * @typedef {{src: string, dst: string, count: number, title: string}} VisibleEdge
+ */
+/** @typedef {{items: Item[], boxes: Box[], edges: VisibleEdge[]}} Visible */
+
 /*
  * Keys name what is drawn: "n<index>" a node, "c<index>" a cluster (a box when open, one block when
  * collapsed). A cluster is open when it is the root, was expanded, holds a single node (a box around
  * one node says nothing), or only wraps one child cluster (a model kept in `self.model`).
  */
 
-/** Whether cluster `c` shows its contents under the expanded set. */
+/**
+ * Whether cluster `c` shows its contents under the expanded set.
+ * @param {GraphModel} model
+ * @param {Expanded} expanded
+ * @param {number} c
+ */
 export function isOpen(model, expanded, c) {
   const cluster = model.clusters[c];
   if (c === model.root || cluster.total <= 1 || expanded.has(c)) return true;
@@ -18,7 +37,11 @@ export function isOpen(model, expanded, c) {
   return filled === 1;
 }
 
-/** For each cluster, the outermost collapsed cluster that hides it (itself when collapsed), or -1 when shown open. */
+/**
+ * For each cluster, the outermost collapsed cluster that hides it (itself when collapsed), or -1 when shown open.
+ * @param {GraphModel} model
+ * @param {Expanded} expanded
+ */
 export function hiddenBy(model, expanded) {
   const rep = new Int32Array(model.clusters.length).fill(-1);
   for (const c of model.order) {
@@ -29,7 +52,11 @@ export function hiddenBy(model, expanded) {
   return rep;
 }
 
-/** For each cluster, the open cluster drawn as a box around its contents (itself when it is one), or -1. */
+/**
+ * For each cluster, the open cluster drawn as a box around its contents (itself when it is one), or -1.
+ * @param {GraphModel} model
+ * @param {Int32Array} rep
+ */
 function enclosingBoxes(model, rep) {
   const box = new Int32Array(model.clusters.length).fill(-1);
   for (const c of model.order) {
@@ -40,12 +67,19 @@ function enclosingBoxes(model, rep) {
   return box;
 }
 
-/** The visible graph: items [{key, type, index, box}], boxes (open clusters) [{key, index, box}], merged edges [{src, dst, count, title}]. */
+/**
+ * The visible graph: items [{key, type, index, box}], boxes (open clusters) [{key, index, box}], merged edges [{src, dst, count, title}].
+ * @param {GraphModel} model
+ * @param {Expanded} expanded
+ * @returns {Visible}
+ */
 export function visibleGraph(model, expanded) {
   const rep = hiddenBy(model, expanded);
   const box = enclosingBoxes(model, rep);
-  const boxKey = (c) => (c >= 0 && box[c] >= 0 ? `c${box[c]}` : null);
+  const boxKey = (/** @type {number} */ c) => (c >= 0 && box[c] >= 0 ? `c${box[c]}` : null);
+  /** @type {Item[]} */
   const items = [];
+  /** @type {Box[]} */
   const boxes = [];
   for (const c of model.order) {
     const cluster = model.clusters[c];
@@ -55,10 +89,11 @@ export function visibleGraph(model, expanded) {
     if (box[c] === c) boxes.push({ key: `c${c}`, index: c, box: boxKey(cluster.parent) });
     for (const n of cluster.nodes) items.push({ key: `n${n}`, type: "node", index: n, box: boxKey(c) });
   }
-  const keyOf = (n) => {
+  const keyOf = (/** @type {number} */ n) => {
     const c = rep[model.nodes[n].cluster];
     return c >= 0 ? `c${c}` : `n${n}`;
   };
+  /** @type {Map<string, VisibleEdge>} */
   const merged = new Map();
   for (const [src, dst, title] of model.edges) {
     const a = keyOf(src);
@@ -72,7 +107,11 @@ export function visibleGraph(model, expanded) {
   return { items, boxes, edges: [...merged.values()] };
 }
 
-/** How many items are drawn when every cluster shallower than `depth` is expanded. */
+/**
+ * How many items are drawn when every cluster shallower than `depth` is expanded.
+ * @param {GraphModel} model
+ * @param {number} depth
+ */
 function itemsAtDepth(model, depth) {
   const expanded = new Set(model.order.filter((c) => model.clusters[c].depth < depth));
   const rep = hiddenBy(model, expanded);
@@ -85,7 +124,11 @@ function itemsAtDepth(model, depth) {
   return count;
 }
 
-/** The expanded set that opens clusters to the deepest level whose drawing keeps at most `budget` items. */
+/**
+ * The expanded set that opens clusters to the deepest level whose drawing keeps at most `budget` items.
+ * @param {GraphModel} model
+ * @param {number} budget
+ */
 export function depthThatFits(model, budget) {
   const deepest = Math.max(0, ...model.order.map((c) => model.clusters[c].depth));
   let best = 1;
@@ -96,47 +139,67 @@ export function depthThatFits(model, budget) {
   return new Set(model.order.filter((c) => model.clusters[c].depth < best));
 }
 
-/** `expanded` plus every ancestor of cluster `c`, so that `c` itself is drawn (as a block or a box). */
+/**
+ * `expanded` plus every ancestor of cluster `c`, so that `c` itself is drawn (as a block or a box).
+ * @param {GraphModel} model
+ * @param {Expanded} expanded
+ * @param {number} c
+ */
 export function revealCluster(model, expanded, c) {
   const next = new Set(expanded);
   for (let k = model.clusters[c].parent; k >= 0; k = model.clusters[k].parent) next.add(k);
   return next;
 }
 
-/** `expanded` plus cluster `c` and every cluster below it. */
+/**
+ * `expanded` plus cluster `c` and every cluster below it.
+ * @param {GraphModel} model
+ * @param {Expanded} expanded
+ * @param {number} c
+ */
 export function expandSubtree(model, expanded, c) {
   const next = new Set(expanded);
   const stack = [c];
   while (stack.length) {
-    const k = stack.pop();
+    const k = /** @type {number} */ (stack.pop());
     next.add(k);
     stack.push(...model.clusters[k].children);
   }
   return next;
 }
 
-/** `expanded` without cluster `c` and the clusters below it (re-expanding opens one level again). */
+/**
+ * `expanded` without cluster `c` and the clusters below it (re-expanding opens one level again).
+ * @param {GraphModel} model
+ * @param {Expanded} expanded
+ * @param {number} c
+ */
 export function collapseSubtree(model, expanded, c) {
   const next = new Set(expanded);
   const stack = [c];
   while (stack.length) {
-    const k = stack.pop();
+    const k = /** @type {number} */ (stack.pop());
     next.delete(k);
     stack.push(...model.clusters[k].children);
   }
   return next;
 }
 
-/** What `selected` (a node id or module path) points at in `model`: {node, cluster} indices, -1 when not. */
+/**
+ * What `selected` (a node id or module path) points at in `model`: {node, cluster} indices, -1 when not.
+ * @param {GraphModel} model
+ * @param {unknown} selected
+ * @returns {GraphTarget}
+ */
 export function resolveSelection(model, selected) {
   const none = { node: -1, cluster: -1 };
   if (typeof selected !== "string") return none;
   if (model.view === "autograd" && model.byId.has(selected)) {
-    const node = model.byId.get(selected);
+    const node = /** @type {number} */ (model.byId.get(selected));
     return { node, cluster: model.nodes[node].cluster };
   }
   const path = model.view === "dataflow" && !model.byPath.has(selected) ? nodeScope(selected) : selected;
-  const c = model.byPath.get(path);
+  const c = path === null ? undefined : model.byPath.get(path);
   if (c === undefined || model.clusters[c].total === 0) return none;
   const cluster = model.clusters[c];
   if (cluster.total === 1) {
@@ -146,15 +209,26 @@ export function resolveSelection(model, selected) {
   return { node: -1, cluster: c };
 }
 
+/**
+ * The first node in cluster `c`'s subtree, which holds one.
+ * @param {GraphModel} model
+ * @param {number} c
+ * @returns {number}
+ */
 function soleNode(model, c) {
   for (let k = c; ; ) {
     const cluster = model.clusters[k];
     if (cluster.nodes.length) return cluster.nodes[0];
-    k = cluster.children.find((child) => model.clusters[child].total > 0);
+    k = /** @type {number} */ (cluster.children.find((child) => model.clusters[child].total > 0));
   }
 }
 
-/** The key drawn for a resolved selection under `expanded` (a collapsed ancestor's when hidden), or null. */
+/**
+ * The key drawn for a resolved selection under `expanded` (a collapsed ancestor's when hidden), or null.
+ * @param {GraphModel} model
+ * @param {Expanded} expanded
+ * @param {GraphTarget} selection
+ */
 export function selectionKey(model, expanded, selection) {
   const rep = hiddenBy(model, expanded);
   if (selection.node >= 0) {
@@ -168,7 +242,12 @@ export function selectionKey(model, expanded, selection) {
   return null;
 }
 
-/** `expanded` opened far enough that the selection is drawn as itself, not inside a collapsed block. */
+/**
+ * `expanded` opened far enough that the selection is drawn as itself, not inside a collapsed block.
+ * @param {GraphModel} model
+ * @param {Expanded} expanded
+ * @param {GraphTarget} selection
+ */
 export function revealSelection(model, expanded, selection) {
   if (selection.node >= 0) {
     const c = model.nodes[selection.node].cluster;

@@ -5,6 +5,7 @@ import { formatScore, isSigned, parseRgb, scoreColors, scoreScale } from "../sco
 import { positionField, runChoice, targetOptions } from "../targets.js";
 import { h, listen, onThemeChange, pngUrls, setAttr, setText, subscribe } from "./dom.js";
 
+/** @type {Record<string, string>} */
 const METHOD_TITLES = {
   integrated_gradients: "integrated gradients: the path integral of the gradient from a zero embedding (50 steps)",
   saliency: "saliency: the absolute gradient of the score",
@@ -15,7 +16,11 @@ const METHOD_TITLES = {
   guided_gradcam: "guided Grad-CAM: guided backprop times this layer's Grad-CAM",
 };
 
-/** Build the attribution section for `model`, sending through `requests`; returns {el, destroy}. */
+/**
+ * Build the attribution section for `model`, sending through `requests`; returns {el, destroy}.
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {import("../widget_model.js").Requests} requests
+ */
 export function createAttributionView(model, requests) {
   const method = h("select", { cls: "hw-attr-method", attrs: { "aria-label": "Attribution method" } });
   const target = h("select", { cls: "hw-attr-target", attrs: { "aria-label": "Score to explain" } });
@@ -44,6 +49,7 @@ export function createAttributionView(model, requests) {
     h("div", { cls: "hw-attr-images" }, [input, image]), // the input beside its map
   ]);
   const images = pngUrls();
+  /** @type {import("../targets.js").PositionField} */
   let field = { shown: false };
 
   const selection = () => {
@@ -82,6 +88,7 @@ export function createAttributionView(model, requests) {
     hint.hidden = !sel?.attribution_note;
   }
 
+  /** @param {import("../payloads.js").TokenScore[]} items */
   function renderTokens(items) {
     const scores = items.map((t) => t.score);
     const scale = scoreScale(scores);

@@ -13,6 +13,8 @@ import {
 } from "../edits.js";
 import { h, listen, setText } from "./dom.js";
 
+/** @typedef {import("../payloads.js").Selection} Selection */
+
 const ACTIONS = [
   ["capture", "capture the tensors"],
   ["stats", "statistics only (no tensors kept)"],
@@ -25,6 +27,7 @@ const ACTIONS = [
  * `showProblem(text)` shows an attach's error. A problem stays until the selection moves to another target or the
  * next attach. `onChange()` is called when the user changes the action, the edit or its fields.
  * `load(hook)` shows an attached hook's action and edit. Returns {el, value, update, showProblem, load, destroy}.
+ * @param {{onChange?: () => void}} [options]
  */
 export function createEditPicker({ onChange = () => {} } = {}) {
   const action = h(
@@ -50,11 +53,19 @@ export function createEditPicker({ onChange = () => {} } = {}) {
     axes,
     problem,
   ]);
+  /** @type {Partial<Selection> | null} */
   let selection = null;
+  /** @type {unknown[] | null} */
   let shape = null;
+  /** @type {string | null} */
   let target = null;
 
-  /** Offer the edits that fit `sel`, the payload of the target at `path`; a problem of another target's clears. */
+  /**
+   * Offer the edits that fit `sel`, the payload of the target at `path`; a problem of another target's clears.
+   * @param {string | null} path
+   * @param {Partial<Selection> | null} sel
+   * @param {unknown} outputShape
+   */
   function update(path, sel, outputShape) {
     if (path !== target) setText(problem, "");
     target = path;
@@ -125,11 +136,15 @@ export function createEditPicker({ onChange = () => {} } = {}) {
     return { action: action.value, edit: parsed };
   }
 
+  /** @param {string} text */
   function showProblem(text) {
     setText(problem, text);
   }
 
-  /** Show what an attached hook does (its action and edit), so that changing one field keeps the others. */
+  /**
+   * Show what an attached hook does (its action and edit), so that changing one field keeps the others.
+   * @param {import("../payloads.js").HookItem} hook
+   */
   function load(hook) {
     if (ACTIONS.some(([name]) => name === hook.action)) action.value = hook.action;
     const fields = pickerFields(hook.edit);

@@ -6,7 +6,11 @@ import { foldTraceback } from "../traceback.js";
 import { h, listen, setText, subscribe } from "./dom.js";
 import "./states.css";
 
-/** Fill `pre` with the traceback `text`: each run of the explorer's own frames in a `details` that unfolds it. */
+/**
+ * Fill `pre` with the traceback `text`: each run of the explorer's own frames in a `details` that unfolds it.
+ * @param {HTMLElement} pre
+ * @param {string | null | undefined} text
+ */
 export function fillTraceback(pre, text) {
   const parts = foldTraceback(text).map((segment, i, all) => {
     const end = i < all.length - 1 ? "\n" : "";
@@ -23,7 +27,11 @@ export function fillTraceback(pre, text) {
   pre.replaceChildren(...parts);
 }
 
-/** Build the error box for `model`, sending through `requests`; returns {el, destroy}. */
+/**
+ * Build the error box for `model`, sending through `requests`; returns {el, destroy}.
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {import("../widget_model.js").Requests} requests
+ */
 export function createErrorBox(model, requests) {
   const text = h("pre", { cls: "hw-error-text" });
   const failed = h("button", {
@@ -36,6 +44,7 @@ export function createErrorBox(model, requests) {
     text: "×",
   });
   const el = h("div", { cls: "hw-error", attrs: { role: "alert" } }, [dismiss, failed, text]);
+  /** @type {string | null} */
   let shown = null;
 
   /** The module the latest Run failed in (`status.failed`), or null. */

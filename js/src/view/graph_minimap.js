@@ -6,9 +6,15 @@ import { s } from "./graph_svg.js";
 
 const MAX = { width: 160, height: 120 };
 
-const round = (v) => Math.round(v * 10) / 10;
+/** @typedef {import("../graph/viewport.js").Bounds} Bounds */
+/** @typedef {import("../graph/viewport.js").MapSize} MapSize */
 
-/** Minimap for a pan/zoom controller (`panZoom`); returns {el, draw(layout), update(), destroy}. */
+const round = (/** @type {number} */ v) => Math.round(v * 10) / 10;
+
+/**
+ * Minimap for a pan/zoom controller (`panZoom`); returns {el, draw(layout), update(), destroy}.
+ * @param {ReturnType<typeof import("./pan_zoom.js").createPanZoom>} panZoom
+ */
 export function createMinimap(panZoom) {
   const boxes = s("path", { class: "hw-gminimap-boxes" });
   const items = s("path", { class: "hw-gminimap-items" });
@@ -20,23 +26,34 @@ export function createMinimap(panZoom) {
     view,
   ]);
   el.setAttribute("hidden", "");
+  /** @type {Bounds | null} */
   let bounds = null;
+  /** @type {MapSize | null} */
   let map = null;
+  /** @type {number | null} */
   let pressed = null;
 
-  /** Draw the layout's boxes and items, each one rectangle of a single path. */
+  /**
+   * Draw the layout's boxes and items, each one rectangle of a single path.
+   * @param {import("../graph/layout.js").Layout} layout
+   * @param {Set<string>} boxKeys
+   */
   function draw(layout, boxKeys) {
     bounds = layout;
-    map = minimapSize(layout, MAX);
-    el.setAttribute("width", round(map.width));
-    el.setAttribute("height", round(map.height));
+    const size = minimapSize(layout, MAX);
+    map = size;
+    el.setAttribute("width", String(round(size.width)));
+    el.setAttribute("height", String(round(size.height)));
+    /** @type {(rect: number[]) => string} */
     const rect = ([cx, cy, w, h]) => {
-      const x = (cx - w / 2 - layout.x) * map.sx;
-      const y = (cy - h / 2 - layout.y) * map.sy;
-      const width = round(Math.max(1, w * map.sx));
-      return `M${round(x)},${round(y)}h${width}v${round(Math.max(1, h * map.sy))}h${-width}Z`;
+      const x = (cx - w / 2 - layout.x) * size.sx;
+      const y = (cy - h / 2 - layout.y) * size.sy;
+      const width = round(Math.max(1, w * size.sx));
+      return `M${round(x)},${round(y)}h${width}v${round(Math.max(1, h * size.sy))}h${-width}Z`;
     };
+    /** @type {string[]} */
     const boxPaths = [];
+    /** @type {string[]} */
     const itemPaths = [];
     for (const [key, position] of Object.entries(layout.positions)) (boxKeys.has(key) ? boxPaths : itemPaths).push(rect(position));
     boxes.setAttribute("d", boxPaths.join(""));
@@ -56,11 +73,11 @@ export function createMinimap(panZoom) {
     if (outside) el.removeAttribute("hidden");
     else el.setAttribute("hidden", "");
     if (!outside) return;
-    const r = minimapViewport(bounds, transform, size, map);
-    view.setAttribute("x", round(r.x));
-    view.setAttribute("y", round(r.y));
-    view.setAttribute("width", round(Math.max(2, r.width)));
-    view.setAttribute("height", round(Math.max(2, r.height)));
+    const r = minimapViewport(bounds, transform, size, /** @type {MapSize} */ (map)); // drawn with its bounds
+    view.setAttribute("x", String(round(r.x)));
+    view.setAttribute("y", String(round(r.y)));
+    view.setAttribute("width", String(round(Math.max(2, r.width))));
+    view.setAttribute("height", String(round(Math.max(2, r.height))));
   }
 
   function clear() {
@@ -68,9 +85,11 @@ export function createMinimap(panZoom) {
     update();
   }
 
+  /** @param {PointerEvent} event only while a layout is drawn */
   function panAt(event) {
     const box = el.getBoundingClientRect();
-    const [x, y] = minimapPoint(bounds, map, event.clientX - box.left, event.clientY - box.top);
+    const at = [event.clientX - box.left, event.clientY - box.top];
+    const [x, y] = minimapPoint(/** @type {Bounds} */ (bounds), /** @type {MapSize} */ (map), at[0], at[1]);
     panZoom.panTo(x, y);
   }
 

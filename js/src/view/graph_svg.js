@@ -6,7 +6,15 @@ import { ellipsize } from "../graph/text.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 
-/** Tooltip of a drawn item: a node's full label and title (saved tensors), or a cluster's path and what a click does. */
+/** @typedef {import("../graph/model.js").GraphModel} GraphModel */
+/** @typedef {import("../graph/layout.js").Rect} Rect */
+/** What is drawn, by key: the element and its rectangle. @typedef {Map<string, {el: SVGGElement, rect: Rect}>} Drawn */
+
+/**
+ * Tooltip of a drawn item: a node's full label and title (saved tensors), or a cluster's path and what a click does.
+ * @param {GraphModel} model
+ * @param {string} key
+ */
 export function tooltip(model, key) {
   const index = Number(key.slice(1));
   if (key[0] === "n") {
@@ -21,12 +29,24 @@ export function tooltip(model, key) {
   return `${displayPath(cluster.path)}\n${count} — click to expand (shift: every level) or collapse`;
 }
 
-/** Give the drawn item `el` its `<title>` tooltip when it has none yet (made on first hover, not per draw). */
+/**
+ * Give the drawn item `el` its `<title>` tooltip when it has none yet (made on first hover, not per draw).
+ * @param {Element} el
+ * @param {string} text
+ */
 export function ensureTooltip(el, text) {
   if (!el.querySelector(":scope > title")) el.prepend(s("title", {}, [], text));
 }
 
-/** Create an SVG element with attributes (null/undefined skipped), optional text (escaped as dom.js escapes it) and children. */
+/**
+ * Create an SVG element with attributes (null/undefined skipped), optional text (escaped as dom.js escapes it) and children.
+ * @template {keyof SVGElementTagNameMap} K
+ * @param {K} tag
+ * @param {Record<string, import("./dom.js").AttrValue>} [attrs]
+ * @param {(Node | null | undefined)[]} [children]
+ * @param {unknown} [text]
+ * @returns {SVGElementTagNameMap[K]}
+ */
 export function s(tag, attrs = {}, children = [], text = null) {
   const node = document.createElementNS(SVG, tag);
   for (const [name, value] of Object.entries(attrs)) {
@@ -37,13 +57,19 @@ export function s(tag, attrs = {}, children = [], text = null) {
   return node;
 }
 
-const round = (v) => Math.round(v * 10) / 10;
+const round = (/** @type {number} */ v) => Math.round(v * 10) / 10;
 
+/** @param {number[][]} points */
 function edgePath(points) {
   if (!points.length) return "";
   return points.map(([x, y], i) => `${i ? "L" : "M"}${round(x)},${round(y)}`).join(" ");
 }
 
+/**
+ * @param {GraphModel} model
+ * @param {import("../graph/visible.js").Box} box
+ * @param {Rect} rect
+ */
 function boxElement(model, box, [cx, cy, w, h]) {
   const cluster = model.clusters[box.index];
   const x = cx - w / 2;
@@ -54,6 +80,11 @@ function boxElement(model, box, [cx, cy, w, h]) {
   ]);
 }
 
+/**
+ * @param {GraphModel} model
+ * @param {import("../graph/visible.js").Item} item
+ * @param {Rect} rect
+ */
 function itemElement(model, item, [cx, cy, w, h]) {
   const x = round(cx - w / 2);
   const y = round(cy - h / 2);
@@ -70,6 +101,7 @@ function itemElement(model, item, [cx, cy, w, h]) {
     );
   }
   const node = model.nodes[item.index];
+  /** @type {Record<string, string>} */
   const attrs = { class: "hw-gnode", "data-key": item.key, "data-node-type": node.type, "data-id": node.id };
   if (node.op) attrs["data-op"] = node.op;
   if (model.view === "dataflow") attrs["data-path"] = node.id;
@@ -79,11 +111,14 @@ function itemElement(model, item, [cx, cy, w, h]) {
   ]);
 }
 
-/** Path data of a small arrowhead at the end of a route, pointing along its last segment. */
+/**
+ * Path data of a small arrowhead at the end of a route, pointing along its last segment.
+ * @param {number[][]} points
+ */
 function arrowHead(points) {
   if (points.length < 2) return "";
-  const [x1, y1] = points.at(-2);
-  const [x2, y2] = points.at(-1);
+  const [x1, y1] = points[points.length - 2];
+  const [x2, y2] = points[points.length - 1];
   const length = Math.hypot(x2 - x1, y2 - y1) || 1;
   const ux = (x2 - x1) / length;
   const uy = (y2 - y1) / length;
@@ -92,7 +127,15 @@ function arrowHead(points) {
   return `M${round(x2)},${round(y2)} L${round(bx - uy * 3.5)},${round(by + ux * 3.5)} L${round(bx + uy * 3.5)},${round(by - ux * 3.5)} Z`;
 }
 
-/** Draw `visible` at `layout` into `layer`, yielding every `chunk` items; fills `drawn` with key -> {el, rect}. */
+/**
+ * Draw `visible` at `layout` into `layer`, yielding every `chunk` items; fills `drawn` with key -> {el, rect}.
+ * @param {SVGGElement} layer
+ * @param {GraphModel} model
+ * @param {import("../graph/visible.js").Visible} visible
+ * @param {import("../graph/layout.js").Layout} layout
+ * @param {Drawn} drawn
+ * @returns {Generator<void, void, void>}
+ */
 export function* drawSteps(layer, model, visible, layout, drawn, chunk = 40) {
   // A generator, so the caller spreads a large drawing over frames: the browser styles and lays
   // out SVG text slowly (~0.2 ms a node on a loaded machine).
@@ -118,6 +161,7 @@ export function* drawSteps(layer, model, visible, layout, drawn, chunk = 40) {
     if (++count % chunk === 0) yield;
   }
   // Every arrowhead in one path: SVG markers on hundreds of edges cost more to paint than the edges.
+  /** @type {string[]} */
   const heads = [];
   const routes = new Map(layout.edges.map((e) => [`${e.src} ${e.dst}`, e.points]));
   for (const edge of visible.edges) {
@@ -131,7 +175,12 @@ export function* drawSteps(layer, model, visible, layout, drawn, chunk = 40) {
   edges.append(s("path", { class: "hw-garrows", d: heads.join(" ") }));
 }
 
-/** Replace the hook badges of every drawn element: kinds attached to its id or path, and hooks hidden inside blocks. */
+/**
+ * Replace the hook badges of every drawn element: kinds attached to its id or path, and hooks hidden inside blocks.
+ * @param {Drawn} drawn
+ * @param {GraphModel} model
+ * @param {Map<string, string[]>} hooksByTarget
+ */
 export function drawBadges(drawn, model, hooksByTarget) {
   for (const { el, rect } of drawn.values()) {
     el.querySelector(":scope > .hw-gbadges")?.remove();
@@ -144,6 +193,7 @@ export function drawBadges(drawn, model, hooksByTarget) {
     const y = el.classList.contains("hw-gbox") ? cy - h / 2 + 1 : cy - h / 2 - 8;
     const group = s("g", { class: "hw-gbadges" });
     // [data-kind, label, tooltip]: a hook kind's badge, then the count of hooks inside a collapsed block
+    /** @type {[string | null, string, string][]} */
     const badges = kinds.map((kind) => [kind, badgeLabel(kind), kind]);
     if (inside) badges.push([null, `+${inside}`, `${inside} hook${inside === 1 ? "" : "s"} inside`]);
     for (const [kind, label, tip] of badges.reverse()) {
@@ -163,13 +213,21 @@ export function drawBadges(drawn, model, hooksByTarget) {
   }
 }
 
+/**
+ * How many hooks sit inside the module at `path` (on its submodules or their nodes), itself aside.
+ * @param {GraphModel} model
+ * @param {string | null} path
+ * @param {Map<string, string[]>} hooksByTarget
+ */
 function hooksInside(model, path, hooksByTarget) {
   if (path === null) return 0;
   const prefix = path === "" ? "" : `${path}.`;
   let count = 0;
   for (const [target, kinds] of hooksByTarget) {
     if (target === path) continue;
-    const scope = model.byId.has(target) ? model.clusters[model.nodes[model.byId.get(target)].cluster].path : target;
+    const node = model.byId.get(target); // a node id: its module's path; else a path itself
+    /** @type {string} */
+    const scope = node !== undefined ? model.clusters[model.nodes[node].cluster].path : target;
     if (scope === path || scope.startsWith(prefix)) count += kinds.length;
   }
   return count;

@@ -24,22 +24,36 @@ import { createMinimap } from "./graph_minimap.js";
 import { drawBadges, drawSteps, ensureTooltip, s, tooltip } from "./graph_svg.js";
 import { createPanZoom } from "./pan_zoom.js";
 
+/** @typedef {import("../graph/model.js").GraphModel} GraphModel */
+/** @typedef {import("../graph/model.js").GraphTarget} GraphTarget */
+/** A view of the `graph` traitlet. @typedef {"autograd" | "dataflow"} Mode */
+
+/** @type {[Mode, string][]} */
 const VIEWS = [
   ["autograd", "Autograd graph"],
   ["dataflow", "Module dataflow"],
 ];
+/** The GraphModel of a view's payload. @type {Record<Mode, (payload: object) => GraphModel>} */
 const BUILDERS = { autograd: autogradModel, dataflow: dataflowModel };
 // Drawing runs in slices of about this many ms of script, one per frame, so a 500-node
 // expansion never blocks the page: the style and layout of each slice follow in its frame.
 const SLICE_MS = 6;
 
-/** How many items fit the canvas readably: roughly one per 150×56 px, within [24, 120]. */
+/**
+ * How many items fit the canvas readably: roughly one per 150×56 px, within [24, 120].
+ * @param {number} width
+ * @param {number} height
+ */
 export function itemBudget(width, height) {
   return Math.max(24, Math.min(120, Math.floor((width * height) / (150 * 56))));
 }
 
-/** Hook kinds by target (node id or module path), from the `hooks` traitlet. */
+/**
+ * Hook kinds by target (node id or module path), from the `hooks` traitlet.
+ * @param {import("../payloads.js").HookItem[]} hooks
+ */
 function hooksByTarget(hooks) {
+  /** @type {Map<string, string[]>} */
   const byTarget = new Map();
   for (const hook of Array.isArray(hooks) ? hooks : []) {
     if (!hook || typeof hook.target !== "string" || hook.foreign) continue;
@@ -50,7 +64,11 @@ function hooksByTarget(hooks) {
   return byTarget;
 }
 
-/** Build the graph panel for `model`, sending through `requests`; returns {el, destroy}. */
+/**
+ * Build the graph panel for `model`, sending through `requests`; returns {el, destroy}.
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {{layoutClient?: ReturnType<typeof createLayoutClient>, requests?: import("../widget_model.js").Requests}} [services]
+ */
 export function createGraphView(model, { layoutClient = createLayoutClient(), requests = createRequests(model) } = {}) {
   const record = h("button", {
     cls: "hw-graph-record",
@@ -82,7 +100,8 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
   const errorText = h("pre", { cls: "hw-graph-error", attrs: { hidden: true } });
   const layer = s("g", { class: "hw-graph-layer" });
   const svg = s("svg", { class: "hw-graph-canvas", role: "img", "aria-label": "graph" }, [layer]);
-  let minimap = null;
+  /** @type {ReturnType<typeof createMinimap>} */
+  let minimap; // made once panZoom exists; it redraws on panZoom's moves
   const panZoom = createPanZoom(svg, layer, { onChange: () => minimap?.update() });
   minimap = createMinimap(panZoom);
   const el = h("div", { cls: "hw-graph-panel" }, [
@@ -97,38 +116,53 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
     h("div", { cls: "hw-graph-stage" }, [svg, minimap.el]),
   ]);
 
+  /** @type {Mode} */
   let mode = "autograd";
+  /** @type {import("../payloads.js").Graph | null} */
   let payload = null; // the `graph` traitlet the models were built from
+  /** @type {Partial<Record<Mode, GraphModel>>} */
   const models = {}; // mode -> GraphModel, built on first use
+  /** @type {Partial<Record<Mode, Set<number>>>} */
   const expanded = {}; // mode -> Set of expanded cluster indices
+  /** @type {import("./graph_svg.js").Drawn} */
   let drawn = new Map();
+  /** @type {import("../graph/layout.js").Layout | null} */
   let bounds = null;
   let ticket = 0; // newest layout request; older answers are dropped
   let recording = false; // a Record graph request awaits its reply
   let destroyed = false;
   let frame = 0; // the pending requestAnimationFrame of a drawing or of the first render
+  /** @type {GraphTarget[]} */
   let matches = []; // the search's matches in the current view, as selections {node, cluster}
   let cursor = -1; // the match last centred on
 
+  /**
+   * @param {string} state
+   * @param {string} text
+   */
   function setStatus(state, text) {
     status.setAttribute("data-state", state);
     setText(status, text);
     el.setAttribute("data-state", state);
   }
 
+  /** @returns {GraphModel | null} */
   const current = () => {
-    if (!payload?.[mode]) return null;
-    models[mode] ??= BUILDERS[mode](payload[mode]);
-    return models[mode];
+    const shown = payload?.[mode];
+    if (!shown) return null;
+    return (models[mode] ??= BUILDERS[mode](shown));
   };
 
-  const selection = (graph) => resolveSelection(graph, model.get("selected"));
+  /** The current view's expanded clusters: set by show() before anything of the view is drawn. */
+  const openClusters = () => /** @type {Set<number>} */ (expanded[mode]);
+
+  const selection = (/** @type {GraphModel} */ graph) => resolveSelection(graph, model.get("selected"));
 
   function updateToolbar() {
     for (const button of modeButtons) {
       const on = button.getAttribute("data-mode") === mode;
       button.setAttribute("aria-pressed", String(on));
-      button.disabled = !payload?.[button.getAttribute("data-mode")];
+      button.disabled = !payload?.[/** @type {Mode} */ (button.getAttribute("data-mode"))];
     }
     record.disabled = recording;
     fitButton.disabled = !bounds;
@@ -138,8 +172,10 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
 
   function onGraph() {
     payload = model.get("graph") ?? null;
-    for (const key of Object.keys(models)) delete models[key];
-    for (const key of Object.keys(expanded)) delete expanded[key];
+    for (const key of VIEWS.map(([view]) => view)) {
+      delete models[key];
+      delete expanded[key];
+    }
     const error = payload?.error ?? "";
     setText(errorText, error);
     errorText.hidden = error === "";
@@ -151,6 +187,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
   /**
    * Lay out and draw the current view. `fit` fits the graph at a readable scale, around `focus` when it
    * does not fit whole; `focus` alone centres on it: true for the selection, or a {node, cluster} target.
+   * @param {{fit?: boolean, focus?: boolean | GraphTarget}} [options]
    */
   function show({ fit = false, focus = false } = {}) {
     updateToolbar();
@@ -167,7 +204,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
       return;
     }
     expanded[mode] ??= depthThatFits(graph, itemBudget(svg.clientWidth || 900, svg.clientHeight || 480));
-    const visible = visibleGraph(graph, expanded[mode]);
+    const visible = visibleGraph(graph, openClusters());
     const request = layoutRequest(graph, visible);
     const mine = ++ticket;
     const shown = visible.items.length;
@@ -206,26 +243,38 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
     );
   }
 
-  /** Pan before drawing, so each drawn slice already shows where it belongs: a fit, or centred on the focus. */
+  /**
+   * Pan before drawing, so each drawn slice already shows where it belongs: a fit, or centred on the focus.
+   * @param {GraphModel} graph
+   * @param {import("../graph/layout.js").Layout} layout
+   * @param {{fit: boolean, focus: boolean | GraphTarget}} options
+   */
   function place(graph, layout, { fit, focus }) {
     bounds = layout;
     const target = focus === true ? selection(graph) : focus || null;
-    const rect = target ? layout.positions[selectionKey(graph, expanded[mode], target)] : undefined;
+    const key = target ? selectionKey(graph, openClusters(), target) : null;
+    const rect = key !== null ? layout.positions[key] : undefined;
     if (fit) panZoom.fit(layout, rect ? focusPoint(rect) : null);
     else if (rect) panZoom.centerOn(rect[0], rect[1]);
   }
 
-  /** Where to centre a fit on `rect`: its centre, or its top part when it is taller than the view. */
+  /**
+   * Where to centre a fit on `rect`: its centre, or its top part when it is taller than the view.
+   * @param {number[]} rect
+   */
   function focusPoint([cx, cy, , h]) {
     const half = panZoom.size().height / 2 / READABLE_SCALE;
     return [cx, Math.min(cy, cy - h / 2 + half - 8)];
   }
 
-  /** Mark the selection's element (its collapsed block when hidden); returns its key. */
+  /**
+   * Mark the selection's element (its collapsed block when hidden); returns its key (null: nothing selected here).
+   * @param {GraphModel} graph
+   */
   function highlight(graph) {
     for (const old of layer.querySelectorAll(".hw-gselected")) old.classList.remove("hw-gselected");
-    const key = selectionKey(graph, expanded[mode], selection(graph));
-    drawn.get(key)?.el.classList.add("hw-gselected");
+    const key = selectionKey(graph, openClusters(), selection(graph));
+    if (key !== null) drawn.get(key)?.el.classList.add("hw-gselected");
     return key;
   }
 
@@ -237,27 +286,29 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
       highlight(graph);
       return;
     }
-    const opened = revealSelection(graph, expanded[mode], target);
-    if (opened.size !== expanded[mode].size) {
+    const opened = revealSelection(graph, openClusters(), target);
+    if (opened.size !== openClusters().size) {
       expanded[mode] = opened;
       show({ focus: true });
       return;
     }
     const key = highlight(graph);
-    const item = drawn.get(key);
+    const item = key === null ? undefined : drawn.get(key);
     if (item && !panZoom.isVisible(item.rect)) panZoom.centerOn(item.rect[0], item.rect[1]);
   }
 
+  /** @param {string} value */
   function select(value) {
     model.set("selected", value);
     model.save_changes();
   }
 
+  /** @param {MouseEvent} event */
   function onClick(event) {
     const graph = current();
-    const target = event.target.closest?.("[data-key]");
+    const target = /** @type {Element} */ (event.target).closest?.("[data-key]");
     if (!graph || !target || !layer.contains(target)) return;
-    const key = target.getAttribute("data-key");
+    const key = /** @type {string} */ (target.getAttribute("data-key"));
     const index = Number(key.slice(1));
     if (key[0] === "n") {
       select(graph.nodes[index].id);
@@ -265,20 +316,23 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
     }
     const wasOpen = target.getAttribute("data-expanded") === "true";
     expanded[mode] = wasOpen
-      ? collapseSubtree(graph, expanded[mode], index)
+      ? collapseSubtree(graph, openClusters(), index)
       : event.shiftKey
-        ? expandSubtree(graph, expanded[mode], index)
-        : new Set(expanded[mode]).add(index);
+        ? expandSubtree(graph, openClusters(), index)
+        : new Set(openClusters()).add(index);
     show({ fit: true, focus: { node: -1, cluster: index } });
     // The tree and inspector react to the selection in a task of their own, not inside this click.
     const path = graph.clusters[index].path;
     setTimeout(() => !destroyed && select(path), 0);
   }
 
+  /** @param {PointerEvent} event */
   function onHover(event) {
     const graph = current();
-    const target = event.target.closest?.("[data-key]");
-    if (graph && target && layer.contains(target)) ensureTooltip(target, tooltip(graph, target.getAttribute("data-key")));
+    const target = /** @type {Element} */ (event.target).closest?.("[data-key]");
+    if (graph && target && layer.contains(target)) {
+      ensureTooltip(target, tooltip(graph, /** @type {string} */ (target.getAttribute("data-key"))));
+    }
   }
 
   function onRecord() {
@@ -294,8 +348,9 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
     });
   }
 
+  /** @param {MouseEvent} event */
   function onMode(event) {
-    const chosen = event.currentTarget.getAttribute("data-mode");
+    const chosen = /** @type {Mode} */ (/** @type {Element} */ (event.currentTarget).getAttribute("data-mode"));
     if (chosen === mode || !payload?.[chosen]) return;
     mode = chosen;
     runSearch();
@@ -313,33 +368,41 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
     if (graph && expanded[mode]) markMatches(graph);
   }
 
-  /** Mark every drawn match (a collapsed block holding one) and the current one. */
+  /**
+   * Mark every drawn match (a collapsed block holding one) and the current one.
+   * @param {GraphModel} graph
+   */
   function markMatches(graph) {
     for (const old of layer.querySelectorAll(".hw-gmatch")) old.classList.remove("hw-gmatch", "hw-gmatch-current");
     if (!matches.length) return;
-    const keys = matchKeys(graph, expanded[mode], matches);
+    const keys = matchKeys(graph, openClusters(), matches);
     for (const key of keys) drawn.get(key)?.el.classList.add("hw-gmatch");
     if (cursor >= 0) drawn.get(keys[cursor])?.el.classList.add("hw-gmatch-current");
   }
 
-  /** Centre on the next (`step` 1) or previous (-1) match, opening the blocks that hide it. */
+  /**
+   * Centre on the next (`step` 1) or previous (-1) match, opening the blocks that hide it.
+   * @param {number} step
+   */
   function stepMatch(step) {
     const graph = current();
     if (!graph || !matches.length || !expanded[mode]) return;
     cursor = cursor < 0 ? (step > 0 ? 0 : matches.length - 1) : (cursor + step + matches.length) % matches.length;
     setText(found, matchCount(matches.length, cursor, search.value.trim()));
     const target = matches[cursor];
-    const opened = revealSelection(graph, expanded[mode], target);
-    if (opened.size !== expanded[mode].size) {
+    const opened = revealSelection(graph, openClusters(), target);
+    if (opened.size !== openClusters().size) {
       expanded[mode] = opened;
       show({ focus: target }); // marked when drawn
       return;
     }
-    const item = drawn.get(selectionKey(graph, expanded[mode], target));
+    const key = selectionKey(graph, openClusters(), target);
+    const item = key === null ? undefined : drawn.get(key);
     if (item) panZoom.centerOn(item.rect[0], item.rect[1]);
     markMatches(graph);
   }
 
+  /** @param {KeyboardEvent} event */
   function onSearchKey(event) {
     if (event.key === "Enter") stepMatch(event.shiftKey ? -1 : 1);
     else if (event.key === "Escape") {

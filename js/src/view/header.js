@@ -6,8 +6,13 @@ import { positionField, runChoice, targetOptions } from "../targets.js";
 import { countModules, isTree } from "../tree.js";
 import { h, listen, setAttr, setText, subscribe } from "./dom.js";
 
-/** Build the header for `model`, sending through `requests`; returns {el, destroy}. */
+/**
+ * Build the header for `model`, sending through `requests`; returns {el, destroy}.
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {import("../widget_model.js").Requests} requests
+ */
 export function createHeader(model, requests) {
+  /** @type {import("../targets.js").PositionField} */
   let field = { shown: false };
   const title = h("span", { cls: "hw-title" });
   const count = h("span", { cls: "hw-count" });
@@ -76,7 +81,7 @@ export function createHeader(model, requests) {
     positionLabel.hidden = !field.shown;
     position.hidden = !field.shown;
     if (field.shown) {
-      setText(positionLabel.firstChild, `at ${field.label}`);
+      setText(/** @type {Node} */ (positionLabel.firstChild), `at ${field.label}`);
       setAttr(position, "min", String(field.min));
       setAttr(position, "max", String(field.max));
       setAttr(positionLabel, "title", field.title);

@@ -12,9 +12,14 @@ import { createEditPicker } from "./edit_picker.js";
 import { fillTraceback } from "./error_box.js";
 import { createPlots } from "./plots.js";
 
+/** @type {Record<string, string>} */
 const FAMILY_LABELS = { module: "Module", param: "Parameter", node: "Autograd node" };
 
-/** Build the inspector for `model`, sending through `requests`; returns {el, destroy}. */
+/**
+ * Build the inspector for `model`, sending through `requests`; returns {el, destroy}.
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {import("../widget_model.js").Requests} requests
+ */
 export function createInspector(model, requests) {
   const info = h("dl", { cls: "hw-info" });
   const params = h("div", { cls: "hw-params-list" });
@@ -51,8 +56,11 @@ export function createInspector(model, requests) {
   ]);
   // Toggles whose attach/detach was sent and not yet answered (`target\0kind` -> the timer that marks it slow):
   // their checkboxes stay disabled until the kernel's reply, however long that takes.
+  /** @type {Map<string, ReturnType<typeof setTimeout>>} */
   const pending = new Map();
+  /** @type {string | null} */
   let loadedFor = null; // the target whose hook the picker last showed
+  /** @type {Set<string>} */
   const slow = new Set();
   let destroyed = false;
 
@@ -134,7 +142,7 @@ export function createInspector(model, requests) {
   function syncToggles() {
     const hookIndex = indexHooks(model.get("hooks"));
     const path = selectedPath();
-    for (const input of toggles.querySelectorAll("input.hw-toggle")) {
+    for (const input of /** @type {NodeListOf<HTMLInputElement>} */ (toggles.querySelectorAll("input.hw-toggle"))) {
       const kind = input.getAttribute("data-kind");
       const waiting = pending.has(`${path}\u0000${kind}`);
       if (!waiting) input.checked = hasHook(hookIndex, path, kind);
@@ -205,7 +213,10 @@ export function createInspector(model, requests) {
     setText(busy, text ?? "");
   }
 
-  /** The hooks at `path` a reattach changes: attached from the page or Python, not others', not the global kinds. */
+  /**
+   * The hooks at `path` a reattach changes: attached from the page or Python, not others', not the global kinds.
+   * @param {string} path
+   */
   function reattachable(path) {
     return hooksAt(indexHooks(model.get("hooks")), path).filter(
       (hook) => !hook.foreign && !String(hook.kind).startsWith("global_"),
@@ -223,19 +234,21 @@ export function createInspector(model, requests) {
     });
   }
 
+  /** @param {Event} event */
   function onToggle(event) {
-    const input = event.target;
+    const input = /** @type {HTMLInputElement} */ (event.target);
     if (!input.matches?.("input.hw-toggle")) return;
-    const kind = input.getAttribute("data-kind");
-    const target = input.getAttribute("data-target");
+    const kind = /** @type {string} */ (input.getAttribute("data-kind"));
+    const target = /** @type {string} */ (input.getAttribute("data-target"));
     const attaching = input.checked;
     const choice = attaching ? picker.value() : null;
-    if (attaching && choice.error) {
+    if (choice?.error) {
       input.checked = false; // the picker says what is wrong; nothing is sent
       return;
     }
     const key = `${target}\u0000${kind}`;
-    const message = attaching
+    /** @type {import("../widget_model.js").Request} */
+    const message = choice
       ? { type: "attach", target, kind, action: choice.action, edit: choice.edit }
       : { type: "detach", target, kind };
     pending.set(
@@ -266,10 +279,11 @@ export function createInspector(model, requests) {
     diagnosticsBox.hidden = notes.length === 0;
   }
 
+  /** @param {MouseEvent} event */
   function onParamClick(event) {
-    const button = event.target.closest?.("button.hw-param");
+    const button = /** @type {Element} */ (event.target).closest?.("button.hw-param");
     if (!button) return;
-    model.set("selected", button.getAttribute("data-path"));
+    model.set("selected", /** @type {string} */ (button.getAttribute("data-path")));
     model.save_changes();
   }
 

@@ -4,9 +4,14 @@ import { displayPath } from "../format.js";
 import { parseRgb, probabilityColors } from "../scores.js";
 import { h, listen, onThemeChange, setText, subscribe } from "./dom.js";
 
+/** @param {unknown} prob */
 const percent = (prob) => (Number.isFinite(Number(prob)) ? `${(Number(prob) * 100).toFixed(1)}%` : String(prob));
 
-/** Build the lens panel for `model` (hidden where the model has no lens), sending through `requests`. */
+/**
+ * Build the lens panel for `model` (hidden where the model has no lens), sending through `requests`.
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {import("../widget_model.js").Requests} requests
+ */
 export function createLensView(model, requests) {
   const read = h("button", {
     cls: "hw-lens-run",
@@ -27,6 +32,11 @@ export function createLensView(model, requests) {
     h("div", { cls: "hw-lens-box" }, [table]),
   ]);
 
+  /**
+   * A cell of the table: its top token and probability shown, every `[token, probability]` in its tooltip.
+   * @param {unknown[][]} entries
+   * @param {import("../scores.js").Rgb} base
+   */
   function cell(entries, base) {
     const [top, prob] = entries[0] ?? ["", 0];
     const colors = probabilityColors(prob, base);

@@ -7,16 +7,23 @@ const MIN_SCALE = 0.05;
 const MAX_SCALE = 3;
 const DRAG_THRESHOLD = 4; // px: below it a press is a click, not a pan
 
+/** @typedef {import("../graph/viewport.js").Bounds} Bounds */
+
 /**
  * Pan/zoom controller for `layer` inside `svg`; `onChange` runs after every move. Returns
  * {fit, centerOn, panTo, isVisible, transform, size, destroy}.
+ * @param {SVGSVGElement} svg
+ * @param {SVGGElement} layer
+ * @param {{onChange?: () => void}} [options]
  */
 export function createPanZoom(svg, layer, { onChange = () => {} } = {}) {
   let x = 0;
   let y = 0;
   let k = 1;
+  /** @type {{startX: number, startY: number, x: number, y: number, id: number} | null} */
   let drag = null;
   let dragged = false;
+  /** @type {[Bounds, number[] | null] | null} */
   let fitted = null; // [bounds, focus] of the last fit, until the user moves: a resize fits again
 
   const apply = () => {
@@ -25,6 +32,7 @@ export function createPanZoom(svg, layer, { onChange = () => {} } = {}) {
   };
   // The canvas size is cached from a ResizeObserver: reading clientWidth after the page changed
   // would force a style and layout pass of the whole notebook.
+  /** @type {{width: number, height: number} | null} */
   let known = null;
   const resize =
     typeof ResizeObserver === "function"
@@ -45,7 +53,11 @@ export function createPanZoom(svg, layer, { onChange = () => {} } = {}) {
   resize?.observe(svg);
   const size = () => (known?.width ? known : { width: svg.clientWidth || 800, height: svg.clientHeight || 480 });
 
-  /** Show `bounds` at a readable scale: all of it when it fits, else around `focus` ([x, y]) or its top. */
+  /**
+   * Show `bounds` at a readable scale: all of it when it fits, else around `focus` ([x, y]) or its top.
+   * @param {Bounds} bounds
+   * @param {number[] | null} [focus]
+   */
   function fit(bounds, focus = null) {
     const next = fitTransform(bounds, size(), focus);
     ({ x, y, k } = next);
@@ -54,7 +66,11 @@ export function createPanZoom(svg, layer, { onChange = () => {} } = {}) {
     return next;
   }
 
-  /** Centre the view on a layout point, at scale `zoom` (the current one by default). */
+  /**
+   * Centre the view on a layout point, at scale `zoom` (the current one by default).
+   * @param {number} cx
+   * @param {number} cy
+   */
   function centre(cx, cy, zoom = k) {
     const { width, height } = size();
     k = zoom;
@@ -64,6 +80,7 @@ export function createPanZoom(svg, layer, { onChange = () => {} } = {}) {
     apply();
   }
 
+  /** @param {WheelEvent} event */
   function onWheel(event) {
     event.preventDefault();
     const box = svg.getBoundingClientRect();
@@ -78,12 +95,14 @@ export function createPanZoom(svg, layer, { onChange = () => {} } = {}) {
     apply();
   }
 
+  /** @param {PointerEvent} event */
   function onDown(event) {
     if (event.button !== 0) return;
     drag = { startX: event.clientX, startY: event.clientY, x, y, id: event.pointerId };
     dragged = false;
   }
 
+  /** @param {PointerEvent} event */
   function onMove(event) {
     if (!drag || event.pointerId !== drag.id) return;
     const dx = event.clientX - drag.startX;
@@ -100,6 +119,7 @@ export function createPanZoom(svg, layer, { onChange = () => {} } = {}) {
     apply();
   }
 
+  /** @param {PointerEvent} event */
   function onUp(event) {
     if (!drag || event.pointerId !== drag.id) return;
     if (dragged) svg.releasePointerCapture?.(drag.id);
@@ -107,6 +127,7 @@ export function createPanZoom(svg, layer, { onChange = () => {} } = {}) {
     drag = null;
   }
 
+  /** @param {MouseEvent} event */
   function onClickCapture(event) {
     if (!dragged) return;
     dragged = false;
@@ -125,18 +146,29 @@ export function createPanZoom(svg, layer, { onChange = () => {} } = {}) {
 
   return {
     fit,
-    /** Centre the view on a layout point, zooming in to a readable scale when far out. */
+    /**
+     * Centre the view on a layout point, zooming in to a readable scale when far out.
+     * @param {number} cx
+     * @param {number} cy
+     */
     centerOn(cx, cy) {
       centre(cx, cy, Math.max(k, READABLE_SCALE));
     },
-    /** Centre the view on a layout point at the current scale (the minimap's pan). */
+    /**
+     * Centre the view on a layout point at the current scale (the minimap's pan).
+     * @param {number} cx
+     * @param {number} cy
+     */
     panTo(cx, cy) {
       centre(cx, cy);
     },
     /** The current transform {x, y, k}: screen = layout × k + (x, y). */
     transform: () => ({ x, y, k }),
     size,
-    /** Whether a layout rect [cx, cy, w, h] lies wholly inside the view. */
+    /**
+     * Whether a layout rect [cx, cy, w, h] lies wholly inside the view.
+     * @param {number[]} rect
+     */
     isVisible([cx, cy, w, h]) {
       const { width, height } = size();
       const left = x + (cx - w / 2) * k;
@@ -146,7 +178,7 @@ export function createPanZoom(svg, layer, { onChange = () => {} } = {}) {
     destroy() {
       resize?.disconnect();
       for (const off of offs) off();
-      svg.removeEventListener("wheel", onWheel, { passive: false });
+      svg.removeEventListener("wheel", onWheel);
       svg.removeEventListener("click", onClickCapture, true);
     },
   };

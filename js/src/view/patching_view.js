@@ -2,7 +2,10 @@
 
 import { h, pngUrls, setAttr, setText, subscribe } from "./dom.js";
 
-/** Build the patching panel for `model` (hidden until a sweep starts); returns {el, destroy}. */
+/**
+ * Build the patching panel for `model` (hidden until a sweep starts); returns {el, destroy}.
+ * @param {import("../widget_model.js").WidgetModel} model
+ */
 export function createPatchingView(model) {
   const progress = h("progress", { cls: "hw-patching-progress", attrs: { hidden: true, "aria-label": "patch sweep" } });
   const caption = h("div", { cls: "hw-hint hw-patching-caption" });
@@ -19,17 +22,18 @@ export function createPatchingView(model) {
 
   function update() {
     const patching = model.get("patching") ?? {};
-    const running = Array.isArray(patching.progress);
+    const counts = Array.isArray(patching.progress) ? patching.progress : null; // [done, total] while a sweep runs
+    const running = counts !== null;
     el.hidden = !(running || patching.png || patching.error);
     progress.hidden = !running;
-    if (running) {
-      const [done, total] = patching.progress;
+    if (counts) {
+      const [done, total] = counts;
       progress.max = Math.max(1, total);
       progress.value = done;
       setAttr(progress, "title", `${done} of ${total} patched positions`);
     }
     setText(error, patching.error ?? "");
-    setText(caption, running ? `${patching.progress[0]} of ${patching.progress[1]} patched positions…` : (patching.caption ?? ""));
+    setText(caption, counts ? `${counts[0]} of ${counts[1]} patched positions…` : (patching.caption ?? ""));
     images.revoke();
     images.show(image, patching.png);
   }

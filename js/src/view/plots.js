@@ -8,7 +8,12 @@ import { h, pngUrls, setText, subscribe } from "./dom.js";
 const HINT = "Attach a hook and press Run (or run your own code) to see captures.";
 const SLIDE_DELAY_MS = 150;
 
-/** Caption text of one plot item: "title · 1×16×32×32 · step 3" (with " · call 1" for a target run twice a step). */
+/** @typedef {import("../payloads.js").PlotItem} PlotItem */
+
+/**
+ * Caption text of one plot item: "title · 1×16×32×32 · step 3" (with " · call 1" for a target run twice a step).
+ * @param {PlotItem} item
+ */
 function caption(item) {
   const parts = [item.title || item.kind || "capture"];
   if (Array.isArray(item.shape)) parts.push(formatShape(item.shape));
@@ -16,18 +21,26 @@ function caption(item) {
   return parts.join(" · ");
 }
 
-/** Build the plots area for `model`, sending through `requests`; returns {el, destroy}. */
+/**
+ * Build the plots area for `model`, sending through `requests`; returns {el, destroy}.
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {import("../widget_model.js").Requests} requests
+ */
 export function createPlots(model, requests) {
   const el = h("div", { cls: "hw-plots" });
   const images = pngUrls();
+  /** @type {{plots: import("../payloads.js").Plots | undefined, match: boolean | undefined}} */
   let shown = { plots: undefined, match: undefined };
+  /** @type {ReturnType<typeof setTimeout> | null} */
   let slideTimer = null;
 
+  /** @param {PlotItem} item */
   function slider(item) {
     const { positions, showCall } = plotPositions(item);
     if (positions.length < 2) return null;
     const call = Number.isFinite(item.call) ? item.call : 0;
     const at = Math.max(0, positions.findIndex(([s, c]) => s === item.step && c === call));
+    /** @param {number} i */
     const label = (i) => `${formatPosition(positions[i][0], positions[i][1], showCall)} (${i + 1} of ${positions.length} kept)`;
     const input = h("input", {
       cls: "hw-step",
@@ -54,6 +67,7 @@ export function createPlots(model, requests) {
     return h("div", { cls: "hw-step-row" }, [input, text]);
   }
 
+  /** @param {PlotItem} item */
   function viewButtons(item) {
     const views = Array.isArray(item.views) ? item.views : [];
     if (views.length < 2) return null;
@@ -72,7 +86,16 @@ export function createPlots(model, requests) {
     );
   }
 
-  /** A <select> of `options` ([value, label]) sending `plot_view` with `field` set to the chosen value. */
+  /**
+   * A <select> of `options` ([value, label]) sending `plot_view` with `field` set to the chosen value.
+   * @param {PlotItem} item
+   * @param {string} cls
+   * @param {string} label
+   * @param {[string, string][]} options
+   * @param {string} chosen
+   * @param {"element" | "head"} field
+   * @param {(value: string) => string | number | null} parse
+   */
   function picker(item, cls, label, options, chosen, field, parse) {
     const select = h(
       "select",
@@ -85,29 +108,39 @@ export function createPlots(model, requests) {
     return select;
   }
 
-  /** The element picker (a tuple, dict or ModelOutput output's tensors), shown when there are several. */
+  /**
+   * The element picker (a tuple, dict or ModelOutput output's tensors), shown when there are several.
+   * @param {PlotItem} item
+   */
   function elementPicker(item) {
     const elements = Array.isArray(item.elements) ? item.elements : [];
     if (elements.length < 2) return null;
+    /** @type {[string, string][]} */
     const options = elements.map((name) => [name, displayName(name)]);
     return picker(item, "hw-element", "tensor", options, item.element, "element", (value) => value);
   }
 
-  /** The head picker of the heads view: all heads, or one. */
+  /**
+   * The head picker of the heads view: all heads, or one.
+   * @param {PlotItem} item
+   */
   function headPicker(item) {
     if (item.view !== "heads" || !(item.heads > 1)) return null;
+    /** @type {[string, string][]} */
     const options = [["all", `all ${item.heads} heads`]];
     for (let head = 0; head < item.heads; head += 1) options.push([String(head), `head ${head}`]);
     const chosen = Number.isInteger(item.head) ? String(item.head) : "all";
     return picker(item, "hw-head", "head", options, chosen, "head", (value) => (value === "all" ? null : Number(value)));
   }
 
+  /** @param {PlotItem} item */
   function controls(item) {
     const parts = [elementPicker(item), viewButtons(item), headPicker(item)].filter(Boolean);
     return parts.length > 0 ? h("div", { cls: "hw-plot-controls" }, parts) : null;
   }
 
   // Each figure's lag mark: "step 208 of 239, updating…" while a cell's loop runs ahead of the drawn step.
+  /** @type {[HTMLElement, number][]} */
   let lags = [];
   function updateLags() {
     const status = model.get("status");
@@ -118,6 +151,7 @@ export function createPlots(model, requests) {
     }
   }
 
+  /** @param {PlotItem} item */
   function figure(item) {
     const url = images.url(item.png);
     const lag = h("span", { cls: "hw-plot-lag hw-lagging", attrs: { hidden: true } });

@@ -5,7 +5,11 @@ import { everyLayerStats, everyLayerText, lagText } from "../live_state.js";
 import { COLUMNS, formatStat, rowObjects, sortRows } from "../summary.js";
 import { h, listen, pngUrls, setText, sortableHeader, subscribe } from "./dom.js";
 
-/** Build the summary panel for `model`, sending through `requests`; returns {el, destroy}. */
+/**
+ * Build the summary panel for `model`, sending through `requests`; returns {el, destroy}.
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {import("../widget_model.js").Requests} requests
+ */
 export function createSummaryView(model, requests) {
   const statsAll = h("button", {
     cls: "hw-stats-all",
@@ -42,11 +46,19 @@ export function createSummaryView(model, requests) {
   let sort = { field: "target", descending: false };
   const images = pngUrls();
 
+  /**
+   * @template {string | number} T
+   * @param {HTMLSelectElement} select
+   * @param {T[]} values
+   * @param {T | null | undefined} chosen
+   * @param {(value: T) => string} label
+   */
   function options(select, values, chosen, label) {
     select.replaceChildren(...values.map((v) => h("option", { attrs: { value: String(v) }, text: label(v) })));
     if (chosen !== null && chosen !== undefined) select.value = String(chosen);
   }
 
+  /** @param {Partial<import("../payloads.js").Summary>} summary */
   function renderTable(summary) {
     const rows = sortRows(rowObjects(summary), sort.field, sort.descending);
     const nonfinite = new Set(summary.nonfinite ?? []);
@@ -90,7 +102,10 @@ export function createSummaryView(model, requests) {
     setText(lag, text);
   }
 
-  /** What "Stats on every layer" attached, and what fills it, until statistics come; or its error. */
+  /**
+   * What "Stats on every layer" attached, and what fills it, until statistics come; or its error.
+   * @param {string} [error]
+   */
   function renderStatsNote(error = "") {
     const empty = (model.get("summary")?.rows ?? []).length === 0;
     const text = error || (empty ? everyLayerText(everyLayerStats(model.get("hooks"))) : "");
@@ -100,17 +115,19 @@ export function createSummaryView(model, requests) {
     message.hidden = !model.get("summary")?.message || Boolean(text && !error);
   }
 
+  /** @param {MouseEvent} event */
   function onTableClick(event) {
-    const th = event.target.closest?.("th[data-field]");
+    const target = /** @type {Element} */ (event.target);
+    const th = target.closest?.("th[data-field]");
     if (th) {
-      const key = th.getAttribute("data-field");
+      const key = /** @type {string} */ (th.getAttribute("data-field"));
       sort = { field: key, descending: sort.field === key ? !sort.descending : key !== "target" };
       renderTable(model.get("summary") ?? {});
       return;
     }
-    const row = event.target.closest?.("tr[data-path]");
+    const row = target.closest?.("tr[data-path]");
     if (row) {
-      model.set("selected", row.getAttribute("data-path"));
+      model.set("selected", /** @type {string} */ (row.getAttribute("data-path")));
       model.save_changes();
     }
   }

@@ -4,11 +4,20 @@
 import { h, listen } from "./dom.js";
 
 /**
+ * A page of the strip.
+ * @typedef {{key: string, label: string, title: string, el: HTMLElement, announce?: boolean}} Page
+ */
+
+/**
  * Build tabs over `pages` ([{key, label, title, el, announce}]); `el` is the panel, whose own `hidden` says whether it
  * has anything to show; `announce`: mark its tab when it first has something while another page is open. `label` names the strip for assistive technology. Returns {el, select(key), selected(), destroy}.
+ * @param {Page[]} pages
+ * @param {string} label
  */
 export function createTabs(pages, label) {
+  /** @type {Map<string, HTMLButtonElement>} */
   const buttons = new Map();
+  /** @type {Map<string, HTMLDivElement>} */
   const holders = new Map();
   for (const page of pages) {
     const id = `hw-tab-${page.key}-${Math.random().toString(36).slice(2, 8)}`;
@@ -25,12 +34,14 @@ export function createTabs(pages, label) {
   const el = h("div", { cls: "hw-pane" }, [strip, ...holders.values()]);
   let current = pages[0].key;
 
+  /** @param {string} key */
   function available(key) {
-    return !pages.find((p) => p.key === key).el.hidden;
+    return !(/** @type {Page} */ (pages.find((p) => p.key === key)).el.hidden);
   }
 
+  /** @param {string | null} key */
   function select(key) {
-    if (!buttons.has(key) || !available(key)) return;
+    if (key === null || !buttons.has(key) || !available(key)) return;
     current = key;
     el.setAttribute("data-active", key); // the pane's styles may follow its page (the graph wants room)
     for (const [k, button] of buttons) {
@@ -38,14 +49,14 @@ export function createTabs(pages, label) {
       button.setAttribute("aria-selected", on ? "true" : "false");
       button.tabIndex = on ? 0 : -1;
       if (on) button.classList.remove("hw-tab-fresh");
-      holders.get(k).hidden = !on;
+      /** @type {HTMLDivElement} */ (holders.get(k)).hidden = !on;
     }
   }
 
   function sync() {
     // A panel that hides itself takes its tab along; the shown page falls back to the first when its panel goes.
     for (const page of pages) {
-      const button = buttons.get(page.key);
+      const button = /** @type {HTMLButtonElement} */ (buttons.get(page.key));
       const was = !button.hidden;
       button.hidden = page.el.hidden;
       if (page.announce && !was && !button.hidden && page.key !== current) button.classList.add("hw-tab-fresh");
@@ -53,6 +64,7 @@ export function createTabs(pages, label) {
     if (!available(current)) select(pages.find((p) => available(p.key))?.key ?? pages[0].key);
   }
 
+  /** @param {KeyboardEvent} event */
   function onKey(event) {
     // Arrow keys move between the shown tabs, as in every tab strip.
     if (event.key !== "ArrowRight" && event.key !== "ArrowLeft") return;
@@ -60,7 +72,7 @@ export function createTabs(pages, label) {
     const at = shown.indexOf(current);
     const next = shown[(at + (event.key === "ArrowRight" ? 1 : shown.length - 1)) % shown.length];
     select(next);
-    buttons.get(next).focus();
+    /** @type {HTMLButtonElement} */ (buttons.get(next)).focus();
     event.preventDefault();
   }
 
@@ -69,7 +81,7 @@ export function createTabs(pages, label) {
   for (const page of pages) observer.observe(page.el, { attributes: true, attributeFilter: ["hidden"] });
   const offs = [
     listen(strip, "click", (event) => {
-      const button = event.target.closest?.("button.hw-tab");
+      const button = /** @type {Element} */ (event.target).closest?.("button.hw-tab");
       if (button) select(button.getAttribute("data-tab"));
     }),
     listen(strip, "keydown", onKey),

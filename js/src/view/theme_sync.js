@@ -3,7 +3,10 @@
 import { sameTheme, pageTheme } from "../theme.js";
 import { onThemeChange } from "./dom.js";
 
-/** The computed background behind `el`: the first ancestor's that is not transparent (the page's own, else white). */
+/**
+ * The computed background behind `el`: the first ancestor's that is not transparent (the page's own, else white).
+ * @param {Element} el
+ */
 function backgroundBehind(el) {
   for (let node = el.parentElement; node; node = node.parentElement) {
     const color = getComputedStyle(node).backgroundColor;
@@ -12,7 +15,11 @@ function backgroundBehind(el) {
   return "rgb(255, 255, 255)";
 }
 
-/** Write the page's theme into `model` from `root` (the widget's box) now and on each theme change. */
+/**
+ * Write the page's theme into `model` from `root` (the widget's box) now and on each theme change.
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @param {HTMLElement} root
+ */
 export function createThemeSync(model, root) {
   const report = () => {
     if (!root.isConnected) return;

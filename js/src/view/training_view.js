@@ -4,7 +4,12 @@ import { displayName } from "../format.js";
 import { RATIO_COLUMNS, flagText, formatRatio, sortRatioRows } from "../training.js";
 import { h, listen, pngUrls, setText, sortableHeader, subscribe } from "./dom.js";
 
-/** Build the training panel for `model` (hidden until an optimizer or DDP is watched); returns {el, destroy}. */
+/** @typedef {import("../payloads.js").Ratios} Ratios */
+
+/**
+ * Build the training panel for `model` (hidden until an optimizer or DDP is watched); returns {el, destroy}.
+ * @param {import("../widget_model.js").WidgetModel} model
+ */
 export function createTrainingView(model) {
   const ratioMessage = h("div", { cls: "hw-hint hw-ratio-message" });
   const ratioCaption = h("div", { cls: "hw-training-caption hw-ratio-caption" });
@@ -47,12 +52,17 @@ export function createTrainingView(model) {
   let sort = { field: "param", descending: false };
   const images = pngUrls();
 
-  /** The text in `node`, hidden when there is none. */
+  /**
+   * The text in `node`, hidden when there is none.
+   * @param {HTMLElement} node
+   * @param {string} text
+   */
   function showText(node, text) {
     setText(node, text ?? "");
     node.hidden = !text;
   }
 
+  /** @param {Ratios} ratios */
   function renderRatioTable(ratios) {
     const several = (ratios.optimizers ?? []).length > 1;
     const columns = RATIO_COLUMNS.filter(([key]) => key !== "optimizer" || several);
@@ -69,6 +79,7 @@ export function createTrainingView(model) {
     ratioTable.replaceChildren(h("thead", {}, [head]), h("tbody", {}, lines));
   }
 
+  /** @param {Ratios | null} ratios */
   function updateRatios(ratios) {
     ratioSection.hidden = !ratios;
     if (!ratios) return;
@@ -85,6 +96,7 @@ export function createTrainingView(model) {
     renderRatioTable(ratios);
   }
 
+  /** @param {import("../payloads.js").Ready} order */
   function updateReady(order) {
     const rows = order?.rows ?? [];
     ready.hidden = rows.length === 0;
@@ -106,6 +118,7 @@ export function createTrainingView(model) {
     readyTable.replaceChildren(h("thead", {}, [head]), h("tbody", {}, lines));
   }
 
+  /** @param {import("../payloads.js").DDPPanel | null} ddp */
   function updateDdp(ddp) {
     ddpSection.hidden = !ddp;
     if (!ddp) return;
@@ -129,10 +142,11 @@ export function createTrainingView(model) {
     updateDdp(training.ddp);
   }
 
+  /** @param {MouseEvent} event */
   function onTableClick(event) {
-    const th = event.target.closest?.("th[data-field]");
+    const th = /** @type {Element} */ (event.target).closest?.("th[data-field]");
     if (!th) return;
-    const key = th.getAttribute("data-field");
+    const key = /** @type {string} */ (th.getAttribute("data-field"));
     // A first click on a number or the check column puts the largest (or flagged) first.
     sort = { field: key, descending: sort.field === key ? !sort.descending : key !== "param" && key !== "optimizer" };
     const ratios = model.get("training")?.ratios;

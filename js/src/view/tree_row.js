@@ -6,7 +6,17 @@ import { kindTitle } from "../kinds.js";
 import { highlightParts } from "../tree.js";
 import { h, textNode } from "./dom.js";
 
-/** Text with every occurrence of `query` wrapped in <mark>; built from text nodes, never markup. */
+/**
+ * What the badges are drawn from: the hooks by path, and the kinds in toggle order.
+ * @typedef {{hookIndex: import("../hooks.js").HookIndex, order: string[]}} BadgeContext
+ */
+
+/**
+ * Text with every occurrence of `query` wrapped in <mark>; built from text nodes, never markup.
+ * @param {string} cls
+ * @param {string} text
+ * @param {string} query
+ */
 function highlighted(cls, text, query) {
   const parts = highlightParts(text, query).map((part) =>
     part.match ? h("mark", { cls: "hw-mark", text: part.text }) : textNode(part.text),
@@ -17,9 +27,12 @@ function highlighted(cls, text, query) {
 /**
  * Fill `container` with a badge per hook on `path` (the explorer's in toggle order, fired counts
  * inside, then one for hooks others attached); returns whether any hook has an error.
+ * @param {HTMLElement} container
+ * @param {string} path
+ * @param {BadgeContext} context
  */
 export function fillBadges(container, path, { hookIndex, order }) {
-  const rank = (kind) => {
+  const rank = (/** @type {string} */ kind) => {
     const i = order.indexOf(kind);
     return i < 0 ? order.length : i;
   };
@@ -54,7 +67,7 @@ export function fillBadges(container, path, { hookIndex, order }) {
   }
   const failed = own.some((hook) => hook.error);
   if (failed) {
-    const first = own.find((hook) => hook.error);
+    const first = /** @type {import("../payloads.js").HookItem} */ (own.find((hook) => hook.error));
     const line = String(first.error).trim().split("\n").pop();
     badges.unshift(h("span", { cls: "hw-error-marker", attrs: { title: `${first.kind} failed: ${line}` }, text: "⚠" }));
   }
@@ -63,7 +76,12 @@ export function fillBadges(container, path, { hookIndex, order }) {
   return failed;
 }
 
-/** The parameter counts' tooltip; a null count is a lazy module's, unknown until the model's first forward. */
+/**
+ * The parameter counts' tooltip; a null count is a lazy module's, unknown until the model's first forward.
+ * @param {number | null} trainable
+ * @param {number | null} frozen
+ * @param {number} packed
+ */
 function paramsTitle(trainable, frozen, packed) {
   if (trainable === null || frozen === null) {
     return "parameters of lazy modules are not materialized yet: their counts come with the model's first forward";
@@ -72,12 +90,19 @@ function paramsTitle(trainable, frozen, packed) {
   return `${trainable ?? 0} trainable, ${frozen ?? 0} frozen parameters${inPacks}`;
 }
 
-/** A count of nothing: 0, or absent; null is unknown, not zero. */
+/**
+ * A count of nothing: 0, or absent; null is unknown, not zero.
+ * @param {number | null | undefined} count
+ */
 function isZero(count) {
   return count === 0 || count === undefined;
 }
 
-/** Build the element of one visible row; returns {el, badges}. */
+/**
+ * Build the element of one visible row; returns {el, badges}.
+ * @param {import("../tree.js").Row} row
+ * @param {BadgeContext & {selected: string, query: string, matchSet: Set<string>, failedRun?: string | null}} context
+ */
 export function buildRow(row, { hookIndex, selected, query, matchSet, order, failedRun = null }) {
   const { node, path, depth, hasChildren } = row;
   const caret = hasChildren

@@ -25,7 +25,10 @@ export const ROW_HEIGHT = 22; // px; must match `.hw-row` height in widget.css
 const SEARCH_DELAY_MS = 120;
 const MAX_MATCHES = 5000;
 
-/** Build the tree panel for `model`; returns {el, destroy}. */
+/**
+ * Build the tree panel for `model`; returns {el, destroy}.
+ * @param {import("../widget_model.js").WidgetModel} model
+ */
 export function createTreeView(model) {
   const search = h("input", {
     cls: "hw-search",
@@ -43,18 +46,29 @@ export function createTreeView(model) {
   const viewport = h("div", { cls: "hw-tree", attrs: { role: "tree", "aria-label": "Modules" } }, [sizer]);
   const el = h("div", { cls: "hw-tree-box" }, [toolbar, viewport]);
 
+  /** @type {import("../payloads.js").TreeNode | null} */
   let tree = null;
+  /** @type {Map<string, import("../tree.js").Entry>} */
   let index = new Map();
+  /** @type {Set<string>} */
   let expanded = new Set();
+  /** @type {import("../tree.js").Row[]} */
   let rows = [];
+  /** @type {Map<string, number>} */
   let rowIndex = new Map(); // path -> position in rows
+  /** @type {import("../hooks.js").HookIndex} */
   let hookIndex = new Map();
   let query = "";
+  /** @type {string[]} */
   let matches = [];
+  /** @type {Set<string>} */
   let matchSet = new Set();
   let matchCursor = -1;
+  /** @type {Map<string, {el: HTMLDivElement, badges: HTMLSpanElement, top: number}>} */
   let drawn = new Map(); // path -> {el, badges} for the rows in the DOM
+  /** @type {number | null} */
   let frame = null;
+  /** @type {ReturnType<typeof setTimeout> | null} */
   let searchTimer = null;
 
   const selectedPath = () => {
@@ -62,6 +76,7 @@ export function createTreeView(model) {
     return typeof value === "string" ? value : "";
   };
 
+  /** @param {string | null | undefined} path */
   function select(path) {
     if (path === null || path === undefined) return;
     model.set("selected", path);
@@ -88,9 +103,9 @@ export function createTreeView(model) {
 
   /** Draw the rows in view; `force` rebuilds rows already drawn (their content changed). */
   function drawWindow(force = false) {
-    const focusedPath = viewport.contains(document.activeElement)
-      ? document.activeElement.closest(".hw-row")?.getAttribute("data-path")
-      : null;
+    const active = document.activeElement;
+    const focusedPath =
+      active && viewport.contains(active) ? active.closest(".hw-row")?.getAttribute("data-path") : null;
     const { start, end } = visibleWindow(viewport.scrollTop, viewport.clientHeight || 440, ROW_HEIGHT, rows.length);
     const selected = selectedPath();
     const next = new Map();
@@ -131,7 +146,10 @@ export function createTreeView(model) {
     for (const entry of drawn.values()) entry.el.tabIndex = entry === stop ? 0 : -1;
   }
 
-  /** Scroll so `path` is in view (`center` for jumps from elsewhere), then draw. */
+  /**
+   * Scroll so `path` is in view (`center` for jumps from elsewhere), then draw.
+   * @param {string} path
+   */
   function reveal(path, center = false) {
     const at = rowIndex.get(path);
     if (at === undefined) return;
@@ -148,6 +166,7 @@ export function createTreeView(model) {
     drawWindow();
   }
 
+  /** @param {string[]} paths */
   function openAncestors(paths) {
     let changed = false;
     for (const path of paths) {
@@ -210,6 +229,10 @@ export function createTreeView(model) {
     reveal(selected, !viewport.contains(document.activeElement));
   }
 
+  /**
+   * @param {string} path
+   * @param {boolean} open
+   */
   function setExpanded(path, open) {
     if (open === expanded.has(path)) return;
     if (open) expanded.add(path);
@@ -241,6 +264,7 @@ export function createTreeView(model) {
     }, SEARCH_DELAY_MS);
   }
 
+  /** @param {KeyboardEvent} event */
   function onSearchKey(event) {
     if (event.key === "Escape") {
       search.value = "";
@@ -259,6 +283,7 @@ export function createTreeView(model) {
     event.stopPropagation();
   }
 
+  /** @param {string | null | undefined} path */
   function moveTo(path) {
     if (path === null || path === undefined) return;
     select(path);
@@ -266,11 +291,13 @@ export function createTreeView(model) {
     drawn.get(path)?.el.focus({ preventScroll: true });
   }
 
+  /** @param {MouseEvent} event */
   function onClick(event) {
-    const rowEl = event.target.closest(".hw-row");
+    const target = /** @type {Element} */ (event.target);
+    const rowEl = target.closest(".hw-row");
     if (!rowEl || !viewport.contains(rowEl)) return;
-    const path = rowEl.getAttribute("data-path");
-    if (event.target.closest(".hw-caret")) {
+    const path = /** @type {string} */ (rowEl.getAttribute("data-path"));
+    if (target.closest(".hw-caret")) {
       // The caret only opens or closes; selecting is the row's job.
       setExpanded(path, !expanded.has(path));
       drawn.get(path)?.el.focus({ preventScroll: true });
@@ -279,10 +306,11 @@ export function createTreeView(model) {
     select(path);
   }
 
+  /** @param {KeyboardEvent} event */
   function onKeyDown(event) {
-    const rowEl = event.target.closest(".hw-row");
+    const rowEl = /** @type {Element} */ (event.target).closest(".hw-row");
     if (!rowEl || !viewport.contains(rowEl)) return;
-    const path = rowEl.getAttribute("data-path");
+    const path = /** @type {string} */ (rowEl.getAttribute("data-path"));
     const entry = index.get(path);
     const hasChildren = entry ? childrenOf(entry.node).length > 0 : false;
     switch (event.key) {
@@ -304,7 +332,7 @@ export function createTreeView(model) {
         break;
       case "ArrowRight":
         if (hasChildren && !expanded.has(path)) setExpanded(path, true);
-        else if (hasChildren) moveTo(childrenOf(entry.node)[0].path);
+        else if (hasChildren) moveTo(childrenOf(entry?.node)[0].path);
         break;
       case "ArrowLeft":
         if (hasChildren && expanded.has(path)) setExpanded(path, false);

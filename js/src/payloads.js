@@ -1,0 +1,427 @@
+// Written by `make payloads` (python -m tools.js_payloads) from hookwidgets/widget/protocol.py: do not edit.
+/**
+ * The shapes the kernel and the page exchange, as JSDoc typedefs for tsc (`npm --prefix js run typecheck`); what
+ * each field means is in docs/widget-protocol.md. A `bytes` field arrives as a DataView; `Any` reads as `unknown`.
+ * Import a shape in a JSDoc type: `import("./payloads.js").Status`.
+ */
+
+/**
+ * @typedef {object} TreeNode
+ * @property {string} path
+ * @property {string} name
+ * @property {string} cls
+ * @property {number | null} trainable
+ * @property {number | null} frozen
+ * @property {number} packed
+ * @property {(number | string)[] | null} shape
+ * @property {string | null} dtype
+ * @property {TreeNode[]} children
+ */
+
+/**
+ * @typedef {object} HookItem
+ * @property {string} target
+ * @property {string} kind
+ * @property {string} action
+ * @property {unknown[][]} edit
+ * @property {number} fired
+ * @property {string | null} error
+ * @property {string | null} note
+ * @property {boolean} foreign
+ */
+
+/**
+ * @typedef {object} ParamChip
+ * @property {string} name
+ * @property {string} path
+ * @property {number[] | null} shape
+ * @property {boolean} trainable
+ */
+
+/**
+ * @typedef {object} RecordChoice
+ * @property {number} step
+ * @property {number} call
+ * @property {number[]} shape
+ */
+
+/**
+ * @typedef {object} Selection
+ * @property {string} target
+ * @property {string} family
+ * @property {string[]} kinds
+ * @property {string[][]} details
+ * @property {ParamChip[]} params
+ * @property {string} code
+ * @property {string} problem
+ * @property {string[] | null} axes
+ * @property {number | null} heads
+ * @property {RecordChoice[]} records
+ * @property {string[]} attribution_methods
+ * @property {string} attribution_note
+ */
+
+/**
+ * @typedef {object} PlotItem
+ * @property {string} kind
+ * @property {string} title
+ * @property {number[] | null} shape
+ * @property {string | null} dtype
+ * @property {number} step
+ * @property {number} call
+ * @property {number[][]} positions
+ * @property {boolean} stale
+ * @property {boolean} verified
+ * @property {string} element
+ * @property {string[]} elements
+ * @property {string} view
+ * @property {string[]} views
+ * @property {string[] | null} tokens
+ * @property {number} heads
+ * @property {number | null} head
+ * @property {DataView} png
+ */
+
+/**
+ * @typedef {object} Plots
+ * @property {string | null} target
+ * @property {PlotItem[]} items
+ */
+
+/**
+ * @typedef {object} OutputScores
+ * @property {string} kind
+ * @property {string | null} tensor
+ * @property {number[] | null} shape
+ * @property {string | null} words
+ * @property {number | null} positions
+ * @property {boolean} decoder
+ * @property {boolean} loss
+ * @property {Record<string, string>} labels
+ */
+
+/**
+ * @typedef {object} Status
+ * @property {string} state
+ * @property {string} message
+ * @property {unknown[][]} top
+ * @property {OutputScores} output
+ * @property {boolean} cell
+ * @property {number} step
+ * @property {string | null} failed
+ */
+
+/**
+ * @typedef {object} ShortStep
+ * @property {string} target
+ * @property {string} kind
+ * @property {string} note
+ */
+
+/**
+ * @typedef {object} Memory
+ * @property {number} bytes
+ * @property {number} budget
+ * @property {number} records
+ * @property {number} evicted
+ * @property {ShortStep[]} short_steps
+ */
+
+/**
+ * @typedef {object} Summary
+ * @property {string[]} columns
+ * @property {unknown[][]} rows
+ * @property {string[]} fields
+ * @property {string} field
+ * @property {number[]} steps
+ * @property {number | null} step
+ * @property {string[]} nonfinite
+ * @property {string | null} first_nonfinite
+ * @property {DataView | null} heatmap
+ * @property {string} message
+ */
+
+/**
+ * @typedef {object} RatioRow
+ * @property {string} param
+ * @property {string} optimizer
+ * @property {number} step
+ * @property {number | string} ratio
+ * @property {number | string} update_norm
+ * @property {number | string} weight_norm
+ * @property {number | string} lr
+ * @property {string} flag
+ */
+
+/**
+ * @typedef {object} Ratios
+ * @property {RatioRow[]} rows
+ * @property {string[]} optimizers
+ * @property {number} low
+ * @property {number} high
+ * @property {number} flagged
+ * @property {DataView | null} png
+ * @property {string} caption
+ * @property {string} message
+ */
+
+/**
+ * @typedef {object} ReadyRow
+ * @property {number} order
+ * @property {string} param
+ * @property {number | string} ms
+ */
+
+/**
+ * @typedef {object} Ready
+ * @property {number | null} step
+ * @property {number | null} rank
+ * @property {ReadyRow[]} rows
+ * @property {string} note
+ */
+
+/**
+ * @typedef {object} DDPPanel
+ * @property {string} source
+ * @property {number[]} ranks
+ * @property {number} steps
+ * @property {number | null} step
+ * @property {DataView | null} buckets_png
+ * @property {DataView | null} ranks_png
+ * @property {Ready} ready
+ * @property {string} message
+ */
+
+/**
+ * @typedef {object} Training
+ * @property {boolean} visible
+ * @property {Ratios | null} ratios
+ * @property {DDPPanel | null} ddp
+ */
+
+/**
+ * @typedef {object} TokenScore
+ * @property {string} text
+ * @property {number | string} score
+ */
+
+/**
+ * @typedef {object} Attribution
+ * @property {string | null} layer
+ * @property {string | null} method
+ * @property {string | number | null} target
+ * @property {DataView | null} png
+ * @property {DataView | null} input_png
+ * @property {TokenScore[] | null} tokens
+ * @property {string} error
+ * @property {string} caption
+ * @property {string} note
+ */
+
+/**
+ * @typedef {object} Lens
+ * @property {boolean} available
+ * @property {string} reason
+ * @property {string[]} layers
+ * @property {string[]} positions
+ * @property {number} first
+ * @property {number} top_k
+ * @property {unknown[][][][]} cells
+ * @property {string} caption
+ * @property {string} error
+ */
+
+/**
+ * @typedef {object} Patching
+ * @property {DataView | null} png
+ * @property {string} caption
+ * @property {number[] | null} progress
+ * @property {string} error
+ */
+
+/**
+ * @typedef {object} Theme
+ * @property {"light" | "dark"} name
+ * @property {string} background
+ * @property {string} foreground
+ */
+
+/**
+ * @typedef {object} CompactGraph
+ * @property {string[]} ids
+ * @property {number[]} op
+ * @property {string[]} ops
+ * @property {number[]} module
+ * @property {string[]} modules
+ * @property {number[]} parents
+ * @property {unknown[][]} params
+ * @property {unknown[][]} saved
+ * @property {number[][]} edges
+ * @property {number[]} outputs
+ */
+
+/**
+ * @typedef {object} DataflowNode
+ * @property {string} module
+ * @property {number} ops
+ */
+
+/**
+ * @typedef {object} DataflowEdge
+ * @property {string} src
+ * @property {string} dst
+ * @property {number} tensors
+ * @property {number} uses
+ * @property {unknown[]} shapes
+ */
+
+/**
+ * @typedef {object} Dataflow
+ * @property {DataflowNode[]} nodes
+ * @property {DataflowEdge[]} edges
+ */
+
+/**
+ * @typedef {object} Graph
+ * @property {CompactGraph | null} autograd
+ * @property {Dataflow | null} dataflow
+ * @property {string} error
+ */
+
+/**
+ * @typedef {object} AttachMessage
+ * @property {"attach"} type
+ * @property {string} request_id
+ * @property {string} target
+ * @property {string} kind
+ * @property {string | null} [action]
+ * @property {unknown[] | null} [edit]
+ */
+
+/**
+ * @typedef {object} ReattachMessage
+ * @property {"reattach"} type
+ * @property {string} request_id
+ * @property {string} target
+ * @property {string | null} [action]
+ * @property {unknown[] | null} [edit]
+ */
+
+/**
+ * @typedef {object} DetachMessage
+ * @property {"detach"} type
+ * @property {string} request_id
+ * @property {string} target
+ * @property {string} kind
+ */
+
+/**
+ * @typedef {object} RunMessage
+ * @property {"run"} type
+ * @property {string} request_id
+ * @property {string} [mode]
+ * @property {string | number | null} [target]
+ * @property {number | null} [position]
+ * @property {boolean | null} [train]
+ */
+
+/**
+ * @typedef {object} PlotStepMessage
+ * @property {"plot_step"} type
+ * @property {string} request_id
+ * @property {string} kind
+ * @property {number | null} step
+ * @property {number | null} [call]
+ */
+
+/**
+ * @typedef {object} PlotViewMessage
+ * @property {"plot_view"} type
+ * @property {string} request_id
+ * @property {string} kind
+ * @property {string} [view]
+ * @property {string} [element]
+ * @property {number | null} [head]
+ */
+
+/**
+ * @typedef {object} SummaryMessage
+ * @property {"summary"} type
+ * @property {string} request_id
+ * @property {string} [field]
+ * @property {number} [step]
+ */
+
+/**
+ * @typedef {object} FindNonfiniteMessage
+ * @property {"find_nonfinite"} type
+ * @property {string} request_id
+ */
+
+/**
+ * @typedef {object} AttributeMessage
+ * @property {"attribute"} type
+ * @property {string} request_id
+ * @property {string} layer
+ * @property {string} method
+ * @property {string | number | null} target
+ * @property {number | null} [position]
+ */
+
+/**
+ * @typedef {object} LensMessage
+ * @property {"lens"} type
+ * @property {string} request_id
+ * @property {number} [top_k]
+ */
+
+/**
+ * @typedef {object} DismissErrorMessage
+ * @property {"dismiss_error"} type
+ * @property {string} request_id
+ */
+
+/**
+ * @typedef {object} GraphMessage
+ * @property {"graph"} type
+ * @property {string} request_id
+ */
+
+/**
+ * @typedef {object} Reply
+ * @property {"reply"} type
+ * @property {string} request_id
+ * @property {boolean} ok
+ * @property {string} error
+ */
+
+/**
+ * Each synced traitlet's value as the page reads it (`model.get`): protocol.TRAITLETS.
+ * @typedef {object} Traitlets
+ * @property {Partial<TreeNode>} tree
+ * @property {string} selected
+ * @property {string[]} hook_kinds
+ * @property {HookItem[]} hooks
+ * @property {Partial<Selection>} selection
+ * @property {Plots} plots
+ * @property {Partial<Status>} status
+ * @property {Partial<Memory>} memory
+ * @property {string[]} diagnostics
+ * @property {Partial<Summary>} summary
+ * @property {Training} training
+ * @property {Partial<Attribution>} attribution
+ * @property {Partial<Lens>} lens
+ * @property {Patching} patching
+ * @property {string} error
+ * @property {Graph} graph
+ * @property {Theme} theme
+ */
+
+/**
+ * A message the page sends (protocol.MESSAGES), by its `type`.
+ * @typedef {AttachMessage | ReattachMessage | DetachMessage | RunMessage | PlotStepMessage | PlotViewMessage
+ *   | SummaryMessage | FindNonfiniteMessage | AttributeMessage | LensMessage | DismissErrorMessage
+ *   | GraphMessage} PageMessage
+ */
+
+export {};
