@@ -30,7 +30,7 @@ from .messages import handle, message_text
 from .patching_panel import EMPTY as EMPTY_PATCHING
 from .patching_panel import ProgressPush, patching_payload
 from .protocol import reply
-from .state import ALL_KINDS, hooks_payload, memory_payload, selection_payload, status_payload
+from .state import hooks_payload, kinds_payload, memory_payload, selection_payload, status_payload
 from .summary_panel import summary_payload
 from .tensor_views import context_for
 from .training_panel import DDPSource, training_payload, training_version
@@ -79,7 +79,7 @@ class ViewController:
             return self._view
         explorer.model  # noqa: B018 -- a closed explorer says so, as every method does
         notes = [explorer.probe_error, unwatched_note(explorer.unwatched)]
-        view = ExplorerView(tree=explorer.tree, hook_kinds=ALL_KINDS, error="\n\n".join(n for n in notes if n))
+        view = ExplorerView(tree=explorer.tree, hook_kinds=kinds_payload(), error="\n\n".join(n for n in notes if n))
         view.status = status_payload("idle", "", self.output["top"], self.output, step=explorer.step)
         view.lens = lens_offer(explorer)
         # The view is kept alive by the widget registry: it must hold the controller weakly, as it holds the explorer.
