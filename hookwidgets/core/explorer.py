@@ -54,9 +54,10 @@ from .hooks.events import Event
 from .hooks.heads import head_count
 from .hooks.kinds import KINDS, resolve_kind
 from .hooks.optim import UpdateRatioMonitor
-from .hooks.registry import FULL_BACKWARD_KINDS, HookGroup, HookInfo, HookRegistry, TimelineEvent
+from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
 from .hooks.scalar_log import ScalarLog, same_destination, stats_kinds_needed
 from .hooks.stop_notes import note_stopped, stopped_notes
+from .kind_table import has
 from .model.attention_record import attention_runner
 from .model.attention_sources import hidden_probabilities_note
 from .model.compiled import run_eagerly
@@ -287,7 +288,7 @@ class Explorer:
                 "ScriptModules take no hooks; hook a module around it, or its parameters (kind 'grad'), or explore it "
                 "before scripting"
             )
-        if is_compile_wrapper(obj) and any(s.name in LEGACY_AND_FULL_BACKWARD for s in specs):
+        if is_compile_wrapper(obj) and any(s.module_backward for s in specs):
             inner = f"{target}.{COMPILED_INNER}" if target else COMPILED_INNER
             raise ValueError(
                 f"module {quoted(target)} is torch.compile's wrapper (OptimizedModule): torch never fires backward "
@@ -297,11 +298,7 @@ class Explorer:
             self._check_node_id(target)
         if family == "param" and is_lazy(obj):
             raise ValueError(unmaterialized_param(target))
-        if (
-            family == "param"
-            and not obj.requires_grad
-            and any(s.name in ("param_grad", "post_accumulate") for s in specs)
-        ):
+        if family == "param" and not obj.requires_grad and any(s.gradient for s in specs):
             raise ValueError(
                 f"parameter {quoted(target)} does not require grad (frozen), so it gets no gradient to hook; unfreeze "
                 f"it with model.get_parameter({quoted(target)}).requires_grad_() or hook a parameter that trains"
@@ -313,7 +310,7 @@ class Explorer:
                     self._registry.attach(target, obj, spec, k, action, edit, copy, with_kwargs, self._forward_probe())
                 )
             self._check_edits_fit(infos)
-            self._check_collisions([i for i in infos if i.kind in FULL_BACKWARD_KINDS])
+            self._check_collisions([i for i in infos if has(i.spec, full_backward=True)])
         except BaseException:
             for info in infos:
                 self._registry.detach(info.target, info.kind)
@@ -886,9 +883,6 @@ class Explorer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-LEGACY_AND_FULL_BACKWARD = ("backward", "backward_pre", "legacy_backward")
 
 
 def _close_all(close_hooks: Callable[[], None], monitors: list[tuple[Any, UpdateRatioMonitor]]) -> None:

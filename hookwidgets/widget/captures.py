@@ -12,29 +12,10 @@ import torch
 
 from ..core.capture.store import CaptureStore, Record
 from ..core.display import display_name
+from ..core.kind_table import user_names
 from ..core.model.tokens import Sequences
 from .protocol import PlotItem
 from .tensor_views import Context, draw, sequence_labels, views_of
-
-# Kinds whose captures the inspector draws, in display order; gradient kinds on a diverging scale.
-PLOTTED_KINDS = (
-    "forward_pre",
-    "forward",
-    "backward_pre",
-    "backward",
-    "grad",
-    "legacy_backward",
-    "global_forward_pre",
-    "global_forward",
-    "global_backward_pre",
-    "global_backward",
-    "global_grad",
-    "post_accumulate",
-    "node_pre",
-    "node",
-)
-GRADIENT_KINDS = frozenset(PLOTTED_KINDS) - {"forward_pre", "forward", "global_forward_pre", "global_forward"}
-
 
 PNG_CACHE_SIZE = 64
 """Images kept for records still held: selecting a module again, or going back to it, redraws nothing."""
@@ -111,7 +92,7 @@ def plot_item(
         view,
         name=name,
         title=_title(record, name),
-        gradient=record.kind in GRADIENT_KINDS,
+        gradient=record.kind in user_names(gradient=True),  # on a diverging scale
         context=context or Context(),
         head=head,
         record=record,
@@ -259,7 +240,7 @@ def plot_items(
         return []
     chosen, views = chosen or {}, views or {}
     items = []
-    for kind in PLOTTED_KINDS:
+    for kind in user_names(plotted=True):  # in display order
         history = by_kind.get(kind, [])
         tensors = [r for r in history if r.tensor is not None]
         if tensors:

@@ -29,7 +29,7 @@ from .patching_panel import EMPTY as EMPTY_PATCHING
 from .patching_panel import ProgressPush, patching_payload
 from .protocol import reply
 from .selection_images import draw_selection
-from .state import ALL_KINDS, hooks_payload, memory_payload, selection_payload, status_payload
+from .state import hooks_payload, kinds_payload, memory_payload, selection_payload, status_payload
 from .summary_panel import summary_payload
 from .training_panel import DDPSource, training_payload, training_version
 from .view import ExplorerView
@@ -81,7 +81,7 @@ class ViewController:
             return self._view
         explorer.model  # noqa: B018 -- a closed explorer says so, as every method does
         notes = [explorer.probe_error, unwatched_note(explorer.unwatched)]
-        view = ExplorerView(tree=explorer.tree, hook_kinds=ALL_KINDS, error="\n\n".join(n for n in notes if n))
+        view = ExplorerView(tree=explorer.tree, hook_kinds=kinds_payload(), error="\n\n".join(n for n in notes if n))
         output = self._choices.output
         view.status = status_payload("idle", "", output["top"], output, step=explorer.step)
         view.lens = lens_offer(explorer)

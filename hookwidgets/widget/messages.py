@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from ..core.display import display_name
 from ..core.explorer import Explorer, explain_run_error
-from ..core.hooks.kinds import GLOBAL_KINDS
+from ..core.kind_table import has
 from ..core.model.lazy import materialize_notices
 from ..core.model.scores import output_summary
 from .attention_heads import AttentionHeads
@@ -76,7 +76,7 @@ def reattach(controller: PageController, explorer: Explorer, content: dict[str, 
     old = [
         h
         for h in explorer.hooks
-        if h.target == target and not h.foreign and isinstance(h.action, str) and h.kind not in GLOBAL_KINDS
+        if h.target == target and not h.foreign and isinstance(h.action, str) and not has(h.kind, family="global")
     ]
     if not old:
         return ""

@@ -33,6 +33,16 @@ class HookItem(TypedDict):
     foreign: bool
 
 
+class HookKind(TypedDict):
+    kind: str
+    name: str
+    family: str
+    phase: str
+    tip: str
+    badge: str
+    every_layer: bool
+
+
 class ParamChip(TypedDict):
     name: str
     path: str
@@ -268,7 +278,7 @@ class Graph(TypedDict):
 TRAITLETS: dict[str, Any] = {
     "tree": TreeNode,
     "selected": str,
-    "hook_kinds": list[str],
+    "hook_kinds": list[HookKind],
     "hooks": list[HookItem],
     "selection": Selection,
     "plots": Plots,

@@ -13,19 +13,32 @@ from ..core.codegen.generate import hook_code
 from ..core.diagnostics.notes import SCRIPTED_ROOT
 from ..core.display import display_name, quoted
 from ..core.explorer import Explorer
-from ..core.hooks.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS, valid_kinds
+from ..core.hooks.kinds import valid_kinds
 from ..core.hooks.registry import HookInfo
+from ..core.kind_table import KINDS
 from ..core.model.lazy import unmaterialized_param
 from ..core.model.scores import output_summary
 from ..core.model.targets import resolve_target
 from .attribution_methods import methods_note, offered_methods
 from .edit_choices import NO_OFFERS, edit_offers
-from .protocol import HookItem, Memory, Selection, Status
+from .protocol import HookItem, HookKind, Memory, Selection, Status
 
-# Every kind in display order: badges and toggles keep this order.
-ALL_KINDS = [*MODULE_KINDS, *GLOBAL_KINDS, *(k for k in PARAM_KINDS if k not in MODULE_KINDS), *NODE_KINDS]
-ACTIONS = ["capture", "stats", "print"]
-EDITS = ["scale", "clip", "clip_norm", "zero", "ablate", "ablate_heads", "replace", "mean_ablate"]
+
+def kinds_payload() -> list[HookKind]:
+    """The ``hook_kinds`` traitlet: the kind table's rows in display order, with what the page shows of each (its
+    tooltip and badge) and which ones "Stats on every layer" attaches: the page keeps no list of kinds of its own."""
+    return [
+        {
+            "kind": k.user_name,
+            "name": k.name,
+            "family": k.family,
+            "phase": k.phase,
+            "tip": k.tip,
+            "badge": k.badge,
+            "every_layer": k.every_layer,
+        }
+        for k in KINDS.values()
+    ]
 
 
 def hooks_payload(hooks: Iterable[HookInfo]) -> list[HookItem]:

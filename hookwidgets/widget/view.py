@@ -30,8 +30,8 @@ class ExplorerView(anywidget.AnyWidget):
     """Module tree: nested nodes with path, name, cls, trainable, frozen, shape, dtype, children."""
     selected = traitlets.Unicode("").tag(sync=True)
     """Path of the selected module; written by the browser on a click."""
-    hook_kinds = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    """Every hook kind in display order (badges and toggles follow it)."""
+    hook_kinds = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """Every hook kind in display order (badges follow it): the kind table's rows, with each one's tooltip and badge."""
     hooks = traitlets.List(traitlets.Dict()).tag(sync=True)
     """Live hooks: target, kind, action, edit, fired, error, note, foreign (others' hooks, left alone)."""
     selection = traitlets.Dict({}).tag(sync=True)

@@ -1,11 +1,6 @@
-/** Text formatting for counts, shapes and hook badges; pure, no DOM. */
+/** Text formatting for counts, shapes and names; pure, no DOM. */
 
 const UNITS = ["k", "M", "B", "T"];
-const BADGE_LABELS = new Map([
-  ["forward_pre", "pre"],
-  ["forward", "fwd"],
-  ["grad", "grad"],
-]);
 
 /**
  * Compact count: 999 -> "999", 1234 -> "1.2k", 3_400_000 -> "3.4M".
@@ -54,14 +49,6 @@ export function formatShape(shape) {
   // Defensive: several outputs may arrive as a list of shapes.
   if (shape.some(Array.isArray)) return shape.map((s) => `(${formatShape(s)})`).join(", ");
   return shape.join("×");
-}
-
-/**
- * Short badge text for a hook kind: forward_pre -> "pre", forward -> "fwd", others unchanged.
- * @param {string} kind
- */
-export function badgeLabel(kind) {
-  return BADGE_LABELS.get(kind) ?? String(kind);
 }
 
 /**

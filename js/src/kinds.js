@@ -1,43 +1,86 @@
-/** One line per hook kind: what it captures and when it fires (the toggles' and badges' tooltips); pure, no DOM. */
+/**
+ * What the page knows of each hook kind, read from the `hook_kinds` traitlet: Python's kind table, one row a kind
+ * (`{kind, name, family, phase, tip, badge, every_layer}`, docs/widget-protocol.md); pure, no DOM.
+ */
 
-const MODULE_GRAD = "the gradient of the module's output, when backward reaches it (a tensor hook: in-place ops cannot break it)";
-const PARAM_GRAD = "the parameter's gradient, when backward computes it (before it is added to .grad)";
-
-/** @type {Record<string, string>} */
-const TIPS = {
-  forward_pre: "the module's inputs, before its forward runs",
-  forward: "the module's output, each time its forward returns",
-  backward_pre: "the gradient of the module's output, before backward goes through the module",
-  backward: "the gradients of the module's inputs and output, after backward went through the module",
-  grad: MODULE_GRAD,
-  legacy_backward: "torch's old backward hook: the gradients of the module's last op only (can be wrong on multi-op modules)",
-  global_forward_pre: "every module's inputs, before each forward of every module",
-  global_forward: "every module's output, each time a forward of any module returns",
-  global_backward_pre: "the gradient of every module's output, before backward goes through each module",
-  global_backward: "the gradients of every module's inputs and output, after backward went through each module",
-  global_grad: "the gradient of every module's output, when backward reaches it (tensor hooks)",
-  param_grad: PARAM_GRAD,
-  post_accumulate: "the parameter once its gradient was added to .grad, after each backward",
-  node_pre: "the gradients flowing into this autograd node, before it runs",
-  node: "the gradients into and out of this autograd node, after it runs",
-};
+/** @typedef {import("./payloads.js").HookKind} HookKind */
+/** @typedef {HookKind[] | null | undefined} KindTable the `hook_kinds` traitlet, or nothing yet */
 
 /**
- * What a hook of `kind` captures and when it fires; `family` tells a parameter's "grad" from a module's.
+ * The rows of a `hook_kinds` value; none for anything else.
+ * @param {unknown} table
+ * @returns {HookKind[]}
+ */
+function rowsOf(table) {
+  return Array.isArray(table) ? table.filter((row) => row && typeof row === "object" && typeof row.kind === "string") : [];
+}
+
+/**
+ * The row of a hook of `kind` on a target of `family`: the one of that family (a parameter's "grad" is not a module's),
+ * else the first of that name (a global kind on the model, whose selection is a module), else the engine's name.
+ */
+/**
+ * @param {KindTable} table
+ * @param {string} kind
+ * @param {string} [family]
+ * @returns {HookKind | null}
+ */
+export function kindRow(table, kind, family = "module") {
+  const rows = rowsOf(table);
+  return (
+    rows.find((row) => row.kind === kind && row.family === family) ??
+    rows.find((row) => row.kind === kind) ??
+    rows.find((row) => row.name === kind) ??
+    null
+  );
+}
+
+/**
+ * Every kind's name as users attach it, each once, in display order: badges keep this order.
+ * @param {KindTable} table
+ */
+export function kindOrder(table) {
+  return [...new Set(rowsOf(table).map((row) => row.kind))];
+}
+
+/**
+ * What a hook of `kind` captures and when it fires; "" for a kind the table does not have.
+ * @param {KindTable} table
  * @param {string} kind
  * @param {string} [family]
  */
-export function kindTip(kind, family = "module") {
-  if (kind === "grad" && family === "param") return PARAM_GRAD;
-  return TIPS[kind] ?? "";
+export function kindTip(table, kind, family = "module") {
+  const tip = kindRow(table, kind, family)?.tip;
+  return typeof tip === "string" ? tip : "";
 }
 
 /**
  * The tooltip of a toggle or badge: the kind, then what it captures and when.
+ * @param {KindTable} table
  * @param {string} kind
  * @param {string} [family]
  */
-export function kindTitle(kind, family = "module") {
-  const tip = kindTip(kind, family);
+export function kindTitle(table, kind, family = "module") {
+  const tip = kindTip(table, kind, family);
   return tip ? `${kind}: ${tip}` : kind;
+}
+
+/**
+ * Short badge text for a hook kind (forward_pre -> "pre", forward -> "fwd"); the kind itself when the table says none.
+ * @param {KindTable} table
+ * @param {string} kind
+ */
+export function badgeLabel(table, kind) {
+  const badge = kindRow(table, kind)?.badge;
+  return typeof badge === "string" && badge ? badge : String(kind);
+}
+
+/**
+ * The kinds "Stats on every layer" attaches on the model, in display order.
+ * @param {KindTable} table
+ */
+export function everyLayerKinds(table) {
+  return rowsOf(table)
+    .filter((row) => row.every_layer === true)
+    .map((row) => row.kind);
 }

@@ -1,6 +1,9 @@
 /** What the page says of the kernel's state: a running cell, views behind the live step; pure, no DOM. */
 
+import { everyLayerKinds, kindRow } from "./kinds.js";
+
 /** @typedef {Partial<import("./payloads.js").Status> | null | undefined} MaybeStatus */
+/** @typedef {import("./kinds.js").KindTable} KindTable */
 
 /**
  * Whether the kernel is running a notebook cell (the status's `cell`): the page's messages wait for its end.
@@ -35,27 +38,28 @@ export function lagText(shown, status) {
   return `step ${shown} of ${live}, updating…`;
 }
 
-const EVERY_LAYER = ["global_forward", "global_grad"];
-
 /**
- * The kinds "Stats on every layer" attached and still holds, from the `hooks` traitlet.
+ * The kinds "Stats on every layer" attached and still holds, from the `hooks` and `hook_kinds` traitlets.
  * @param {import("./payloads.js").HookItem[] | null | undefined} hooks
+ * @param {KindTable} table
  */
-export function everyLayerStats(hooks) {
+export function everyLayerStats(hooks, table) {
   const held = new Set(
     (Array.isArray(hooks) ? hooks : [])
       .filter((hook) => hook && hook.target === "" && !hook.foreign && hook.action === "stats")
       .map((hook) => hook.kind),
   );
-  return EVERY_LAYER.filter((kind) => held.has(kind));
+  return everyLayerKinds(table).filter((kind) => held.has(kind));
 }
 
 /**
- * What the summary says once stats hooks are on every layer and no statistics came yet.
+ * What the summary says once stats hooks are on every layer and no statistics came yet: of each kind, what it sees.
  * @param {string[]} kinds
+ * @param {KindTable} table
  */
-export function everyLayerText(kinds) {
+export function everyLayerText(kinds, table) {
   if (kinds.length === 0) return "";
-  const what = kinds.length === 2 ? "output and gradient" : kinds[0] === "global_grad" ? "gradient" : "output";
+  const sides = new Set(kinds.map((kind) => kindRow(table, kind, "global")?.phase));
+  const what = [sides.has("forward") ? "output" : "", sides.has("backward") ? "gradient" : ""].filter(Boolean).join(" and ");
   return `Stats attached on every layer's ${what}: Run, or your own training loop, fills this summary.`;
 }

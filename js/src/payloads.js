@@ -31,6 +31,17 @@
  */
 
 /**
+ * @typedef {object} HookKind
+ * @property {string} kind
+ * @property {string} name
+ * @property {string} family
+ * @property {string} phase
+ * @property {string} tip
+ * @property {string} badge
+ * @property {boolean} every_layer
+ */
+
+/**
  * @typedef {object} ParamChip
  * @property {string} name
  * @property {string} path
@@ -400,7 +411,7 @@
  * @typedef {object} Traitlets
  * @property {Partial<TreeNode>} tree
  * @property {string} selected
- * @property {string[]} hook_kinds
+ * @property {HookKind[]} hook_kinds
  * @property {HookItem[]} hooks
  * @property {Partial<Selection>} selection
  * @property {Plots} plots

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
-  badgeLabel,
   displayPath,
   formatCount,
   formatFired,
@@ -67,16 +66,6 @@ test("formatShape joins dimensions with ×", () => {
   assert.equal(formatShape(null), "—");
   assert.equal(formatShape(undefined), "—");
   assert.equal(formatShape([[1, 2], [3]]), "(1×2), (3)");
-});
-
-test("badgeLabel shortens the common kinds and passes others through", () => {
-  assert.equal(badgeLabel("forward_pre"), "pre");
-  assert.equal(badgeLabel("forward"), "fwd");
-  assert.equal(badgeLabel("grad"), "grad");
-  assert.equal(badgeLabel("backward"), "backward");
-  assert.equal(badgeLabel("post_accumulate"), "post_accumulate");
-  // Inherited object keys must not be mistaken for labels.
-  assert.equal(badgeLabel("constructor"), "constructor");
 });
 
 test("formatFired and displayPath", () => {

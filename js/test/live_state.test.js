@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { kindTip, kindTitle } from "../src/kinds.js";
 import { busyText, cellRunning, everyLayerStats, everyLayerText, lagText } from "../src/live_state.js";
+import { sampleKinds } from "./fixtures.js";
 import { foldTraceback, foldedAs, isOwnFile } from "../src/traceback.js";
 
 test("a view behind the live step says so while the cell runs, and only then", () => {
@@ -28,24 +28,15 @@ test("Stats on every layer is read from the hooks the explorer holds", () => {
     { target: "", kind: "global_backward", action: "stats", foreign: true },
     { target: "fc", kind: "global_grad", action: "stats", foreign: false },
   ];
-  assert.deepEqual(everyLayerStats(hooks), ["global_forward", "global_grad"]);
-  assert.deepEqual(everyLayerStats(hooks.slice(1)), ["global_grad"]);
-  assert.deepEqual(everyLayerStats(null), []);
-  assert.match(everyLayerText(["global_forward", "global_grad"]), /every layer's output and gradient: Run, or your own training loop/);
-  assert.match(everyLayerText(["global_grad"]), /every layer's gradient:/);
-  assert.equal(everyLayerText([]), "");
-});
-
-test("every hook kind has a one-line tooltip; a parameter's grad is told from a module's", () => {
-  for (const kind of ["forward_pre", "forward", "backward_pre", "backward", "grad", "legacy_backward", "global_forward_pre",
-    "global_forward", "global_backward_pre", "global_backward", "global_grad", "param_grad", "post_accumulate", "node_pre", "node"]) {
-    const tip = kindTip(kind);
-    assert.ok(tip.length > 20 && !tip.includes("\n"), kind);
-  }
-  assert.match(kindTip("grad"), /module's output/);
-  assert.match(kindTip("grad", "param"), /parameter's gradient/);
-  assert.equal(kindTitle("forward"), "forward: the module's output, each time its forward returns");
-  assert.equal(kindTitle("nope"), "nope");
+  const kinds = sampleKinds();
+  assert.deepEqual(everyLayerStats(hooks, kinds), ["global_forward", "global_grad"]);
+  assert.deepEqual(everyLayerStats(hooks.slice(1), kinds), ["global_grad"]);
+  assert.deepEqual(everyLayerStats(null, kinds), []);
+  assert.deepEqual(everyLayerStats(hooks, null), []); // no table yet
+  assert.match(everyLayerText(["global_forward", "global_grad"], kinds), /every layer's output and gradient: Run, or your own training loop/);
+  assert.match(everyLayerText(["global_grad"], kinds), /every layer's gradient:/);
+  assert.match(everyLayerText(["global_forward"], kinds), /every layer's output:/);
+  assert.equal(everyLayerText([], kinds), "");
 });
 
 const TRACE = [

@@ -25,7 +25,9 @@ async (bundle) => {
   const evil = '<img src=x onerror=alert(1)>';
   const state = {
     tree: node('', 'Net', [node('a', 'Linear'), node(evil, 'Linear'), node('c', 'Sequential', [node('c.0', 'ReLU')])]),
-    selected: '', hook_kinds: ['forward'], selection: {}, status: {state: 'idle', message: ''},
+    selected: '', selection: {}, status: {state: 'idle', message: ''},
+    hook_kinds: [{kind: 'forward', name: 'forward', family: 'module', phase: 'forward', tip: 'the output',
+                  badge: 'fwd', every_layer: false}],
     plots: {target: null, items: []}, memory: {}, diagnostics: [], summary: {}, attribution: {},
     error: '', graph: {autograd: null, dataflow: null, error: ''},
     hooks: [{target: 'a', kind: 'forward', action: 'capture', fired: 3, error: null, foreign: false}],

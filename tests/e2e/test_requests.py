@@ -22,7 +22,13 @@ async (bundle) => {
     tree: {path: '', name: 'Net', cls: 'Net', trainable: 2, frozen: 0, shape: [1, 2], dtype: 'float32', children: [
       {path: 'a', name: 'a', cls: 'Linear', trainable: 2, frozen: 0, shape: [1, 2], dtype: 'float32', children: []},
     ]},
-    selected: 'a', hook_kinds: ['forward', 'grad'],
+    selected: 'a',
+    hook_kinds: [
+      {kind: 'forward', name: 'forward', family: 'module', phase: 'forward', tip: 'the output', badge: 'fwd',
+       every_layer: false},
+      {kind: 'grad', name: 'grad', family: 'module', phase: 'backward', tip: 'the gradient', badge: 'grad',
+       every_layer: false},
+    ],
     selection: {target: 'a', family: 'module', kinds: ['forward', 'grad'], details: [], params: [], code: '',
                 problem: ''},
     status: {state: 'idle', message: '', top: []}, plots: {target: null, items: []}, memory: {}, diagnostics: [],

@@ -1,19 +1,7 @@
 """The generator's per-kind pieces of source: torch's hook signatures, registrations, notes and the header."""
 
-# Per engine kind (global ones without their prefix): torch's hook signature, the value an edit
-# replaces (and the hook returns), and the named tensors the explorer records.
-SIGNATURE = {
-    "forward_pre": "module, args",
-    "forward": "module, args, output",
-    "backward_pre": "module, grad_output",
-    "backward": "module, grad_input, grad_output",
-    "legacy_backward": "module, grad_input, grad_output",
-    "grad": "grad",
-    "param_grad": "grad",
-    "post_accumulate": "param",
-    "node_pre": "grad_outputs",
-    "node": "grad_inputs, grad_outputs",
-}
+# Per engine kind (global ones without their prefix; torch's hook signature is the kind's row, Kind.parameters):
+# the value an edit replaces (and the hook returns), and the named tensors the explorer records.
 EDITABLE = {
     "forward_pre": "args",
     "forward": "output",

@@ -10,8 +10,9 @@ from torch import nn
 from ..diagnostics.notes import CANNOT_FIRE
 from ..display import display_name, quoted
 from ..hooks.edits import PRIMARY
-from ..hooks.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, takes_kwargs
+from ..hooks.kinds import GLOBAL_KINDS, NODE_KINDS, takes_kwargs
 from ..hooks.registry import HookInfo
+from ..kind_table import KINDS, has
 from ..model.scope import parse_node_id
 from ..model.targets import resolve_target
 from .fragments import (
@@ -28,7 +29,6 @@ from .fragments import (
     PATCHES,
     PLACEHOLDER,
     SCOPE_HOOKS,
-    SIGNATURE,
     TENSORS,
 )
 from .literals import Expression, comment, identifier, literal, quote
@@ -74,7 +74,8 @@ RESERVED = {
     "_zero_heads_first",
     "_mha_without_heads",
 }
-SUPPORTED = (*MODULE_KINDS, *GLOBAL_KINDS, "param_grad", "post_accumulate", *NODE_KINDS)
+SUPPORTED = (*MODULE_REGISTER, *GLOBAL_REGISTER, *NODE_KINDS)
+"""The engine kinds the generator has a registration for."""
 
 
 def hook_code(hooks: list[HookInfo], model_name: str = "model", *, model: nn.Module | None = None) -> str:
@@ -182,7 +183,7 @@ def _spec(info: HookInfo, model: nn.Module | None) -> str:
 
 def _hides_edit(info: HookInfo, spec: str) -> bool:
     """Whether a hook edits in the forward, where the edit's nodes must not take op-node addresses."""
-    return bool(info.edit) and not callable(info.action) and spec.removeprefix("global_") in ("forward_pre", "forward")
+    return bool(info.edit) and not callable(info.action) and has(spec, phase="forward")
 
 
 def _with_kwargs(info: HookInfo) -> bool:
@@ -207,7 +208,7 @@ def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[st
     if spec in ("grad", "global_grad"):
         lines.append(GRAD_NOTE)
     with_kwargs = _with_kwargs(info)
-    signature = SIGNATURE[spec.removeprefix("global_")]
+    signature = KINDS[spec].parameters
     if with_kwargs:
         signature = signature.replace("args", "args, kwargs")
     # A callable registered as is takes its own name; the grad and global hooks wrap it in hook_<index>.
@@ -234,7 +235,7 @@ def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[st
             lines.append(_placeholder(info, fn, signature))
         else:
             lines += [f"def {fn}({signature}):", *_body(info, spec, _key(info), _where(info), with_kwargs, hide_edits)]
-        if spec in ("param_grad", "post_accumulate"):
+        if has(spec, family="param"):
             owner = f"{model_name}.get_parameter({quote(info.target)})"
         else:
             owner = f"{model_name}.get_submodule({quote(info.target)})" if info.target else model_name

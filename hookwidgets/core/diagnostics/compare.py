@@ -23,6 +23,7 @@ from torch.nn.utils.weight_norm import WeightNorm
 from ..._renamed import take_old
 from ..._warnings import HookwidgetsDeprecationWarning
 from .._torch import global_module_hooks, set_full_backward_flag
+from ..kind_table import names
 from ..model.hook_dicts import HOOK_DICTS
 from ..model.inputs import Inputs, Target, call_model
 from ..model.nested import first_tensor, map_tensors
@@ -294,7 +295,7 @@ def _notes(result: BackwardComparison, legacy: _Seen, full: _Seen, torch_warning
             "in backward, which belongs to the last call"
         )
     hooks = global_module_hooks()
-    if hooks.get("global_backward") or hooks.get("global_backward_pre"):
+    if any(hooks.get(kind) for kind in names(family="global", full_backward=True)):
         notes.append(
             "process-wide backward hooks (register_module_full_backward_hook) are registered and also run on the "
             "copies; they wrap module outputs, which can change the node the legacy hook attaches to"

@@ -14,6 +14,7 @@ from ..capture.recomputes import once_each
 from ..capture.stats import combine_stats
 from ..capture.store import CaptureStore, Record
 from ..display import quoted
+from ..kind_table import summary_columns
 from ..model.inputs import Inputs, call_model
 from ..model.meta import no_values
 from ..model.nested import named_tensors
@@ -23,15 +24,6 @@ from ..model.tree import forward_hooks
 SUMMARY_FIELDS = ("norm", "mean", "std", "zero_fraction", "nan", "inf")
 NO_VALUE_WHEN_EMPTY = ("mean", "std")
 """Statistics a tensor of 0 elements does not have (its norm is 0, its counts 0)."""
-SUMMARY_KINDS = {
-    "forward": "act",
-    "global_forward": "act",
-    "backward": "grad",
-    "global_backward": "grad",
-    "grad": "grad",
-    "global_grad": "grad",
-}
-"""Kinds whose ``stats`` records fill the summary: activation or gradient columns."""
 
 
 def _nonfinite(tensor: torch.Tensor) -> bool:
@@ -111,8 +103,9 @@ def rows_of(records: Iterable[Record]) -> list[dict[str, Any]]:
     # (step, target, kind) -> calls so far and their statistics combined. By kind, not by column: two kinds
     # filling one column (forward and global_forward stats on one module) see the same tensors, once each.
     seen: dict[tuple[int, str, str], tuple[int, dict[str, float]]] = {}
+    columns = summary_columns()  # the kinds whose stats records fill the summary, and their columns
     for record in once_each(records):  # arrival order: the order the hooks fired
-        prefix = SUMMARY_KINDS.get(record.kind)
+        prefix = columns.get(record.kind)
         if prefix is None or record.stats is None:
             continue
         row = rows.setdefault((record.step, record.target), {"step": record.step, "target": record.target})

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from ..display import display_name, quoted
+from ..kind_table import has
 from ..model.compiled import is_compiled
 from ..model.nested import is_dataclass_value, output_tensors
 
@@ -216,7 +217,7 @@ def backward_output_note(kind: str, output: object) -> str | None:
     if what is not None:
         used = (
             "'grad' tensor hooks on its tensors record grad_output instead"
-            if kind.endswith("_pre")
+            if has(kind, pre=True)
             else "attach 'grad' to record the output gradients"
         )
         return f"output is {what}: {CANNOT_FIRE} (torch needs a Tensor or a tuple); {used}"

@@ -32,14 +32,13 @@ from .._torch import (
     sequence_nr,
     top_saved_tensor_hooks,
 )
+from ..kind_table import KINDS
 from ..model.nested import tensors_in
 from ..model.scope import op_name
 from .actions import Firing
 from .own_runs import OWN_RUN
 
 CALL_STEPS_KEPT = 16  # steps whose call counters and logs are kept: a backward may come a few forwards later
-FULL_KINDS = ("backward", "global_backward")
-PRE_KINDS = ("backward_pre", "global_backward_pre")
 REENTRANT_CHECKPOINT = "CheckpointFunctionBackward"  # the node torch.utils.checkpoint(use_reentrant=True) makes
 
 
@@ -203,15 +202,16 @@ class Clock:
         """The firing of a module backward hook, named after the forward call whose graph it runs in."""
         node = self._current_node()
         token = self._tag
+        spec = KINDS.get(kind)
         if node is not None:
-            if kind in FULL_KINDS:
+            if spec is not None and spec.full_backward and not spec.pre:
                 found = node.metadata.get((token, target, kind, "in"))
                 if found is not None:
                     return Firing(target, kind, found[0], found[1], slots=found[2])
                 found = _below(node, (token, target, kind, "out"))
                 if found is not None:  # it fired after the outputs' node: no input of the call requires grad
                     return Firing(target, kind, found[0], found[1], slots=())
-            elif kind in PRE_KINDS:
+            elif spec is not None and spec.full_backward:
                 found = _below(node, (token, target, kind, "out"))
                 if found is not None:
                     return Firing(target, kind, found[0], found[1], slots=found[2])

@@ -15,9 +15,8 @@ import torch
 from torch import nn
 
 from ..diagnostics.notes import explain_collision, explain_foreign_collision, modified_view
+from ..kind_table import has
 from .info import HookInfo
-
-FULL_BACKWARD_KINDS = ("backward", "backward_pre", "global_backward", "global_backward_pre")
 
 
 class Collisions:
@@ -50,7 +49,7 @@ class Collisions:
         view = modified_view(exc)
         base = view._base if view is not None else None
         # a hook on the in-place module itself wraps its input, and a global hook is on every module
-        always = [info for info in full if info.kind.startswith("global_") or info.target == culprit]
+        always = [info for info in full if has(info.spec, family="global") or info.target == culprit]
         outputs = self._outputs
         matched = [info for info in full if any(ref() is base for ref in outputs.get(info.target, ()))]
         if base is not None and matched:

@@ -75,7 +75,7 @@ class Registrar:
             self._node_hooks.add(info, self._root_ref())  # placed on each forward's graph, by id
             return []
         handles = [self._register_module(spec, obj, info, info.target, with_kwargs)]
-        if spec.name in ("backward", "backward_pre"):  # their firings name the forward call that tagged its nodes
+        if spec.full_backward:  # their firings name the forward call that tagged its nodes
             arming = BackwardArming(handles[0], info)
             handles.append(own(obj, obj.register_forward_hook(self.eager(self._check_backward_output(info, arming)))))
         if spec.name == "legacy_backward":
@@ -281,7 +281,7 @@ class Registrar:
             path = paths.get(id(module))
             if path is None or not info.active or OWN_RUN.depth:
                 return None  # a module that left the model (its hook goes at the next step's begin), or an own run
-            if module is root_ref() and spec.phase == "forward" and spec.name.endswith("_pre"):
+            if module is root_ref() and spec.phase == "forward" and spec.pre:
                 begin_step(values[0])
             if spec.phase == "backward":
                 firing = clock.backward_firing(path, kind)

@@ -25,11 +25,12 @@ from ..capture import native
 from ..capture.store import CaptureStore, Generation
 from ..diagnostics.notes import inplace_culprit, is_inplace_collision
 from ..display import quoted
+from ..kind_table import has
 from ..model.hook_dicts import foreign_hooks
 from ..model.tokens import call_token_ids
 from .actions import check_action, named_tensors
 from .clock import Clock
-from .collisions import FULL_BACKWARD_KINDS, Collisions
+from .collisions import Collisions
 from .dispatch import ON_ERROR, TIMELINE_CAP, Dispatch
 from .edits import normalize_edits
 from .events import Events
@@ -43,12 +44,11 @@ from .node_hooks import NodeHooks
 from .own_runs import own_run
 from .owned import own, owned_ids
 from .registration import Registrar
-from .step_notes import ARMED_BY_THE_STEP, note_armed, note_short_steps
+from .step_notes import note_armed, note_short_steps
 
 _REGISTRIES: weakref.WeakSet[HookRegistry] = weakref.WeakSet()  # every live registry of the process
 
 __all__ = [
-    "FULL_BACKWARD_KINDS",
     "MODULE_KINDS",
     "ON_ERROR",
     "TIMELINE_CAP",
@@ -80,7 +80,7 @@ class HookRegistry:
         """The texts behind ``Explorer.diagnostics``."""
         self._root_ref = weakref.ref(root)  # hooks live on the model and hold the registry: no cycle back
         self._hooks: dict[tuple[str, str], HookInfo] = {}
-        self._step_armed: dict[tuple[str, str], HookInfo] = {}  # the hooks of ARMED_BY_THE_STEP kinds
+        self._step_armed: dict[tuple[str, str], HookInfo] = {}  # the hooks of the kinds a step arms (armed_by_step)
         self._step_handles: list[RemovableHandle] = []
         self._pending_removal: list[RemovableHandle] = []
         self.events = Events(self.timeline, self._records)
@@ -133,7 +133,7 @@ class HookRegistry:
     def _records(self, target: str, kind: str) -> bool:
         """Whether the live hook that fired at ``(target, kind)`` keeps records of its firings (capture or stats)."""
         info = self._hooks.get((target, kind))
-        if info is None and kind.startswith("global_"):  # a global kind's firings name each module; it is on ""
+        if info is None and has(kind, family="global"):  # a global kind's firings name each module; it is on ""
             info = self._hooks.get(("", kind))
         return info is not None and info.action in ("capture", "stats")
 
@@ -162,7 +162,7 @@ class HookRegistry:
             check_callable(action, spec, with_kwargs)
             if edits:
                 raise ValueError("edit= applies to the built-in actions; a callable action can change values itself")
-        if edits and spec.name in ("post_accumulate", "legacy_backward"):
+        if edits and not spec.editable:
             raise ValueError(
                 f"{kind!r} hooks cannot change values, so edit= is not allowed there; "
                 "use kind 'grad' (on the parameter or module) to edit gradients"
@@ -181,8 +181,8 @@ class HookRegistry:
         if action in ("stats", "print"):
             native.load_in_background()  # the kernel is ready before the hook first fires
         self.detach(target, kind)
-        # post_accumulate sees p.grad, which later backwards accumulate into in place: keep a copy
-        copy = copy or spec.name == "post_accumulate"
+        # what it sees changes in place later (post_accumulate's p.grad, which backwards accumulate into): keep a copy
+        copy = copy or spec.copies
         info = HookInfo(target, kind, action, edits, copy, spec=spec.name, with_kwargs=with_kwargs)
         info._heads = plan
         info._owner = weakref.ref(self)  # its remove() comes back here
@@ -201,9 +201,9 @@ class HookRegistry:
             self._drop_idle_step_tracker()
             raise
         self._hooks[(target, kind)] = info
-        if spec.name in FULL_BACKWARD_KINDS:  # torch's views of hooked outputs must not reach the model's output
+        if spec.full_backward:  # torch's views of hooked outputs must not reach the model's output
             self._registrar.root_backward.need(id(info))
-        if spec.name in ARMED_BY_THE_STEP:
+        if spec.armed_by_step:
             self._step_armed[(target, kind)] = info
         return info
 
@@ -337,7 +337,7 @@ class HookRegistry:
 
     def _colliding(self, exc: BaseException, culprit: str | None) -> list[HookInfo]:
         """``colliding_hooks(exc)``, with the in-place module's path already found."""
-        full = [info for info in self._hooks.values() if info.kind in FULL_BACKWARD_KINDS]
+        full = [info for info in self._hooks.values() if has(info.spec, full_backward=True)]
         if not full or self._root is None:
             return full
         return self._collisions.colliding(exc, culprit, full, self._foreign_full_backward)
@@ -348,7 +348,7 @@ class HookRegistry:
         if root is None:
             return []
         found = foreign_hooks(root, self._own_handle_ids(), *self._other_explorers())
-        return [hook for hook in found if hook[1] in FULL_BACKWARD_KINDS]
+        return [hook for hook in found if has(hook[1], full_backward=True)]
 
     def _other_explorers(self) -> tuple[dict[int, tuple[str, str, str]], set[int]]:
         """The hooks of the process's other explorers as they are listed, by handle id (one entry per hook: a

@@ -9,6 +9,7 @@ from typing import Any
 from ..capture.store import CaptureStore
 from ..diagnostics.nonfinite import SUMMARY_FIELDS, rows_of
 from ..display import display_name
+from ..kind_table import user_names
 from .events import Event
 from .info import HookGroup, HookInfo
 
@@ -117,7 +118,7 @@ def stats_kinds_needed(hooks: Sequence[HookInfo]) -> list[str]:
     if any(info.action == "stats" for info in hooks):
         return []
     taken = {(info.target, info.kind) for info in hooks}
-    return [kind for kind in ("global_forward", "global_grad") if ("", kind) not in taken]
+    return [kind for kind in user_names(every_layer=True) if ("", kind) not in taken]
 
 
 def same_destination(a: Any, b: Any) -> bool:

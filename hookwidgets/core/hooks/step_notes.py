@@ -12,13 +12,11 @@ from ..capture.short_steps import with_note
 from ..capture.store import CaptureStore
 from ..diagnostics.notes import STEP_NOT_ARMED
 from ..display import quoted
+from ..kind_table import has
 from ..model.nested import tensors_in
 
 if TYPE_CHECKING:
     from .info import HookInfo
-
-ARMED_BY_THE_STEP = ("global_backward", "global_backward_pre", "global_grad", "param_grad", "post_accumulate")
-"""Kinds (engine names) whose firing a whole forward arms: not armed when the model's output needs no grad."""
 
 
 def note_short_steps(hooks: Iterable[HookInfo], store: CaptureStore) -> None:
@@ -27,7 +25,7 @@ def note_short_steps(hooks: Iterable[HookInfo], store: CaptureStore) -> None:
     short = store.short_steps()
     for info in hooks:
         note = short.get((info.target, info.kind))
-        if info.kind.startswith("global_"):  # its records are each module's
+        if has(info.spec, family="global"):  # its records are each module's
             modules = [target for target, kind in short if kind == info.kind]
             more = f" and {len(modules) - 1} more modules" if len(modules) > 1 else ""
             note = f"{short[(modules[0], info.kind)]} (on {quoted(modules[0] or '(model)')}{more})" if modules else None
@@ -35,8 +33,9 @@ def note_short_steps(hooks: Iterable[HookInfo], store: CaptureStore) -> None:
 
 
 def note_armed(hooks: Iterable[HookInfo], output: Any) -> None:
-    """Say "not armed" on ``hooks`` (of ``ARMED_BY_THE_STEP`` kinds) after a forward whose ``output`` needs no
-    grad (under no_grad or inference_mode, or nothing upstream requires grad); clear it after one that does."""
+    """Say "not armed" on ``hooks`` (of the kinds a step arms: ``Kind.armed_by_step``) after a forward whose
+    ``output`` needs no grad (under no_grad or inference_mode, or nothing upstream requires grad); clear it after one
+    that does."""
     if torch.is_grad_enabled():
         tensors = tensors_in(output)
         if not tensors:

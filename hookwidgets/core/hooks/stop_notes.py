@@ -10,13 +10,11 @@ from torch.autograd.graph import Node, get_gradient_edge
 
 from ..display import quoted
 from ..graph.stops import Stops, unreached, why
+from ..kind_table import KINDS
 from .info import HookInfo
-from .kinds import KINDS
 
 NO_GRADIENT = "no gradient can come here"
 """How a note on a hook whose gradient cannot come begins."""
-GRADIENT_SPECS = ("grad", "backward", "backward_pre", "legacy_backward", "param_grad", "post_accumulate")
-"""The kinds (engine names) on a module or parameter that wait for a gradient; with the global backward kinds."""
 
 
 def stopped_notes(
@@ -49,9 +47,9 @@ def _note(info: HookInfo, model: nn.Module, stops: Stops, behind: dict[Node, Nod
         shown = ", ".join(quoted(path) if path else "the model" for path, _ in blocked[:3])
         more = f" and {len(blocked) - 3} more" if len(blocked) > 3 else ""
         return f"{NO_GRADIENT} for {len(blocked)} modules ({shown}{more}): {why(blocked[0][1], stops)}"
-    if info.spec not in GRADIENT_SPECS:
+    if kind is None or kind.phase != "backward" or kind.family not in ("module", "param"):
         return None
-    if kind is not None and kind.family == "param":
+    if kind.family == "param":
         param = model.get_parameter(info.target)
         node = get_gradient_edge(param).node if param.requires_grad else None
     else:

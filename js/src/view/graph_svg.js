@@ -1,6 +1,7 @@
 /** Draws a laid-out graph as SVG: boxes, edges, nodes, blocks and hook badges; strings only as text or attributes. */
 
-import { badgeLabel, displayPath, visibleText } from "../format.js";
+import { displayPath, visibleText } from "../format.js";
+import { badgeLabel } from "../kinds.js";
 import { BOX_LABEL, SMALL_CHAR_WIDTH, blockDetail, itemLabel, labelRoom, smallRoom } from "../graph/layout_request.js";
 import { ellipsize } from "../graph/text.js";
 
@@ -176,12 +177,14 @@ export function* drawSteps(layer, model, visible, layout, drawn, chunk = 40) {
 }
 
 /**
- * Replace the hook badges of every drawn element: kinds attached to its id or path, and hooks hidden inside blocks.
+ * Replace the hook badges of every drawn element: kinds attached to its id or path, and hooks hidden inside blocks;
+ * `hookKinds` (the `hook_kinds` traitlet) gives their badge texts.
  * @param {Drawn} drawn
  * @param {GraphModel} model
  * @param {Map<string, string[]>} hooksByTarget
+ * @param {import("../kinds.js").KindTable} hookKinds
  */
-export function drawBadges(drawn, model, hooksByTarget) {
+export function drawBadges(drawn, model, hooksByTarget, hookKinds) {
   for (const { el, rect } of drawn.values()) {
     el.querySelector(":scope > .hw-gbadges")?.remove();
     const target = el.getAttribute("data-id") ?? el.getAttribute("data-path");
@@ -194,7 +197,7 @@ export function drawBadges(drawn, model, hooksByTarget) {
     const group = s("g", { class: "hw-gbadges" });
     // [data-kind, label, tooltip]: a hook kind's badge, then the count of hooks inside a collapsed block
     /** @type {[string | null, string, string][]} */
-    const badges = kinds.map((kind) => [kind, badgeLabel(kind), kind]);
+    const badges = kinds.map((kind) => [kind, badgeLabel(hookKinds, kind), kind]);
     if (inside) badges.push([null, `+${inside}`, `${inside} hook${inside === 1 ? "" : "s"} inside`]);
     for (const [kind, label, tip] of badges.reverse()) {
       const width = label.length * SMALL_CHAR_WIDTH + 6;

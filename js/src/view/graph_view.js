@@ -226,7 +226,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
             frame = requestAnimationFrame(slice);
             return;
           }
-          drawBadges(drawn, graph, hooksByTarget(model.get("hooks")));
+          drawBadges(drawn, graph, hooksByTarget(model.get("hooks")), model.get("hook_kinds"));
           minimap.draw(layout, new Set(visible.boxes.map((b) => b.key)));
           highlight(graph);
           markMatches(graph);
@@ -418,7 +418,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
     subscribe(model, ["change:selected"], onSelected),
     subscribe(model, ["change:hooks"], () => {
       const graph = current();
-      if (graph) drawBadges(drawn, graph, hooksByTarget(model.get("hooks")));
+      if (graph) drawBadges(drawn, graph, hooksByTarget(model.get("hooks")), model.get("hook_kinds"));
     }),
     listen(record, "click", onRecord),
     listen(fitButton, "click", () => bounds && panZoom.fit(bounds)),

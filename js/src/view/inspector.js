@@ -129,7 +129,7 @@ export function createInspector(model, requests) {
           cls: "hw-toggle",
           attrs: { type: "checkbox", "data-kind": kind, "data-target": path },
         });
-        const title = kindTitle(kind, sel?.family);
+        const title = kindTitle(model.get("hook_kinds"), kind, sel?.family);
         return h("label", { cls: "hw-toggle-label", attrs: { title } }, [input, h("span", { text: kind })]);
       }),
     );

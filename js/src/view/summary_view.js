@@ -1,6 +1,7 @@
 /** Summary view: per-layer statistics of one step as a sortable table, every step as a heatmap. */
 
 import { displayPath } from "../format.js";
+import { everyLayerKinds } from "../kinds.js";
 import { everyLayerStats, everyLayerText, lagText } from "../live_state.js";
 import { COLUMNS, formatStat, rowObjects, sortRows } from "../summary.js";
 import { h, listen, pngUrls, setText, sortableHeader, subscribe } from "./dom.js";
@@ -108,7 +109,8 @@ export function createSummaryView(model, requests) {
    */
   function renderStatsNote(error = "") {
     const empty = (model.get("summary")?.rows ?? []).length === 0;
-    const text = error || (empty ? everyLayerText(everyLayerStats(model.get("hooks"))) : "");
+    const kinds = model.get("hook_kinds");
+    const text = error || (empty ? everyLayerText(everyLayerStats(model.get("hooks"), kinds), kinds) : "");
     statsNote.hidden = !text;
     setText(statsNote, text);
     // The note replaces the empty summary's "turn on stats" once they are on.
@@ -137,7 +139,7 @@ export function createSummaryView(model, requests) {
     statsAll.disabled = true;
     statsNote.hidden = false;
     setText(statsNote, "Attaching stats on every layer's output and gradient…");
-    const sent = ["global_forward", "global_grad"].map((kind) =>
+    const sent = everyLayerKinds(model.get("hook_kinds")).map((kind) =>
       requests.send({ type: "attach", target: "", kind, action: "stats", edit: null }),
     );
     Promise.all(sent).then((answers) => {

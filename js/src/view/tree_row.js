@@ -1,14 +1,14 @@
 /** One row of the module tree: caret, highlighted name, class, shape, parameters, hook badges. */
 
-import { badgeLabel, displayName, formatCount, formatFired, formatParams, formatShape } from "../format.js";
+import { displayName, formatCount, formatFired, formatParams, formatShape } from "../format.js";
 import { hooksAt } from "../hooks.js";
-import { kindTitle } from "../kinds.js";
+import { badgeLabel, kindOrder, kindTitle } from "../kinds.js";
 import { highlightParts } from "../tree.js";
 import { h, textNode } from "./dom.js";
 
 /**
  * What the badges are drawn from: the hooks by path, and the kinds in toggle order.
- * @typedef {{hookIndex: import("../hooks.js").HookIndex, order: string[]}} BadgeContext
+ * @typedef {{hookIndex: import("../hooks.js").HookIndex, kinds: import("../kinds.js").KindTable}} BadgeContext
  */
 
 /**
@@ -25,14 +25,16 @@ function highlighted(cls, text, query) {
 }
 
 /**
- * Fill `container` with a badge per hook on `path` (the explorer's in toggle order, fired counts
- * inside, then one for hooks others attached); returns whether any hook has an error.
+ * Fill `container` with a badge per hook on `path` (the explorer's in the order of `kinds`, the `hook_kinds`
+ * traitlet, fired counts inside, then one for hooks others attached); returns whether any hook has an error.
  * @param {HTMLElement} container
  * @param {string} path
  * @param {BadgeContext} context
  */
-export function fillBadges(container, path, { hookIndex, order }) {
-  const rank = (/** @type {string} */ kind) => {
+export function fillBadges(container, path, { hookIndex, kinds }) {
+  const order = kindOrder(kinds);
+  /** @param {string} kind */
+  const rank = (kind) => {
     const i = order.indexOf(kind);
     return i < 0 ? order.length : i;
   };
@@ -46,11 +48,11 @@ export function fillBadges(container, path, { hookIndex, order }) {
         cls: hook.error ? "hw-badge hw-badge-error" : "hw-badge",
         attrs: {
           "data-kind": hook.kind,
-          title: `${kindTitle(hook.kind)}\n${displayName(hook.action ?? "capture")}: ${formatFired(hook.fired)}${hook.error ? " (failed)" : ""}`,
+          title: `${kindTitle(kinds, hook.kind)}\n${displayName(hook.action ?? "capture")}: ${formatFired(hook.fired)}${hook.error ? " (failed)" : ""}`,
         },
       },
       [
-        h("span", { text: badgeLabel(hook.kind) }),
+        h("span", { text: badgeLabel(kinds, hook.kind) }),
         hook.fired > 0 ? h("span", { cls: "hw-badge-count", text: formatCount(hook.fired) }) : null,
       ],
     ),
@@ -103,7 +105,7 @@ function isZero(count) {
  * @param {import("../tree.js").Row} row
  * @param {BadgeContext & {selected: string, query: string, matchSet: Set<string>, failedRun?: string | null}} context
  */
-export function buildRow(row, { hookIndex, selected, query, matchSet, order, failedRun = null }) {
+export function buildRow(row, { hookIndex, selected, query, matchSet, kinds, failedRun = null }) {
   const { node, path, depth, hasChildren } = row;
   const caret = hasChildren
     ? h("span", { cls: "hw-caret", attrs: { "aria-hidden": "true" }, text: row.expanded ? "▾" : "▸" })
@@ -116,7 +118,7 @@ export function buildRow(row, { hookIndex, selected, query, matchSet, order, fai
   ]);
   const { trainable, frozen, packed } = node; // null: lazy parameters not materialized yet
   const badges = h("span", { cls: "hw-badges" });
-  const failed = fillBadges(badges, path, { hookIndex, order });
+  const failed = fillBadges(badges, path, { hookIndex, kinds });
   const classes = ["hw-row"];
   if (path === selected) classes.push("hw-selected");
   if (isMatch) classes.push("hw-match");

@@ -89,7 +89,7 @@ export function createTreeView(model) {
     return typeof failed === "string" ? failed : null;
   }
 
-  function hookOrder() {
+  function hookKinds() {
     return model.get("hook_kinds") ?? [];
   }
 
@@ -113,7 +113,7 @@ export function createTreeView(model) {
       const row = rows[i];
       let entry = force ? undefined : drawn.get(row.path);
       if (entry === undefined || entry.top !== i) {
-        const built = buildRow(row, { hookIndex, selected, query, matchSet, order: hookOrder(), failedRun: failedPath() });
+        const built = buildRow(row, { hookIndex, selected, query, matchSet, kinds: hookKinds(), failedRun: failedPath() });
         built.el.style.top = `${i * ROW_HEIGHT}px`;
         entry = { ...built, top: i };
       }
@@ -197,7 +197,7 @@ export function createTreeView(model) {
 
   function onHooks() {
     hookIndex = indexHooks(model.get("hooks"));
-    const options = { hookIndex, order: hookOrder() };
+    const options = { hookIndex, kinds: hookKinds() };
     for (const [path, entry] of drawn) entry.el.classList.toggle("hw-row-error", fillBadges(entry.badges, path, options));
   }
 

@@ -31,7 +31,7 @@ def test_plots_import_no_widgets():
 CORE = Path(hookwidgets.core.__file__).resolve().parent
 PACKAGE = "hookwidgets.core"
 LAYERS = [
-    ("display", "gc_pause", "_torch"),
+    ("display", "gc_pause", "_torch", "kind_table"),
     ("model",),
     ("capture",),
     ("diagnostics",),

@@ -20,8 +20,9 @@ def test_view_starts_with_the_tree_and_the_offered_hook_kinds(explorer):
     view = explorer.view
     assert view.tree["cls"] == "SmallCNN"
     assert view.tree["children"][0]["children"][0]["shape"] == [2, 4, 8, 8]
-    assert view.hook_kinds[:5] == ["forward_pre", "forward", "backward_pre", "backward", "grad"]
-    assert {"global_forward", "post_accumulate", "node_pre", "node"} <= set(view.hook_kinds)
+    kinds = [row["kind"] for row in view.hook_kinds]
+    assert kinds[:5] == ["forward_pre", "forward", "backward_pre", "backward", "grad"]
+    assert {"global_forward", "post_accumulate", "node_pre", "node"} <= set(kinds)
     assert view.selection["target"] == "" and view.selection["family"] == "module"
     assert "global_forward" in view.selection["kinds"]  # the model itself takes the global kinds
     assert view.hooks == [] and view.error == "" and view.status["state"] == "idle"
