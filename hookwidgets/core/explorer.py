@@ -28,34 +28,30 @@ from .codegen.generate import hook_code
 from .diagnostics.compare import BackwardComparison, compare_backward, former_keywords
 from .diagnostics.lens import logit_lens
 from .diagnostics.nonfinite import first_nonfinite, summary_rows
-from .diagnostics.notes import (
-    COMPILED,
-    SCRIPTED_ROOT,
-    compiled_note,
-    explain_collision,
-    graph_skips_global_note,
-    graph_skips_note,
-    inplace_culprit,
-    is_inplace_collision,
-    is_inplace_collision_text,
-    meta_param_note,
-    no_graph_reason,
-    not_run_note,
-)
 from .diagnostics.patching import DEFAULT_BATCH, Metric, Progress, patch_sweep
 from .diagnostics.summary_frame import summary_frame
 from .display import display_name, quoted
 from .graph.dataflow import dataflow_graph
+from .graph.no_graph import no_graph_reason
 from .graph.record import GraphRecorder
 from .graph.state import RecordedGraph
 from .graph.stops import Stops
+from .hooks import notes
+from .hooks.collisions import is_inplace_collision
 from .hooks.edits import check_edits_fit
 from .hooks.events import Event
 from .hooks.heads import head_count
 from .hooks.kinds import KINDS, resolve_kind
-from .hooks.optim import UpdateRatioMonitor
+from .hooks.notes import (
+    COMPILED,
+    NoteKind,
+    compiled_note,
+    graph_skips_global_note,
+    graph_skips_note,
+    meta_param_note,
+    not_run_note,
+)
 from .hooks.registry import FULL_BACKWARD_KINDS, HookGroup, HookInfo, HookRegistry, TimelineEvent
-from .hooks.scalar_log import ScalarLog, same_destination, stats_kinds_needed
 from .hooks.stop_notes import note_stopped, stopped_notes
 from .model.attention_record import attention_runner
 from .model.attention_sources import hidden_probabilities_note
@@ -69,7 +65,9 @@ from .model.scores import Score, output_summary, resolve_score, top_classes
 from .model.state import preserved_state
 from .model.targets import alias_note, first_name, resolve_target, without_compiled_steps
 from .model.tokens import Sequences, read_sequences
-from .model.tree import ProbeResult, build_tree, hookable_modules, probe
+from .model.tree import SCRIPTED_ROOT, ProbeResult, build_tree, hookable_modules, probe
+from .monitors.optim import UpdateRatioMonitor
+from .monitors.scalar_log import ScalarLog, same_destination, stats_kinds_needed
 
 if TYPE_CHECKING:
     import pandas
@@ -251,7 +249,7 @@ class Explorer:
     def diagnostics(self) -> list[str]:
         """Each feature this torch turns off and why, then explanations of hooks the explorer had to detach (e.g.
         an in-place op broke a backward hook)."""
-        return [*torch_features_off().values(), *self._registry.explanations]
+        return [*torch_features_off().values(), *self._registry.collisions.explanations]
 
     @property
     def step(self) -> int:
@@ -321,36 +319,36 @@ class Explorer:
         skipped = never_called(self.model)
         for info, spec in zip(infos, specs, strict=True):
             if spec.family == "global" and skipped:
-                info.note = graph_skips_global_note(skipped)
+                notes.add(info, graph_skips_global_note(skipped), NoteKind.CANNOT_FIRE)
             elif spec.family == "param" and obj.is_meta:  # gradient hooks: a meta tensor takes part in no backward
-                info.note = meta_param_note(target, self._probed is not None and target in self._probed.swapped)
+                swapped = self._probed is not None and target in self._probed.swapped
+                notes.add(info, meta_param_note(target, swapped), NoteKind.CANNOT_FIRE)
             elif spec.family != "module":
                 continue
             elif target in skipped:  # found in the graph: it can never fire, not only in the example forward
-                info.note = graph_skips_note(target, obj, skipped[target])
+                notes.add(info, graph_skips_note(target, obj, skipped[target]), NoteKind.CANNOT_FIRE)
             elif self._ran is not None and id(obj) not in self._ran:
-                info.note = not_run_note(target, obj)
+                notes.add(info, not_run_note(target, obj), NoteKind.NOT_RUN)
         note = compiled_note(self.model)
         if note:
             warnings.warn(COMPILED, CompiledModelWarning, stacklevel=2)
             for info in infos:  # until each fires: a hook attached before the model's first compiled call does
-                info.note = note
+                notes.add(info, note, NoteKind.COMPILED)
         note = hidden_probabilities_note(self.model, target, obj) if "forward" in kinds else None
         if note:  # sdpa or flash attention: the hook sees None where the probabilities would be
             for info in infos:
                 if info.kind == "forward":
-                    info.note = info.note or note
+                    notes.add(info, note, NoteKind.HIDDEN_PROBABILITIES)
         if target != given and without_compiled_steps(target) != given:  # not merely inside torch.compile's wrapper
             note = alias_note(given, target)
             warnings.warn(note, AliasWarning, stacklevel=2)
             for info in infos:
-                info.note = info.note or note  # a note of a hook that cannot fire (or runs compiled) says more
+                notes.add(info, note, NoteKind.ALIAS)
         self._note_stopped_gradients(infos)
         for info in infos:
             if info.note:  # also on ex.hooks; logged once here, at attach, not at every firing
                 log.info("the %s hook on %s: %s", info.kind, quoted(info.target), info.note)
-        if self._registry.events.listening:
-            self._registry.events.emit({"type": "attached", "hooks": [i.as_dict() for i in infos], "watch": None})
+        self._registry.events.attached(infos)
         return infos[0] if isinstance(kind, str) else HookGroup(infos)
 
     def _check_node_id(self, node_id: str) -> None:
@@ -373,21 +371,23 @@ class Explorer:
         """With example inputs, find at attach time a full backward hook that an in-place op breaks."""
         if not infos or self.example_inputs is None or has_lazy(self.model):
             return  # a lazy module would be materialized by the check: the run that meets the collision explains it
-        try:
-            with self._own_run(), preserved_state(self.model), torch.enable_grad(), warnings.catch_warnings():
-                # a hook on a module with a dict output is set aside at its first call, with a note: torch need
-                # not warn about it here
-                warnings.filterwarnings("ignore", message="For backward hooks to be called, module output should be")
-                call_model(self.model, self._inputs(None))
-        except Exception as exc:
-            if not isinstance(exc, RuntimeError) or not is_inplace_collision(exc):
-                return  # any other failure of the example inputs (the model's own errors) was reported by the probe
-            colliding = [info for info in self._registry.colliding_hooks(exc) if info in infos]
-            if not colliding:  # another hook collides, not this one: the run that meets it explains it
-                return
-            culprit = inplace_culprit(exc, self.model)
-            text = explain_collision(colliding[0].kind, colliding[0].target, culprit, self.model)
-            raise ValueError(text) from None
+
+        def check() -> None:
+            try:
+                with self._own_run(), preserved_state(self.model), torch.enable_grad(), warnings.catch_warnings():
+                    # a hook on a module with a dict output is set aside at its first call, with a note: torch need
+                    # not warn about it here
+                    warnings.filterwarnings(
+                        "ignore", message="For backward hooks to be called, module output should be"
+                    )
+                    call_model(self.model, self._inputs(None))
+            except Exception as exc:
+                if is_inplace_collision(exc):
+                    raise
+                # any other failure of the example inputs (the model's own errors) was reported by the probe
+
+        with contextlib.suppress(RuntimeError):  # another hook's collision: left to the run that meets it
+            self._registry.collisions.without_colliding(check, attaching=infos)  # these hooks': a ValueError
 
     def _note_stopped_gradients(self, infos: list[HookInfo]) -> None:
         """With example inputs, on a model that keeps packed weights (a quantized one), say on each hook that waits
@@ -471,7 +471,7 @@ class Explorer:
                 f"unknown hook kind {kind!r}{hint}; kinds are {', '.join(k for k in KINDS if k != 'param_grad')}"
             )
         removed = self._registry.detach(target, kind)
-        self._registry.announce_detached(removed)
+        self._registry.events.detached(removed)
         return removed
 
     def run(
@@ -493,10 +493,7 @@ class Explorer:
         try:
             return self._run(inputs, target, position, record_graph, train)
         finally:
-            events = self._registry.events
-            if events.listening:  # its step is over: its firings, then the end of the run
-                events.flush()
-                events.emit({"type": "step", "step": self.step, "done": True})
+            self._registry.events.run_ended(self.step)  # its step is over: its firings, then the end of the run
 
     def _run(self, inputs: Inputs | None, target: Target, position: int | None, record_graph: bool, train: bool) -> Any:
         if target is None and position is not None:
@@ -554,10 +551,10 @@ class Explorer:
             inputs = self._inputs(inputs)
             self._materialize(inputs, "graph()")
             with self._own_run():  # a diagnostic run: the user's hooks record nothing
-                self._graph.record(self.model, inputs, saved_tensors)
-                # each round detaches the hooks one collision broke (at least one), until the whole graph comes
-                while is_inplace_collision_text(self._graph.data.get("error")) and self._detach_colliding(inputs):
-                    self._graph.record(self.model, inputs, saved_tensors)
+                # the hooks a collision broke are detached, until the whole graph comes
+                self._registry.collisions.without_colliding(
+                    lambda: self._graph.record(self.model, inputs, saved_tensors), reported=lambda raised: raised
+                )
             self._graph_recorded()
             error = self._graph.data.get("error")
             if error:  # a partial graph must not pass for the whole one
@@ -570,18 +567,7 @@ class Explorer:
         return self._graph.data
 
     def _graph_recorded(self) -> None:
-        if self._registry.events.listening:
-            self._registry.events.emit({"type": "capture", "step": None, "records": [], "graph": True})
-
-    def _detach_colliding(self, inputs: Inputs | None) -> bool:
-        """Run ``inputs`` once more to catch the in-place collision it raised; our full backward hooks that it
-        broke are explained and detached as run() does. False when the error was not ours to fix."""
-        try:
-            with preserved_state(self.model), torch.enable_grad():
-                call_model(self.model, self._inputs(inputs))
-        except RuntimeError as exc:
-            return is_inplace_collision(exc) and bool(self._registry.explain_collision(exc))
-        return False
+        self._registry.events.graph_recorded()
 
     def saved_memory(self) -> dict[str, int]:
         """Bytes each module saved for backward in the recorded run (activation memory), largest first."""
@@ -783,20 +769,15 @@ class Explorer:
         inputs = self._inputs(inputs)
         self._materialize(inputs, "the attribution run")
         options = {"n_steps": n_steps, "baseline": baseline, "internal_batch_size": internal_batch_size}
-        with self._own_run():
-            while True:  # ends: each collision detaches at least one hook, or raises
-                try:
-                    found = attribute(self.model, inputs, target, method, layer, position=position, **options)
-                    result = found.annotated()
-                    ids = token_ids(inputs)
-                    if result.dim() == 2 and ids is not None:
-                        result.tokens = self._token_labels(ids, given is None)
-                    return result
-                except RuntimeError as exc:
-                    # A full backward hook of ours broke the forward on an in-place op: explained and detached
-                    # as run() does; its hooks record nothing here, so running again without it changes no record.
-                    if not is_inplace_collision(exc) or not self._registry.explain_collision(exc):
-                        raise
+        with self._own_run():  # its hooks record nothing here: running again without a broken one changes no record
+            found = self._registry.collisions.without_colliding(
+                lambda: attribute(self.model, inputs, target, method, layer, position=position, **options)
+            )
+        result = found.annotated()
+        ids = token_ids(inputs)
+        if result.dim() == 2 and ids is not None:
+            result.tokens = self._token_labels(ids, given is None)
+        return result
 
     def _token_labels(self, ids: torch.Tensor, example: bool) -> list[list[str]] | None:
         """The labels of ``ids``: the tokenizer's strings, else the example's ``tokens`` for the example inputs."""
@@ -825,8 +806,7 @@ class Explorer:
                 close_hooks(*args, **kwargs)
 
             self._finalizer = weakref.finalize(self, close_all)
-        if self._registry.events.listening:
-            self._registry.events.emit({"type": "attached", "hooks": [], "watch": "ddp"})
+        self._registry.events.watching("ddp")
         return inspector
 
     def watch_optimizer(
@@ -855,8 +835,7 @@ class Explorer:
             old[1].close()
             self._monitors.remove(old)
         self._monitors.append((optimizer, monitor))
-        if self._registry.events.listening:
-            self._registry.events.emit({"type": "attached", "hooks": [], "watch": "optimizer"})
+        self._registry.events.watching("optimizer")
         return monitor
 
     def __repr__(self) -> str:

@@ -18,10 +18,10 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from .._torch import full_backward_flag, is_compile_wrapper
-from ..diagnostics.notes import backward_output_note, input_grad_note
 from ..display import quoted
 from ..model.compiled import is_compiled
 from ..model.nested import tensors_in
+from . import notes
 from .actions import Firing, named_tensors
 from .arming import BackwardArming
 from .clock import Clock
@@ -31,6 +31,7 @@ from .info import HookInfo
 from .kinds import Kind
 from .model_wide import ModelWideHooks
 from .node_hooks import NodeHooks
+from .notes import GRAD_NOT_ARMED, NoteKind, backward_output_note, input_grad_note
 from .own_runs import OWN_RUN
 from .owned import flag_owner, own, own_backward
 from .root_backward import RootBackward
@@ -114,9 +115,9 @@ class Registrar:
             firing = tag_call(target, kind, args, output, slots, tensors)
             if firing is None:
                 if aside:  # an own run, such as the attach-time check: the note is known from now on
-                    info.note = backward_output_note(kind, output)
+                    notes.add(info, backward_output_note(kind, output), NoteKind.BACKWARD_OUTPUT)
                 return
-            info.note = backward_output_note(kind, output)
+            notes.add(info, backward_output_note(kind, output), NoteKind.BACKWARD_OUTPUT)
             if kind == "backward_pre" and not isinstance(output, (torch.Tensor, tuple)):
                 # torch's full backward hooks see only a Tensor or a tuple of them: fall back to tensor
                 # hooks so the output gradients are still recorded.
@@ -219,12 +220,9 @@ class Registrar:
                 tensor.register_hook(self._tensor_hook(info, firing, "grad_" + name))
                 armed += 1
         if not armed and info.kind == "grad":  # a global hook also meets modules that output no tensor
-            info.note = (
-                "not armed: no output tensor required grad (forward under torch.no_grad / inference_mode, "
-                "or nothing upstream requires grad), so no gradient will come for this call"
-            )
+            notes.add(info, GRAD_NOT_ARMED, NoteKind.GRAD_NOT_ARMED)
         elif armed:
-            info.note = None
+            notes.drop(info, NoteKind.GRAD_NOT_ARMED)
 
     def _tensor_hook(
         self, info: HookInfo, firing: Firing, name: str, module: nn.Module | None = None
@@ -381,8 +379,10 @@ def _fire_full_backward(
     if all(g is None for g in grad_input):
         # torch refuses a changed grad_input here (and warns): say what that means
         edited = result is not None and call_user is None  # a callable's Nones are no edit
-        info.note = input_grad_note(path, grad_input, edited=edited)
+        notes.add(info, input_grad_note(path, grad_input, edited=edited), NoteKind.INPUT_GRAD)
         return None
+    if not info.kind.startswith("global_"):  # a global hook's note stays: another module may still lack them
+        notes.drop(info, NoteKind.INPUT_GRAD)
     return result
 
 

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.diagnostics.notes import NOT_ARMED, STEP_NOT_ARMED
+from hookwidgets.core.hooks.notes import NOT_ARMED, STEP_NOT_ARMED
 from tests.conftest import hook_state
 
 

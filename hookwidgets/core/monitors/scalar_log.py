@@ -9,8 +9,8 @@ from typing import Any
 from ..capture.store import CaptureStore
 from ..diagnostics.nonfinite import SUMMARY_FIELDS, rows_of
 from ..display import display_name
-from .events import Event
-from .info import HookGroup, HookInfo
+from ..hooks.events import Event
+from ..hooks.info import HookGroup, HookInfo
 
 SIDES = ("act", "grad")
 """The summary's two sides: a layer's activations (forward kinds) and the gradients at its output."""
@@ -59,7 +59,7 @@ class ScalarLog:
 
     def _on_event(self, event: Event) -> None:
         # a step is over (its forward and backward): its records are all in
-        if event["type"] != "capture" or event["graph"] or event["step"] % self.every:
+        if event["type"] != "capture" or event["step"] % self.every:
             return
         step = event["step"]
         records = self._store.step_records([(target, kind) for target, kind in event["records"]], step)
