@@ -9,8 +9,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..core.display import display_name
-from ..core.explorer import Explorer, explain_run_error
+from ..core.explorer import Explorer
 from ..core.hooks.kinds import GLOBAL_KINDS
+from ..core.model.inputs import explain_run_error
 from ..core.model.lazy import materialize_notices
 from ..core.model.scores import output_summary
 from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION

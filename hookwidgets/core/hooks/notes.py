@@ -74,7 +74,7 @@ class Notes:
     @property
     def text(self) -> str | None:
         """The note shown: the one of highest precedence, then the short-step note; None without notes."""
-        by_kind = self._by_kind
+        by_kind = self._by_kind.copy()  # one snapshot: firings on other threads may add notes meanwhile
         if not by_kind:
             return None
         short = by_kind.get(NoteKind.SHORT_STEPS)

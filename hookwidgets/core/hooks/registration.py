@@ -3,6 +3,11 @@
 The hooks number their firings with the registry's ``Clock``, perform them through its ``Dispatch``, note
 the outputs its ``Collisions`` need, and leave global kinds to ``ModelWideHooks`` and node kinds to
 ``NodeHooks``. Each hook binds what it calls when it is registered: a firing looks nothing up.
+
+A full backward hook is set aside while its module returns a dict or dataclass, which torch cannot hook
+(``BackwardArming``): torch would wrap every call and warn at every forward while the hook never fires. A forward
+hook of ours sees the output first: from then on the hook leaves the module's hook dict (its note says why once),
+and goes back the first time the module returns a Tensor or a tuple.
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ from ..model.compiled import is_compiled
 from ..model.nested import tensors_in
 from . import notes
 from .actions import Firing, named_tensors
-from .arming import BackwardArming
 from .clock import Clock
 from .collisions import Collisions
 from .dispatch import Dispatch
@@ -336,6 +340,33 @@ class Registrar:
             return None
 
         self._model_wide.add(info, place)
+
+
+class BackwardArming:
+    """Follows one module's outputs for the full backward (pre-)hook of ``handle``: out while torch cannot hook them."""
+
+    __slots__ = ("fn", "handle", "info", "prepend")
+
+    def __init__(self, handle: RemovableHandle, info: HookInfo, prepend: bool = False) -> None:
+        self.handle, self.info, self.prepend = handle, info, prepend
+        self.fn: Any = None  # the hook while it is out of the dict
+
+    def follow(self, output: Any) -> bool:
+        """Set the hook aside for an ``output`` torch cannot hook, put it back for a Tensor or a tuple; returns
+        whether it is aside."""
+        unhookable = not isinstance(output, (torch.Tensor, tuple))  # torch's own test before it warns
+        hooks = self.handle.hooks_dict_ref()
+        if hooks is None:
+            return unhookable
+        if unhookable and self.fn is None:
+            self.fn = hooks.pop(self.handle.id, None)
+        elif not unhookable and self.fn is not None:
+            fn, self.fn = self.fn, None
+            if self.info.active:  # a hook detached while aside stays removed
+                hooks[self.handle.id] = fn
+                if self.prepend:
+                    hooks.move_to_end(self.handle.id, last=False)
+        return unhookable
 
 
 FULL_REFUSES_LEGACY = (
