@@ -22,10 +22,10 @@ from .capture.store import CaptureStore, Generation, Record
 from .explorer import Explorer
 from .hooks.kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, PARAM_KINDS
 from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
-from .hooks.scalar_log import ScalarLog
 from .model.scores import Score
 from .model.targets import resolve_module, resolve_target
 from .model.tree import build_tree, probe
+from .monitors.scalar_log import ScalarLog
 
 __all__ = [
     "GLOBAL_KINDS",

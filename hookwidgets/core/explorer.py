@@ -1,24 +1,25 @@
-"""The headless explorer: tree, hooks, runs and captures of one model, with no display code."""
+"""The headless explorer: tree, hooks, runs and captures of one model, with no display code.
+
+A facade: each method says what it does and hands the work to the module whose one job it is (``hooks/attaching.py``
+attach, ``hooks/runner.py`` every run with what its analysis needs, ``hooks/scored_run.py`` run()'s forward and
+backward, the analyses in ``diagnostics/`` and ``attribution/``, the monitors in ``monitors/``).
+"""
 
 from __future__ import annotations
 
 import contextlib
-import difflib
 import logging
 import os
-import traceback
 import warnings
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
-from torch.nn.parameter import is_lazy
 
-from .._warnings import AliasWarning, CompiledModelWarning, PartialGraphWarning, ProbeFailedWarning
-from ._torch import COMPILED_INNER, is_compile_wrapper
+from .._warnings import PartialGraphWarning, ProbeFailedWarning
 from ._torch import off as torch_features_off
 from .attribution import CAM_METHODS, attribute, check_method
 from .attribution.tokens import token_ids
@@ -28,49 +29,28 @@ from .codegen.generate import hook_code
 from .diagnostics.compare import BackwardComparison, compare_backward, former_keywords
 from .diagnostics.lens import logit_lens
 from .diagnostics.nonfinite import first_nonfinite, summary_rows
-from .diagnostics.notes import (
-    COMPILED,
-    SCRIPTED_ROOT,
-    compiled_note,
-    explain_collision,
-    graph_skips_global_note,
-    graph_skips_note,
-    inplace_culprit,
-    is_inplace_collision,
-    is_inplace_collision_text,
-    meta_param_note,
-    no_graph_reason,
-    not_run_note,
-)
 from .diagnostics.patching import DEFAULT_BATCH, Metric, Progress, patch_sweep
 from .diagnostics.summary_frame import summary_frame
 from .display import display_name, quoted
 from .graph.dataflow import dataflow_graph
 from .graph.record import GraphRecorder
 from .graph.state import RecordedGraph
-from .graph.stops import Stops
-from .hooks.edits import check_edits_fit
+from .hooks import attaching, runner
 from .hooks.events import Event
 from .hooks.heads import head_count
-from .hooks.kinds import KINDS, resolve_kind
-from .hooks.optim import UpdateRatioMonitor
 from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
-from .hooks.scalar_log import ScalarLog, same_destination, stats_kinds_needed
-from .hooks.stop_notes import note_stopped, stopped_notes
-from .kind_table import has
+from .hooks.runner import Analysis, Runner
+from .hooks.scored_run import forward_backward
 from .model.attention_record import attention_runner
-from .model.attention_sources import hidden_probabilities_note
-from .model.compiled import run_eagerly
-from .model.graph_calls import never_called
-from .model.inputs import Inputs, Target, call_model, describe_inputs
-from .model.lazy import MaterializedWarning, has_lazy, materialize, unmaterialized_param
-from .model.nested import map_tensors, tensors_in
-from .model.packed import holds_packed
-from .model.scores import Score, output_summary, resolve_score, top_classes
-from .model.state import preserved_state
-from .model.targets import alias_note, first_name, resolve_target, without_compiled_steps
+from .model.inputs import Inputs, Target, explain_run_error
+from .model.lazy import has_lazy
+from .model.nested import map_tensors
+from .model.scores import Score, output_summary, top_classes
+from .model.targets import first_name, resolve_target
 from .model.tokens import Sequences, read_sequences
 from .model.tree import ProbeResult, build_tree, hookable_modules, probe
+from .monitors.optim import OptimizerWatches, UpdateRatioMonitor
+from .monitors.scalar_log import ScalarLog, ScalarLogs
 
 if TYPE_CHECKING:
     import pandas
@@ -111,9 +91,10 @@ class Explorer:
         self.captures = CaptureStore(memory_budget, offload)
         """The ``CaptureStore``: ``ex.captures[target][kind]`` is a list of ``Record``s, newest last."""
         self._registry = HookRegistry(model, self.captures, on_error=on_error)
-        # (optimizer or None for "every optimizer of the model", its monitor), from watch_optimizer()
-        self._monitors: list[tuple[torch.optim.Optimizer | None, UpdateRatioMonitor]] = []
-        self._finalizer = weakref.finalize(self, _close_all, self._registry.close, self._monitors)
+        self._runner = Runner(self._registry)  # every run of the model, with what its analysis needs
+        self._watches = OptimizerWatches()  # from watch_optimizer()
+        self._logs = ScalarLogs()  # from log_to()
+        self._finalizer = weakref.finalize(self, _close_all, self._registry.close, self._watches)
         self.probe_error: str | None = None
         """The text of a failed shape probe, or None."""
         self.probe_classes: list[tuple[int, float]] = []
@@ -132,12 +113,9 @@ class Explorer:
         and their submodules show no shape and fire no hooks; attaching a module hook there raises a ValueError."""
         self.ddp_inspector: Any = None
         """The ``DDPInspector`` of the latest ``watch_ddp()``, or None."""
-        self._logs: list[ScalarLog] = []  # open log_to() logs
         self._graph = RecordedGraph()
-        probed = self._probe()
-        self._ran: set[int] | None = probed.called if probed is not None else None  # modules the probe saw run
-        self._probed = probed
-        self._tree = build_tree(model, probed)
+        self._probed = self._probe()
+        self._tree = build_tree(model, self._probed)
         self._tree_lazy = has_lazy(model)  # its counts wait for a forward that materializes the lazy modules
 
     def _probe(self) -> ProbeResult | None:
@@ -146,8 +124,6 @@ class Explorer:
         if self.example_inputs is None:
             return None
         model = self.model
-        scripted = isinstance(model, torch.jit.ScriptModule)  # takes no hooks: no top classes
-
         noted: list[bool] = []
 
         def note_top(module: nn.Module, args: Any, output: Any) -> None:
@@ -156,10 +132,10 @@ class Explorer:
                 self.probe_classes = top_classes(output)
                 self.probe_output = output_summary(output, model, id_names=self.sequences.id_names)
 
+        scripted = isinstance(model, torch.jit.ScriptModule)  # takes no hooks: no top classes
         handle = None if scripted else model.register_forward_hook(note_top)
         try:
-            with self._own_run():  # other explorers record nothing, and a compiled model compiles nothing
-                return probe(model, self._inputs(None))
+            return self._runner.run(runner.PROBE, model, lambda: probe(model, self._inputs(None)))
         except Exception as exc:
             self.probe_error = explain_run_error(exc, self.example_inputs)
             warnings.warn(
@@ -191,24 +167,6 @@ class Explorer:
             self._tree = build_tree(self._model, self._probed)
         return self._tree
 
-    def _materialize(self, inputs: Inputs, caller: str) -> None:
-        """Before a run the user asked for: the forward that materializes lazy modules, said in a warning.
-
-        It cannot be undone as the rest of a run's changes are, so the explorer's own checks never run it.
-        """
-        if not has_lazy(self.model):
-            return
-        with self._own_run():  # the user's hooks see the run itself, not this forward
-            done = materialize(self.model, inputs)
-        if done:
-            warnings.warn(
-                f"{caller} materialized the lazy modules {', '.join(done)} of {self._model_name} with inputs "
-                f"{describe_inputs(inputs)}: a lazy module takes its parameters' shapes from its first forward, "
-                "and the run needs them (the shape probe and attach() leave lazy modules as they are)",
-                MaterializedWarning,
-                stacklevel=3,
-            )
-
     @property
     def hooks(self) -> list[HookInfo]:
         """The explorer's live hooks in attach order, then hooks others attached (``foreign=True``, never removed)."""
@@ -222,7 +180,7 @@ class Explorer:
     @property
     def monitors(self) -> list[UpdateRatioMonitor]:
         """The optimizer monitors ``watch_optimizer()`` made that still watch, oldest first."""
-        return [monitor for _, monitor in self._monitors]
+        return self._watches.monitors
 
     @property
     def recorded_graph(self) -> dict[str, Any] | None:
@@ -252,7 +210,7 @@ class Explorer:
     def diagnostics(self) -> list[str]:
         """Each feature this torch turns off and why, then explanations of hooks the explorer had to detach (e.g.
         an in-place op broke a backward hook)."""
-        return [*torch_features_off().values(), *self._registry.explanations]
+        return [*torch_features_off().values(), *self._registry.collisions.explanations]
 
     @property
     def step(self) -> int:
@@ -276,78 +234,26 @@ class Explorer:
         kind; ``edit`` (e.g. ``("scale", 2.0)``) changes the value before the action sees it. Returns the
         ``HookInfo``, or a ``HookGroup`` of them for a list of kinds: handles with ``remove()`` and ``with``.
         """
-        if isinstance(self.model, torch.jit.ScriptModule):  # torch refuses even get_submodule on one
-            raise ValueError(SCRIPTED_ROOT)
-        family, obj = resolve_target(self.model, target)
-        given, target = target, first_name(self.model, family, obj) or target  # one name per module or parameter
         kinds = [kind] if isinstance(kind, str) else list(kind)
-        specs = [resolve_kind(k, target, family) for k in kinds]  # all validated before any is attached
-        if isinstance(obj, torch.jit.ScriptModule) and any(s.family == "module" for s in specs):
-            raise ValueError(
-                f"module {quoted(target)} is a torch.jit.script module ({display_name(type(obj).__name__)}): "
-                "ScriptModules take no hooks; hook a module around it, or its parameters (kind 'grad'), or explore it "
-                "before scripting"
-            )
-        if is_compile_wrapper(obj) and any(s.module_backward for s in specs):
-            inner = f"{target}.{COMPILED_INNER}" if target else COMPILED_INNER
-            raise ValueError(
-                f"module {quoted(target)} is torch.compile's wrapper (OptimizedModule): torch never fires backward "
-                f"hooks registered on the wrapper itself; attach them to {quoted(inner)}, the module it compiles"
-            )
-        if family == "node":
-            self._check_node_id(target)
-        if family == "param" and is_lazy(obj):
-            raise ValueError(unmaterialized_param(target))
-        if family == "param" and not obj.requires_grad and any(s.gradient for s in specs):
-            raise ValueError(
-                f"parameter {quoted(target)} does not require grad (frozen), so it gets no gradient to hook; unfreeze "
-                f"it with model.get_parameter({quoted(target)}).requires_grad_() or hook a parameter that trains"
-            )
-        infos: list[HookInfo] = []
-        try:  # all or nothing: a kind refused halfway takes back the kinds of this call attached before it
-            for k, spec in zip(kinds, specs, strict=True):
-                infos.append(
-                    self._registry.attach(target, obj, spec, k, action, edit, copy, with_kwargs, self._forward_probe())
-                )
-            self._check_edits_fit(infos)
-            self._check_collisions([i for i in infos if has(i.spec, full_backward=True)])
-        except BaseException:
-            for info in infos:
-                self._registry.detach(info.target, info.kind)
-            raise
-        skipped = never_called(self.model)
-        for info, spec in zip(infos, specs, strict=True):
-            if spec.family == "global" and skipped:
-                info.note = graph_skips_global_note(skipped)
-            elif spec.family == "param" and obj.is_meta:  # gradient hooks: a meta tensor takes part in no backward
-                info.note = meta_param_note(target, self._probed is not None and target in self._probed.swapped)
-            elif spec.family != "module":
-                continue
-            elif target in skipped:  # found in the graph: it can never fire, not only in the example forward
-                info.note = graph_skips_note(target, obj, skipped[target])
-            elif self._ran is not None and id(obj) not in self._ran:
-                info.note = not_run_note(target, obj)
-        note = compiled_note(self.model)
-        if note:
-            warnings.warn(COMPILED, CompiledModelWarning, stacklevel=2)
-            for info in infos:  # until each fires: a hook attached before the model's first compiled call does
-                info.note = note
-        note = hidden_probabilities_note(self.model, target, obj) if "forward" in kinds else None
-        if note:  # sdpa or flash attention: the hook sees None where the probabilities would be
-            for info in infos:
-                if info.kind == "forward":
-                    info.note = info.note or note
-        if target != given and without_compiled_steps(target) != given:  # not merely inside torch.compile's wrapper
-            note = alias_note(given, target)
-            warnings.warn(note, AliasWarning, stacklevel=2)
-            for info in infos:
-                info.note = info.note or note  # a note of a hook that cannot fire (or runs compiled) says more
-        self._note_stopped_gradients(infos)
+        example = None if self.example_inputs is None else lambda: self._inputs(None)
+        infos = attaching.attach(
+            self._registry,
+            self._runner,
+            self.model,
+            target,
+            kinds,
+            action,
+            edit,
+            copy,
+            with_kwargs,
+            probed=self._probed,
+            example=example,
+            check_node=self._check_node_id,
+        )
         for info in infos:
             if info.note:  # also on ex.hooks; logged once here, at attach, not at every firing
                 log.info("the %s hook on %s: %s", info.kind, quoted(info.target), info.note)
-        if self._registry.events.listening:
-            self._registry.events.emit({"type": "attached", "hooks": [i.as_dict() for i in infos], "watch": None})
+        self._registry.events.attached(infos)
         return infos[0] if isinstance(kind, str) else HookGroup(infos)
 
     def _check_node_id(self, node_id: str) -> None:
@@ -358,73 +264,14 @@ class Explorer:
                 self.graph()
         self._graph.check(node_id, self._model_name)
 
-    def _check_edits_fit(self, infos: list[HookInfo]) -> None:
-        """With example inputs, refuse at attach a forward edit that does not fit the output shape the probe saw."""
-        shapes = self._probed.shapes if self._probed is not None else {}
-        for info in infos:
-            shape = shapes.get(info.target)
-            if info.edit and info.spec == "forward" and shape and all(isinstance(n, int) for n in shape):
-                check_edits_fit(info.edit, tuple(shape), info.target)
-
-    def _check_collisions(self, infos: list[HookInfo]) -> None:
-        """With example inputs, find at attach time a full backward hook that an in-place op breaks."""
-        if not infos or self.example_inputs is None or has_lazy(self.model):
-            return  # a lazy module would be materialized by the check: the run that meets the collision explains it
-        try:
-            with self._own_run(), preserved_state(self.model), torch.enable_grad(), warnings.catch_warnings():
-                # a hook on a module with a dict output is set aside at its first call, with a note: torch need
-                # not warn about it here
-                warnings.filterwarnings("ignore", message="For backward hooks to be called, module output should be")
-                call_model(self.model, self._inputs(None))
-        except Exception as exc:
-            if not isinstance(exc, RuntimeError) or not is_inplace_collision(exc):
-                return  # any other failure of the example inputs (the model's own errors) was reported by the probe
-            colliding = [info for info in self._registry.colliding_hooks(exc) if info in infos]
-            if not colliding:  # another hook collides, not this one: the run that meets it explains it
-                return
-            culprit = inplace_culprit(exc, self.model)
-            text = explain_collision(colliding[0].kind, colliding[0].target, culprit, self.model)
-            raise ValueError(text) from None
-
-    def _note_stopped_gradients(self, infos: list[HookInfo]) -> None:
-        """With example inputs, on a model that keeps packed weights (a quantized one), say on each hook that waits
-        for a gradient which cannot come why (``hooks/stop_notes.py``), from one forward of the example inputs."""
-        if self.example_inputs is None or has_lazy(self.model) or not holds_packed(self.model):
-            return
-        try:
-            with self._own_run(), preserved_state(self.model), torch.enable_grad(), Stops(self.model, True) as stops:
-                output = call_model(self.model, self._inputs(None))
-                roots = [t.grad_fn for t in tensors_in(output) if t.grad_fn is not None]
-                note_stopped(stopped_notes(infos, self.model, stops, roots))
-        except Exception:  # the example inputs fail: the probe said so, and the run that meets it says it again
-            return
-
     def head_count(self, target: str) -> int | None:
         """How many heads ``("ablate_heads", […])`` finds on the module at ``target`` (its output projection found in
         a forward of the example inputs when its name does not say); None where that edit would be refused."""
         family, obj = resolve_target(self.model, target)
         if family != "module":
             return None
-        return head_count(self.model, target, obj, self._forward_probe())
-
-    def _forward_probe(self) -> Callable[[], None] | None:
-        """One forward of the example inputs as an own run (hooks silent, model left as found, no grad), for what
-        attach() checks by running; None without example inputs, or where a forward would materialize lazy modules."""
-        if self.example_inputs is None or has_lazy(self.model):
-            return None
-
-        def run() -> None:
-            with self._own_run(), preserved_state(self.model), torch.no_grad():
-                call_model(self.model, self._inputs(None))
-
-        return run
-
-    @contextlib.contextmanager
-    def _own_run(self) -> Iterator[None]:
-        """A run the explorer makes for itself: the user's hooks record nothing, and a compiled model runs
-        its Python code (``run_eagerly``), leaving the user's compiled code as it was."""
-        with self._registry.suspended(), run_eagerly(self.model):
-            yield
+        example = None if self.example_inputs is None else lambda: self._inputs(None)
+        return head_count(self.model, target, obj, attaching.forward_probe(self._runner, self.model, example))
 
     @property
     def timeline(self) -> list[TimelineEvent]:
@@ -441,35 +288,24 @@ class Explorer:
         ids the step fed that the step before had not (the prompt, then each new token), and their labels (from
         ``tokenizer``, or the ``tokens`` given for the example inputs' ids; None with neither). ``tokens`` stays the
         prompt's."""
-        names = self.sequences.token_names
-        found = []
-        for info in self._registry.generations.infos():
-            tokens = [None if rows is None else [names(row) for row in rows] for rows in info.ids]
-            labelled = all(t is None or all(r is not None for r in t) for t in tokens)
-            found.append(
-                {
-                    "call": info.call,
-                    "steps": list(info.steps),
-                    "ids": [None if rows is None else [list(r) for r in rows] for rows in info.ids],
-                    "tokens": tokens if labelled else None,
-                }
-            )
-        return found
+        return self._registry.generations.as_data(self.sequences.token_names)
 
     def detach(self, target: str | None = None, kind: str | None = None) -> list[HookInfo]:
         """Remove one hook, all hooks of a target, or (no arguments) every hook."""
         if target is not None:
             family, obj = resolve_target(self.model, target)
             target = first_name(self.model, family, obj) or target  # where attach put a hook asked for by an alias
-        if kind is not None and kind not in KINDS:
-            close = difflib.get_close_matches(str(kind), list(KINDS), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ValueError(
-                f"unknown hook kind {kind!r}{hint}; kinds are {', '.join(k for k in KINDS if k != 'param_grad')}"
-            )
+        if kind is not None:
+            attaching.check_kind_name(kind)
         removed = self._registry.detach(target, kind)
-        self._registry.announce_detached(removed)
+        self._registry.events.detached(removed)
         return removed
+
+    def _analyse(
+        self, analysis: Analysis, body: Callable[[], Any], inputs: Inputs | None = None, **options: Any
+    ) -> Any:
+        """``body()`` run as ``analysis`` needs (``hooks/runner.py``), on the explored model."""
+        return self._runner.run(analysis, self.model, body, inputs, **options)
 
     def run(
         self,
@@ -488,57 +324,26 @@ class Explorer:
         With ``record_graph``, its autograd graph becomes the one ``graph()`` returns.
         """
         try:
-            return self._run(inputs, target, position, record_graph, train)
-        finally:
-            events = self._registry.events
-            if events.listening:  # its step is over: its firings, then the end of the run
-                events.flush()
-                events.emit({"type": "step", "step": self.step, "done": True})
+            if target is None and position is not None:
+                raise ValueError(f"position={position} picks where a target reads the output: pass target= as well")
+            self.last_score = None
+            inputs = self._inputs(inputs)
+            recorder = GraphRecorder(self.model) if record_graph else None
 
-    def _run(self, inputs: Inputs | None, target: Target, position: int | None, record_graph: bool, train: bool) -> Any:
-        if target is None and position is not None:
-            raise ValueError(f"position={position} picks where a target reads the output: pass target= as well")
-        self.last_score = None
-        inputs = self._inputs(inputs)
-        self._materialize(inputs, "run()")
-        recorder = GraphRecorder(self.model) if record_graph else contextlib.nullcontext()
-        with (
-            preserved_state(self.model, mode="train" if train else "eval"),
-            torch.enable_grad(),
-            warnings.catch_warnings(),
-        ):
-            # torch warns on every backward when a first layer's inputs need no grad; the hook's note says it once
-            warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed")
-            # torch says this at the first forward of a module with a dict output (then our hook steps aside); the
-            # hook's note says it
-            warnings.filterwarnings("ignore", message="For backward hooks to be called, module output should be")
-            # a model keeping packed weights (a quantized one): its hooks say where gradients stop, if they do
-            stops = Stops(self.model, True) if target is not None and holds_packed(self.model) else None
-            try:
-                with recorder, stops if stops is not None else contextlib.nullcontext():
-                    output = call_model(self.model, inputs)
-            finally:
-                if record_graph:
+            def forward_done() -> None:
+                if recorder is not None:
                     self._graph.keep(recorder)  # before the backward frees what the nodes saved
-                    self._graph_recorded()
-            if target is not None:
-                score, chosen = resolve_score(output, target, position, model=self.model)
-                if not score.requires_grad:  # torch would only say "element 0 of tensors does not require grad"
-                    raise ValueError(self._why_no_backward(output, inputs))
-                notes = (
-                    [] if stops is None else stopped_notes(self._registry.own_hooks, self.model, stops, [score.grad_fn])
-                )
-                score.backward()
-                note_stopped(notes)  # after the firings, whose notes only see a None gradient
-                self.last_score = chosen
-        return _detached(output)
+                    self._registry.events.graph_recorded()
 
-    def _why_no_backward(self, output: Any, inputs: Inputs) -> str:
-        """Why a run's score has no gradient to propagate, and what to do about it."""
-        grad_mode = (torch.is_grad_enabled(), torch.is_inference_mode_enabled())
-        inputs_grad = any(t.requires_grad for t in tensors_in(inputs))
-        reason = no_graph_reason(self.model, output, grad_mode, inputs_grad).removeprefix("no graph: ")
-        return f"run(target=...) has nothing to backpropagate: {reason}"
+            def body() -> tuple[Any, Score | None]:
+                model, hooks = self.model, self._registry.own_hooks
+                return forward_backward(model, inputs, target, position, hooks, recorder, forward_done)
+
+            analysis = runner.RUN._replace(state="train" if train else "eval")
+            output, self.last_score = self._analyse(analysis, body, inputs)
+            return map_tensors(output, torch.Tensor.detach)
+        finally:
+            self._registry.events.run_ended(self.step)  # its step is over: its firings, then the end of the run
 
     def graph(self, inputs: Inputs | None = None, *, saved_tensors: bool = True) -> dict[str, Any]:
         """The autograd graph of the last recorded run as plain data: its nodes, edges and module clusters.
@@ -549,13 +354,11 @@ class Explorer:
         """
         if inputs is not None or self._graph.data is None:
             inputs = self._inputs(inputs)
-            self._materialize(inputs, "graph()")
-            with self._own_run():  # a diagnostic run: the user's hooks record nothing
-                self._graph.record(self.model, inputs, saved_tensors)
-                # each round detaches the hooks one collision broke (at least one), until the whole graph comes
-                while is_inplace_collision_text(self._graph.data.get("error")) and self._detach_colliding(inputs):
-                    self._graph.record(self.model, inputs, saved_tensors)
-            self._graph_recorded()
+            model = self.model
+            # the hooks a collision broke are detached, until the whole graph comes
+            record = lambda: self._graph.record(model, inputs, saved_tensors)  # noqa: E731
+            self._analyse(runner.GRAPH, record, inputs, reported=lambda raised: raised)
+            self._registry.events.graph_recorded()
             error = self._graph.data.get("error")
             if error:  # a partial graph must not pass for the whole one
                 made = f"the {len(self._graph.data['nodes'])} nodes made before it"
@@ -565,20 +368,6 @@ class Explorer:
                     stacklevel=2,
                 )
         return self._graph.data
-
-    def _graph_recorded(self) -> None:
-        if self._registry.events.listening:
-            self._registry.events.emit({"type": "capture", "step": None, "records": [], "graph": True})
-
-    def _detach_colliding(self, inputs: Inputs | None) -> bool:
-        """Run ``inputs`` once more to catch the in-place collision it raised; our full backward hooks that it
-        broke are explained and detached as run() does. False when the error was not ours to fix."""
-        try:
-            with preserved_state(self.model), torch.enable_grad():
-                call_model(self.model, self._inputs(inputs))
-        except RuntimeError as exc:
-            return is_inplace_collision(exc) and bool(self._registry.explain_collision(exc))
-        return False
 
     def saved_memory(self) -> dict[str, int]:
         """Bytes each module saved for backward in the recorded run (activation memory), largest first."""
@@ -597,9 +386,7 @@ class Explorer:
         and Dropout make NaNs of their own. The model is left as found either way.
         """
         inputs = self._inputs(inputs)
-        self._materialize(inputs, "first_nonfinite()")
-        with self._own_run():  # a diagnostic run: the user's hooks record nothing
-            return first_nonfinite(self.model, inputs, train=train)
+        return self._analyse(runner.FIRST_NONFINITE, lambda: first_nonfinite(self.model, inputs, train=train), inputs)
 
     def attention(self, inputs: Inputs | None = None) -> dict[str, torch.Tensor]:
         """``{module path: attention probabilities (N, H, T_q, T_k)}`` of one forward, in execution order: what the
@@ -613,9 +400,7 @@ class Explorer:
         """
         run = attention_runner(self.model, self._model_name)  # a ValueError naming what it looked for if none
         inputs = self._inputs(inputs)
-        self._materialize(inputs, "attention()")
-        with self._own_run(), preserved_state(self.model):
-            return run(inputs)
+        return self._analyse(runner.ATTENTION, lambda: run(inputs), inputs)
 
     def logit_lens(
         self,
@@ -632,15 +417,11 @@ class Explorer:
         strings, nested lists) when a tokenizer was given. One forward (a second records what a forward that changes the
         embedding's logits does to them); the model is left as found."""
         inputs = self._inputs(inputs)
-        self._materialize(inputs, "logit_lens()")
-        with self._own_run(), preserved_state(self.model), torch.no_grad():
-            lens = logit_lens(self.model, inputs, top_k=top_k, unembed=unembed)
+        lens = self._analyse(runner.LENS, lambda: logit_lens(self.model, inputs, top_k=top_k, unembed=unembed), inputs)
         # the ids as a Python list (L·N·T·top_k of them) only when a tokenizer names them
-        names = (
-            self.sequences.id_names(lens["ids"].flatten().tolist()) if self.sequences.tokenizer is not None else None
-        )
-        if names is not None:
-            lens["labels"] = _nested(names, lens["ids"].shape)
+        labels = self.sequences.nested_names(lens["ids"])
+        if labels is not None:
+            lens["labels"] = labels
         return lens
 
     def patch_sweep(
@@ -658,24 +439,10 @@ class Explorer:
         clean run's top token at the last position, minus that logit unpatched. ``metric`` maps a batched output to
         ``(B,)``; up to ``batch_size`` positions run in one forward; ``progress(done, total)`` after each. The result's
         ``.layers`` are the paths, ``.tokens`` the clean tokens' labels (None when unknown). Model left as found."""
-        self._materialize(clean, "patch_sweep()")
-        with self._own_run(), preserved_state(self.model), torch.no_grad():
-            result = patch_sweep(
-                self.model, clean, corrupted, layers=layers, metric=metric, batch_size=batch_size, progress=progress
-            )
-        result.tokens = self._labels_of(clean, result.shape[1])
+        options = {"layers": layers, "metric": metric, "batch_size": batch_size, "progress": progress}
+        result = self._analyse(runner.PATCH_SWEEP, lambda: patch_sweep(self.model, clean, corrupted, **options), clean)
+        result.tokens = self.sequences.labels_of(self.model, clean, clean is self.example_inputs, result.shape[1])
         return result
-
-    def _labels_of(self, inputs: Inputs, length: int) -> list[str] | None:
-        """The first item's labels: the example tokens for the example inputs, else the tokenizer's; or None."""
-        if inputs is self.example_inputs:
-            return self.sequences.labels(length)
-        if self.sequences.tokenizer is None:
-            return None
-        try:
-            return read_sequences(self.model, inputs, tokenizer=self.sequences.tokenizer).labels(length)
-        except ValueError:  # inputs without input_ids: nothing to label
-            return None
 
     def summary(self, *, as_frame: bool = False) -> list[dict[str, Any]] | pandas.DataFrame:
         """Per-layer, per-step rows of activation and gradient statistics from ``stats`` hooks; ``as_frame=True``
@@ -695,18 +462,17 @@ class Explorer:
         a ``stats`` hook, attaches stats on every layer. Returns a ``ScalarLog``: ``remove()``, ``with`` or
         ``close()`` stop it.
         """
-        for old in [log for log in self._logs if same_destination(log.writer, writer)]:
-            old.remove()
-        log = ScalarLog(writer, every, fields, self.captures, self.subscribe, self._registry.events.flush)
-        kinds = stats_kinds_needed(self.own_hooks)
-        try:
-            if kinds:
-                log.hooks.extend(self.attach("", kinds, action="stats"))
-        except BaseException:
-            log.remove()
-            raise
-        self._logs = [*(other for other in self._logs if other.active), log]
-        return log
+        events = self._registry.events
+        return self._logs.open(
+            writer,
+            every,
+            fields,
+            self.captures,
+            self.subscribe,
+            events.flush,
+            lambda: self.own_hooks,
+            lambda kinds: self.attach("", kinds, action="stats"),
+        )
 
     @former_keywords
     def compare_backward(
@@ -715,9 +481,8 @@ class Explorer:
         """The legacy and the full backward hook's gradients on ``layer`` side by side (on hook-free copies),
         in the backward of the score ``target`` at ``position`` (as in ``run``; default: the sum of the output)."""
         inputs = self._inputs(inputs)
-        self._materialize(inputs, "compare_backward()")
-        with self._own_run():  # on copies: no explorer records them, and they would compile anew
-            return compare_backward(self.model, layer, inputs, target, position=position)
+        compare = lambda: compare_backward(self.model, layer, inputs, target, position=position)  # noqa: E731
+        return self._analyse(runner.COMPARE_BACKWARD, compare, inputs)
 
     def code(self) -> str:
         """Plain-torch Python (no hookwidgets) that registers hooks doing what the explorer's hooks do."""
@@ -778,28 +543,16 @@ class Explorer:
         """
         given = inputs
         inputs = self._inputs(inputs)
-        self._materialize(inputs, "the attribution run")
         options = {"n_steps": n_steps, "baseline": baseline, "internal_batch_size": internal_batch_size}
-        with self._own_run():
-            while True:  # ends: each collision detaches at least one hook, or raises
-                try:
-                    found = attribute(self.model, inputs, target, method, layer, position=position, **options)
-                    result = found.annotated()
-                    ids = token_ids(inputs)
-                    if result.dim() == 2 and ids is not None:
-                        result.tokens = self._token_labels(ids, given is None)
-                    return result
-                except RuntimeError as exc:
-                    # A full backward hook of ours broke the forward on an in-place op: explained and detached
-                    # as run() does; its hooks record nothing here, so running again without it changes no record.
-                    if not is_inplace_collision(exc) or not self._registry.explain_collision(exc):
-                        raise
 
-    def _token_labels(self, ids: torch.Tensor, example: bool) -> list[list[str]] | None:
-        """The labels of ``ids``: the tokenizer's strings, else the example's ``tokens`` for the example inputs."""
-        if self.sequences.tokenizer is not None:
-            return [self.sequences.id_names(row) for row in ids.tolist()]
-        return self.tokens if example else None
+        def run() -> Any:  # its hooks record nothing: running again without a broken one changes no record
+            return attribute(self.model, inputs, target, method, layer, position=position, **options)
+
+        result = self._analyse(runner.ATTRIBUTION, run, inputs).annotated()
+        ids = token_ids(inputs)
+        if result.dim() == 2 and ids is not None:
+            result.tokens = self.sequences.ids_labels(ids, given is None)
+        return result
 
     def watch_ddp(self, hook: Callable | None = None, log_dir: str | os.PathLike | None = None, **options: Any) -> Any:
         """A ``hookwidgets.distributed.DDPInspector`` on the explored DistributedDataParallel model.
@@ -822,8 +575,7 @@ class Explorer:
                 close_hooks(*args, **kwargs)
 
             self._finalizer = weakref.finalize(self, close_all)
-        if self._registry.events.listening:
-            self._registry.events.emit({"type": "attached", "hooks": [], "watch": "ddp"})
+        self._registry.events.watching("ddp")
         return inspector
 
     def watch_optimizer(
@@ -834,26 +586,8 @@ class Explorer:
         ``optimizer=None`` watches every optimizer that steps a parameter of the model (global step hooks).
         A new watch replaces any monitor of the same parameters (a re-run cell never stacks); ``close()`` closes them.
         """
-        if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
-            raise TypeError(
-                f"watch_optimizer() takes a torch.optim.Optimizer (or None for every optimizer of the model), "
-                f"got {type(optimizer).__name__}: ex.watch_optimizer(torch.optim.SGD(model.parameters(), lr=0.1))"
-            )
-        model = self.model
-        params = _param_ids(optimizer)
-        if params is not None and not any(id(p) in params for p in model.parameters()):
-            raise ValueError(
-                f"this {type(optimizer).__name__} steps no parameter of the explored {self._model_name}: "
-                "pass the optimizer made from this model's parameters"
-            )
-        # Made before the old monitors go: a bad scope or every leaves them as they were.
-        monitor = UpdateRatioMonitor(optimizer, model, scope="global" if optimizer is None else scope, every=every)
-        for old in [m for m in self._monitors if m[0] is None or params is None or _param_ids(m[0]) & params]:
-            old[1].close()
-            self._monitors.remove(old)
-        self._monitors.append((optimizer, monitor))
-        if self._registry.events.listening:
-            self._registry.events.emit({"type": "attached", "hooks": [], "watch": "optimizer"})
+        monitor = self._watches.watch(optimizer, self.model, self._model_name, scope, every)
+        self._registry.events.watching("optimizer")
         return monitor
 
     def __repr__(self) -> str:
@@ -871,9 +605,7 @@ class Explorer:
 
     def close(self) -> None:
         """Remove every hook the explorer added (the model's hook dicts are as before) and let go of the model."""
-        for log in self._logs:  # first: each writes the step still open
-            log.remove()
-        self._logs = []
+        self._logs.close()  # first: each writes the step still open
         self._registry.events.close()  # subscribers hear no more
         self._finalizer()
         self._model = None
@@ -885,37 +617,10 @@ class Explorer:
         self.close()
 
 
-def _close_all(close_hooks: Callable[[], None], monitors: list[tuple[Any, UpdateRatioMonitor]]) -> None:
+def _close_all(close_hooks: Callable[[], None], watches: OptimizerWatches) -> None:
     """The explorer's finalizer: close its optimizer monitors, then remove its hooks (it holds no explorer)."""
-    for _, monitor in monitors:
-        monitor.close()
-    monitors.clear()  # lets go of the optimizers
+    watches.close()  # lets go of the optimizers
     close_hooks()
-
-
-def _param_ids(optimizer: torch.optim.Optimizer | None) -> set[int] | None:
-    """Ids of the parameters ``optimizer`` steps; None stands for every optimizer of the model."""
-    if optimizer is None:
-        return None
-    return {id(p) for group in optimizer.param_groups for p in group["params"]}
-
-
-def _detached(value: Any) -> Any:
-    """``value`` with every tensor inside detached; containers (dataclasses too) rebuilt with their types."""
-    return map_tensors(value, torch.Tensor.detach)
-
-
-def explain_run_error(exc: BaseException, inputs: Inputs) -> str:
-    """The error of a failed run as text, with the inputs' shapes so a wrong shape is obvious."""
-    trace = "".join(traceback.format_exception(exc)).rstrip()
-    return f"{type(exc).__name__}: {exc}\n(inputs were {describe_inputs(inputs)})\n\n{trace}"
-
-
-def _nested(flat: list[str], shape: torch.Size) -> list:
-    """``flat`` as nested lists of ``shape``."""
-    for size in reversed(shape[1:]):
-        flat = [flat[i : i + size] for i in range(0, len(flat), size)]
-    return flat
 
 
 def _fresh_copy(tensor: torch.Tensor) -> torch.Tensor:

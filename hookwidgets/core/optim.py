@@ -1,8 +1,8 @@
 """An import path kept for existing code: UpdateRatioMonitor, the size of each optimizer step against its weights.
 
-Defined in ``hookwidgets.core.hooks.optim``.
+Defined in ``hookwidgets.core.monitors.optim``.
 """
 
-from .hooks.optim import UpdateRatioMonitor
+from .monitors.optim import UpdateRatioMonitor
 
 __all__ = ["UpdateRatioMonitor"]

@@ -15,9 +15,9 @@ from typing import Any
 
 import torch
 
-from ..core.diagnostics.notes import unwatched_note
 from ..core.explorer import Explorer
 from ..core.hooks.events import Event
+from ..core.model.tree import unwatched_note
 from .attention_heads import AttentionHeads
 from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
 from .graph_panel import graph_payload
@@ -116,15 +116,14 @@ class ViewController:
     def _on_event(self, event: Event) -> None:
         event_type = event["type"]
         if event_type in ("attached", "detached"):
-            watch = event.get("watch")
-            if watch == "ddp":
+            self.sync(plots=False)  # captures are unchanged: the images need no redraw
+        elif event_type == "watching":
+            if event["watch"] == "ddp":
                 explorer = self.explorer
                 if explorer is not None and explorer.ddp_inspector is not None:
                     self.show_ddp(DDPSource(inspector=explorer.ddp_inspector))
-            elif watch == "optimizer":
-                self.sync_training(follow=True)
             else:
-                self.sync(plots=False)  # captures are unchanged: the images need no redraw
+                self.sync_training(follow=True)
         elif event_type == "step" and self._live is not None:
             if not event["done"]:
                 self._live.on_step(event["step"])
@@ -132,7 +131,7 @@ class ViewController:
                 self.sync()
                 self.sync_summary()  # only runs add statistics: the heatmap is redrawn after them, not on clicks
                 self.sync_training()  # a run of a DDP model adds bucket records
-        elif event_type == "capture" and event["graph"]:
+        elif event_type == "graph":
             self.sync_graph()
 
     # The page's messages.

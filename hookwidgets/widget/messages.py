@@ -10,8 +10,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ..core.display import display_name
-from ..core.explorer import Explorer, explain_run_error
+from ..core.explorer import Explorer
 from ..core.kind_table import has
+from ..core.model.inputs import explain_run_error
 from ..core.model.lazy import materialize_notices
 from ..core.model.scores import output_summary
 from .attention_heads import AttentionHeads

@@ -10,7 +10,6 @@ from torch.nn.parameter import is_lazy
 
 from ..core.capture.export import plain_number
 from ..core.codegen.generate import hook_code
-from ..core.diagnostics.notes import SCRIPTED_ROOT
 from ..core.display import display_name, quoted
 from ..core.explorer import Explorer
 from ..core.hooks.kinds import valid_kinds
@@ -19,6 +18,7 @@ from ..core.kind_table import KINDS
 from ..core.model.lazy import unmaterialized_param
 from ..core.model.scores import output_summary
 from ..core.model.targets import resolve_target
+from ..core.model.tree import SCRIPTED_ROOT
 from .attribution_methods import methods_note, offered_methods
 from .edit_choices import NO_OFFERS, edit_offers
 from .protocol import HookItem, HookKind, Memory, Selection, Status

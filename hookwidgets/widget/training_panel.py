@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.hooks.optim import UpdateRatioMonitor
+from ..core.monitors.optim import UpdateRatioMonitor
 from .protocol import DDPPanel, RatioRow, Ratios, Ready, Training
 from .state import plain_number
 

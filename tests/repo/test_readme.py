@@ -10,6 +10,7 @@ import tomllib
 
 from tests.readme import README, ROOT, code_blocks, first_example, section, sections
 from tests.repo.test_torch_floor import declared_floor
+from tests.unit.core.test_layers import LAYERS
 
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")  # [text](path) and ![alt](path), anchors dropped
 BEYOND_THE_PACKAGE = ("sklearn", "hookwidgets.examples", "transformers", "torchvision")
@@ -91,6 +92,21 @@ def test_the_layout_names_every_package_and_test_folder():
     assert [
         f"{p.relative_to(ROOT).as_posix()}/" for p in folders if f"{p.relative_to(ROOT).as_posix()}/" not in listed
     ] == []
+
+
+def test_the_layout_lists_core_in_the_order_of_its_layers():
+    """``hookwidgets/core``'s folders and modules, in the Layout, go down the layers the layer test enforces (a
+    module imports only from its own layer and the ones listed before it); every layer that is a folder is listed."""
+    listed = [
+        path.removeprefix("hookwidgets/core/").rstrip("/").removesuffix(".py")
+        for path in _layout()
+        if path.startswith("hookwidgets/core/") and path != "hookwidgets/core/"
+    ]
+    rank = {head: k for k, layer in enumerate(LAYERS) for head in layer}
+    assert [head for head in listed if head not in rank] == []
+    assert listed == sorted(listed, key=rank.__getitem__)
+    folders = {head for layer in LAYERS for head in layer if (ROOT / "hookwidgets" / "core" / head).is_dir()}
+    assert folders - set(listed) == set()
 
 
 def test_unit_tests_mirror_the_package():

@@ -217,7 +217,7 @@ class Helper:
         self._registry = None
 def test(ex, view, module, monkeypatch):
     ex._registry.clock.kept_steps()
-    getattr(ex, "_monitors")
+    getattr(ex, "_watches")
     monkeypatch.setattr(native, "_tried", False)
     monkeypatch.setattr("hookwidgets.core.capture.native._status", "")
     view._handle_msg({})
@@ -234,7 +234,7 @@ def test_the_scan_sees_each_way_to_a_private_name_and_leaves_torchs_and_the_test
         (3, "_torch"),
         (5, "_labels"),
         (10, "_registry"),
-        (11, "_monitors"),
+        (11, "_watches"),
         (12, "_tried"),
         (13, "_status"),
         (14, "_handle_msg"),

@@ -69,18 +69,6 @@ def describe(short: ShortStep, kind: str, memory_budget: int, max_records: int) 
     return f"{held} holds less than one step: {went}; {fix}"
 
 
-def with_note(note: str | None, short: str | None) -> str | None:
-    """``note`` with its short-step part replaced by ``short`` (or dropped when None); its other part kept."""
-    base = note
-    if note is not None:
-        starts = [note.find(start) for start in STARTS if start in note]
-        if starts:
-            base = note[: min(starts)].removesuffix("; ") or None
-    if short is None:
-        return base
-    return f"{base}; {short}" if base else short
-
-
 def format_bytes(n: int) -> str:
     """``n`` bytes for people: 512 B, 64.0 KiB, 1.0 MiB, 2.0 GiB."""
     if n < 1024:

@@ -7,10 +7,10 @@ import keyword
 
 from torch import nn
 
-from ..diagnostics.notes import CANNOT_FIRE
 from ..display import display_name, quoted
 from ..hooks.edits import PRIMARY
 from ..hooks.kinds import GLOBAL_KINDS, NODE_KINDS, takes_kwargs
+from ..hooks.notes import CANNOT_FIRE
 from ..hooks.registry import HookInfo
 from ..kind_table import KINDS, has
 from ..model.scope import parse_node_id

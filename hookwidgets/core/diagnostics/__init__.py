@@ -2,7 +2,6 @@
 
 from .compare import BackwardComparison, compare_backward
 from .nonfinite import SUMMARY_FIELDS, first_nonfinite, first_nonfinite_row, summary_rows
-from .notes import is_inplace_collision, no_graph_reason
 
 __all__ = [
     "SUMMARY_FIELDS",
@@ -10,7 +9,5 @@ __all__ = [
     "compare_backward",
     "first_nonfinite",
     "first_nonfinite_row",
-    "is_inplace_collision",
-    "no_graph_reason",
     "summary_rows",
 ]

@@ -23,13 +23,13 @@ from torch.nn.utils.weight_norm import WeightNorm
 from ..._renamed import take_old
 from ..._warnings import HookwidgetsDeprecationWarning
 from .._torch import global_module_hooks, set_full_backward_flag
+from ..hooks.collisions import inplace_culprit, is_inplace_collision
 from ..kind_table import names
 from ..model.hook_dicts import HOOK_DICTS
 from ..model.inputs import Inputs, Target, call_model
 from ..model.nested import first_tensor, map_tensors
 from ..model.scores import resolve_score
 from ..model.targets import describe_path, resolve_module, submodule_or_none
-from .notes import inplace_culprit, is_inplace_collision
 
 Grads = tuple[torch.Tensor | None, ...]
 

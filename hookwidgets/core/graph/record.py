@@ -18,7 +18,6 @@ from torch import nn
 from torch.autograd.graph import Node
 
 from .._torch import next_sequence_nr, off
-from ..diagnostics.notes import no_graph_reason
 from ..display import quoted
 from ..gc_pause import no_gc
 from ..model.inputs import Inputs, call_model
@@ -27,6 +26,7 @@ from ..model.nested import output_tensors
 from ..model.scope import HIDDEN_OPS, Call, ScopeTracker, hidden_ops, node_id, op_name, parse_node_id
 from ..model.state import preserved_state
 from .dataflow import dataflow_graph
+from .no_graph import no_graph_reason
 from .walk import Table, walk_graph
 
 __all__ = [
@@ -58,10 +58,10 @@ class GraphRecording:
     """One forward's autograd graph: live nodes by id, and its plain data (``data()``).
 
     ``output`` is the model's output (graph alive); ``error`` the text of the exception when the forward
-    raised (the graph is then the part built before it). ``node(id)`` is the live node with an id
-    (hidden ones have none), ``node_ids`` maps live nodes to ids; ``outputs`` are the output nodes'
-    ids; ``saved_by_module`` the bytes each module scope saved for backward (activation memory, each
-    tensor counted once, parameters and buffers not at all). The recording holds every node it
+    raised (the graph is then the part built before it), ``exception`` that exception (until ``release()``).
+    ``node(id)`` is the live node with an id (hidden ones have none), ``node_ids`` maps live nodes to ids;
+    ``outputs`` are the output nodes' ids; ``saved_by_module`` the bytes each module scope saved for backward
+    (activation memory, each tensor counted once, parameters and buffers not at all). The recording holds every node it
     lists, and so the graph and its saved activations, until ``release()``. Everything that a backward
     could change is read during the recording, with the ids; edges and the plain data are made from
     the live nodes when first asked for.
@@ -70,6 +70,7 @@ class GraphRecording:
     def __init__(self, table: Table | None = None, module_order: list[str] | None = None) -> None:
         self.output: Any = None
         self.error: str | None = None
+        self.exception: BaseException | None = None
         self._table = t = table if table is not None else Table()
         self._module_order = module_order or []
         self._plain: tuple[list, list, list[str]] | None = None  # rows, edges, outputs
@@ -139,7 +140,7 @@ class GraphRecording:
     def release(self) -> None:
         """Drop the output and every live node (the plain data stays), so the graph can be freed."""
         self._materialize()
-        self.output = None
+        self.output = self.exception = None
         self._nodes = None
         self._table.nodes = []
 
@@ -390,16 +391,22 @@ def record_graph(
     requires grad). In eval mode unless ``eval_mode`` is False (then in the modes as found).
     """
     recorder = GraphRecorder(model, saved_tensors=saved_tensors)
-    output, error = None, None
     with preserved_state(model, mode="eval" if eval_mode else None), recorder:
-        try:
-            output = call_model(model, inputs)
-        except Exception as exc:  # the partial graph and the error text are the result
-            error = f"{type(exc).__name__}: {exc}"
-    if error is not None:
+        output, raised = _called(model, inputs)
+    if raised is not None:
         recording = recorder.last if recorder.last is not None else GraphRecording()
-        recording.error = recording.error or error
+        recording.error = recording.error or f"{type(raised).__name__}: {raised}"
+        recording.exception = raised
         return recording
     recording = recorder.result()
     recording.output = output  # what the call returned, after any local forward hook of the model
     return recording
+
+
+def _called(model: nn.Module, inputs: Inputs) -> tuple[Any, Exception | None]:
+    """``(output, None)``, or ``(None, the exception)`` of a forward that raised: the partial graph and the error are
+    a recording's result. (Caught in a frame of its own, which the exception's traceback holds without it.)"""
+    try:
+        return call_model(model, inputs), None
+    except Exception as exc:
+        return None, exc

@@ -21,15 +21,18 @@ class RecordedGraph:
         self.saved_by_module: dict[str, int] = {}
         self._ids: set[str] = set()
 
-    def record(self, model: nn.Module, inputs: Inputs, saved_tensors: bool = True) -> None:
+    def record(self, model: nn.Module, inputs: Inputs, saved_tensors: bool = True) -> BaseException | None:
         """Record one forward of ``inputs`` (model state left as found); a ValueError says why there is no graph.
+        Returns the exception of a forward that raised (its partial graph is kept, with the error's text), else None.
 
         Grad is enabled for the run, as for ``ex.run``: a ``torch.no_grad()`` block around the call does not
         matter (``torch.inference_mode()`` does, and the error says so).
         """
         with torch.enable_grad():
             recording = record_graph(model, inputs, saved_tensors=saved_tensors)
+        raised, recording.exception = recording.exception, None
         self._set(recording)
+        return raised
 
     def keep(self, recorder: GraphRecorder) -> None:
         """Keep what ``recorder`` recorded, the partial graph of a failed forward included."""

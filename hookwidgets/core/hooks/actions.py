@@ -12,7 +12,9 @@ from ..capture.stats import StatsMemo, tensor_stats
 from ..capture.store import CaptureStore, Generation, Record, make_record
 from ..model.nested import named_tensors as named_tensors  # re-exported: hooks and registration import it here
 from ..model.scope import hidden_ops
+from . import notes
 from .edits import PatchShapeError, apply_edits, without_patches
+from .notes import NoteKind
 
 BUILTIN_ACTIONS = ("capture", "stats", "print")
 
@@ -102,8 +104,8 @@ def perform(
         primary = next((t for t in tensors.values() if t is not None), None)
         if primary is not None and primary.is_meta:  # shapes and no values: nothing to summarize
             primary = None
-            if noted is not None and noted.note is None:
-                noted.note = META_STATS
+            if noted is not None:
+                notes.add(noted, META_STATS, NoteKind.META_STATS)
         reduce = memo.stats if memo is not None else tensor_stats
         stats = reduce(primary) if primary is not None else None
         if stats is not None and primary.is_complex():

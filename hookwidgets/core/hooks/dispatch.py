@@ -14,11 +14,12 @@ import torch
 from ..._warnings import HookFailedWarning, PatchSkippedWarning
 from ..capture.stats import StatsMemo
 from ..capture.store import CaptureStore, Generation
-from ..diagnostics.notes import note_until_fired
 from ..display import quoted
+from . import notes
 from .actions import Firing, perform
 from .events import Events
 from .info import HookInfo, TimelineEvent
+from .notes import NoteKind
 from .own_runs import OWN_RUN
 from .returns import check_return
 
@@ -64,8 +65,8 @@ class Dispatch:
             return None
         if not firing.recompute:  # a forward a checkpoint recomputes is one forward: fired once
             info.fired += 1
-            if info.fired == 1 and info.note is not None and note_until_fired(info.note):
-                info.note = None  # it runs after all (another input took another path, a compiled model ran it)
+            if info.fired == 1:
+                notes.fired(info)  # it runs after all (another input took another path, a compiled model ran it)
         generation = self.generation_of(firing.step)
         event = TimelineEvent(firing.step, phase, firing.target, firing.kind, firing.call, firing.recompute, generation)
         events = self.events
@@ -101,7 +102,7 @@ class Dispatch:
                 firing.step,
                 info.last_error,
             )
-            if events is not None and events.listening:  # events: a failing hook
+            if events is not None:
                 events.hook_failed(info, firing.step, exc)
             if self.on_error == "raise":
                 raise
@@ -124,9 +125,9 @@ def _skipped_patch(info: HookInfo, exc: Exception) -> None:
         f"decode steps after it, each fed only its new token(s) (or the sequence grown by them), so it is left out of "
         f"them: {exc}"
     )
-    if info.note is not None and info.note.startswith(PATCH_SKIPPED):
+    if notes.has(info, NoteKind.PATCH_SKIPPED):
         return
-    info.note = text
+    notes.add(info, text, NoteKind.PATCH_SKIPPED)
     warnings.warn(f"hook {info.kind!r} on {quoted(info.target)}: {text}", PatchSkippedWarning, stacklevel=3)
 
 

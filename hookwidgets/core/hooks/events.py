@@ -17,16 +17,14 @@ from ..._warnings import SubscriberWarning
 if TYPE_CHECKING:
     from .info import HookInfo, TimelineEvent
 
-EVENT_TYPES = ("attached", "detached", "fired", "step", "capture", "error")
+EVENT_TYPES = ("attached", "detached", "watching", "fired", "step", "capture", "graph", "error")
 
 
 class AttachedEvent(TypedDict):
-    """``attach()`` added hooks (``hooks``: each as ``HookInfo.as_dict()``), or ``watch_optimizer()`` /
-    ``watch_ddp()`` began watching (``watch``: ``"optimizer"`` or ``"ddp"``; ``hooks`` empty)."""
+    """``attach()`` added hooks: ``hooks``, each as ``HookInfo.as_dict()``."""
 
     type: Literal["attached"]
     hooks: list[dict[str, Any]]
-    watch: str | None
 
 
 class DetachedEvent(TypedDict):
@@ -36,6 +34,13 @@ class DetachedEvent(TypedDict):
     type: Literal["detached"]
     hooks: list[dict[str, Any]]
     reason: str
+
+
+class WatchingEvent(TypedDict):
+    """``watch_optimizer()`` or ``watch_ddp()`` began watching: ``watch`` is ``"optimizer"`` or ``"ddp"``."""
+
+    type: Literal["watching"]
+    watch: str
 
 
 class FiredEvent(TypedDict):
@@ -55,14 +60,18 @@ class StepEvent(TypedDict):
 
 
 class CaptureEvent(TypedDict):
-    """Records a step added (``records``: ``[target, kind]`` of each hook that fired in ``step`` with an action
-    that records, ``capture`` or ``stats``), or a newly recorded autograd graph (``graph`` True, ``step`` None,
-    ``records`` empty)."""
+    """Records a step added: ``records``, ``[target, kind]`` of each hook that fired in ``step`` with an action that
+    records (``capture`` or ``stats``)."""
 
     type: Literal["capture"]
-    step: int | None
+    step: int
     records: list[list[str]]
-    graph: bool
+
+
+class GraphEvent(TypedDict):
+    """``graph()`` or ``run(record_graph=True)`` recorded a new autograd graph (``Explorer.recorded_graph``)."""
+
+    type: Literal["graph"]
 
 
 class ErrorEvent(TypedDict):
@@ -77,12 +86,13 @@ class ErrorEvent(TypedDict):
     message: str
 
 
-Event = AttachedEvent | DetachedEvent | FiredEvent | StepEvent | CaptureEvent | ErrorEvent
+Event = AttachedEvent | DetachedEvent | WatchingEvent | FiredEvent | StepEvent | CaptureEvent | GraphEvent | ErrorEvent
 
 
 class Events:
     """The subscribers of one explorer and the firings kept for them, grouped by step until the step is over.
 
+    One method per event type; each builds its event only while anyone listens, so a caller never checks.
     Thread-safe: firings come from any thread (a deque takes them without a lock), subscribers are a tuple
     replaced whole, and each event reaches every subscriber on the thread that made it.
     """
@@ -99,11 +109,6 @@ class Events:
         self.generation_of: Callable[[int], Any] = lambda step: None
         """Where a step stands in a generation: a prompt step's firings learn it when the next step begins."""
         self._lock = threading.Lock()
-
-    @property
-    def listening(self) -> bool:
-        """Whether anyone is subscribed (events are built only then)."""
-        return bool(self._subscribers)
 
     def subscribe(self, callback: Callable[[Event], Any]) -> Callable[[], None]:
         """Call ``callback(event)`` for every event from now on; returns the function that unsubscribes it."""
@@ -144,7 +149,7 @@ class Events:
         self._append_timeline(event)
         self._pending.append(event)
 
-    def emit(self, event: Event) -> None:
+    def _emit(self, event: Event) -> None:
         """Deliver ``event`` to every subscriber; one that raises is warned about once and stays subscribed."""
         for callback in self._subscribers:
             try:
@@ -166,14 +171,44 @@ class Events:
             stacklevel=3,
         )
 
+    def attached(self, infos: list[HookInfo]) -> None:
+        """An ``attached`` event: ``attach()`` added ``infos``."""
+        if self._subscribers:
+            self._emit({"type": "attached", "hooks": [info.as_dict() for info in infos]})
+
+    def detached(self, infos: list[HookInfo], reason: str = "detach") -> None:
+        """A ``detached`` event for ``infos``, if any: the user removed them (``"detach"``), or the engine did after
+        a collision (``"collision"``)."""
+        if infos and self._subscribers:
+            self._emit({"type": "detached", "hooks": [info.as_dict() for info in infos], "reason": reason})
+
+    def watching(self, watch: str) -> None:
+        """A ``watching`` event: the explorer began watching ``watch`` (``"optimizer"``, ``"ddp"``)."""
+        if self._subscribers:
+            self._emit({"type": "watching", "watch": watch})
+
+    def graph_recorded(self) -> None:
+        """A ``graph`` event: a new autograd graph was recorded."""
+        if self._subscribers:
+            self._emit({"type": "graph"})
+
     def end_step(self, step: int) -> None:
         """The forward of ``step`` ended: the steps before it are over (``fired``, ``capture``), then ``step``."""
-        self.flush(before=step)
-        self.emit({"type": "step", "step": step, "done": False})
+        if self._subscribers:
+            self.flush(before=step)
+            self._emit({"type": "step", "step": step, "done": False})
+
+    def run_ended(self, step: int) -> None:
+        """``run()`` ended in ``step``: its firings (``fired``, ``capture``), then a ``step`` event, ``done``."""
+        if self._subscribers:
+            self.flush()
+            self._emit({"type": "step", "step": step, "done": True})
 
     def flush(self, before: int | None = None) -> None:
         """Emit a ``fired`` and a ``capture`` event per step for the firings kept so far (only of the steps before
         ``before``, if given: the rest wait for their step to end)."""
+        if not self._subscribers:
+            return
         with self._lock:
             drained: list[TimelineEvent] = []
             while self._pending:
@@ -190,22 +225,25 @@ class Events:
             generation = self.generation_of(step)
             if generation is not None:
                 firings = [e if e.generation else e._replace(generation=generation) for e in firings]
-            self.emit({"type": "fired", "step": step, "firings": firings})
+            self._emit({"type": "fired", "step": step, "firings": firings})
             keys = dict.fromkeys((e.target, e.kind) for e in firings)
             records = [[target, kind] for target, kind in keys if self._records(target, kind)]
             if records:
-                self.emit({"type": "capture", "step": step, "records": records, "graph": False})
+                self._emit({"type": "capture", "step": step, "records": records})
 
     def hook_failed(self, info: HookInfo, step: int, exc: BaseException) -> None:
         """An ``error`` event for a hook whose action raised."""
+        if not self._subscribers:
+            return
         message = f"{type(exc).__name__}: {exc}".splitlines()[0]
-        self.emit({"type": "error", "target": info.target, "kind": info.kind, "step": step, "message": message})
+        self._emit({"type": "error", "target": info.target, "kind": info.kind, "step": step, "message": message})
 
     def collided(self, detached: list[HookInfo], explanations: list[str]) -> None:
         """The hooks the engine detached after an in-place collision (``detached``), and why (``error``)."""
-        if detached:
-            self.emit({"type": "detached", "hooks": [info.as_dict() for info in detached], "reason": "collision"})
+        if not self._subscribers:
+            return
+        self.detached(detached, "collision")
         for k, text in enumerate(explanations):
             info = detached[k] if k < len(detached) else None
             target, kind = (info.target, info.kind) if info is not None else (None, None)
-            self.emit({"type": "error", "target": target, "kind": kind, "step": None, "message": text})
+            self._emit({"type": "error", "target": target, "kind": kind, "step": None, "message": text})

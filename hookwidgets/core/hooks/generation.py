@@ -92,6 +92,23 @@ class Generations:
         with self._lock:
             return list(self._infos.values())
 
+    def as_data(self, names: Callable[[list[int]], list[str] | None]) -> list[dict[str, Any]]:
+        """``Explorer.generations``: each generation as plain data, its token ids labelled by ``names(ids)``
+        (``tokens`` None where some id has no label)."""
+        found = []
+        for info in self.infos():
+            tokens = [None if rows is None else [names(row) for row in rows] for rows in info.ids]
+            labelled = all(t is None or all(r is not None for r in t) for t in tokens)
+            found.append(
+                {
+                    "call": info.call,
+                    "steps": list(info.steps),
+                    "ids": [None if rows is None else [list(r) for r in rows] for rows in info.ids],
+                    "tokens": tokens if labelled else None,
+                }
+            )
+        return found
+
     def begin(self, step: int) -> None:
         """``step`` began on this thread: part of the generation going on here, the first of a new one, or neither."""
         local = self._local

@@ -13,6 +13,7 @@ from torch.utils.hooks import RemovableHandle
 from ..capture.store import Generation
 from ..display import display_name, quoted
 from .edits import describe_edit
+from .notes import Notes
 
 
 class TimelineEvent(NamedTuple):
@@ -53,9 +54,6 @@ class HookInfo:
     it with ``recompute=True``)."""
     last_error: str | None = None
     """The traceback text of its last failure."""
-    note: str | None = None
-    """Why it stays silent (e.g. "not armed: the forward ran without grad"), or that the capture budget holds
-    less than one step and which of its records went."""
     spec: str = ""
     """The engine's kind: as ``kind``, except ``param_grad`` for ``grad`` on a parameter."""
     with_kwargs: bool = False
@@ -64,11 +62,22 @@ class HookInfo:
     """A hook others attached: shown, and left alone."""
     active: bool = True
     """False once the hook was removed."""
+    _notes: Notes = field(default_factory=Notes, repr=False, compare=False)  # by kind: notes.py
     _handles: list[RemovableHandle] = field(default_factory=list, repr=False)
     _heads: Any = field(default=None, repr=False, compare=False)  # an ablate_heads edit's HeadPlan (heads.py)
     # The registry that attached it, held weakly as torch's RemovableHandle holds its hook dict: None when made by
     # hand (hook_code takes those) or listed as someone else's.
     _owner: weakref.ref[_Owner] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def note(self) -> str | None:
+        """Why it stays silent (e.g. "not armed: the forward ran without grad"), or that the capture budget holds
+        less than one step and which of its records went; None when nothing needs saying."""
+        return self._notes.text
+
+    @note.setter
+    def note(self, text: str | None) -> None:
+        self._notes.set_text(text)
 
     def remove(self) -> None:
         """Remove this hook as ``ex.detach(target, kind)`` would; does nothing once it is gone, or when a later

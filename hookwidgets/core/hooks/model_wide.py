@@ -21,6 +21,8 @@ from torch.utils.hooks import RemovableHandle
 
 from ..display import quoted
 from ..gc_pause import no_gc
+from . import notes
+from .notes import NoteKind
 
 if TYPE_CHECKING:
     from .info import HookInfo
@@ -148,13 +150,13 @@ def _say_refused(placed: _Placed) -> None:
     """The hook's note names the modules it is not on, and why."""
     info = placed.info
     if not placed.refused:
-        if info.note is not None and info.note.startswith(_REFUSED):
-            info.note = None
+        notes.drop(info, NoteKind.REFUSED)
         return
     listed = sorted(placed.refused.values())
     shown = "; ".join(f"{quoted(path or '(model)')}: {why}" for path, why in listed[:5])
     more = f"; and {len(listed) - 5} more" if len(listed) > 5 else ""
-    info.note = f"{_REFUSED} {len(listed)} module(s) of the model, so it does not fire there: {shown}{more}"
+    text = f"{_REFUSED} {len(listed)} module(s) of the model, so it does not fire there: {shown}{more}"
+    notes.add(info, text, NoteKind.REFUSED)
 
 
 _REFUSED = "not on"

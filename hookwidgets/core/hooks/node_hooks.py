@@ -17,8 +17,10 @@ from torch.autograd.graph import Node
 from ..display import quoted
 from ..graph.record import GraphRecorder, GraphRecording
 from ..model.scope import op_name
+from . import notes
 from .actions import Firing, named_tensors
 from .clock import Clock
+from .notes import NoteKind
 from .own_runs import OWN_RUN
 
 if TYPE_CHECKING:
@@ -74,9 +76,9 @@ class NodeHooks:
         for key, info in list(self._infos.items()):
             node = recording.find(info.target)
             if node is None:
-                info.note = _missing_note(info.target, recording, step)
+                notes.add(info, _missing_note(info.target, recording, step), NoteKind.NODE_MISSING)
                 continue
-            info.note = None
+            notes.drop(info, NoteKind.NODE_MISSING)
             self._hook(key, info, node, step)
 
     def _hook(self, key: str, info: HookInfo, node: Node, step: int) -> None:

@@ -3,6 +3,11 @@
 The hooks number their firings with the registry's ``Clock``, perform them through its ``Dispatch``, note
 the outputs its ``Collisions`` need, and leave global kinds to ``ModelWideHooks`` and node kinds to
 ``NodeHooks``. Each hook binds what it calls when it is registered: a firing looks nothing up.
+
+A full backward hook is set aside while its module returns a dict or dataclass, which torch cannot hook
+(``BackwardArming``): torch would wrap every call and warn at every forward while the hook never fires. A forward
+hook of ours sees the output first: from then on the hook leaves the module's hook dict (its note says why once),
+and goes back the first time the module returns a Tensor or a tuple.
 """
 
 from __future__ import annotations
@@ -18,12 +23,11 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from .._torch import full_backward_flag, is_compile_wrapper
-from ..diagnostics.notes import backward_output_note, input_grad_note
 from ..display import quoted
 from ..model.compiled import is_compiled
 from ..model.nested import tensors_in
+from . import notes
 from .actions import Firing, named_tensors
-from .arming import BackwardArming
 from .clock import Clock
 from .collisions import Collisions
 from .dispatch import Dispatch
@@ -31,6 +35,7 @@ from .info import HookInfo
 from .kinds import Kind
 from .model_wide import ModelWideHooks
 from .node_hooks import NodeHooks
+from .notes import GRAD_NOT_ARMED, NoteKind, backward_output_note, input_grad_note
 from .own_runs import OWN_RUN
 from .owned import flag_owner, own, own_backward
 from .root_backward import RootBackward
@@ -114,9 +119,9 @@ class Registrar:
             firing = tag_call(target, kind, args, output, slots, tensors)
             if firing is None:
                 if aside:  # an own run, such as the attach-time check: the note is known from now on
-                    info.note = backward_output_note(kind, output)
+                    notes.add(info, backward_output_note(kind, output), NoteKind.BACKWARD_OUTPUT)
                 return
-            info.note = backward_output_note(kind, output)
+            notes.add(info, backward_output_note(kind, output), NoteKind.BACKWARD_OUTPUT)
             if kind == "backward_pre" and not isinstance(output, (torch.Tensor, tuple)):
                 # torch's full backward hooks see only a Tensor or a tuple of them: fall back to tensor
                 # hooks so the output gradients are still recorded.
@@ -219,12 +224,9 @@ class Registrar:
                 tensor.register_hook(self._tensor_hook(info, firing, "grad_" + name))
                 armed += 1
         if not armed and info.kind == "grad":  # a global hook also meets modules that output no tensor
-            info.note = (
-                "not armed: no output tensor required grad (forward under torch.no_grad / inference_mode, "
-                "or nothing upstream requires grad), so no gradient will come for this call"
-            )
+            notes.add(info, GRAD_NOT_ARMED, NoteKind.GRAD_NOT_ARMED)
         elif armed:
-            info.note = None
+            notes.drop(info, NoteKind.GRAD_NOT_ARMED)
 
     def _tensor_hook(
         self, info: HookInfo, firing: Firing, name: str, module: nn.Module | None = None
@@ -340,6 +342,33 @@ class Registrar:
         self._model_wide.add(info, place)
 
 
+class BackwardArming:
+    """Follows one module's outputs for the full backward (pre-)hook of ``handle``: out while torch cannot hook them."""
+
+    __slots__ = ("fn", "handle", "info", "prepend")
+
+    def __init__(self, handle: RemovableHandle, info: HookInfo, prepend: bool = False) -> None:
+        self.handle, self.info, self.prepend = handle, info, prepend
+        self.fn: Any = None  # the hook while it is out of the dict
+
+    def follow(self, output: Any) -> bool:
+        """Set the hook aside for an ``output`` torch cannot hook, put it back for a Tensor or a tuple; returns
+        whether it is aside."""
+        unhookable = not isinstance(output, (torch.Tensor, tuple))  # torch's own test before it warns
+        hooks = self.handle.hooks_dict_ref()
+        if hooks is None:
+            return unhookable
+        if unhookable and self.fn is None:
+            self.fn = hooks.pop(self.handle.id, None)
+        elif not unhookable and self.fn is not None:
+            fn, self.fn = self.fn, None
+            if self.info.active:  # a hook detached while aside stays removed
+                hooks[self.handle.id] = fn
+                if self.prepend:
+                    hooks.move_to_end(self.handle.id, last=False)
+        return unhookable
+
+
 FULL_REFUSES_LEGACY = (
     "module {target} has a full backward hook (kind 'backward' or 'global_backward', or one attached by "
     "others; torch keeps the mark of a removed one), and torch refuses a legacy backward hook beside one; "
@@ -381,8 +410,10 @@ def _fire_full_backward(
     if all(g is None for g in grad_input):
         # torch refuses a changed grad_input here (and warns): say what that means
         edited = result is not None and call_user is None  # a callable's Nones are no edit
-        info.note = input_grad_note(path, grad_input, edited=edited)
+        notes.add(info, input_grad_note(path, grad_input, edited=edited), NoteKind.INPUT_GRAD)
         return None
+    if not info.kind.startswith("global_"):  # a global hook's note stays: another module may still lack them
+        notes.drop(info, NoteKind.INPUT_GRAD)
     return result
 
 

@@ -1,16 +1,15 @@
 """The hook registry: attaches every kind of hook, owns every handle, and removes them all exactly.
 
 A facade over one small class per job: ``Clock`` (steps and call numbers), ``Dispatch`` (what a firing does),
-``Collisions`` (in-place collision forensics), ``Registrar`` (registration with torch, per kind family),
-``ModelWideHooks`` (global kinds) and ``NodeHooks`` (node kinds); the registry holds the handles and the
-step tracker. Backward-hook flags are the process-wide ledger's (``owned``).
+``Collisions`` (in-place collisions: which hooks broke, why, detaching them), ``Registrar`` (registration with torch,
+per kind family), ``ModelWideHooks`` (global kinds) and ``NodeHooks`` (node kinds); the registry holds the handles and
+the step tracker. Backward-hook flags are the process-wide ledger's (``owned``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
-import warnings
 import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -20,17 +19,15 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from ..._warnings import InplaceCollisionWarning
 from ..capture import native
 from ..capture.store import CaptureStore, Generation
-from ..diagnostics.notes import inplace_culprit, is_inplace_collision
 from ..display import quoted
 from ..kind_table import has
 from ..model.hook_dicts import foreign_hooks
 from ..model.tokens import call_token_ids
 from .actions import check_action, named_tensors
 from .clock import Clock
-from .collisions import Collisions
+from .collisions import Collisions, is_inplace_collision
 from .dispatch import ON_ERROR, TIMELINE_CAP, Dispatch
 from .edits import normalize_edits
 from .events import Events
@@ -41,10 +38,10 @@ from .info import HookGroup, HookInfo, TimelineEvent
 from .kinds import MODULE_KINDS, Kind, check_callable, takes_kwargs
 from .model_wide import ModelWideHooks
 from .node_hooks import NodeHooks
+from .notes import note_armed, note_short_steps
 from .own_runs import own_run
 from .owned import own, owned_ids
 from .registration import Registrar
-from .step_notes import note_armed, note_short_steps
 
 _REGISTRIES: weakref.WeakSet[HookRegistry] = weakref.WeakSet()  # every live registry of the process
 
@@ -75,9 +72,6 @@ class HookRegistry:
         self.clock = Clock(on_step=self._dispatch.memo.clear)  # a step's statistics are shared only within it
         """Its ``Clock`` (``hookwidgets.core.hooks.clock``): the steps and call numbers of its firings;
         ``clock.kept_steps()`` lists the steps whose numbering it still keeps, the newest 16."""
-        self._collisions = Collisions()
-        self.explanations: deque[str] = self._collisions.explanations
-        """The texts behind ``Explorer.diagnostics``."""
         self._root_ref = weakref.ref(root)  # hooks live on the model and hold the registry: no cycle back
         self._hooks: dict[tuple[str, str], HookInfo] = {}
         self._step_armed: dict[tuple[str, str], HookInfo] = {}  # the hooks of the kinds a step arms (armed_by_step)
@@ -87,13 +81,18 @@ class HookRegistry:
         """The hub behind ``Explorer.subscribe``: its subscribers, and the firings it keeps for them while there
         are any."""
         self._dispatch.events = self.events  # a firing is logged through it: kept for subscribers while any listen
+        self.collisions = Collisions(
+            self._hooks.values, self._root_ref, self._foreign_full_backward, self._remove, self.events
+        )
+        """Its in-place collisions (``hookwidgets.core.hooks.collisions``): which full backward hooks an in-place op
+        broke, why (``collisions.explanations``, behind ``Explorer.diagnostics``), and running without them."""
         self.generations = Generations(root, self._prompt_found)
         """Which steps belong to a generation (``generate()``), and where (``hookwidgets.core.hooks.generation``)."""
         self._dispatch.generation_of = self.events.generation_of = self.generations.of
         self._model_wide = ModelWideHooks(root)  # the global kinds' hooks, on every module of the model
         self._node_hooks = NodeHooks(self.clock, self._dispatch.fire)
         self._registrar = Registrar(
-            root, self.clock, self._dispatch, self._collisions, self._model_wide, self._node_hooks, self._begin_step
+            root, self.clock, self._dispatch, self.collisions, self._model_wide, self._node_hooks, self._begin_step
         )
         _REGISTRIES.add(self)
 
@@ -124,10 +123,7 @@ class HookRegistry:
         root = self._root
         if root is None:
             return list(self._hooks.values())
-        others = [
-            HookInfo(target, kind, name, foreign=True, active=False)
-            for target, kind, name in foreign_hooks(root, self._own_handle_ids(), *self._other_explorers())
-        ]
+        others = [HookInfo(target, kind, name, foreign=True, active=False) for target, kind, name in self._foreign()]
         return list(self._hooks.values()) + others
 
     def _records(self, target: str, kind: str) -> bool:
@@ -228,13 +224,8 @@ class HookRegistry:
             self._remove(info)
         self._flush_pending_removals()
         self._drop_idle_step_tracker()
-        self.announce_detached(removed)
+        self.events.detached(removed)
         return removed
-
-    def announce_detached(self, removed: list[HookInfo]) -> None:
-        """A ``detached`` event for hooks the user removed (``detach()``, a handle's ``remove()``) if anyone listens."""
-        if removed and self.events.listening:
-            self.events.emit({"type": "detached", "hooks": [i.as_dict() for i in removed], "reason": "detach"})
 
     def close(self) -> None:
         """Remove every hook this registry added and drop the model. Safe to call more than once."""
@@ -296,59 +287,21 @@ class HookRegistry:
         if output is None:  # always_call: the forward raised; sys.exc_info says why
             exc = sys.exc_info()[1]
             if is_inplace_collision(exc):
-                self.explain_collision(exc, in_forward=True)
+                self.collisions.detach(exc, in_forward=True)
         elif self._step_armed:
             note_armed(self._step_armed.values(), output)
-        if self.events.listening:  # events: the steps before this one are over, and this step's forward ended
-            self.events.end_step(self.step)
+        self.events.end_step(self.step)  # the steps before this one are over, and this step's forward ended
 
-    def explain_collision(self, exc: BaseException, in_forward: bool = False) -> list[HookInfo]:
-        """Detach the full backward hooks an in-place op collided with, say why on each; returns them.
-
-        ``in_forward``: called from the root's forward hook, whose dict torch is iterating over.
-        """
-        culprit = inplace_culprit(exc, self._root)
-        colliding = self._colliding(exc, culprit)
-        texts = []
-        if not colliding and self._root is not None:  # someone else's hook: explained, and left alone
-            text = self._collisions.explain_foreign(culprit, self._root, self._foreign_full_backward())
-            texts.append(text)
-            warnings.warn(text, InplaceCollisionWarning, stacklevel=2)
-        for info in colliding:
-            text = self._collisions.explain(info, culprit, self._root)
-            self._remove(info, defer_root_forward=in_forward)
-            texts.append(text)
-            warnings.warn(text, InplaceCollisionWarning, stacklevel=2)
-        if self.events.listening:  # events: the hooks the engine detached, and why
-            self.events.collided(colliding, texts)
-        return colliding
-
-    def colliding_hooks(self, exc: BaseException) -> list[HookInfo]:
-        """The explorer's full backward hooks that the in-place op of ``exc`` collided with (none: not ours).
-
-        The tensor the op modified is a view torch made of a hooked module's output: when a frame of the
-        traceback holds it, the module whose last output it views is the one. Otherwise every full backward
-        hook of the explorer is a suspect, unless only hooks others attached can be: then none is, and the
-        caller explains theirs. (A hook on the in-place module itself breaks on its own input, and a global
-        hook is on every module: those stay suspects.)
-        """
-        root = self._root
-        return self._colliding(exc, inplace_culprit(exc, root) if root is not None else None)
-
-    def _colliding(self, exc: BaseException, culprit: str | None) -> list[HookInfo]:
-        """``colliding_hooks(exc)``, with the in-place module's path already found."""
-        full = [info for info in self._hooks.values() if has(info.spec, full_backward=True)]
-        if not full or self._root is None:
-            return full
-        return self._collisions.colliding(exc, culprit, full, self._foreign_full_backward)
-
-    def _foreign_full_backward(self) -> list[tuple[str, str, str]]:
-        """``(target, kind, hook name)`` of the full backward hooks on the model that others attached."""
+    def _foreign(self) -> list[tuple[str, str, str]]:
+        """``(target, kind, hook name)`` of the hooks on the model that others attached."""
         root = self._root
         if root is None:
             return []
-        found = foreign_hooks(root, self._own_handle_ids(), *self._other_explorers())
-        return [hook for hook in found if has(hook[1], full_backward=True)]
+        return foreign_hooks(root, self._own_handle_ids(), *self._other_explorers())
+
+    def _foreign_full_backward(self) -> list[tuple[str, str, str]]:
+        """``_foreign()``'s full backward hooks."""
+        return [hook for hook in self._foreign() if has(hook[1], full_backward=True)]
 
     def _other_explorers(self) -> tuple[dict[int, tuple[str, str, str]], set[int]]:
         """The hooks of the process's other explorers as they are listed, by handle id (one entry per hook: a

@@ -11,7 +11,9 @@ from torch.autograd.graph import Node, get_gradient_edge
 from ..display import quoted
 from ..graph.stops import Stops, unreached, why
 from ..kind_table import KINDS
+from . import notes
 from .info import HookInfo
+from .notes import NoteKind
 
 NO_GRADIENT = "no gradient can come here"
 """How a note on a hook whose gradient cannot come begins."""
@@ -27,14 +29,11 @@ def stopped_notes(
     return [(info, _note(info, model, stops, behind) if behind else None) for info in hooks]
 
 
-def note_stopped(notes: list[tuple[HookInfo, str | None]]) -> None:
-    """Put ``stopped_notes`` on their hooks, over a note a firing left (the stop is why their gradient is None); drop
-    this note from a hook whose gradient comes again."""
-    for info, note in notes:
-        if note is not None:
-            info.note = note
-        elif info.note is not None and info.note.startswith(NO_GRADIENT):
-            info.note = None
+def note_stopped(stopped: list[tuple[HookInfo, str | None]]) -> None:
+    """Put ``stopped_notes`` on their hooks (shown over a note a firing left: the stop is why their gradient is
+    None); drop this note from a hook whose gradient comes again."""
+    for info, note in stopped:
+        notes.add(info, note, NoteKind.STOPPED)
 
 
 def _note(info: HookInfo, model: nn.Module, stops: Stops, behind: dict[Node, Node]) -> str | None:

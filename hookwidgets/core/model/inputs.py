@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -41,3 +42,9 @@ def describe_inputs(inputs: Inputs) -> str:
     if isinstance(inputs, (tuple, list)):
         return "(" + ", ".join(describe_inputs(v) for v in inputs) + ")"
     return type(inputs).__name__
+
+
+def explain_run_error(exc: BaseException, inputs: Inputs) -> str:
+    """The error of a failed run as text, with the inputs' shapes so a wrong shape is obvious."""
+    trace = "".join(traceback.format_exception(exc)).rstrip()
+    return f"{type(exc).__name__}: {exc}\n(inputs were {describe_inputs(inputs)})\n\n{trace}"

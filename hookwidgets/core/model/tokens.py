@@ -54,6 +54,34 @@ class Sequences:
                 return side[min(item, len(side) - 1)]
         return None
 
+    def labels_of(self, model: nn.Module, inputs: Any, example: bool, length: int) -> list[str] | None:
+        """The first item's labels of ``inputs`` (``example``: the example inputs, whose tokens are known), for a
+        sequence axis of ``length``: else the tokenizer's; None when neither names them."""
+        if example:
+            return self.labels(length)
+        if self.tokenizer is None:
+            return None
+        try:
+            return read_sequences(model, inputs, tokenizer=self.tokenizer).labels(length)
+        except ValueError:  # inputs without input_ids: nothing to label
+            return None
+
+    def ids_labels(self, ids: torch.Tensor, example: bool) -> TokenList | None:
+        """The labels of token ``ids`` ``(N, T)``: the tokenizer's strings, else the example's ``tokens`` for the
+        example inputs (``example``); None with neither."""
+        if self.tokenizer is not None:
+            return [self.id_names(row) or [] for row in ids.tolist()]
+        return self.tokens if example else None
+
+    def nested_names(self, ids: torch.Tensor) -> list | None:
+        """The tokenizer's strings of any-shaped ``ids``, as nested lists of that shape; None without a tokenizer."""
+        if self.tokenizer is None:
+            return None
+        flat: list = self.id_names(ids.flatten().tolist()) or []
+        for size in reversed(ids.shape[1:]):
+            flat = [flat[i : i + size] for i in range(0, len(flat), size)]
+        return flat
+
     def patch_tokens(self, length: int) -> int | None:
         """How many tokens precede the patches in a sequence of ``length`` (``leading_tokens``), or None when
         ``length`` is not the patch grid's, or is the token ids' (a text tower's) but for a class token and patches."""

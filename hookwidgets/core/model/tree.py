@@ -12,6 +12,7 @@ import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
 
+from ..display import quoted
 from .inputs import Inputs, call_model
 from .lazy import has_lazy, probe_copy
 from .meta import call_time_watch, holds_meta
@@ -167,3 +168,20 @@ def build_tree(model: nn.Module, probed: ProbeResult | None = None) -> dict[str,
         }
 
     return node("", type(model).__name__, model)
+
+
+SCRIPTED_ROOT = (
+    "the model is a torch.jit.script module: ScriptModules take no hooks, so no module shows a shape or "
+    "fires a hook; explore the model before scripting it"
+)
+
+
+def unwatched_note(unwatched: list[str]) -> str | None:
+    """Which torch.jit.script modules the explorer cannot watch (they take no hooks); None when there are none."""
+    if not unwatched:
+        return None
+    if "" in unwatched:
+        return SCRIPTED_ROOT
+    names = ", ".join(quoted(path) for path in unwatched)
+    theirs = "its" if len(unwatched) == 1 else "their"
+    return f"torch.jit.script modules take no hooks: {names} (and {theirs} submodules) show no shape and fire no hooks"

@@ -13,8 +13,8 @@ from hookwidgets import HookExplorer
 from hookwidgets.core import Explorer, Record
 from hookwidgets.core.diagnostics import summary_rows
 from hookwidgets.core.hooks.kinds import KINDS, Kind, resolve_kind, valid_kinds
-from hookwidgets.core.hooks.scalar_log import stats_kinds_needed
 from hookwidgets.core.kind_table import names, summary_columns, user_names
+from hookwidgets.core.monitors.scalar_log import stats_kinds_needed
 from hookwidgets.widget import captures
 from hookwidgets.widget.state import kinds_payload
 

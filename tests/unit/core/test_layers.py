@@ -34,10 +34,11 @@ LAYERS = [
     ("display", "gc_pause", "_torch", "kind_table"),
     ("model",),
     ("capture",),
-    ("diagnostics",),
     ("graph",),
     ("hooks",),
+    ("diagnostics",),
     ("attribution",),
+    ("monitors",),
     ("codegen",),
     ("explorer",),
 ]

@@ -287,7 +287,7 @@ def test_distributed_layer_imports_no_display_code():
     import sys
 
     code = (
-        "import sys, hookwidgets.distributed, hookwidgets.core.hooks.optim, hookwidgets.core.hooks.packaging\n"
+        "import sys, hookwidgets.distributed, hookwidgets.core.monitors.optim, hookwidgets.core.monitors.packaging\n"
         "print(','.join(m for m in ('matplotlib', 'ipywidgets', 'anywidget', 'IPython') if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

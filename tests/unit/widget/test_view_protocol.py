@@ -10,7 +10,7 @@ from ipywidgets.widgets.widget import _remove_buffers
 from torch import nn
 
 from hookwidgets import HookExplorer
-from hookwidgets.core.diagnostics.notes import SCRIPTED_ROOT
+from hookwidgets.core.model.tree import SCRIPTED_ROOT
 from tests.conftest import hook_state
 
 from ._messages import browser_sends, browser_sets, summary_rows

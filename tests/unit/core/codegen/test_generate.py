@@ -14,10 +14,10 @@ from hookwidgets.core import Explorer, HookInfo
 from hookwidgets.core.codegen.generate import hook_code
 from hookwidgets.core.hooks.edits import apply_edits
 from tests.conftest import GLOBAL_DICTS, HOOK_DICTS, TupleOut
-from tests.unit.core.diagnostics.test_notes import UsesDataclass, UsesDict
 from tests.unit.core.graph.test_scoping import CASES as SCOPING_CASES
 from tests.unit.core.graph.test_scoping import Outer
 from tests.unit.core.hooks.test_hooks import Scores, ScoresHead, UnusedOutput
+from tests.unit.core.hooks.test_notes import UsesDataclass, UsesDict
 
 # The first conv's input needs no grad, which torch mentions for every full backward hook there.
 pytestmark = pytest.mark.filterwarnings("ignore:Full backward hook is firing:UserWarning")

@@ -6,8 +6,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer, build_tree, probe
-from hookwidgets.core.diagnostics.notes import SCRIPTED_ROOT, unwatched_note
-from hookwidgets.core.model.tree import describe_shape
+from hookwidgets.core.model.tree import SCRIPTED_ROOT, describe_shape, unwatched_note
 from tests.conftest import RefusesHooks, hook_state
 
 

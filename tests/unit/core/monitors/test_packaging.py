@@ -8,11 +8,11 @@ import pytest
 import torch
 from torch.package import PackageImporter
 
-from hookwidgets.core.hooks.packaging import default_intern, package_report
-from tests.unit.core.hooks._pkgmodel.net import ScaledNet
+from hookwidgets.core.monitors.packaging import default_intern, package_report
+from tests.unit.core.monitors._pkgmodel.net import ScaledNet
 
-NET = "tests.unit.core.hooks._pkgmodel.net"
-SCALES = "tests.unit.core.hooks._pkgmodel.scales"
+NET = "tests.unit.core.monitors._pkgmodel.net"
+SCALES = "tests.unit.core.monitors._pkgmodel.scales"
 
 
 def _actions(report) -> dict[str, str]:

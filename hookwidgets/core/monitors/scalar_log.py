@@ -9,9 +9,9 @@ from typing import Any
 from ..capture.store import CaptureStore
 from ..diagnostics.nonfinite import SUMMARY_FIELDS, rows_of
 from ..display import display_name
+from ..hooks.events import Event
+from ..hooks.info import HookGroup, HookInfo
 from ..kind_table import user_names
-from .events import Event
-from .info import HookGroup, HookInfo
 
 SIDES = ("act", "grad")
 """The summary's two sides: a layer's activations (forward kinds) and the gradients at its output."""
@@ -60,7 +60,7 @@ class ScalarLog:
 
     def _on_event(self, event: Event) -> None:
         # a step is over (its forward and backward): its records are all in
-        if event["type"] != "capture" or event["graph"] or event["step"] % self.every:
+        if event["type"] != "capture" or event["step"] % self.every:
             return
         step = event["step"]
         records = self._store.step_records([(target, kind) for target, kind in event["records"]], step)
@@ -127,3 +127,43 @@ def same_destination(a: Any, b: Any) -> bool:
         return True
     dirs = [getattr(w, "get_logdir", None) for w in (a, b)]
     return all(callable(d) for d in dirs) and dirs[0]() == dirs[1]()
+
+
+class ScalarLogs:
+    """The open logs of one explorer (``log_to()``): a new log to a writer replaces the one writing there."""
+
+    def __init__(self) -> None:
+        self._logs: list[ScalarLog] = []
+
+    def open(
+        self,
+        writer: Any,
+        every: int,
+        fields: Sequence[str] | None,
+        store: CaptureStore,
+        subscribe: Callable[[Callable[[Event], Any]], Callable[[], None]],
+        flush: Callable[[], None],
+        hooks: Callable[[], Sequence[HookInfo]],
+        attach_stats: Callable[[list[str]], HookGroup],
+    ) -> ScalarLog:
+        """A ``ScalarLog`` to ``writer``; ``hooks()``: the explorer's own, ``attach_stats(kinds)``: attaches ``stats``
+        hooks of those model-wide kinds, which the log removes with itself, when none of ``hooks()`` fills the
+        summary."""
+        for old in [log for log in self._logs if same_destination(log.writer, writer)]:
+            old.remove()
+        log = ScalarLog(writer, every, fields, store, subscribe, flush)
+        kinds = stats_kinds_needed(hooks())  # after the old log took its own hooks away
+        try:
+            if kinds:
+                log.hooks.extend(attach_stats(kinds))
+        except BaseException:
+            log.remove()
+            raise
+        self._logs = [*(other for other in self._logs if other.active), log]
+        return log
+
+    def close(self) -> None:
+        """Remove every log, each writing the step still open."""
+        for log in self._logs:
+            log.remove()
+        self._logs = []

@@ -1,22 +1,160 @@
-"""Why a hook did not fire, or broke a forward: the known pitfalls, recognised and explained."""
+"""Notes on hooks, in one place: every kind of note a hook can carry, which one it shows, and the one way to set one.
+
+A hook keeps at most one note of each kind (``NoteKind``); ``add`` sets one, ``drop`` takes one back, and neither
+touches a note of another kind. ``HookInfo.note`` shows the kind of highest precedence, followed by the short-step
+note (a capture budget that holds less than one step), which is said beside any other. The texts of the notes the
+engine writes while it registers and fires hooks are here too; a note made from facts of another layer (an alias, an
+attention implementation) takes its text from there.
+"""
 
 from __future__ import annotations
 
-import types
-from typing import Any
+import enum
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 import torch
 from torch import nn
 
+from .. import kind_table
+from ..capture.store import CaptureStore
 from ..display import display_name, quoted
-from ..kind_table import has
 from ..model.compiled import is_compiled
-from ..model.nested import is_dataclass_value, output_tensors
+from ..model.nested import is_dataclass_value, tensors_in
 
-_INPLACE_VIEW_ERROR = "BackwardHookFunction is a view and is being modified inplace"
+
+class NoteKind(enum.IntEnum):
+    """The kinds of note, lowest precedence first: a hook with several shows the last one's."""
+
+    ALIAS = enum.auto()
+    """Attached under another path to the same object (``model/targets.py``)."""
+    HIDDEN_PROBABILITIES = enum.auto()
+    """An attention implementation that computes no probabilities (``model/attention_sources.py``)."""
+    META_STATS = enum.auto()
+    """Statistics of a tensor on the meta device, which holds no values (``actions.py``)."""
+    STEP_NOT_ARMED = enum.auto()
+    """The model's last forward needed no grad: no gradient comes back through it."""
+    NOT_RUN = enum.auto()
+    """The module did not run in the example forward; goes once the hook fires."""
+    CANNOT_FIRE = enum.auto()
+    """The hook can never fire there: a torch.fx graph never calls the module, a parameter on the meta device."""
+    COMPILED = enum.auto()
+    """A compiled model may ignore a hook attached after its first compiled call; goes once the hook fires."""
+    REFUSED = enum.auto()
+    """A model-wide hook that torch refused on some modules (``model_wide.py``)."""
+    NODE_MISSING = enum.auto()
+    """An autograd node hook whose id the latest forward's graph lacked (``node_hooks.py``)."""
+    GRAD_NOT_ARMED = enum.auto()
+    """A ``grad`` hook's call gave no output tensor that requires grad."""
+    BACKWARD_OUTPUT = enum.auto()
+    """A full backward hook whose module's output torch cannot hook (a dict), or that ran without grad."""
+    INPUT_GRAD = enum.auto()
+    """A full backward hook whose ``grad_input`` was all None or empty."""
+    PATCH_SKIPPED = enum.auto()
+    """A patch left out of a generation's decode steps (``dispatch.py``)."""
+    STOPPED = enum.auto()
+    """No gradient can come: every path to the score passes a module that passes none (``stop_notes.py``)."""
+    GIVEN = enum.auto()
+    """Set by hand (``info.note = text``)."""
+    SHORT_STEPS = enum.auto()
+    """The capture budget holds less than one step: shown beside the note of highest precedence, not instead."""
+
+
+UNTIL_FIRED = (NoteKind.NOT_RUN, NoteKind.COMPILED)
+"""The kinds of note that say why a hook may not fire: they go when it fires."""
+
+
+class Notes:
+    """The notes of one hook, by kind."""
+
+    __slots__ = ("_by_kind",)
+
+    def __init__(self) -> None:
+        self._by_kind: dict[NoteKind, str] = {}
+
+    @property
+    def text(self) -> str | None:
+        """The note shown: the one of highest precedence, then the short-step note; None without notes."""
+        by_kind = self._by_kind.copy()  # one snapshot: firings on other threads may add notes meanwhile
+        if not by_kind:
+            return None
+        short = by_kind.get(NoteKind.SHORT_STEPS)
+        main = [by_kind[kind] for kind in sorted(by_kind) if kind is not NoteKind.SHORT_STEPS]
+        parts = [part for part in (main[-1] if main else None, short) if part]
+        return "; ".join(parts) or None
+
+    def set_text(self, text: str | None) -> None:
+        """``info.note = text``: the note given by hand replaces every other, and stays until set again."""
+        self._by_kind = {NoteKind.GIVEN: text} if text else {}
+
+    def has(self, kind: NoteKind) -> bool:
+        return kind in self._by_kind
+
+
+class _Noted(Protocol):
+    _notes: Notes
+
+
+def add(info: _Noted, text: str | None, kind: NoteKind) -> None:
+    """Give ``info`` the note ``text`` of ``kind``, in place of its earlier note of that kind (None: drop it)."""
+    if text:
+        info._notes._by_kind[kind] = text
+    else:
+        drop(info, kind)
+
+
+def drop(info: _Noted, *kinds: NoteKind) -> None:
+    """Take back ``info``'s notes of ``kinds``; its notes of other kinds stay."""
+    by_kind = info._notes._by_kind
+    for kind in kinds:
+        by_kind.pop(kind, None)
+
+
+def has(info: _Noted, kind: NoteKind) -> bool:
+    """Whether ``info`` holds a note of ``kind``."""
+    return info._notes.has(kind)
+
+
+def fired(info: _Noted) -> None:
+    """``info`` fired (for the first time): the notes saying it may not fire go."""
+    drop(info, *UNTIL_FIRED)
+
+
+# --- Notes a whole step puts on hooks --------------------------------------------------------------------------------
+
+
+def note_short_steps(hooks: Iterable[Any], store: CaptureStore) -> None:
+    """Say on each hook whose records the store evicted before their own step ended that the budget holds less
+    than one step (a global kind: naming the modules); drop the note once a later step was kept whole."""
+    short = store.short_steps()
+    for info in hooks:
+        note = short.get((info.target, info.kind))
+        if kind_table.has(info.spec, family="global"):  # its records are each module's
+            modules = [target for target, kind in short if kind == info.kind]
+            more = f" and {len(modules) - 1} more modules" if len(modules) > 1 else ""
+            note = f"{short[(modules[0], info.kind)]} (on {quoted(modules[0] or '(model)')}{more})" if modules else None
+        add(info, note, NoteKind.SHORT_STEPS)
+
+
+def note_armed(hooks: Iterable[Any], output: Any) -> None:
+    """Say "not armed" on ``hooks`` (of the kinds a step arms: ``Kind.armed_by_step``) after a forward whose
+    ``output`` needs no grad (under no_grad or inference_mode, or nothing upstream requires grad); drop it after one
+    that does."""
+    if torch.is_grad_enabled():
+        tensors = tensors_in(output)
+        if not tensors:
+            return  # no output tensor to tell (a forward that runs its own backward): the notes stay
+        armed = any(t.requires_grad for t in tensors)
+    else:
+        armed = False
+    for info in hooks:
+        add(info, None if armed else STEP_NOT_ARMED, NoteKind.STEP_NOT_ARMED)
+
+
+# --- The texts ---------------------------------------------------------------------------------------------------
 
 NOT_RUN = "did not run in the example forward"
-"""How ``not_run_note`` begins: the note goes once the hook fires."""
+"""How ``not_run_note`` begins."""
 
 
 def not_run_note(target: str, module: nn.Module) -> str:
@@ -80,7 +218,12 @@ STEP_NOT_ARMED = (
     "not armed: the model's last forward ran without grad (torch.no_grad / inference_mode, or nothing upstream "
     "requires grad), so no gradient comes back through it to this hook"
 )
-"""The note of a global backward or parameter hook after such a forward; the next forward with grad clears it."""
+"""The note of a global backward or parameter hook after such a forward; the next forward with grad drops it."""
+GRAD_NOT_ARMED = (
+    "not armed: no output tensor required grad (forward under torch.no_grad / inference_mode, "
+    "or nothing upstream requires grad), so no gradient will come for this call"
+)
+"""The note of a ``grad`` hook after a call of its module whose outputs need no grad."""
 
 
 NO_INPUT_GRAD = (
@@ -125,88 +268,6 @@ def input_grad_note(path: str, grad_input: tuple, edited: bool) -> str:
     return NO_INPUT_GRAD if edited else no_input_grad_note(path)
 
 
-def is_inplace_collision(exc: BaseException | None) -> bool:
-    """True for torch's error when an in-place op modifies the output a full backward hook wrapped."""
-    return isinstance(exc, RuntimeError) and _INPLACE_VIEW_ERROR in str(exc)
-
-
-def is_inplace_collision_text(error: str | None) -> bool:
-    """``is_inplace_collision`` for an error kept as text (a recorded graph's ``"error"``)."""
-    return error is not None and _INPLACE_VIEW_ERROR in error
-
-
-def inplace_culprit(exc: BaseException, model: nn.Module) -> str | None:
-    """Path of the innermost module of ``model`` running when ``exc`` was raised (the in-place one)."""
-    paths = {id(m): p for p, m in model.named_modules()}
-    culprit = None
-    tb: types.TracebackType | None = exc.__traceback__
-    while tb is not None:
-        owner = tb.tb_frame.f_locals.get("self")
-        if isinstance(owner, nn.Module) and id(owner) in paths:
-            culprit = paths[id(owner)]
-        tb = tb.tb_next
-    return culprit
-
-
-def modified_view(exc: BaseException) -> torch.Tensor | None:
-    """The tensor the in-place op of a collision tried to modify, when the traceback shows it for sure: the one
-    view a full backward hook's ``BackwardHookFunction`` made (its ``_base`` is the hooked module's output)
-    among the locals of the innermost frame, a function such as ``F.relu(input, inplace=True)``.
-
-    None when that frame is a module's own code (``out.add_(x)`` in a forward: the tensor modified may be a
-    temporary, and another local a view of some other hooked output) or holds no such view, or several.
-    """
-    tb: types.TracebackType | None = exc.__traceback__
-    if tb is None:
-        return None
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    local_values = tb.tb_frame.f_locals.values()
-    if any(isinstance(value, nn.Module) for value in local_values):
-        return None
-    views = [
-        value
-        for value in local_values
-        if isinstance(value, torch.Tensor) and type(value.grad_fn).__name__ == "BackwardHookFunctionBackward"
-    ]
-    return views[0] if len(views) == 1 else None
-
-
-def explain_foreign_collision(culprit: str | None, model: nn.Module, hooks: list[tuple[str, str, str]]) -> str:
-    """What went wrong when an in-place op met a full backward hook that the explorer did not attach."""
-    where, fix = _where_and_fix(culprit, model)
-    owners = ", ".join(f"{kind} {display_name(name)} on {quoted(target or '(model)')}" for target, kind, name in hooks)
-    whose = f" ({owners})" if owners else ""
-    return (
-        f"{where} modifies the output of a module with a full backward hook that the explorer did not "
-        f"attach{whose}: torch wraps the hooked module's output in a view for the backward hook, and modifying "
-        "that view in place makes the forward raise. The explorer leaves hooks others attached alone: remove "
-        f"that hook (its handle's .remove()), register a tensor hook instead, or {fix}."
-    )
-
-
-def _where_and_fix(culprit: str | None, model: nn.Module) -> tuple[str, str]:
-    """The in-place module as words, and how to make it out of place."""
-    where, fix = "an in-place op", "make the in-place op out of place"
-    if culprit is not None:
-        module = model.get_submodule(culprit)
-        where = f"the in-place module {quoted(culprit)} ({display_name(type(module).__name__)})"
-        if hasattr(module, "inplace"):
-            fix = f"set model.get_submodule({quoted(culprit)}).inplace = False"
-    return where, fix
-
-
-def explain_collision(kind: str, target: str, culprit: str | None, model: nn.Module) -> str:
-    """What went wrong when a full backward hook met an in-place op, and the two ways out."""
-    where, fix = _where_and_fix(culprit, model)
-    return (
-        f"the full backward hook {kind!r} on {quoted(target)} collides with {where}: torch wraps the hooked "
-        "module's output in a view for the backward hook, and modifying that view in place makes the "
-        f"forward raise. The hook was detached so the next forward works. Attach 'grad' instead (tensor "
-        f"hooks are robust to in-place ops), or {fix}."
-    )
-
-
 CANNOT_FIRE = "full backward hooks cannot fire on it"
 """In the note of a full backward hook on a module whose output torch's full backward hooks skip."""
 
@@ -217,7 +278,7 @@ def backward_output_note(kind: str, output: object) -> str | None:
     if what is not None:
         used = (
             "'grad' tensor hooks on its tensors record grad_output instead"
-            if has(kind, pre=True)
+            if kind_table.has(kind, pre=True)
             else "attach 'grad' to record the output gradients"
         )
         return f"output is {what}: {CANNOT_FIRE} (torch needs a Tensor or a tuple); {used}"
@@ -240,23 +301,6 @@ def _unhookable_output(output: object) -> str | None:
     return None
 
 
-SCRIPTED_ROOT = (
-    "the model is a torch.jit.script module: ScriptModules take no hooks, so no module shows a shape or "
-    "fires a hook; explore the model before scripting it"
-)
-
-
-def unwatched_note(unwatched: list[str]) -> str | None:
-    """Which torch.jit.script modules the explorer cannot watch (they take no hooks); None when there are none."""
-    if not unwatched:
-        return None
-    if "" in unwatched:
-        return SCRIPTED_ROOT
-    names = ", ".join(quoted(path) for path in unwatched)
-    theirs = "its" if len(unwatched) == 1 else "their"
-    return f"torch.jit.script modules take no hooks: {names} (and {theirs} submodules) show no shape and fire no hooks"
-
-
 COMPILED = (
     "the model is compiled: hooks added after its first compiled call do not fire unless "
     "torch._dynamo.config.skip_nnmodule_hook_guards = False (then it recompiles once); "
@@ -271,45 +315,3 @@ NOT_FIRED = "not fired since it was attached"
 def compiled_note(model: nn.Module) -> str | None:
     """The note of a hook just attached to a compiled model, which may ignore it; None for a model not compiled."""
     return f"{NOT_FIRED}, and {COMPILED}" if is_compiled(model) else None
-
-
-def note_until_fired(note: str) -> bool:
-    """Whether ``note`` says why a hook may not fire (never run in the example forward, compiled model): it
-    stops being true when the hook fires."""
-    return NOT_RUN in note or note.startswith(NOT_FIRED)
-
-
-def no_graph_reason(model: nn.Module, output: Any, grad_mode: tuple[bool, bool], inputs_grad: bool) -> str:
-    """Why a forward left no autograd graph, and what to do about it."""
-    name = display_name(type(model).__name__)
-    grad_enabled, inference = grad_mode
-    if inference:
-        return f"no graph: {name} ran under torch.inference_mode(), so autograd recorded nothing; run it outside"
-    if not grad_enabled:
-        return (
-            f"no graph: {name} ran with grad disabled (torch.no_grad()), so autograd recorded nothing; "
-            "run it under torch.enable_grad()"
-        )
-    tensors = output_tensors(output)
-    if not tensors:
-        return f"no graph: the output of {name} holds no tensor (got {type(output).__name__}); return tensors"
-    if any(t.requires_grad for t in tensors):  # requires grad without a grad_fn: a leaf returned as is
-        return (
-            f"no graph: {name} returned leaf tensors (a parameter or an input, as is), which have no grad_fn: "
-            "no op of the forward lies between them and the output"
-        )
-    if not inputs_grad and not any(p.requires_grad for p in model.parameters()):
-        return (
-            f"no graph: nothing in {name}'s forward requires grad (no parameter has requires_grad=True, "
-            "and no tensor argument does); call model.requires_grad_() or pass an input with requires_grad=True"
-        )
-    if not any(t.is_floating_point() or t.is_complex() for t in tensors):
-        dtypes = ", ".join(sorted({str(t.dtype).removeprefix("torch.") for t in tensors}))
-        return (
-            f"no graph: {name} returned only {dtypes} tensors (argmax, a comparison or a cast), which carry no "
-            "gradient; return the floating-point scores to see their graph"
-        )
-    return (
-        f"no graph: no output tensor of {name} has a grad_fn although its parameters require grad: the forward "
-        "detached its outputs (.detach(), .data, a NumPy round trip) or made them under torch.no_grad() inside"
-    )

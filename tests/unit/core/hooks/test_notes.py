@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.diagnostics.notes import NOT_ARMED, STEP_NOT_ARMED
+from hookwidgets.core.hooks.notes import NOT_ARMED, STEP_NOT_ARMED
 from tests.conftest import hook_state
 
 
@@ -330,3 +330,56 @@ def test_a_forward_with_nothing_requiring_grad_does_not_arm_them_either():
         model.requires_grad_(True)
         model(torch.randn(2, 4))
         assert info.note is None
+
+
+class CountsForwards(nn.Module):
+    """Counts its forwards; changes its first layer's output in place once ``late`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj, self.head = nn.Linear(4, 4), nn.Linear(4, 2)
+        self.late, self.forwards = False, 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.forwards += 1
+        y = self.proj(x)
+        return self.head(y.relu_() if self.late else y.relu())
+
+
+def test_graph_records_again_without_the_broken_hook_and_runs_no_forward_just_to_find_it():
+    torch.manual_seed(0)
+    model = CountsForwards()
+    with Explorer(model, example_inputs=torch.randn(2, 4)) as ex:
+        broken = ex.attach("proj", "backward")
+        model.late, model.forwards = True, 0
+        with pytest.warns(UserWarning, match=r"'backward' on 'proj' collides with the in-place module ''"):
+            graph = ex.graph()
+        assert "error" not in graph and not broken.active and ex.own_hooks == []
+        assert model.forwards == 2  # the one that met the collision, then the whole graph's
+
+
+class Aliased(nn.Module):
+    """``first`` is ``layers[0]`` registered a second time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+        self.first = self.layers[0]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
+
+
+def test_a_note_of_one_kind_never_takes_away_a_note_of_another():
+    with Explorer(Aliased()) as ex:
+        with pytest.warns(UserWarning, match="another path"):
+            hook = ex.attach("first", "grad")
+        alias = hook.note
+        assert "'first' is another path to 'layers.0'" in alias
+        with torch.no_grad():
+            ex.model(torch.randn(2, 4))
+        assert hook.note.startswith("not armed: no output tensor required grad")  # says more, so it is shown
+        ex.model(torch.randn(2, 4)).sum().backward()
+        assert hook.note == alias  # the not-armed note went, and only it
+        hook.note = "mine"  # set by hand: replaces every other
+        assert hook.note == "mine"

@@ -191,3 +191,53 @@ def _weak_hook(method: Callable[[torch.optim.Optimizer], None]) -> Callable[...,
 def _remove(handles: list[RemovableHandle]) -> None:
     for handle in handles:
         handle.remove()
+
+
+class OptimizerWatches:
+    """The optimizer monitors of one explorer (``watch_optimizer()``): a new watch replaces any monitor of the same
+    parameters, so a re-run cell never stacks; holds no explorer (its finalizer closes them)."""
+
+    def __init__(self) -> None:
+        self._watches: list[tuple[torch.optim.Optimizer | None, UpdateRatioMonitor]] = []
+
+    @property
+    def monitors(self) -> list[UpdateRatioMonitor]:
+        """The monitors that still watch, oldest first."""
+        return [monitor for _, monitor in self._watches]
+
+    def watch(
+        self, optimizer: torch.optim.Optimizer | None, model: nn.Module, model_name: str, scope: str, every: int
+    ) -> UpdateRatioMonitor:
+        """A monitor of ``optimizer`` (None: every optimizer stepping a parameter of ``model``), in place of those it
+        replaces; TypeError or ValueError, naming the fix, for an optimizer that is none or steps none of them."""
+        if optimizer is not None and not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(
+                f"watch_optimizer() takes a torch.optim.Optimizer (or None for every optimizer of the model), "
+                f"got {type(optimizer).__name__}: ex.watch_optimizer(torch.optim.SGD(model.parameters(), lr=0.1))"
+            )
+        params = _param_ids(optimizer)
+        if params is not None and not any(id(p) in params for p in model.parameters()):
+            raise ValueError(
+                f"this {type(optimizer).__name__} steps no parameter of the explored {model_name}: "
+                "pass the optimizer made from this model's parameters"
+            )
+        # Made before the old monitors go: a bad scope or every leaves them as they were.
+        monitor = UpdateRatioMonitor(optimizer, model, scope="global" if optimizer is None else scope, every=every)
+        for old in [w for w in self._watches if w[0] is None or params is None or _param_ids(w[0]) & params]:
+            old[1].close()
+            self._watches.remove(old)
+        self._watches.append((optimizer, monitor))
+        return monitor
+
+    def close(self) -> None:
+        """Close every monitor and let go of the optimizers."""
+        for _, monitor in self._watches:
+            monitor.close()
+        self._watches.clear()
+
+
+def _param_ids(optimizer: torch.optim.Optimizer | None) -> set[int] | None:
+    """Ids of the parameters ``optimizer`` steps; None stands for every optimizer of the model."""
+    if optimizer is None:
+        return None
+    return {id(p) for group in optimizer.param_groups for p in group["params"]}

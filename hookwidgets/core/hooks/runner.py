@@ -1,0 +1,145 @@
+"""The explorer's runs of its model, in one place: what each analysis needs around its forwards, and one runner that
+gives exactly that, so that no analysis picks its own mix (and a new one cannot forget a part).
+
+An ``Analysis`` declares what its run needs: whether the user's hooks see it, the mode and the state put back, the
+grad mode, and what a full backward hook that an in-place op breaks does to it. ``Runner.run`` materializes lazy
+modules (a run the user asked for) or skips (the explorer's own checks), and runs the body inside all of that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Callable, Collection, Iterator
+from typing import Literal, NamedTuple, TypeVar
+
+import torch
+from torch import nn
+
+from ..display import display_name
+from ..model.compiled import run_eagerly
+from ..model.inputs import Inputs, describe_inputs
+from ..model.lazy import MaterializedWarning, has_lazy, materialize
+from ..model.state import preserved_state
+from .info import HookInfo
+from .registry import HookRegistry
+
+T = TypeVar("T")
+
+HOOK_WARNINGS = (
+    # torch warns on every backward when a first layer's inputs need no grad: the hook's note says it once
+    "Full backward hook is firing when gradients are computed",
+    # torch says this at the first forward of a module with a dict output (then our hook steps aside): its note says it
+    "For backward hooks to be called, module output should be",
+)
+
+
+class Analysis(NamedTuple):
+    """What one analysis of the explorer needs around its forwards; the defaults are the safe ones."""
+
+    name: str
+    """How the warning of a run that materializes lazy modules names it (``"run()"``)."""
+    lazy: Literal["materialize", "skip", "itself"] = "materialize"
+    """On a model with lazy modules: an analysis the user asked for materializes them first, said in a warning;
+    one of the explorer's own checks (at attach), whose forward would materialize them, is skipped (``run`` returns
+    None); the shape probe runs on a copy (``"itself"``)."""
+    own: bool = True
+    """An own run: every explorer's hooks stay silent and a compiled model runs its Python code. False for
+    ``run()``, whose forward and backward the user's hooks record."""
+    state: Literal["eval", "train", "itself"] = "eval"
+    """The mode the model runs in, its state (``.grad``, buffers, RNG, modes) put back after; ``"itself"``: the
+    analysis keeps the state itself (it runs on copies, or each method does)."""
+    grad: bool | None = None
+    """Grad on (True) or off (False) around the body, or as the caller has it (None)."""
+    collisions: Literal["detach", "raise"] = "detach"
+    """A full backward hook of the explorer's that an in-place op breaks: detached with an explanation, and the body
+    runs again (``"detach"``); or torch's error stays (``"raise"``: ``run()``, whose step tracker explains it)."""
+    quiet: bool = False
+    """Leave out torch's warnings about the explorer's backward hooks, which their notes say once."""
+
+
+# The explorer's analyses, each with what it needs (``Explorer`` runs each through ``Runner.run``).
+PROBE = Analysis("the shape probe", lazy="itself", state="itself", collisions="raise")  # no grad, a lazy one copied
+RUN = Analysis("run()", own=False, grad=True, collisions="raise", quiet=True)
+GRAPH = Analysis("graph()", state="itself")  # record_graph keeps the state and enables grad itself
+FIRST_NONFINITE = Analysis("first_nonfinite()", state="itself")
+ATTENTION = Analysis("attention()")
+LENS = Analysis("logit_lens()", grad=False)
+PATCH_SWEEP = Analysis("patch_sweep()", grad=False)
+ATTRIBUTION = Analysis("the attribution run", state="itself")  # each method keeps the state it changes
+COMPARE_BACKWARD = Analysis("compare_backward()", state="itself", collisions="raise")  # on copies, hooks of its own
+COLLISION_CHECK = Analysis("attach()", lazy="skip", grad=True, quiet=True)
+STOP_CHECK = Analysis("attach()", lazy="skip", grad=True)
+FORWARD_CHECK = Analysis("attach()", lazy="skip", grad=False)
+
+
+class Runner:
+    """Runs the analyses of one explorer (its registry's hooks silent in own runs), each as its ``Analysis`` says.
+
+    It holds no model: each call names it, so the explorer lets go of the model at ``close()``."""
+
+    def __init__(self, registry: HookRegistry) -> None:
+        self._registry = registry
+
+    def run(
+        self,
+        analysis: Analysis,
+        model: nn.Module,
+        body: Callable[[], T],
+        inputs: Inputs | None = None,
+        *,
+        reported: Callable[[T], BaseException | None] | None = None,
+        attaching: Collection[HookInfo] = (),
+    ) -> T | None:
+        """Run ``body`` on ``model`` as ``analysis`` needs; ``inputs``: what its forward runs, with which a lazy model
+        is materialized first. None when a check is skipped. ``reported``, ``attaching``: as
+        ``Collisions.without_colliding``'s."""
+        if analysis.lazy != "itself" and has_lazy(model):
+            if analysis.lazy == "skip":
+                return None  # the run that meets what the check looks for says it
+            if inputs is not None:
+                self.materialize(model, inputs, analysis.name)
+
+        def attempt() -> T:
+            with contextlib.ExitStack() as stack:
+                if analysis.state != "itself":
+                    stack.enter_context(preserved_state(model, mode=analysis.state))
+                if analysis.grad is not None:
+                    stack.enter_context(torch.enable_grad() if analysis.grad else torch.no_grad())
+                if analysis.quiet:
+                    stack.enter_context(warnings.catch_warnings())
+                    for message in HOOK_WARNINGS:
+                        warnings.filterwarnings("ignore", message=message)
+                return body()
+
+        with self.own_run(model) if analysis.own else contextlib.nullcontext():
+            if analysis.collisions == "raise":
+                return attempt()
+            return self._registry.collisions.without_colliding(attempt, reported=reported, attaching=attaching)
+
+    def would_skip(self, analysis: Analysis, model: nn.Module) -> bool:
+        """Whether ``run(analysis, model, …)`` skips the body (a check on a model with lazy modules)."""
+        return analysis.lazy == "skip" and has_lazy(model)
+
+    @contextlib.contextmanager
+    def own_run(self, model: nn.Module) -> Iterator[None]:
+        """A run the explorer makes for itself: the user's hooks record nothing, and a compiled model runs
+        its Python code (``run_eagerly``), leaving the user's compiled code as it was."""
+        with self._registry.suspended(), run_eagerly(model):
+            yield
+
+    def materialize(self, model: nn.Module, inputs: Inputs, caller: str) -> None:
+        """Before a run the user asked for: the forward that materializes lazy modules, said in a warning.
+
+        It cannot be undone as the rest of a run's changes are, so the explorer's own checks never run it.
+        """
+        with self.own_run(model):  # the user's hooks see the run itself, not this forward
+            done = materialize(model, inputs)
+        if done:
+            warnings.warn(
+                f"{caller} materialized the lazy modules {', '.join(done)} of {display_name(type(model).__name__)} "
+                f"with inputs {describe_inputs(inputs)}: a lazy module takes its parameters' shapes from its first "
+                "forward, and the run needs them (the shape probe and attach() leave lazy modules as they are)",
+                MaterializedWarning,
+                stacklevel=4,
+            )
