@@ -2,6 +2,10 @@
 
 ``from hookwidgets import HookExplorer``; ``%load_ext hookwidgets`` in a notebook. The widget and
 IPython layers are imported lazily so that ``hookwidgets.core`` stays usable with torch alone.
+
+Import from ``hookwidgets`` and ``hookwidgets.core``, and from ``hookwidgets.plots``, ``.widget``, ``.distributed``,
+``.examples`` and ``.ipython`` (docs/api.md documents these and the few public modules inside them): every other
+module is internal.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """Torch-only engine of hookwidgets: targets, hooks, captures, module tree. No display code: it never imports
-ipywidgets, IPython or matplotlib."""
+ipywidgets, IPython or matplotlib.
+
+These are the engine's public names. Its subpackages (``model``, ``hooks``, ``capture``, ``graph``, ``attribution``,
+``diagnostics``, ``monitors``, ``codegen``) and modules are internal: what they hold may change without notice.
+"""
 
 from .._warnings import (
     AliasWarning,
@@ -18,21 +22,52 @@ from .._warnings import (
     UnwatchedModulesWarning,
     ViewUpdateWarning,
 )
+from .attribution import (
+    CAM_METHODS,
+    METHODS,
+    PIXEL_METHODS,
+    ROLLOUT_METHODS,
+    TOKEN_METHODS,
+    Attribution,
+    as_grid,
+    attribute,
+    check_method,
+    default_layer,
+    spatial_layers,
+    token_grid,
+)
+from .capture.export import load_captures
+from .capture.native import status as native_status
 from .capture.store import CaptureStore, Generation, Record
+from .diagnostics.compare import BackwardComparison, compare_backward
 from .explorer import Explorer
-from .hooks.kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, PARAM_KINDS
+from .hooks.actions import BUILTIN_ACTIONS
+from .hooks.edits import EDIT_NAMES
+from .hooks.kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS, Kind
 from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
 from .model.scores import Score
 from .model.targets import resolve_module, resolve_target
 from .model.tree import build_tree, probe
+from .monitors.optim import UpdateRatioMonitor
+from .monitors.packaging import PackageReport, default_intern, package_report
 from .monitors.scalar_log import ScalarLog
 
 __all__ = [
+    "BUILTIN_ACTIONS",
+    "CAM_METHODS",
+    "EDIT_NAMES",
     "GLOBAL_KINDS",
     "KINDS",
+    "METHODS",
     "MODULE_KINDS",
+    "NODE_KINDS",
     "PARAM_KINDS",
+    "PIXEL_METHODS",
+    "ROLLOUT_METHODS",
+    "TOKEN_METHODS",
     "AliasWarning",
+    "Attribution",
+    "BackwardComparison",
     "BlankMapWarning",
     "CaptureStore",
     "CompiledModelWarning",
@@ -46,7 +81,9 @@ __all__ = [
     "HookwidgetsDeprecationWarning",
     "HookwidgetsWarning",
     "InplaceCollisionWarning",
+    "Kind",
     "MaterializedWarning",
+    "PackageReport",
     "PartialGraphWarning",
     "PatchSkippedWarning",
     "ProbeFailedWarning",
@@ -56,9 +93,21 @@ __all__ = [
     "SubscriberWarning",
     "TimelineEvent",
     "UnwatchedModulesWarning",
+    "UpdateRatioMonitor",
     "ViewUpdateWarning",
+    "as_grid",
+    "attribute",
     "build_tree",
+    "check_method",
+    "compare_backward",
+    "default_intern",
+    "default_layer",
+    "load_captures",
+    "native_status",
+    "package_report",
     "probe",
     "resolve_module",
     "resolve_target",
+    "spatial_layers",
+    "token_grid",
 ]

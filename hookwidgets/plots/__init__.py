@@ -4,7 +4,8 @@ Every function returns a ``matplotlib.figure.Figure`` the caller can restyle; ``
 float16/bfloat16 tensors are cast, and NaN/Inf are drawn magenta and counted in the title, never a crash.
 Every function takes ``theme=`` ("light", "dark", a ``Theme`` or the widget's mapping): the figure's background
 and text in the notebook's colours; ``using_theme`` sets it for a block. The DDP inspector's figures live in
-``hookwidgets.plots.distributed`` (it imports torch.distributed).
+``hookwidgets.plots.distributed`` (it imports torch.distributed), the one public module inside: the others are
+internal, their public names are here.
 """
 
 from ._common import MISSING_COLOR, NONFINITE_COLOR, figure_png

@@ -16,7 +16,7 @@ from torch.nn.modules import module as torch_module
 import hookwidgets
 import hookwidgets.core
 from hookwidgets import HookExplorer
-from hookwidgets.core.capture import load_captures
+from hookwidgets.core import load_captures
 
 pulled_by_import = sorted(name for name in ("matplotlib", "safetensors") if name in sys.modules)
 

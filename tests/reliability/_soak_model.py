@@ -7,8 +7,7 @@ from collections import OrderedDict
 import torch
 from torch import nn
 
-from hookwidgets.core.explorer import Explorer
-from hookwidgets.core.hooks.kinds import GLOBAL_KINDS
+from hookwidgets.core import GLOBAL_KINDS, Explorer
 
 FULL_MODULES = ("features.conv", "features.bn", "head.fc")
 """Modules that get both full backward kinds; none is followed by an in-place op."""

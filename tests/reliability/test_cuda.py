@@ -13,7 +13,7 @@ import warnings
 import pytest
 import torch
 
-from hookwidgets.core.explorer import Explorer
+from hookwidgets.core import Explorer
 
 from ._soak_model import SoakNet, attach_every_kind
 from ._state import all_hook_state

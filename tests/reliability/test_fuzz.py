@@ -27,9 +27,8 @@ from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from hookwidgets.core.explorer import Explorer
+from hookwidgets.core import GLOBAL_KINDS, KINDS, MODULE_KINDS, NODE_KINDS, Explorer
 from hookwidgets.core.hooks.collisions import is_inplace_collision
-from hookwidgets.core.hooks.kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, NODE_KINDS
 
 from ._archs import WIDTH, architectures, build_model, example_input, score
 from ._oracle import Observed, observe

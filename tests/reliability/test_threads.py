@@ -16,7 +16,7 @@ import pytest
 import torch
 from torch import nn
 
-from hookwidgets.core.explorer import Explorer
+from hookwidgets.core import Explorer
 
 from ._state import all_hook_state
 

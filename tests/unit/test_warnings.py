@@ -14,7 +14,8 @@ from torch import nn
 import hookwidgets
 import hookwidgets.core
 from hookwidgets import HookwidgetsWarning
-from hookwidgets.core import CaptureStore, Explorer, lazy
+from hookwidgets.core import Explorer
+from hookwidgets.distributed import load_records
 
 PACKAGE = Path(hookwidgets.__file__).parent
 TEMPLATES = PACKAGE / "core" / "codegen" / "templates"
@@ -61,7 +62,6 @@ def test_every_warning_class_is_a_hookwidgets_warning_and_of_its_documented_cate
     for name, category in CATEGORIES.items():
         cls = getattr(hookwidgets.core, name)
         assert issubclass(cls, HookwidgetsWarning) and issubclass(cls, category), name
-    assert hookwidgets.core.MaterializedWarning is lazy.MaterializedWarning  # its older import path
 
 
 def test_every_warn_call_of_the_package_passes_a_hookwidgets_warning_class():
@@ -72,7 +72,7 @@ def test_every_warn_call_of_the_package_passes_a_hookwidgets_warning_class():
     assert wrong == []
 
 
-def test_a_filter_on_the_base_class_or_on_the_former_category_catches_them():
+def test_a_filter_on_the_base_class_or_on_the_former_category_catches_them(tmp_path):
     model = nn.Linear(2, 2)
 
     def broken(module, args, output):
@@ -88,8 +88,9 @@ def test_a_filter_on_the_base_class_or_on_the_former_category_catches_them():
             warnings.simplefilter("error", HookwidgetsWarning)
             with pytest.raises(HookwidgetsWarning):
                 model(torch.ones(1, 2))
-    with pytest.warns(DeprecationWarning, match=r"compact\(\) does nothing") as caught:
-        CaptureStore().compact()
+    deprecated = pytest.warns(DeprecationWarning, match=r"\(kind=\.\.\.\) is deprecated")
+    with deprecated as caught, pytest.raises(FileNotFoundError):
+        load_records(tmp_path / "absent", kind="ready")
     assert issubclass(caught[0].category, HookwidgetsWarning)
 
 

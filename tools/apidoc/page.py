@@ -1,4 +1,4 @@
-"""docs/api.md: a section per module of MODULES, an entry per public name, the hand-written blocks of docs/api/.
+"""docs/api.md: a section per public module (MODULES), an entry per public name, the hand-written blocks of docs/api/.
 
 A module's section has its docstring, its constants, then each public name (``__all__``, or the functions and
 classes it defines) under a heading with its real signature, its docstring, its hand-written block, and for a
@@ -24,10 +24,6 @@ MODULES = [
     "hookwidgets",
     "hookwidgets.ipython",
     "hookwidgets.core",
-    "hookwidgets.core.compare",
-    "hookwidgets.core.attribution",
-    "hookwidgets.core.optim",
-    "hookwidgets.core.packaging",
     "hookwidgets.plots",
     "hookwidgets.plots.distributed",
     "hookwidgets.distributed",
@@ -36,6 +32,8 @@ MODULES = [
     "hookwidgets.examples.vit",
     "hookwidgets.examples.ddp_demo",
 ]
+"""The public modules, in page order: what users import from. Every other module of the package is internal, and
+tests/repo/test_tests_use_public_api.py holds the tests, notebooks, README and docs to these."""
 SKIPPED_MEMBERS = {"forward"}  # nn.Module.forward: called through model(x), documented by torch
 BLOCK = re.compile(r"^## (\S+)\s*$", re.MULTILINE)
 

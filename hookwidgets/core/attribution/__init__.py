@@ -1,6 +1,9 @@
 """Attributions (torch only): the Grad-CAM family at a layer; guided backprop, saliency, input×gradient on pixels;
 saliency, input×gradient and integrated gradients on input tokens; attention rollout and gradient rollout over a
-transformer's self-attention."""
+transformer's self-attention.
+
+Internal: the public names are ``hookwidgets.core``'s; what is here may change without notice.
+"""
 
 from .cams import CAM_FUNCTIONS
 from .grid import as_grid, token_grid

@@ -116,8 +116,9 @@ def attribute(
     ``"loss"`` or a callable on the output; ``position`` picks the position of a sequence output (default: the last).
 
     On token ids (no image in the inputs) ``saliency``, ``input_x_grad`` and ``integrated_gradients`` (the default
-    there; ``gradcam`` for images) give ``(N, T)``, see ``token_attribution``; ``n_steps`` (50), ``baseline`` (a token
-    id; None: zeros) and ``internal_batch_size`` are integrated gradients'.
+    there; ``gradcam`` for images) give ``(N, T)``, taken at the output of the ``nn.Embedding`` called on the ids and
+    summed over its hidden dimension; ``n_steps`` (50), ``baseline`` (a token id; None: zeros) and
+    ``internal_batch_size`` are integrated gradients'.
     The attention rollouts (``ROLLOUT_METHODS``) give the row ``position`` of the rolled-out self-attention of one
     stack (the encoder's in an encoder-decoder; default: row 0, the last row under causal attention): ``(N, T)``,
     or a vision transformer's patches ``(N, h, w)``; ``.layer`` names the stack, ``a.layers.*.attn``.

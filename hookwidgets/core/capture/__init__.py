@@ -1,4 +1,7 @@
-"""What hooks capture: the store and its records, statistics and their kernel, export and load, the views that fit."""
+"""What hooks capture: the store and its records, statistics and their kernel, export and load, the views that fit.
+
+Internal: the public names are ``hookwidgets.core``'s; what is here may change without notice.
+"""
 
 from .export import export_captures, load_captures
 from .stats import STAT_KEYS, combine_stats, tensor_stats

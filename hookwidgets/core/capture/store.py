@@ -13,14 +13,12 @@ import torch
 
 from ..display import quoted
 from . import fingerprint
-from .retired import warn_retired
 from .short_steps import ShortSteps, describe, format_bytes
 
 DEFAULT_MEMORY_BUDGET = 256 * 2**20
 MAX_RECORDS = 100_000
 """Records kept at most, whatever their bytes: stats and tensor-less records hold no tensor bytes, but
 each still costs ~0.7 KB of Python objects, and stats on every layer add ~100 of them per step."""
-_KEPT_AS_REFERENCES = "captures stay references to the model's own tensors"
 
 
 class Generation(NamedTuple):
@@ -223,18 +221,6 @@ class CaptureStore(Mapping):
                     self._evict(heavy.popleft(), record.step, "memory_budget")
             if len(self._heavy) + len(self._light) > self.max_records:
                 self._evict_over_count(record.step)
-
-    def compact_if_faulting(self) -> int:
-        """Deprecated: does nothing and returns 0; it goes in the next release. Captures stay references to the
-        model's own tensors (moving them out of its heap gained nothing measurable)."""
-        warn_retired("CaptureStore.compact_if_faulting()", _KEPT_AS_REFERENCES)
-        return 0
-
-    def compact(self) -> int:
-        """Deprecated: does nothing and returns 0; it goes in the next release. Captures stay references to the
-        model's own tensors (moving them out of its heap gained nothing measurable)."""
-        warn_retired("CaptureStore.compact()", _KEPT_AS_REFERENCES)
-        return 0
 
     def _evict_over_count(self, step: int) -> None:
         """Evict the oldest records, with bytes or not, until ``max_records`` are left (at least the newest)."""

@@ -1,4 +1,7 @@
-"""Plain-torch source that registers the explorer's hooks, for use without hookwidgets."""
+"""Plain-torch source that registers the explorer's hooks, for use without hookwidgets.
+
+Internal: ``Explorer.code()`` is the public way in.
+"""
 
 from .generate import hook_code
 

@@ -109,7 +109,7 @@ def hook_code(hooks: list[HookInfo], model_name: str = "model", *, model: nn.Mod
     edits = {edit[0] for info in own if not callable(info.action) for edit in info.edit}
     if edits:
         parts.append(f"\n\n{edit_section(edits)}\n")
-    if any(info._heads is not None for info in own):
+    if any(info.head_plan is not None for info in own):
         parts.append(f"\n\n{section('heads')}\n")
     actions = {info.action for info in own if isinstance(info.action, str)}
     optional = [
@@ -149,7 +149,7 @@ def _written_patches(infos: list[HookInfo]) -> tuple[list[HookInfo], list[str]]:
 
 def _head_hook(info: HookInfo, model_name: str) -> list[str]:
     """The registration of an ablate_heads edit's own hook: where its attention's context meets the projection."""
-    place, path, heads, dim = info._heads
+    place, path, heads, dim = info.head_plan
     owner = f"{model_name}.get_submodule({quote(path)})" if path else model_name
     if place == "input":
         hook = f"lambda module, args: (_zero_heads(args[0], {literal(heads)}, {dim}), *args[1:])"
@@ -252,7 +252,9 @@ def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[st
                 [*lines, "", "", f"handles.append({registration})", comment(f"this hook never fires: {info.note}")]
             )
     heads = (
-        ["# the heads' slices are zeroed before the projection:", *_head_hook(info, model_name)] if info._heads else []
+        ["# the heads' slices are zeroed before the projection:", *_head_hook(info, model_name)]
+        if info.head_plan
+        else []
     )
     return "\n".join([*lines, "", "", f"handles.append({registration})", *heads])
 

@@ -1,4 +1,7 @@
-"""The autograd graph of a forward as plain data: recorded, walked, its saved tensors, the dataflow of modules."""
+"""The autograd graph of a forward as plain data: recorded, walked, its saved tensors, the dataflow of modules.
+
+Internal: the public names are ``hookwidgets.core``'s; what is here may change without notice.
+"""
 
 from .dataflow import dataflow_graph
 from .record import GraphRecorder, GraphRecording, record_graph

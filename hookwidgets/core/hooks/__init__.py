@@ -1,5 +1,8 @@
 """The engine: hook kinds, actions and edits, the registry that owns every hook and the handles it gives, the step
-clock, events, notes and in-place collisions, and the runner of the explorer's own runs."""
+clock, events, notes and in-place collisions, and the runner of the explorer's own runs.
+
+Internal: the public names are ``hookwidgets.core``'s; what is here may change without notice.
+"""
 
 from .actions import BUILTIN_ACTIONS
 from .clock import Clock

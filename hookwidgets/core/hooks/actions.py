@@ -17,6 +17,7 @@ from .edits import PatchShapeError, apply_edits, without_patches
 from .notes import NoteKind
 
 BUILTIN_ACTIONS = ("capture", "stats", "print")
+"""The built-in actions by name: ``capture`` (the default), ``stats`` and ``print``; any callable is an action too."""
 
 META_STATS = (
     "its tensors are on the meta device, which holds shapes and no values (the model's weights are meta: built "

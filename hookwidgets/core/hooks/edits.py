@@ -15,6 +15,7 @@ from ..model.nested import map_tensors
 
 Edit = tuple
 EDIT_NAMES = ("scale", "clip", "clip_norm", "zero", "ablate", "ablate_heads", "replace", "mean_ablate")
+"""The edits by name, as the first element of an ``edit=`` tuple."""
 VALID_FORMS = (
     "('scale', f), ('clip', v), ('clip_norm', n), ('zero',), ('ablate', [indices]) or ('ablate', [indices], dim), "
     "('ablate_heads', [heads]), ('replace', tensor_or_record), ('mean_ablate', record)"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import traceback
 import warnings
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 from torch import nn
@@ -29,7 +29,7 @@ from ..._warnings import HookFailedWarning
 from .._torch import reparametrized
 from ..display import quoted
 from .head_projection import Probe, Projection, in_width, probed_projection
-from .info import HookInfo
+from .info import HeadPlan, HookInfo
 from .own_runs import OWN_RUN
 from .owned import own
 
@@ -44,16 +44,6 @@ LOOKED_FOR = (
     f"attribute ({', '.join(HEAD_COUNTS)}) or config.num_attention_heads"
 )
 NO_PROBE = ": give the explorer example_inputs, so that a forward finds the Linear fed by the heads' context"
-
-
-class HeadPlan(NamedTuple):
-    """Where a head ablation's hook goes: ``place`` ``input`` (a pre-hook on the projection at ``path``), ``output``
-    (a forward hook on the module at ``path``, whose output is the context) or ``mha`` (the module re-run)."""
-
-    place: str
-    path: str
-    heads: tuple[int, ...]
-    dim: int
 
 
 def head_ablation(

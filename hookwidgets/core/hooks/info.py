@@ -35,6 +35,16 @@ class TimelineEvent(NamedTuple):
     """For a step of a generation (``generate()``), which generation and decode index, as ``Record.generation``."""
 
 
+class HeadPlan(NamedTuple):
+    """Where a head ablation's hook goes: ``place`` ``input`` (a pre-hook on the projection at ``path``), ``output``
+    (a forward hook on the module at ``path``, whose output is the context) or ``mha`` (the module re-run)."""
+
+    place: str
+    path: str
+    heads: tuple[int, ...]
+    dim: int
+
+
 @dataclass
 class HookInfo:
     """A live hook the explorer attached: what it does and how it fared."""
@@ -64,7 +74,7 @@ class HookInfo:
     """False once the hook was removed."""
     _notes: Notes = field(default_factory=Notes, repr=False, compare=False)  # by kind: notes.py
     _handles: list[RemovableHandle] = field(default_factory=list, repr=False)
-    _heads: Any = field(default=None, repr=False, compare=False)  # an ablate_heads edit's HeadPlan (heads.py)
+    _heads: HeadPlan | None = field(default=None, repr=False, compare=False)  # an ablate_heads edit's (heads.py)
     # The registry that attached it, held weakly as torch's RemovableHandle holds its hook dict: None when made by
     # hand (hook_code takes those) or listed as someone else's.
     _owner: weakref.ref[_Owner] | None = field(default=None, repr=False, compare=False)
@@ -96,6 +106,13 @@ class HookInfo:
 
     def __exit__(self, *exc: object) -> None:
         self.remove()
+
+    @property
+    def head_plan(self) -> HeadPlan | None:
+        """For an ``ablate_heads`` edit, where its own hook zeroes the heads: ``(place, path, heads, dim)``, ``place``
+        ``"input"`` (a pre-hook on the projection at ``path``), ``"output"`` (a forward hook on the module at
+        ``path``) or ``"mha"`` (``nn.MultiheadAttention`` re-run); None for any other hook."""
+        return self._heads
 
     @property
     def action_name(self) -> str:

@@ -15,6 +15,7 @@ MODULE_KINDS = names(family="module")
 GLOBAL_KINDS = names(family="global")
 """The kinds valid on the model itself (target ``""``), each firing for every module of the model."""
 NODE_KINDS = names(family="node")
+"""The kinds valid on an autograd node id from ``graph()``."""
 PARAM_KINDS = user_names(family="param")
 """The kinds valid on a parameter, as users name them (``grad`` on a parameter is the engine's ``param_grad``)."""
 

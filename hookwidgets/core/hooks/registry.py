@@ -70,7 +70,7 @@ class HookRegistry:
         self.timeline: deque[TimelineEvent] = self._dispatch.timeline
         """Its ``TimelineEvent``s, the newest kept: what ``Explorer.timeline`` lists."""
         self.clock = Clock(on_step=self._dispatch.memo.clear)  # a step's statistics are shared only within it
-        """Its ``Clock`` (``hookwidgets.core.hooks.clock``): the steps and call numbers of its firings;
+        """Its ``Clock`` (``hooks/clock.py``): the steps and call numbers of its firings;
         ``clock.kept_steps()`` lists the steps whose numbering it still keeps, the newest 16."""
         self._root_ref = weakref.ref(root)  # hooks live on the model and hold the registry: no cycle back
         self._hooks: dict[tuple[str, str], HookInfo] = {}
@@ -84,10 +84,10 @@ class HookRegistry:
         self.collisions = Collisions(
             self._hooks.values, self._root_ref, self._foreign_full_backward, self._remove, self.events
         )
-        """Its in-place collisions (``hookwidgets.core.hooks.collisions``): which full backward hooks an in-place op
+        """Its in-place collisions (``hooks/collisions.py``): which full backward hooks an in-place op
         broke, why (``collisions.explanations``, behind ``Explorer.diagnostics``), and running without them."""
         self.generations = Generations(root, self._prompt_found)
-        """Which steps belong to a generation (``generate()``), and where (``hookwidgets.core.hooks.generation``)."""
+        """Which steps belong to a generation (``generate()``), and where (``hooks/generation.py``)."""
         self._dispatch.generation_of = self.events.generation_of = self.generations.of
         self._model_wide = ModelWideHooks(root)  # the global kinds' hooks, on every module of the model
         self._node_hooks = NodeHooks(self.clock, self._dispatch.fire)

@@ -1,4 +1,7 @@
-"""The model as the explorer sees it: its tree, targets and inputs, nested values, lazy modules, scopes and state."""
+"""The model as the explorer sees it: its tree, targets and inputs, nested values, lazy modules, scopes and state.
+
+Internal: the public names are ``hookwidgets.core``'s; what is here may change without notice.
+"""
 
 from .compiled import is_compiled, run_eagerly
 from .inputs import Inputs, Target, call_model

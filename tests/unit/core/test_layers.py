@@ -43,7 +43,7 @@ LAYERS = [
     ("explorer",),
 ]
 """Lowest first: a module imports only from its own package and lower layers. The package's own ``__init__``
-and the thin shims at documented old paths sit with ``explorer``, on top."""
+(the public names) sits with ``explorer``, on top."""
 NOT_IN_CORE = ("ipywidgets", "IPython", "matplotlib", "anywidget", "traitlets")
 PRIVATE_TORCH_NAMES = {
     "_use_count",
@@ -127,17 +127,13 @@ def _layer(name: str) -> int:
     for rank, layer in enumerate(LAYERS):
         if head in layer:
             return rank
-    return len(LAYERS) - 1  # the package's __init__ and the shims
+    return len(LAYERS) - 1  # the package's __init__
 
 
 def test_every_core_module_has_a_layer():
     heads = {name.removeprefix(PACKAGE).lstrip(".").split(".")[0] for name in SOURCES} - {""}
     placed = {head for layer in LAYERS for head in layer}
-    shims = {head for head in heads - placed if not (CORE / head).is_dir()}
-    assert heads - placed - shims == set(), "a subpackage of core with no layer: add it to LAYERS"
-    for shim in shims:  # a module outside the layers is only a thin shim re-exporting a documented path
-        lines = [line for line in SOURCES[f"{PACKAGE}.{shim}"].read_text().splitlines() if line.strip()]
-        assert len(lines) <= 12, f"core/{shim}.py is not a thin shim: give it a layer"
+    assert heads - placed == set(), "a module or subpackage of core with no layer: add it to LAYERS"
 
 
 def test_core_imports_go_one_way_down_the_layers():
@@ -241,3 +237,18 @@ def _private_name_string(node: ast.AST, docstrings: set[int]) -> bool:
     if not isinstance(node, ast.Constant) or not isinstance(node.value, str) or id(node) in docstrings:
         return False
     return node.value in PRIVATE_TORCH_NAMES or node.value.startswith("_raw_saved_")
+
+
+def test_codegen_reads_no_private_field_of_what_it_writes_out():
+    """The code is written from what each hook says of itself publicly (``HookInfo``'s fields and properties)."""
+    found = []
+    for name, path in SOURCES.items():
+        if not name.startswith(f"{PACKAGE}.codegen") or name.startswith(GENERATED_CODE):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            private = isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.endswith("__")
+            if private:
+                found.append(f"{name}:{node.lineno} {ast.unparse(node)}")
+            elif isinstance(node, ast.ImportFrom):
+                found += [f"{name}:{node.lineno} imports {a.name}" for a in node.names if a.name.startswith("_")]
+    assert found == []

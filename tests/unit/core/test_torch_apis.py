@@ -8,8 +8,7 @@ import torch.nn.modules.module as module_globals
 from torch import nn
 from torch.utils.checkpoint import checkpoint, set_checkpoint_early_stop
 
-from hookwidgets.core import _torch
-from hookwidgets.core.explorer import Explorer
+from hookwidgets.core import Explorer, _torch
 from tests.conftest import hook_state
 from tests.unit.core._without_apis import life
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hookwidgets.core.hooks.kinds import KINDS
+from hookwidgets.core import KINDS
 from hookwidgets.widget.state import kinds_payload
 
 JS_SOURCES = Path(__file__).parents[3] / "js" / "src"

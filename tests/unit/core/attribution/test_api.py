@@ -10,8 +10,7 @@ import torch
 from torch import nn
 from torch.nn.modules import module as torch_module
 
-from hookwidgets.core import Explorer
-from hookwidgets.core.attribution import CAM_METHODS, PIXEL_METHODS, attribute, check_method
+from hookwidgets.core import CAM_METHODS, PIXEL_METHODS, Explorer, attribute, check_method
 from tests.conftest import GLOBAL_DICTS, SideBranch, SmallCNN, hook_state
 
 IMAGE_METHODS = (*CAM_METHODS, *PIXEL_METHODS)  # token methods: test_tokens.py; the rollouts: test_rollout.py

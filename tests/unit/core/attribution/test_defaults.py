@@ -8,9 +8,8 @@ import warnings
 import pytest
 import torch
 
-from hookwidgets.core import Explorer
-from hookwidgets.core.attribution import attribute, default_layer, spatial_layers
-from hookwidgets.examples.digits import DigitsCNN
+from hookwidgets.core import Explorer, attribute, default_layer, spatial_layers
+from hookwidgets.examples import DigitsCNN
 from hookwidgets.examples.vit import DigitsViT
 from tests import transformer_models as tm
 from tests.conftest import SmallCNN

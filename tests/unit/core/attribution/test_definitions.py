@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hookwidgets.core.attribution import attribute
+from hookwidgets.core import attribute
 from hookwidgets.examples import load_digits, pretrained_digits_cnn
 
 

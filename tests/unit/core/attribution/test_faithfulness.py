@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from scipy.stats import spearmanr
 
-from hookwidgets.core.attribution import CAM_METHODS, attribute
+from hookwidgets.core import CAM_METHODS, attribute
 from hookwidgets.examples import DigitsCNN, load_digits, pretrained_digits_cnn
 
 MASKED = 0.2

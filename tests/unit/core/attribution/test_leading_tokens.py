@@ -8,8 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hookwidgets.core import Explorer
-from hookwidgets.core.attribution import attribute
+from hookwidgets.core import Explorer, attribute
 from tests import transformer_models as tm
 from tests.conftest import hook_state
 

@@ -9,8 +9,7 @@ import pytest
 import torch
 from torch import nn
 
-from hookwidgets.core import Explorer
-from hookwidgets.core.attribution import METHODS, check_method
+from hookwidgets.core import METHODS, Explorer, check_method
 from hookwidgets.core.attribution.rollout import self_attention_stack
 from hookwidgets.examples.vit import DigitsViT
 from tests import transformer_models as tm

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from hookwidgets.core.attribution import as_grid, attribute, token_grid
+from hookwidgets.core import as_grid, attribute, token_grid
 
 
 class Block(nn.Module):

@@ -1,11 +1,10 @@
-"""Captures stay references to the model's own tensors for as long as the store keeps them; the pool they once
-moved into is gone, and its documented names are deprecated no-ops for one release."""
+"""Captures stay references to the model's own tensors for as long as the store keeps them: the pool they once
+moved into is gone."""
 
 import gc
 import warnings
 import weakref
 
-import pytest
 import torch
 from torch import nn
 
@@ -47,27 +46,6 @@ def test_a_capture_kept_past_its_step_stays_the_models_own_tensor():
         kept = ex.captures["0"]["forward"][0]
         assert kept is first and kept.tensor.data_ptr() == seen[0]  # the output's own memory
         assert torch.equal(kept.tensor, expected) and not kept.stale and not kept.tensor.requires_grad
-
-
-def test_compact_and_compact_if_faulting_are_deprecated_no_ops_returning_0():
-    model = _model()
-    with Explorer(model) as ex:
-        ex.attach("0", "forward")
-        _train_step(model, torch.randn(32, 8))
-        where = ex.captures["0"]["forward"][0].tensor.data_ptr()
-        with pytest.warns(DeprecationWarning, match=r"CaptureStore\.compact\(\) does nothing any more"):
-            assert ex.captures.compact() == 0
-        with pytest.warns(DeprecationWarning, match=r"compact_if_faulting\(\) does nothing .* remove the call"):
-            assert ex.captures.compact_if_faulting() == 0
-        assert ex.captures["0"]["forward"][0].tensor.data_ptr() == where
-
-
-def test_the_capture_pool_import_path_stays_for_one_release_and_its_clear_does_nothing():
-    from hookwidgets.core.capture_pool import SHARED
-
-    with pytest.warns(DeprecationWarning, match=r"SHARED\.clear\(\) does nothing any more .* remove the call"):
-        assert SHARED.clear() is None
-    assert SHARED.free_bytes == 0 and SHARED.blocks == 0
 
 
 def test_steps_call_no_deprecated_method():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from hookwidgets.core import Explorer
 from hookwidgets.core.capture.views import is_attention_source, sequence_axis, tensor_views
-from hookwidgets.core.explorer import Explorer
 from hookwidgets.core.model.tokens import Sequences
 from hookwidgets.examples.vit import DigitsViT
 from tests import transformer_models as tm

@@ -6,8 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from hookwidgets.core import Explorer
-from hookwidgets.core.diagnostics.compare import compare_backward
+from hookwidgets.core import Explorer, compare_backward
 from tests.conftest import SharedBlock, hook_state
 
 

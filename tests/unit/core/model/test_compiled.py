@@ -6,10 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from hookwidgets.core import Explorer
-from hookwidgets.core.capture.store import CaptureStore
-from hookwidgets.core.hooks.kinds import GLOBAL_KINDS, KINDS
-from hookwidgets.core.hooks.registry import HookRegistry
+from hookwidgets.core import GLOBAL_KINDS, KINDS, CaptureStore, Explorer, HookRegistry
 from hookwidgets.widget.state import hooks_payload
 from tests.conftest import hook_state
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hookwidgets.core.explorer import Explorer
+from hookwidgets.core import Explorer
 from tests import transformer_models as tm
 from tests.conftest import SmallCNN
 

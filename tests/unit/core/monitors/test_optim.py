@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch.optim import optimizer as optim_module
 
-from hookwidgets.core.monitors.optim import UpdateRatioMonitor
+from hookwidgets.core import UpdateRatioMonitor
 
 
 def _model() -> nn.Module:

@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.package import PackageImporter
 
-from hookwidgets.core.monitors.packaging import default_intern, package_report
+from hookwidgets.core import default_intern, package_report
 from tests.unit.core.monitors._pkgmodel.net import ScaledNet
 
 NET = "tests.unit.core.monitors._pkgmodel.net"
