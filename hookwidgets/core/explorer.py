@@ -221,7 +221,7 @@ class Explorer:
         self,
         target: str,
         kind: str | Sequence[str] = "forward",
-        action: str | Callable = "capture",
+        action: str | Callable[..., Any] = "capture",
         *,
         edit: Any = None,
         copy: bool = False,
@@ -554,7 +554,9 @@ class Explorer:
             result.tokens = self.sequences.ids_labels(ids, given is None)
         return result
 
-    def watch_ddp(self, hook: Callable | None = None, log_dir: str | os.PathLike | None = None, **options: Any) -> Any:
+    def watch_ddp(
+        self, hook: Callable[..., Any] | None = None, log_dir: str | os.PathLike | None = None, **options: Any
+    ) -> Any:
         """A ``hookwidgets.distributed.DDPInspector`` on the explored DistributedDataParallel model.
 
         ``hook`` (default: allreduce) and ``log_dir`` are the inspector's; ``ex.close()`` closes it too.

@@ -43,7 +43,7 @@ class Firing:
     slots: tuple[int, ...] | None = None
 
 
-def check_action(action: str | Callable) -> None:
+def check_action(action: str | Callable[..., Any]) -> None:
     """A ValueError naming the valid actions for anything that is neither one of them nor callable."""
     if not callable(action) and action not in BUILTIN_ACTIONS:
         raise ValueError(f"unknown action {action!r}; choose one of {', '.join(BUILTIN_ACTIONS)} or pass a callable")
@@ -51,8 +51,8 @@ def check_action(action: str | Callable) -> None:
 
 def perform(
     store: CaptureStore,
-    action: str | Callable,
-    edits: tuple,
+    action: str | Callable[..., Any],
+    edits: tuple[Any, ...],
     copy: bool,
     firing: Firing,
     editable: Any,

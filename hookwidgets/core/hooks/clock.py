@@ -300,11 +300,11 @@ def _call_start(args: Any) -> int | None:
     return sequence_nr(node) + 1 if node is not None else None
 
 
-def _slots(values: tuple) -> tuple[int, ...]:
+def _slots(values: tuple[Any, ...]) -> tuple[int, ...]:
     return tuple(i for i, value in enumerate(values) if isinstance(value, torch.Tensor))
 
 
-def _below(node: Any, key: tuple) -> Any:
+def _below(node: Any, key: tuple[Any, ...]) -> Any:
     """The tag under ``key`` on the nodes ``node`` passes gradients to, or on theirs (an edit between)."""
     children = [fn for fn, _ in node.next_functions if fn is not None]
     for level in (children, (fn for child in children for fn, _ in child.next_functions if fn is not None)):

@@ -149,7 +149,7 @@ class Generations:
                 return
         local.group = _Group(step, chain)
 
-    def inputs(self, args: tuple, kwargs: dict[str, Any] | None, ids_of: Callable[..., Any]) -> None:
+    def inputs(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None, ids_of: Callable[..., Any]) -> None:
         """The args of the call that began this thread's latest step: its token ids (``ids_of(args, kwargs)``, an
         ``(N, T)`` tensor or None), kept for a step of a generation."""
         local = self._local

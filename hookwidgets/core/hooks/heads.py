@@ -146,7 +146,7 @@ class Mask:
         return self._ones.numel()
 
 
-def _guarded(info: HookInfo, raises: bool, edit: Callable) -> Callable:
+def _guarded(info: HookInfo, raises: bool, edit: Callable[..., Any]) -> Callable[..., Any]:
     """``edit`` as a hook of ``info``'s: silent in the explorer's own runs; a failure is recorded on ``info`` and
     leaves the value unchanged (``raises``: the registry's on_error="raise", re-raised)."""
 
@@ -183,7 +183,7 @@ def _zero_first(out: Any, mask: Mask) -> Any:
     raise ValueError(f"ablate_heads: expected the context as the output or its first element, got {type(out).__name__}")
 
 
-def _rerun_mha(module: nn.MultiheadAttention, args: tuple, kwargs: dict, mask: Mask) -> Any:
+def _rerun_mha(module: nn.MultiheadAttention, args: tuple[Any, ...], kwargs: dict, mask: Mask) -> Any:
     weight = module.out_proj.weight
     masked = weight * mask.like(weight)  # the heads' input columns zeroed
     with reparametrized(module, {"out_proj.weight": masked}):

@@ -53,9 +53,9 @@ class HookInfo:
     """The hook's path: a module path, a parameter name or an autograd node id."""
     kind: str
     """The hook kind, as attached."""
-    action: str | Callable = "capture"
+    action: str | Callable[..., Any] = "capture"
     """A built-in action's name, or your callable."""
-    edit: tuple = ()
+    edit: tuple[Any, ...] = ()
     """The normalised edits, applied in order."""
     copy: bool = False
     """Whether captures are clones rather than detached references."""

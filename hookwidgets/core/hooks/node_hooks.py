@@ -97,10 +97,10 @@ class NodeHooks:
         if op_name(node) == "AccumulateGrad":
             self._kept[key] = node
 
-    def _pre_hook(self, info: HookInfo, step: list[int]) -> Callable[[tuple], Any]:
+    def _pre_hook(self, info: HookInfo, step: list[int]) -> Callable[[tuple[Any, ...]], Any]:
         next_call, fire, user = self._clock.next_call, self._fire, info.action
 
-        def node_pre(grad_outputs: tuple) -> Any:
+        def node_pre(grad_outputs: tuple[Any, ...]) -> Any:
             if not info.active:
                 return None
             firing = Firing(info.target, info.kind, step[0], next_call(info.target, info.kind, step[0]))
@@ -109,10 +109,10 @@ class NodeHooks:
 
         return node_pre
 
-    def _post_hook(self, info: HookInfo, step: list[int]) -> Callable[[tuple, tuple], Any]:
+    def _post_hook(self, info: HookInfo, step: list[int]) -> Callable[[tuple[Any, ...], tuple[Any, ...]], Any]:
         next_call, fire, user = self._clock.next_call, self._fire, info.action
 
-        def node(grad_inputs: tuple, grad_outputs: tuple) -> Any:
+        def node(grad_inputs: tuple[Any, ...], grad_outputs: tuple[Any, ...]) -> Any:
             if not info.active:
                 return None
             firing = Firing(info.target, info.kind, step[0], next_call(info.target, info.kind, step[0]))

@@ -24,6 +24,7 @@ from torch.utils.hooks import RemovableHandle
 
 from .._torch import full_backward_flag, is_compile_wrapper
 from ..display import quoted
+from ..kind_table import Kind
 from ..model.compiled import is_compiled
 from ..model.nested import tensors_in
 from . import notes
@@ -32,7 +33,6 @@ from .clock import Clock
 from .collisions import Collisions
 from .dispatch import Dispatch
 from .info import HookInfo
-from .kinds import Kind
 from .model_wide import ModelWideHooks
 from .node_hooks import NodeHooks
 from .notes import GRAD_NOT_ARMED, NoteKind, backward_output_note, input_grad_note
@@ -89,7 +89,7 @@ class Registrar:
             handles.append(own(obj, obj.register_forward_hook(self.eager(tag))))
         return handles
 
-    def eager(self, hook: Callable) -> Callable:
+    def eager(self, hook: Callable[..., Any]) -> Callable[..., Any]:
         """``hook``, run by Python as written even inside a compiled model.
 
         Dynamo would otherwise trace the forward hooks into the compiled graph, bookkeeping included,
@@ -103,7 +103,7 @@ class Registrar:
         wrapper, whose backward hooks torch never runs)."""
         return module is self._root_ref() and not is_compile_wrapper(module)
 
-    def _check_backward_output(self, info: HookInfo, arming: BackwardArming) -> Callable:
+    def _check_backward_output(self, info: HookInfo, arming: BackwardArming) -> Callable[..., Any]:
         """A forward hook tagging the call's nodes for its backward firings, telling why a full backward hook
         cannot fire (dict output, no grad), and setting it aside while it cannot (``BackwardArming``)."""
         target, kind = info.target, info.kind
@@ -205,7 +205,7 @@ class Registrar:
             return own(module, module.register_forward_hook(self.eager(self._arm_tensor_hooks(info, target))))
         raise AssertionError(f"unhandled module kind {spec.name}")
 
-    def _arm_tensor_hooks(self, info: HookInfo, target: str) -> Callable:
+    def _arm_tensor_hooks(self, info: HookInfo, target: str) -> Callable[..., Any]:
         def arm(mod: nn.Module, args: Any, output: Any) -> None:
             self._arm_outputs(info, target, args, output)
 
@@ -308,7 +308,7 @@ class Registrar:
         # modules tags the nodes its backward runs.
         slots = callable(user)  # a callable's return value is checked against the tensors' positions
 
-        def tagger(arming: BackwardArming) -> Callable:
+        def tagger(arming: BackwardArming) -> Callable[..., Any]:
             def tag(module: nn.Module, args: Any, output: Any) -> None:
                 arming.follow(output)
                 path = paths.get(id(module))
@@ -403,7 +403,13 @@ def _grad_outputs(grad_output: Any) -> dict[str, torch.Tensor]:
 
 
 def _fire_full_backward(
-    fire: Callable, info: HookInfo, firing: Firing, path: str, grad_input: Any, grad_output: Any, call_user: Any
+    fire: Callable[..., Any],
+    info: HookInfo,
+    firing: Firing,
+    path: str,
+    grad_input: Any,
+    grad_output: Any,
+    call_user: Any,
 ) -> Any:
     """Fire a full backward hook on ``path``; when every input gradient is None, note why an edit cannot apply."""
     result = fire(info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user)

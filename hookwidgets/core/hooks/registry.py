@@ -22,7 +22,7 @@ from torch.utils.hooks import RemovableHandle
 from ..capture import native
 from ..capture.store import CaptureStore, Generation
 from ..display import quoted
-from ..kind_table import has
+from ..kind_table import Kind, has
 from ..model.hook_dicts import foreign_hooks
 from ..model.tokens import call_token_ids
 from .actions import check_action, named_tensors
@@ -35,7 +35,7 @@ from .generation import Generations
 from .head_projection import Probe
 from .heads import head_ablation
 from .info import HookGroup, HookInfo, TimelineEvent
-from .kinds import MODULE_KINDS, Kind, check_callable, takes_kwargs
+from .kinds import MODULE_KINDS, check_callable, takes_kwargs
 from .model_wide import ModelWideHooks
 from .node_hooks import NodeHooks
 from .notes import note_armed, note_short_steps
@@ -144,7 +144,7 @@ class HookRegistry:
         obj: nn.Module | torch.Tensor,
         spec: Kind,
         kind: str,
-        action: str | Callable = "capture",
+        action: str | Callable[..., Any] = "capture",
         edit: Any = None,
         copy: bool = False,
         with_kwargs: bool = False,
