@@ -172,7 +172,7 @@ def _channels(arg: Any, what: str = "channel") -> tuple[int, ...]:
     return tuple(sorted(set(channels)))
 
 
-def describe_edit(edit: Edit) -> list:
+def describe_edit(edit: Edit) -> list[Any]:
     """An edit as plain data for display and export: a patch tensor as ``"tensor (shape)"``."""
     return [f"tensor {tuple(v.shape)}" if isinstance(v, torch.Tensor) else v for v in edit]
 
@@ -180,7 +180,8 @@ def describe_edit(edit: Edit) -> list:
 def _apply_one(t: torch.Tensor, edit: Edit) -> torch.Tensor:
     name = edit[0]
     if name == "scale":
-        return t * edit[1]
+        scaled: torch.Tensor = t * edit[1]  # edit[1] is the factor (Any to mypy)
+        return scaled
     if name == "clip":
         return t.clamp(-edit[1], edit[1])
     if name == "clip_norm":

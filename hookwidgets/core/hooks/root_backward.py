@@ -15,7 +15,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, cast
 
 import torch
 from torch import nn
@@ -132,6 +132,12 @@ def _hook_view(t: torch.Tensor) -> bool:
     return is_view(t) and type(t.grad_fn).__name__ == HOOK_VIEW
 
 
+class Removable(Protocol):
+    """What a list of pending removals holds: a torch handle, or a removal of ``RootBackward``'s own hooks."""
+
+    def remove(self) -> None: ...
+
+
 class RootBackward:
     """The explorer's full backward (pre-)hooks on the model itself, and the alias of the model's output.
 
@@ -168,7 +174,7 @@ class RootBackward:
         alias = root.register_forward_hook(self._eager(self._alias), always_call=True)  # keeps _calls balanced
         self._handles = [own(root, pre), own(root, alias)]
 
-    def release(self, key: int, later: list | None = None) -> None:
+    def release(self, key: int, later: list[Removable] | None = None) -> None:
         """The hook ``key`` went: once none is left, the model's hooks for the alias go too (``later``: put in that
         list of pending removals, while torch runs the model's forward hooks)."""
         self._needed.discard(key)
@@ -190,7 +196,8 @@ class RootBackward:
         and a full backward hook will want their gradients."""
         root = self._root()
         if root is not None and self._handles:  # last among the forward hooks, as torch wraps after them all
-            root._forward_hooks.move_to_end(self._handles[1].id)
+            # torch keeps a module's hooks in an OrderedDict (its stubs say dict)
+            cast("OrderedDict[int, Callable[..., Any]]", root._forward_hooks).move_to_end(self._handles[1].id)
         calls = self._calls()
         if not (self.hooks or self.pre_hooks) or not torch.is_grad_enabled():
             calls.append(None)
@@ -201,7 +208,7 @@ class RootBackward:
         if not call.hooks or not any(args[i].requires_grad for i in slots):
             return None
         call.inputs = slots
-        wrapped = BackwardHookFunction.apply(call, *(args[i] for i in slots))
+        wrapped = BackwardHookFunction.apply(call, *(args[i] for i in slots))  # type: ignore[no-untyped-call]  # torch's Function.apply is unannotated
         new_args = list(args)
         for i, tensor in zip(slots, wrapped, strict=True):
             new_args[i] = tensor
@@ -213,9 +220,11 @@ class RootBackward:
         call = calls.pop() if calls else None
         if output is None or not torch.is_grad_enabled():  # the forward raised (an always-called hook), or no graph
             return None
-        top = (output,) if isinstance(output, torch.Tensor) else output if isinstance(output, tuple) else None
+        top: tuple[Any, ...] = (
+            (output,) if isinstance(output, torch.Tensor) else output if isinstance(output, tuple) else ()
+        )
         slots = []
-        if call is not None and top is not None:  # torch hooks a Tensor or a tuple's tensors, nothing else
+        if call is not None:  # torch hooks a Tensor or a tuple's tensors, nothing else
             slots = [i for i, v in enumerate(top) if isinstance(v, torch.Tensor) and v.requires_grad]
         views = _unique_views(output, {id(top[i]) for i in slots})
         if not slots and not views:
@@ -224,7 +233,7 @@ class RootBackward:
             call = _Call(module, [], [], len(args))
         call.outputs, call.n_out = slots, len(top) if slots else 0
         originals = [top[i] for i in slots] + views
-        aliases = OutputAlias.apply(call, *originals)
+        aliases = OutputAlias.apply(call, *originals)  # type: ignore[no-untyped-call]  # torch's Function.apply is unannotated
         by_id = {id(t): a for t, a in zip(originals, aliases, strict=True)}
         return map_tensors(output, lambda t: by_id.get(id(t), t))
 
