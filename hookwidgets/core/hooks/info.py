@@ -152,7 +152,7 @@ class HookGroup(list[HookInfo]):
     """What ``attach()`` returns for a list of kinds: their ``HookInfo``s in the order given, and a handle on them
     all (``remove()``, ``with``)."""
 
-    def remove(self) -> None:
+    def remove(self) -> None:  # type: ignore[override]  # public API: removes the group's hooks, not a list item
         """Remove each hook of the group that is still attached (``HookInfo.remove``), telling the explorer's
         subscribers once."""
         owners: dict[int, tuple[_Owner, list[HookInfo]]] = {}
