@@ -43,8 +43,9 @@ from .diagnostics.compare import BackwardComparison, compare_backward
 from .explorer import Explorer
 from .hooks.actions import BUILTIN_ACTIONS
 from .hooks.edits import EDIT_NAMES
-from .hooks.kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS, Kind
+from .hooks.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS
 from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
+from .kind_table import KINDS, Kind
 from .model.scores import Score
 from .model.targets import resolve_module, resolve_target
 from .model.tree import build_tree, probe

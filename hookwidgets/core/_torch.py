@@ -132,7 +132,7 @@ GLOBAL_HOOKS_OFF = (
 )
 
 
-def global_module_hooks() -> dict[str, dict[int, Callable]]:
+def global_module_hooks() -> dict[str, dict[int, Callable[..., Any]]]:
     """The process-wide module hooks others registered, by the kind each is listed as (empty if off)."""
     if not HAS_GLOBAL_HOOKS:
         return {}
@@ -206,7 +206,8 @@ COMPILER_STANCE_OFF = (
 def eager_stance() -> contextlib.AbstractContextManager[Any]:
     """A context in which every compiled function of the process runs its Python code (nothing without the API)."""
     if HAS_COMPILER_STANCE and _set_stance is not None:
-        return _set_stance("force_eager")
+        stance: contextlib.AbstractContextManager[Any] = _set_stance("force_eager")
+        return stance
     return contextlib.nullcontext()
 
 
@@ -214,6 +215,7 @@ def eager_stance() -> contextlib.AbstractContextManager[Any]:
 LAZY_INIT_HOOK = getattr(LazyModuleMixin, "_infer_parameters", None)
 """The pre-hook a lazy module registers on itself to materialize at its first forward (None: unknown here)."""
 
+_tree_leaves: Callable[[Any], list[Any]] | None
 try:
     from torch.utils._pytree import tree_leaves as _tree_leaves
 except ImportError:  # pragma: no cover - every torch hookwidgets supports has it
@@ -232,6 +234,7 @@ def _plain_leaves(value: Any) -> list[Any]:
 tree_leaves: Callable[[Any], list[Any]] = _tree_leaves or _plain_leaves
 """The leaves of a nested output, through every container type torch's pytree knows (deque, registered nodes)."""
 
+reparametrized: Callable[[nn.Module, dict[str, torch.Tensor]], contextlib.AbstractContextManager[None]] | None
 try:  # the context torch.func.functional_call swaps a module's parameters in
     from torch.nn.utils.stateless import _reparametrize_module as reparametrized
 except ImportError:  # pragma: no cover - every torch hookwidgets supports has it
@@ -272,7 +275,7 @@ VIEW_TEST_OFF = (
 
 def is_view(tensor: torch.Tensor) -> bool:
     """Whether autograd sees ``tensor`` as a view of another; False where this torch cannot tell."""
-    return HAS_VIEW_TEST and bool(_is_view(tensor))
+    return HAS_VIEW_TEST and _is_view is not None and bool(_is_view(tensor))
 
 
 def off() -> dict[str, str]:

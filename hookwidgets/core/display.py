@@ -35,7 +35,7 @@ def display_name(name: str) -> str:
     return visible(shortened(_chars(name)))
 
 
-def quoted(name: str) -> str:
+def quoted(name: object) -> str:
     """A model's name quoted in a message, as ``{name!r}`` writes it but cut to ``SHOWN_LENGTH`` characters."""
     return repr(shortened(_chars(name)))
 

@@ -14,14 +14,14 @@ import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import torch
 from torch import nn
 
 from .._warnings import PartialGraphWarning, ProbeFailedWarning
 from ._torch import off as torch_features_off
-from .attribution import CAM_METHODS, attribute, check_method
+from .attribution import CAM_METHODS, Attribution, attribute, check_method
 from .attribution.tokens import token_ids
 from .capture.export import export_captures
 from .capture.store import DEFAULT_MEMORY_BUDGET, CaptureStore
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     import pandas
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class Explorer:
@@ -94,7 +95,9 @@ class Explorer:
         self._runner = Runner(self._registry)  # every run of the model, with what its analysis needs
         self._watches = OptimizerWatches()  # from watch_optimizer()
         self._logs = ScalarLogs()  # from log_to()
-        self._finalizer = weakref.finalize(self, _close_all, self._registry.close, self._watches)
+        self._finalizer: weakref.finalize[..., Explorer] = weakref.finalize(
+            self, _close_all, self._registry.close, self._watches
+        )
         self.probe_error: str | None = None
         """The text of a failed shape probe, or None."""
         self.probe_classes: list[tuple[int, float]] = []
@@ -221,7 +224,7 @@ class Explorer:
         self,
         target: str,
         kind: str | Sequence[str] = "forward",
-        action: str | Callable = "capture",
+        action: str | Callable[..., Any] = "capture",
         *,
         edit: Any = None,
         copy: bool = False,
@@ -268,7 +271,7 @@ class Explorer:
         """How many heads ``("ablate_heads", […])`` finds on the module at ``target`` (its output projection found in
         a forward of the example inputs when its name does not say); None where that edit would be refused."""
         family, obj = resolve_target(self.model, target)
-        if family != "module":
+        if family != "module" or not isinstance(obj, nn.Module):
             return None
         example = None if self.example_inputs is None else lambda: self._inputs(None)
         return head_count(self.model, target, obj, attaching.forward_probe(self._runner, self.model, example))
@@ -301,11 +304,10 @@ class Explorer:
         self._registry.events.detached(removed)
         return removed
 
-    def _analyse(
-        self, analysis: Analysis, body: Callable[[], Any], inputs: Inputs | None = None, **options: Any
-    ) -> Any:
+    def _analyse(self, analysis: Analysis, body: Callable[[], T], inputs: Inputs | None = None, **options: Any) -> T:
         """``body()`` run as ``analysis`` needs (``hooks/runner.py``), on the explored model."""
-        return self._runner.run(analysis, self.model, body, inputs, **options)
+        # Runner.run gives None without running body only for an analysis with lazy="skip" (attach's checks)
+        return cast(T, self._runner.run(analysis, self.model, body, inputs, **options))
 
     def run(
         self,
@@ -359,14 +361,18 @@ class Explorer:
             record = lambda: self._graph.record(model, inputs, saved_tensors)  # noqa: E731
             self._analyse(runner.GRAPH, record, inputs, reported=lambda raised: raised)
             self._registry.events.graph_recorded()
-            error = self._graph.data.get("error")
+            data = self._graph.data
+            if data is None:  # pragma: no cover - recording leaves a graph or raises
+                raise RuntimeError(f"graph() recorded no graph of {self._model_name}")
+            error = data.get("error")
             if error:  # a partial graph must not pass for the whole one
-                made = f"the {len(self._graph.data['nodes'])} nodes made before it"
+                made = f"the {len(data['nodes'])} nodes made before it"
                 warnings.warn(
                     f"the forward of {self._model_name} raised {error}; the graph holds only {made}",
                     PartialGraphWarning,
                     stacklevel=2,
                 )
+            return data
         return self._graph.data
 
     def saved_memory(self) -> dict[str, int]:
@@ -439,9 +445,15 @@ class Explorer:
         clean run's top token at the last position, minus that logit unpatched. ``metric`` maps a batched output to
         ``(B,)``; up to ``batch_size`` positions run in one forward; ``progress(done, total)`` after each. The result's
         ``.layers`` are the paths, ``.tokens`` the clean tokens' labels (None when unknown). Model left as found."""
-        options = {"layers": layers, "metric": metric, "batch_size": batch_size, "progress": progress}
-        result = self._analyse(runner.PATCH_SWEEP, lambda: patch_sweep(self.model, clean, corrupted, **options), clean)
-        result.tokens = self.sequences.labels_of(self.model, clean, clean is self.example_inputs, result.shape[1])
+
+        def sweep() -> torch.Tensor:
+            return patch_sweep(
+                self.model, clean, corrupted, layers=layers, metric=metric, batch_size=batch_size, progress=progress
+            )
+
+        result = self._analyse(runner.PATCH_SWEEP, sweep, clean)
+        tokens = self.sequences.labels_of(self.model, clean, clean is self.example_inputs, result.shape[1])
+        result.tokens = tokens  # type: ignore[attr-defined]  # said on the plain tensor, as patch_sweep's .layers
         return result
 
     def summary(self, *, as_frame: bool = False) -> list[dict[str, Any]] | pandas.DataFrame:
@@ -471,7 +483,7 @@ class Explorer:
             self.subscribe,
             events.flush,
             lambda: self.own_hooks,
-            lambda kinds: self.attach("", kinds, action="stats"),
+            lambda kinds: cast(HookGroup, self.attach("", kinds, action="stats")),  # a list of kinds: a HookGroup
         )
 
     @former_keywords
@@ -488,7 +500,7 @@ class Explorer:
         """Plain-torch Python (no hookwidgets) that registers hooks doing what the explorer's hooks do."""
         return hook_code(self.hooks, model=self.model)
 
-    def export(self, path: str | os.PathLike) -> Path:
+    def export(self, path: str | os.PathLike[str]) -> Path:
         """Write every capture to ``path`` (``.safetensors``) with a JSON sidecar of targets, kinds and steps (and the
         ``tokens``, ``decoder_tokens`` and ``generations`` when known)."""
         labels = {"tokens": self.tokens, "decoder_tokens": self.decoder_tokens, "generations": self.generations or None}
@@ -545,16 +557,18 @@ class Explorer:
         inputs = self._inputs(inputs)
         options = {"n_steps": n_steps, "baseline": baseline, "internal_batch_size": internal_batch_size}
 
-        def run() -> Any:  # its hooks record nothing: running again without a broken one changes no record
+        def run() -> Attribution:  # its hooks record nothing: running again without a broken one changes no record
             return attribute(self.model, inputs, target, method, layer, position=position, **options)
 
         result = self._analyse(runner.ATTRIBUTION, run, inputs).annotated()
         ids = token_ids(inputs)
         if result.dim() == 2 and ids is not None:
-            result.tokens = self.sequences.ids_labels(ids, given is None)
+            result.tokens = self.sequences.ids_labels(ids, given is None)  # type: ignore[attr-defined]  # said on the plain tensor
         return result
 
-    def watch_ddp(self, hook: Callable | None = None, log_dir: str | os.PathLike | None = None, **options: Any) -> Any:
+    def watch_ddp(
+        self, hook: Callable[..., Any] | None = None, log_dir: str | os.PathLike[str] | None = None, **options: Any
+    ) -> Any:
         """A ``hookwidgets.distributed.DDPInspector`` on the explored DistributedDataParallel model.
 
         ``hook`` (default: allreduce) and ``log_dir`` are the inspector's; ``ex.close()`` closes it too.
@@ -601,7 +615,8 @@ class Explorer:
             return inputs
         if self.example_inputs is None:
             raise ValueError("this needs inputs: pass them, or give HookExplorer example_inputs=")
-        return map_tensors(self.example_inputs, _fresh_copy)
+        fresh: Inputs = map_tensors(self.example_inputs, _fresh_copy)
+        return fresh
 
     def close(self) -> None:
         """Remove every hook the explorer added (the model's hook dicts are as before) and let go of the model."""

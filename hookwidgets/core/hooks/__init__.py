@@ -4,11 +4,12 @@ clock, events, notes and in-place collisions, and the runner of the explorer's o
 Internal: the public names are ``hookwidgets.core``'s; what is here may change without notice.
 """
 
+from ..kind_table import KINDS, Kind
 from .actions import BUILTIN_ACTIONS
 from .clock import Clock
 from .edits import EDIT_NAMES
 from .info import HookGroup, HookInfo, TimelineEvent
-from .kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS, Kind, resolve_kind, valid_kinds
+from .kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS, resolve_kind, valid_kinds
 from .registry import HookRegistry
 
 __all__ = [

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -43,7 +43,7 @@ class Firing:
     slots: tuple[int, ...] | None = None
 
 
-def check_action(action: str | Callable) -> None:
+def check_action(action: str | Callable[..., Any]) -> None:
     """A ValueError naming the valid actions for anything that is neither one of them nor callable."""
     if not callable(action) and action not in BUILTIN_ACTIONS:
         raise ValueError(f"unknown action {action!r}; choose one of {', '.join(BUILTIN_ACTIONS)} or pass a callable")
@@ -51,8 +51,8 @@ def check_action(action: str | Callable) -> None:
 
 def perform(
     store: CaptureStore,
-    action: str | Callable,
-    edits: tuple,
+    action: str | Callable[..., Any],
+    edits: tuple[Any, ...],
     copy: bool,
     firing: Firing,
     editable: Any,
@@ -94,7 +94,8 @@ def perform(
                 firing.kind,
                 firing.step,
                 firing.call,
-                tensors,
+                # make_record only reads the names and tensors (its parameter is a dict: invariant in the value)
+                cast("dict[str, torch.Tensor | None]", tensors),
                 copy,
                 store.offload,
                 firing.recompute,
@@ -109,7 +110,7 @@ def perform(
                 notes.add(noted, META_STATS, NoteKind.META_STATS)
         reduce = memo.stats if memo is not None else tensor_stats
         stats = reduce(primary) if primary is not None else None
-        if stats is not None and primary.is_complex():
+        if stats is not None and primary is not None and primary.is_complex():
             stats = {**stats, "magnitude": True}  # the statistics are of |x|: said wherever they are shown
         store.add(
             Record(
@@ -128,7 +129,7 @@ def perform(
     return edited if edits else None
 
 
-def describe_firing(firing: Firing, tensors: dict[str, torch.Tensor | None]) -> str:
+def describe_firing(firing: Firing, tensors: Mapping[str, torch.Tensor | None]) -> str:
     """One line for the print action: where it fired and each tensor's shape, dtype and range (or None)."""
     parts = []
     for name, t in tensors.items():

@@ -17,7 +17,7 @@ from ..._warnings import AliasWarning, CompiledModelWarning
 from .._torch import COMPILED_INNER, is_compile_wrapper
 from ..display import display_name, quoted
 from ..graph.stops import Stops
-from ..kind_table import has, user_names
+from ..kind_table import KINDS, Kind, has, user_names
 from ..model.attention_sources import hidden_probabilities_note
 from ..model.graph_calls import never_called
 from ..model.inputs import Inputs, call_model
@@ -30,7 +30,7 @@ from . import notes
 from .collisions import is_inplace_collision
 from .edits import check_edits_fit
 from .info import HookInfo
-from .kinds import KINDS, Kind, resolve_kind
+from .kinds import resolve_kind
 from .notes import (
     COMPILED,
     NoteKind,
@@ -51,7 +51,7 @@ def attach(
     model: nn.Module,
     target: str,
     kinds: Sequence[str],
-    action: str | Callable,
+    action: str | Callable[..., Any],
     edit: Any,
     copy: bool,
     with_kwargs: bool,

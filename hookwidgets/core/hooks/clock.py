@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -162,7 +162,13 @@ class Clock:
 
     # Tags: written by a forward hook of each call of a module with backward hooks, read by its backward firings.
     def tag_call(
-        self, target: str, kind: str, args: Any, output: Any, slots: bool = False, tensors: list | None = None
+        self,
+        target: str,
+        kind: str,
+        args: Any,
+        output: Any,
+        slots: bool = False,
+        tensors: list[torch.Tensor] | None = None,
     ) -> Firing | None:
         """Count this forward call of ``target`` for ``kind`` and tag the nodes its backward firings run.
 
@@ -180,20 +186,20 @@ class Clock:
         for arg in args:
             node = arg.grad_fn if isinstance(arg, torch.Tensor) else None
             if node is not None:  # every input that requires grad has this one node
-                node.metadata[(token, target, kind, "in")] = (*label, _slots(args) if slots else None)
+                node.metadata[(token, target, kind, "in")] = (*label, _slots(args) if slots else None)  # type: ignore[index]  # torch stubs declare Node.metadata a method; it is a dict property
                 break
         out = (*label, _slots(output if isinstance(output, tuple) else (output,)) if slots else None)
         for tensor in tensors_in(output) if tensors is None else tensors:
             node = tensor.grad_fn
             if node is not None:
-                node.metadata[(token, target, kind, "out")] = out
+                node.metadata[(token, target, kind, "out")] = out  # type: ignore[index]  # torch stubs declare Node.metadata a method; it is a dict property
         return firing
 
     def tag_legacy_call(self, target: str, kind: str, args: Any, output: Any) -> None:
         """Count this forward call of ``target`` and tag the node torch puts its legacy backward hooks on."""
         firing = self.forward_firing(target, kind, args)
         node = _legacy_node(output) if firing is not None else None
-        if node is not None:
+        if node is not None and firing is not None:
             # A module returning its inner call's output hooks one node twice: both calls' labels, in firing order
             entry = node.metadata.setdefault((self._tag, target, kind, "out"), [[], 0])
             entry[0].append((firing.step, firing.call))
@@ -240,8 +246,9 @@ class Clock:
             if state[1] is None:
                 seq, reentrant = sequence_nr(node), op_name(node) == REENTRANT_CHECKPOINT
                 step = self._step_made(seq + reentrant)  # a reentrant segment runs after its node: maybe a new step
-                state[1] = self.step if step is None else step
-                state[2] = _anchor(self._logs.get(state[1], []), key, seq, reentrant)
+                step = self.step if step is None else step
+                state[1] = step
+                state[2] = _anchor(self._logs.get(step, []), key, seq, reentrant)
             log = self._logs.get(state[1], [])
             found = next((i for i in range(state[2], len(log)) if log[i][1] == key), None)
             if found is None:  # not in the log (attached since, or the log was dropped): the call last made
@@ -279,10 +286,11 @@ def _anchor(log: list[LogEntry], key: tuple[str, str], seq: int, reentrant: bool
     mine = [i for i, entry in enumerate(log) if entry[1] == key]
     if reentrant:
         return next((i for i in mine if log[i][0] > seq), len(log))
-    inside = [i for i in mine if log[i][4] is not None and log[i][4] <= seq < log[i][0]]
+    inside = [i for i in mine if (start := log[i][4]) is not None and start <= seq < log[i][0]]
     before = [i for i in mine if log[i][0] <= seq]
     if inside:
-        found = mine.index(max(inside, key=lambda i: log[i][4]))  # the innermost call that made the node
+        # the innermost call that made the node (each of ``inside`` has a start)
+        found = mine.index(max(inside, key=lambda i: cast(int, log[i][4])))
     elif before:
         found = mine.index(before[-1])
     else:
@@ -300,11 +308,11 @@ def _call_start(args: Any) -> int | None:
     return sequence_nr(node) + 1 if node is not None else None
 
 
-def _slots(values: tuple) -> tuple[int, ...]:
+def _slots(values: tuple[Any, ...]) -> tuple[int, ...]:
     return tuple(i for i, value in enumerate(values) if isinstance(value, torch.Tensor))
 
 
-def _below(node: Any, key: tuple) -> Any:
+def _below(node: Any, key: tuple[Any, ...]) -> Any:
     """The tag under ``key`` on the nodes ``node`` passes gradients to, or on theirs (an edit between)."""
     children = [fn for fn, _ in node.next_functions if fn is not None]
     for level in (children, (fn for child in children for fn, _ in child.next_functions if fn is not None)):

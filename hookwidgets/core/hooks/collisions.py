@@ -14,7 +14,7 @@ import warnings
 import weakref
 from collections import deque
 from collections.abc import Callable, Collection, Iterable
-from typing import TypeVar
+from typing import TypeGuard, TypeVar
 
 import torch
 from torch import nn
@@ -47,7 +47,7 @@ class Collisions:
         events: Events,
     ) -> None:
         self._hooks, self._root, self._foreign, self._remove, self._events = hooks, root, foreign, remove, events
-        self._outputs: dict[str, list[weakref.ref]] = {}  # module path -> its last call's output tensors
+        self._outputs: dict[str, list[weakref.ref[torch.Tensor]]] = {}  # module path -> its last call's output tensors
         self.explanations: deque[str] = deque(maxlen=100)
         """Why hooks were detached (or, for others' hooks, what collided), newest last."""
 
@@ -126,8 +126,8 @@ class Collisions:
                 if not self.detach(exc):
                     raise
                 continue
-            exc = reported(result) if reported is not None else None
-            if not is_inplace_collision(exc) or attaching or not self.detach(exc):
+            failure = reported(result) if reported is not None else None
+            if not is_inplace_collision(failure) or attaching or not self.detach(failure):
                 return result
 
     def _refuse(self, exc: BaseException, attaching: Collection[HookInfo]) -> None:
@@ -139,7 +139,7 @@ class Collisions:
             raise ValueError(explain_collision(refused[0].kind, refused[0].target, culprit, root)) from None
 
 
-def is_inplace_collision(exc: BaseException | None) -> bool:
+def is_inplace_collision(exc: BaseException | None) -> TypeGuard[RuntimeError]:
     """True for torch's error when an in-place op modifies the output a full backward hook wrapped."""
     return isinstance(exc, RuntimeError) and _INPLACE_VIEW_ERROR in str(exc)
 

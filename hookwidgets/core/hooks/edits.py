@@ -13,7 +13,7 @@ import torch
 
 from ..model.nested import map_tensors
 
-Edit = tuple
+Edit = tuple[Any, ...]
 EDIT_NAMES = ("scale", "clip", "clip_norm", "zero", "ablate", "ablate_heads", "replace", "mean_ablate")
 """The edits by name, as the first element of an ``edit=`` tuple."""
 VALID_FORMS = (
@@ -172,7 +172,7 @@ def _channels(arg: Any, what: str = "channel") -> tuple[int, ...]:
     return tuple(sorted(set(channels)))
 
 
-def describe_edit(edit: Edit) -> list:
+def describe_edit(edit: Edit) -> list[Any]:
     """An edit as plain data for display and export: a patch tensor as ``"tensor (shape)"``."""
     return [f"tensor {tuple(v.shape)}" if isinstance(v, torch.Tensor) else v for v in edit]
 
@@ -180,7 +180,8 @@ def describe_edit(edit: Edit) -> list:
 def _apply_one(t: torch.Tensor, edit: Edit) -> torch.Tensor:
     name = edit[0]
     if name == "scale":
-        return t * edit[1]
+        scaled: torch.Tensor = t * edit[1]  # edit[1] is the factor (Any to mypy)
+        return scaled
     if name == "clip":
         return t.clamp(-edit[1], edit[1])
     if name == "clip_norm":
@@ -204,7 +205,7 @@ def _apply_one(t: torch.Tensor, edit: Edit) -> torch.Tensor:
     return t  # ablate_heads: done before the output projection (heads.py), not on the value the hook sees
 
 
-def ablate_dim(channels: tuple[int, ...], dim: int | None, shape: tuple) -> int:
+def ablate_dim(channels: tuple[int, ...], dim: int | None, shape: tuple[Any, ...]) -> int:
     """The axis an ablate edit zeroes along in a tensor of ``shape`` (``dim`` None: 1, or 0 for a 1-D tensor);
     an IndexError naming the shape when ``dim`` or an index is out of range."""
     rank = len(shape)
@@ -233,7 +234,7 @@ def without_patches(edits: tuple[Edit, ...]) -> tuple[Edit, ...]:
     return tuple(edit for edit in edits if edit[0] not in PRIMARY)
 
 
-def check_patch_shape(name: str, patch: tuple, shape: tuple) -> None:
+def check_patch_shape(name: str, patch: tuple[Any, ...], shape: tuple[Any, ...]) -> None:
     """A ValueError naming both shapes when a replace or mean_ablate tensor does not fit the hooked tensor
     (mean_ablate's mean, a batch of one, is broadcast over the batch)."""
     fits = patch == shape or (name == "mean_ablate" and patch[1:] == shape[1:] and len(patch) == len(shape))
@@ -245,7 +246,7 @@ def check_patch_shape(name: str, patch: tuple, shape: tuple) -> None:
         )
 
 
-def check_edits_fit(edits: tuple[Edit, ...], shape: tuple, target: str) -> None:
+def check_edits_fit(edits: tuple[Edit, ...], shape: tuple[Any, ...], target: str) -> None:
     """At attach: a ValueError when an ablate or patch edit does not fit the output shape ``shape`` the probe saw at
     ``target`` (the example inputs'), naming both, rather than an error at every firing."""
     for edit in edits:

@@ -41,7 +41,7 @@ class _Frame:
 
     key: int
     code: CodeType
-    refs: dict[str, weakref.ref] = field(default_factory=dict)
+    refs: dict[str, weakref.ref[Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -149,7 +149,7 @@ class Generations:
                 return
         local.group = _Group(step, chain)
 
-    def inputs(self, args: tuple, kwargs: dict[str, Any] | None, ids_of: Callable[..., Any]) -> None:
+    def inputs(self, args: tuple[Any, ...], kwargs: dict[str, Any] | None, ids_of: Callable[..., Any]) -> None:
         """The args of the call that began this thread's latest step: its token ids (``ids_of(args, kwargs)``, an
         ``(N, T)`` tensor or None), kept for a step of a generation."""
         local = self._local
@@ -219,7 +219,7 @@ def _arguments(code: CodeType) -> frozenset[str]:
     return frozenset(code.co_varnames[:count])
 
 
-def _weak(names: dict[str, Any], arguments: frozenset[str]) -> dict[str, weakref.ref]:
+def _weak(names: dict[str, Any], arguments: frozenset[str]) -> dict[str, weakref.ref[Any]]:
     """Weak references to the objects the frame's own variables hold (not its parameters: a caller may pass the same
     objects to the next call), where they take one (numbers, strings and plain containers do not)."""
     refs = {}

@@ -79,7 +79,7 @@ class _Seen:
         self.inside: list[tuple[str, nn.Module]] = []
         self.after: tuple[str, nn.Module] | None = None
 
-    def entered(self, module: nn.Module, args: tuple, kwargs: dict) -> None:
+    def entered(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if not self.done and not self.within:
             self.inputs = tensors_in((args, kwargs))
             self.within = True
@@ -89,8 +89,8 @@ class _Seen:
             self.within, self.done = False, True
             self.output = first_tensor(output)
 
-    def linear(self, path: str, inside: bool) -> Callable:
-        def hook(linear: nn.Module, args: tuple, kwargs: dict) -> None:
+    def linear(self, path: str, inside: bool) -> Callable[..., Any]:
+        def hook(linear: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             fed = first_tensor((args, kwargs))
             if fed is None:
                 return

@@ -89,12 +89,13 @@ def head_count(root: nn.Module, target: str, module: nn.Module, probe: Probe | N
 
 def _heads_of(
     root: nn.Module, target: str, module: nn.Module, probe: Probe | None
-) -> tuple[str, str, nn.Module | None, int, int]:
+) -> tuple[str, str, nn.Module, int, int]:
     """(place, path, projection, head count, head dim) of a head ablation on ``module``; a ValueError naming the
     module and what was looked for when its heads' context and output projection are not found."""
     where = f"module {quoted(target)} ({type(module).__name__})"
     count = _head_count(module)
-    path, projection = target, None
+    path, projection = target, module  # the projection's place and module where it takes the context ("input")
+    place: str | None
     if isinstance(module, nn.MultiheadAttention):
         if reparametrized is None:  # pragma: no cover - every torch hookwidgets supports has it
             raise ValueError(f"('ablate_heads', …) on {where}: this torch cannot swap out_proj's weight for a call")
@@ -103,7 +104,7 @@ def _heads_of(
         # a forward shows the projection of the module that holds the heads; a module whose heads are a child's (a
         # wrapper such as BERT's attention, or a block holding attention and MLP) is left to the names
         own = probe is not None and _head_count(module, children=False) is not None
-        found = probed_projection(root, module, probe) if own else None
+        found = probed_projection(root, module, probe) if own and probe is not None else None
         if found is None:  # no forward to look in: the names, as a hint
             found = _named_projection(root, target, module)
         place = found.place if found is not None else None
@@ -146,7 +147,7 @@ class Mask:
         return self._ones.numel()
 
 
-def _guarded(info: HookInfo, raises: bool, edit: Callable) -> Callable:
+def _guarded(info: HookInfo, raises: bool, edit: Callable[..., Any]) -> Callable[..., Any]:
     """``edit`` as a hook of ``info``'s: silent in the explorer's own runs; a failure is recorded on ``info`` and
     leaves the value unchanged (``raises``: the registry's on_error="raise", re-raised)."""
 
@@ -183,7 +184,9 @@ def _zero_first(out: Any, mask: Mask) -> Any:
     raise ValueError(f"ablate_heads: expected the context as the output or its first element, got {type(out).__name__}")
 
 
-def _rerun_mha(module: nn.MultiheadAttention, args: tuple, kwargs: dict, mask: Mask) -> Any:
+def _rerun_mha(module: nn.MultiheadAttention, args: tuple[Any, ...], kwargs: dict[str, Any], mask: Mask) -> Any:
+    if reparametrized is None:  # pragma: no cover - refused at attach (_heads_of)
+        raise ValueError("ablate_heads: this torch cannot swap out_proj's weight for a call")
     weight = module.out_proj.weight
     masked = weight * mask.like(weight)  # the heads' input columns zeroed
     with reparametrized(module, {"out_proj.weight": masked}):

@@ -53,9 +53,9 @@ class HookInfo:
     """The hook's path: a module path, a parameter name or an autograd node id."""
     kind: str
     """The hook kind, as attached."""
-    action: str | Callable = "capture"
+    action: str | Callable[..., Any] = "capture"
     """A built-in action's name, or your callable."""
-    edit: tuple = ()
+    edit: tuple[Any, ...] = ()
     """The normalised edits, applied in order."""
     copy: bool = False
     """Whether captures are clones rather than detached references."""
@@ -152,7 +152,7 @@ class HookGroup(list[HookInfo]):
     """What ``attach()`` returns for a list of kinds: their ``HookInfo``s in the order given, and a handle on them
     all (``remove()``, ``with``)."""
 
-    def remove(self) -> None:
+    def remove(self) -> None:  # type: ignore[override]  # public API: removes the group's hooks, not a list item
         """Remove each hook of the group that is still attached (``HookInfo.remove``), telling the explorer's
         subscribers once."""
         owners: dict[int, tuple[_Owner, list[HookInfo]]] = {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import inspect
 from collections.abc import Callable
+from typing import Any
 
 from ..display import quoted
 from ..kind_table import KINDS, Kind, names, rows, user_names
@@ -53,7 +54,7 @@ def resolve_kind(kind: str, target: str, family: str) -> Kind:
     return found
 
 
-def check_callable(fn: Callable, spec: Kind, with_kwargs: bool = False) -> None:
+def check_callable(fn: Callable[..., Any], spec: Kind, with_kwargs: bool = False) -> None:
     """Reject at attach time a user callable that could not take torch's arguments for ``spec``."""
     arity = spec.arity + (1 if with_kwargs and spec.kwargs_form else 0)
     try:
@@ -70,7 +71,7 @@ def check_callable(fn: Callable, spec: Kind, with_kwargs: bool = False) -> None:
         ) from None
 
 
-def takes_kwargs(spec: str, action: str | Callable, with_kwargs: bool) -> bool:
+def takes_kwargs(spec: str, action: str | Callable[..., Any], with_kwargs: bool) -> bool:
     """Whether a module hook is registered in torch's ``with_kwargs`` form: as asked for a callable, and always for a
     built-in ``forward_pre`` or ``global_forward_pre`` action, which records keyword arguments as ``kwargs.<name>``."""
     kind = KINDS.get(spec)

@@ -51,8 +51,9 @@ class ModelWideHooks:
         self.paths: dict[int, str] = {}
         """id(module) -> its first path, for the modules the hooks are on; the hooks read it, it is updated in place."""
         self._hooks: dict[int, _Placed] = {}  # id(info) -> its placement
-        self._refs: dict[int, weakref.ref] = {}  # the modules of ``paths``: one collected may leave its id to a new one
-        self._died: list[weakref.ref] = []  # their references, as they die
+        # the modules of ``paths``: one collected may leave its id to a new one
+        self._refs: dict[int, weakref.ref[nn.Module]] = {}
+        self._died: list[weakref.ref[nn.Module]] = []  # their references, as they die
         self._lock = threading.Lock()  # two threads may begin steps at once
 
     def __bool__(self) -> bool:

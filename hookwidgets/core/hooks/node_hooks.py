@@ -12,6 +12,7 @@ import difflib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import torch
 from torch.autograd.graph import Node
 
 from ..display import quoted
@@ -82,7 +83,7 @@ class NodeHooks:
             self._hook(key, info, node, step)
 
     def _hook(self, key: str, info: HookInfo, node: Node, step: int) -> None:
-        placed = node.metadata.setdefault(_MARK, {})
+        placed = node.metadata.setdefault(_MARK, {})  # type: ignore[attr-defined]  # torch stubs declare Node.metadata a method; it is a dict property
         if id(info) in placed:  # the same node again (a kept AccumulateGrad): its firings now belong to this step
             placed[id(info)][0] = step
             return
@@ -97,10 +98,10 @@ class NodeHooks:
         if op_name(node) == "AccumulateGrad":
             self._kept[key] = node
 
-    def _pre_hook(self, info: HookInfo, step: list[int]) -> Callable[[tuple], Any]:
+    def _pre_hook(self, info: HookInfo, step: list[int]) -> Callable[[tuple[Any, ...]], Any]:
         next_call, fire, user = self._clock.next_call, self._fire, info.action
 
-        def node_pre(grad_outputs: tuple) -> Any:
+        def node_pre(grad_outputs: tuple[Any, ...]) -> Any:
             if not info.active:
                 return None
             firing = Firing(info.target, info.kind, step[0], next_call(info.target, info.kind, step[0]))
@@ -109,10 +110,10 @@ class NodeHooks:
 
         return node_pre
 
-    def _post_hook(self, info: HookInfo, step: list[int]) -> Callable[[tuple, tuple], Any]:
+    def _post_hook(self, info: HookInfo, step: list[int]) -> Callable[[tuple[Any, ...], tuple[Any, ...]], Any]:
         next_call, fire, user = self._clock.next_call, self._fire, info.action
 
-        def node(grad_inputs: tuple, grad_outputs: tuple) -> Any:
+        def node(grad_inputs: tuple[Any, ...], grad_outputs: tuple[Any, ...]) -> Any:
             if not info.active:
                 return None
             firing = Firing(info.target, info.kind, step[0], next_call(info.target, info.kind, step[0]))
@@ -123,7 +124,7 @@ class NodeHooks:
         return node
 
 
-def _grad_outputs(grad_outputs: Any) -> dict:
+def _grad_outputs(grad_outputs: Any) -> dict[str, torch.Tensor]:
     return named_tensors("grad_output", grad_outputs)
 
 

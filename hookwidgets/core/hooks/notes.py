@@ -260,7 +260,7 @@ def keyword_inputs_note(path: str, edited: bool) -> str:
     )
 
 
-def input_grad_note(path: str, grad_input: tuple, edited: bool) -> str:
+def input_grad_note(path: str, grad_input: tuple[Any, ...], edited: bool) -> str:
     """Why a full backward hook got no input gradient (``grad_input`` all None, or empty), and whether its edit
     of grad_input was lost (``edited``)."""
     if not grad_input:  # torch gives one entry per positional argument: there was none

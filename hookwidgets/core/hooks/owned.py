@@ -50,7 +50,7 @@ class OwnedHandle(RemovableHandle):
         self.hooks_dict_ref = handle.hooks_dict_ref
         self.id = handle.id
         self.extra_dict_ref = handle.extra_dict_ref
-        self._module: weakref.ref | None = weakref.ref(module)
+        self._module: weakref.ref[nn.Module] | None = weakref.ref(module)
         self._flag_owner = None if flag_owner is None else weakref.ref(flag_owner)
 
     def remove(self) -> None:
@@ -206,6 +206,6 @@ def _state_without_ours(module: nn.Module, state: Any) -> Any:
                 items = list(hooks.items())  # a snapshot: a finalizer may remove a hook meanwhile
                 if any(key in _own_ids for key, _ in items):
                     state[name] = type(hooks)((key, hook) for key, hook in items if key not in _own_ids)
-        if flag_held and FULL_BACKWARD_FLAG in state and not state.get("_backward_hooks"):
+        if flag_held and entry is not None and FULL_BACKWARD_FLAG in state and not state.get("_backward_hooks"):
             state[FULL_BACKWARD_FLAG] = entry.flag_before  # as before hookwidgets: no hook left needs it
     return state

@@ -24,6 +24,7 @@ from torch.utils.hooks import RemovableHandle
 
 from .._torch import full_backward_flag, is_compile_wrapper
 from ..display import quoted
+from ..kind_table import Kind
 from ..model.compiled import is_compiled
 from ..model.nested import tensors_in
 from . import notes
@@ -32,7 +33,6 @@ from .clock import Clock
 from .collisions import Collisions
 from .dispatch import Dispatch
 from .info import HookInfo
-from .kinds import Kind
 from .model_wide import ModelWideHooks
 from .node_hooks import NodeHooks
 from .notes import GRAD_NOT_ARMED, NoteKind, backward_output_note, input_grad_note
@@ -77,7 +77,10 @@ class Registrar:
         if spec.family == "param":
             return [self._register_param(spec, obj, info)]
         if spec.family == "node":
-            self._node_hooks.add(info, self._root_ref())  # placed on each forward's graph, by id
+            root = self._root_ref()
+            if root is None:
+                raise ReferenceError("the model of this explorer was garbage collected")
+            self._node_hooks.add(info, root)  # placed on each forward's graph, by id
             return []
         handles = [self._register_module(spec, obj, info, info.target, with_kwargs)]
         if spec.full_backward:  # their firings name the forward call that tagged its nodes
@@ -89,21 +92,24 @@ class Registrar:
             handles.append(own(obj, obj.register_forward_hook(self.eager(tag))))
         return handles
 
-    def eager(self, hook: Callable) -> Callable:
+    def eager(self, hook: Callable[..., Any]) -> Callable[..., Any]:
         """``hook``, run by Python as written even inside a compiled model.
 
         Dynamo would otherwise trace the forward hooks into the compiled graph, bookkeeping included,
         and fail on it (the explorer's weak reference to the model, its counters and records).
         """
         root = self._root_ref()
-        return torch.compiler.disable(hook, recursive=True) if root is not None and is_compiled(root) else hook
+        if root is not None and is_compiled(root):
+            disabled: Callable[..., Any] = torch.compiler.disable(hook, recursive=True)  # type: ignore[no-untyped-call]  # unannotated in torch
+            return disabled
+        return hook
 
     def _on_root(self, module: nn.Module) -> bool:
         """Whether ``module``'s full backward hooks run through ``root_backward``: the model itself (not torch.compile's
         wrapper, whose backward hooks torch never runs)."""
         return module is self._root_ref() and not is_compile_wrapper(module)
 
-    def _check_backward_output(self, info: HookInfo, arming: BackwardArming) -> Callable:
+    def _check_backward_output(self, info: HookInfo, arming: BackwardArming) -> Callable[..., Any]:
         """A forward hook tagging the call's nodes for its backward firings, telling why a full backward hook
         cannot fire (dict output, no grad), and setting it aside while it cannot (``BackwardArming``)."""
         target, kind = info.target, info.kind
@@ -128,7 +134,7 @@ class Registrar:
                 firing = Firing(target, kind, firing.step, firing.call)
                 for name, tensor in named_tensors("grad_output", output).items():
                     if tensor.requires_grad:
-                        tensor.register_hook(self._tensor_hook(info, firing, name, module=mod))
+                        tensor.register_hook(self._tensor_hook(info, firing, name, module=mod))  # type: ignore[no-untyped-call]  # unannotated in torch
 
         return check
 
@@ -140,7 +146,7 @@ class Registrar:
         if spec.name == "forward_pre":
             returns = "forward_pre_with_kwargs" if with_kwargs else None
 
-            def forward_pre(mod, args, kwargs=None):
+            def forward_pre(mod: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
                 firing = forward_firing(target, kind)
                 if firing is None:
                     return None
@@ -155,7 +161,7 @@ class Registrar:
             return own(module, module.register_forward_pre_hook(self.eager(forward_pre), with_kwargs=with_kwargs))
         if spec.name == "forward":
 
-            def forward(mod, args, *rest):
+            def forward(mod: nn.Module, args: tuple[Any, ...], *rest: Any) -> Any:
                 kwargs, output = rest if with_kwargs else (None, rest[0])
                 firing = forward_firing(target, kind, args)
                 if firing is None or _stopped_recompute(firing, output):
@@ -173,7 +179,7 @@ class Registrar:
             )
         if spec.name == "backward_pre":
 
-            def backward_pre(mod, grad_output):
+            def backward_pre(mod: nn.Module, grad_output: tuple[Any, ...]) -> Any:
                 if not info.active or OWN_RUN.depth:  # detached (torch still runs what a forward armed), or an own run
                     return None
                 firing = backward_firing(target, kind)
@@ -185,7 +191,7 @@ class Registrar:
             return own(module, module.register_full_backward_pre_hook(backward_pre))
         if spec.name in ("backward", "legacy_backward"):
 
-            def backward(mod, grad_input, grad_output):
+            def backward(mod: nn.Module, grad_input: tuple[Any, ...], grad_output: tuple[Any, ...]) -> Any:
                 if not info.active or OWN_RUN.depth:  # detached (torch still runs what a forward armed), or an own run
                     return None
                 firing = backward_firing(target, kind)
@@ -205,7 +211,7 @@ class Registrar:
             return own(module, module.register_forward_hook(self.eager(self._arm_tensor_hooks(info, target))))
         raise AssertionError(f"unhandled module kind {spec.name}")
 
-    def _arm_tensor_hooks(self, info: HookInfo, target: str) -> Callable:
+    def _arm_tensor_hooks(self, info: HookInfo, target: str) -> Callable[..., Any]:
         def arm(mod: nn.Module, args: Any, output: Any) -> None:
             self._arm_outputs(info, target, args, output)
 
@@ -221,7 +227,7 @@ class Registrar:
         armed = 0
         for name, tensor in named_tensors("output", output).items():
             if tensor.requires_grad:
-                tensor.register_hook(self._tensor_hook(info, firing, "grad_" + name))
+                tensor.register_hook(self._tensor_hook(info, firing, "grad_" + name))  # type: ignore[no-untyped-call]  # unannotated in torch
                 armed += 1
         if not armed and info.kind == "grad":  # a global hook also meets modules that output no tensor
             notes.add(info, GRAD_NOT_ARMED, NoteKind.GRAD_NOT_ARMED)
@@ -238,7 +244,7 @@ class Registrar:
             if not info.active:
                 return None
             call_user = user if callable(user) else None
-            if call_user is not None and module is not None:  # torch's backward_pre signature, one grad at a time
+            if callable(user) and module is not None:  # torch's backward_pre signature, one grad at a time
                 call_user = lambda g: _first(user(module, (g,)))  # noqa: E731
             return fire(info, "backward", firing, grad, lambda g: {name: g}, call_user, "grad")
 
@@ -249,18 +255,20 @@ class Registrar:
         fire, clock = self._fire, self._clock
         if spec.name == "param_grad":
 
-            def param_grad(grad):
+            def param_grad(grad: torch.Tensor) -> Any:
                 firing = Firing(target, kind, clock.step, 0)
                 return fire(info, "backward", firing, grad, lambda g: {"grad": g}, user if callable(user) else None)
 
-            return param.register_hook(param_grad)
+            handle: RemovableHandle = param.register_hook(param_grad)  # type: ignore[no-untyped-call]  # unannotated in torch
+            return handle
 
-        def post_accumulate(p):
+        def post_accumulate(p: torch.Tensor) -> None:
             firing = Firing(target, kind, clock.step, 0)
             call_user = (lambda _: user(p)) if callable(user) else None
             fire(info, "backward", firing, p.grad, lambda g: {"grad": g} if g is not None else {}, call_user)
 
-        return param.register_post_accumulate_grad_hook(post_accumulate)
+        handle = param.register_post_accumulate_grad_hook(post_accumulate)  # type: ignore[no-untyped-call]  # unannotated in torch
+        return handle
 
     def _register_global(self, spec: Kind, info: HookInfo, with_kwargs: bool) -> None:
         """The global kind's hook on every module of the model, first among the module's own (see ModelWideHooks)."""
@@ -285,10 +293,13 @@ class Registrar:
                 return None  # a module that left the model (its hook goes at the next step's begin), or an own run
             if module is root_ref() and spec.phase == "forward" and spec.pre:
                 begin_step(values[0])
+            firing: Firing | None
             if spec.phase == "backward":
                 firing = clock.backward_firing(path, kind)
             else:  # a forward hook fires at the end of the call whose args it gets: values = (args, output)
                 firing = clock.forward_firing(path, kind, values[0] if spec.name == "global_forward" else None)
+                if firing is None:  # an own run (returned above already)
+                    return None
                 if spec.name == "global_forward" and _stopped_recompute(firing, values[1]):
                     return None
             call_user = (lambda v: user(module, *values[:-1], v)) if callable(user) else None
@@ -308,7 +319,7 @@ class Registrar:
         # modules tags the nodes its backward runs.
         slots = callable(user)  # a callable's return value is checked against the tensors' positions
 
-        def tagger(arming: BackwardArming) -> Callable:
+        def tagger(arming: BackwardArming) -> Callable[..., Any]:
             def tag(module: nn.Module, args: Any, output: Any) -> None:
                 arming.follow(output)
                 path = paths.get(id(module))
@@ -391,7 +402,7 @@ def _first(result: Any) -> Any:
     return result[0] if isinstance(result, (tuple, list)) else result
 
 
-def _forward_inputs(args: Any, kwargs: dict | None) -> dict[str, torch.Tensor]:
+def _forward_inputs(args: Any, kwargs: dict[str, Any] | None) -> dict[str, torch.Tensor]:
     tensors = named_tensors("args", args)
     if kwargs:
         tensors.update(named_tensors("kwargs", kwargs))
@@ -403,7 +414,13 @@ def _grad_outputs(grad_output: Any) -> dict[str, torch.Tensor]:
 
 
 def _fire_full_backward(
-    fire: Callable, info: HookInfo, firing: Firing, path: str, grad_input: Any, grad_output: Any, call_user: Any
+    fire: Callable[..., Any],
+    info: HookInfo,
+    firing: Firing,
+    path: str,
+    grad_input: Any,
+    grad_output: Any,
+    call_user: Any,
 ) -> Any:
     """Fire a full backward hook on ``path``; when every input gradient is None, note why an edit cannot apply."""
     result = fire(info, "backward", firing, grad_input, lambda g: _grads_both(g, grad_output), call_user)

@@ -22,7 +22,7 @@ from torch.utils.hooks import RemovableHandle
 from ..capture import native
 from ..capture.store import CaptureStore, Generation
 from ..display import quoted
-from ..kind_table import has
+from ..kind_table import Kind, has
 from ..model.hook_dicts import foreign_hooks
 from ..model.tokens import call_token_ids
 from .actions import check_action, named_tensors
@@ -35,13 +35,14 @@ from .generation import Generations
 from .head_projection import Probe
 from .heads import head_ablation
 from .info import HookGroup, HookInfo, TimelineEvent
-from .kinds import MODULE_KINDS, Kind, check_callable, takes_kwargs
+from .kinds import MODULE_KINDS, check_callable, takes_kwargs
 from .model_wide import ModelWideHooks
 from .node_hooks import NodeHooks
 from .notes import note_armed, note_short_steps
 from .own_runs import own_run
 from .owned import own, owned_ids
 from .registration import Registrar
+from .root_backward import Removable
 
 _REGISTRIES: weakref.WeakSet[HookRegistry] = weakref.WeakSet()  # every live registry of the process
 
@@ -76,7 +77,7 @@ class HookRegistry:
         self._hooks: dict[tuple[str, str], HookInfo] = {}
         self._step_armed: dict[tuple[str, str], HookInfo] = {}  # the hooks of the kinds a step arms (armed_by_step)
         self._step_handles: list[RemovableHandle] = []
-        self._pending_removal: list[RemovableHandle] = []
+        self._pending_removal: list[Removable] = []
         self.events = Events(self.timeline, self._records)
         """The hub behind ``Explorer.subscribe``: its subscribers, and the firings it keeps for them while there
         are any."""
@@ -116,6 +117,13 @@ class HookRegistry:
     def _root(self) -> nn.Module | None:
         return self._root_ref()
 
+    def _live_root(self) -> nn.Module:
+        """The model; a ReferenceError once it was collected (nothing can be attached to it then)."""
+        root = self._root_ref()
+        if root is None:
+            raise ReferenceError("the model of this explorer was garbage collected")
+        return root
+
     @property
     def hooks(self) -> list[HookInfo]:
         """The registry's live hooks in attach order, then hooks others attached (``foreign=True``)."""
@@ -144,7 +152,7 @@ class HookRegistry:
         obj: nn.Module | torch.Tensor,
         spec: Kind,
         kind: str,
-        action: str | Callable = "capture",
+        action: str | Callable[..., Any] = "capture",
         edit: Any = None,
         copy: bool = False,
         with_kwargs: bool = False,
@@ -172,7 +180,7 @@ class HookRegistry:
                     f"attention module, not kind {kind!r} on {quoted(target)}"
                 )
             plan, install_heads = head_ablation(
-                self._root, target, obj, heads, probe
+                self._live_root(), target, obj, heads, probe
             )  # refused here when there is no place
         if action in ("stats", "print"):
             native.load_in_background()  # the kernel is ready before the hook first fires
@@ -236,8 +244,9 @@ class HookRegistry:
         """Remove one hook's handles; inside the root's forward-hook loop, defer touching its dict."""
         info.active = False  # tensor hooks already set on live tensors check this flag
         self._model_wide.discard(info)  # first: a step beginning on another thread places no more of its hooks
+        root = self._root
         for handle in info._handles:
-            if defer_root_forward and handle.hooks_dict_ref() is self._root._forward_hooks:
+            if defer_root_forward and root is not None and handle.hooks_dict_ref() is root._forward_hooks:
                 self._pending_removal.append(handle)  # torch is iterating over that dict right now
                 continue
             handle.remove()  # the ledger (owned.py) puts a backward-hook flag back with the last hook needing it
@@ -250,7 +259,7 @@ class HookRegistry:
     # Steps: one call of the root module; the first pre-hook to see a root call starts the step.
     def _ensure_step_tracker(self) -> None:
         if not self._step_handles:
-            root = self._root
+            root = self._live_root()
             eager = self._registrar.eager
             begin = eager(lambda m, args, kwargs: self._begin_root_call(args, kwargs))
             self._step_handles = [

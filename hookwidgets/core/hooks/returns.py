@@ -35,7 +35,7 @@ def _gradient(result: Any, original: Any, name: str, where: str, slots: Slots = 
     _same_tensor_type(result, original, name, where)
 
 
-def _node_values(result: Any, original: tuple, name: str, where: str, slots: Slots = None) -> None:
+def _node_values(result: Any, original: tuple[Any, ...], name: str, where: str, slots: Slots = None) -> None:
     """An autograd node hook (and a legacy module backward hook, which is one): a tuple of the same length."""
     if not isinstance(result, tuple):
         raise TypeError(
@@ -51,7 +51,7 @@ def _node_values(result: Any, original: tuple, name: str, where: str, slots: Slo
         _value(value, given, name, where)
 
 
-def _grad_input(result: Any, original: tuple, name: str, where: str, slots: Slots = None) -> None:
+def _grad_input(result: Any, original: tuple[Any, ...], name: str, where: str, slots: Slots = None) -> None:
     """A module's full backward hook: None, or one value per input (only the tensor inputs' are used)."""
     if slots == ():
         if not (isinstance(result, tuple) and all(value is None for value in result)):
@@ -71,7 +71,7 @@ def _grad_input(result: Any, original: tuple, name: str, where: str, slots: Slot
     _slot_values(result, original, name, where, slots)
 
 
-def _grad_output(result: Any, original: tuple, name: str, where: str, slots: Slots = None) -> None:
+def _grad_output(result: Any, original: tuple[Any, ...], name: str, where: str, slots: Slots = None) -> None:
     """A module's full backward pre-hook: None, or one value per output (only the tensor outputs' are used)."""
     _sized(result, where)
     if len(result) != len(original):
@@ -104,7 +104,7 @@ def _nothing(result: Any, original: Any, name: str, where: str, slots: Slots = N
     )
 
 
-def _slot_values(result: Any, original: tuple, name: str, where: str, slots: Slots) -> None:
+def _slot_values(result: Any, original: tuple[Any, ...], name: str, where: str, slots: Slots) -> None:
     """The values torch passes on (those at ``slots``; every one when unknown), each checked as a node's."""
     for i in range(len(original)) if slots is None else slots:
         _value(result[i], original[i], name, where)

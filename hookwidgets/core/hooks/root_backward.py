@@ -15,7 +15,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, cast
 
 import torch
 from torch import nn
@@ -40,7 +40,7 @@ class BackwardHookFunction(torch.autograd.Function):
         return args
 
     @staticmethod
-    def backward(ctx: Any, *grads: torch.Tensor | None) -> tuple:
+    def backward(ctx: Any, *grads: torch.Tensor | None) -> tuple[Any, ...]:
         return (None, *ctx.call.inputs_done(grads))
 
 
@@ -54,7 +54,7 @@ class OutputAlias(torch.autograd.Function):
         return tuple(t.detach() for t in tensors)
 
     @staticmethod
-    def backward(ctx: Any, *grads: torch.Tensor | None) -> tuple:
+    def backward(ctx: Any, *grads: torch.Tensor | None) -> tuple[Any, ...]:
         return (None, *ctx.call.outputs_done(grads))
 
 
@@ -63,14 +63,16 @@ class _Call:
 
     __slots__ = ("grad_outputs", "hooks", "inputs", "module", "n_args", "n_out", "outputs", "pre_hooks")
 
-    def __init__(self, module: nn.Module, hooks: list[Callable], pre_hooks: list[Callable], n_args: int) -> None:
+    def __init__(
+        self, module: nn.Module, hooks: list[Callable[..., Any]], pre_hooks: list[Callable[..., Any]], n_args: int
+    ) -> None:
         self.module, self.hooks, self.pre_hooks, self.n_args = module, hooks, pre_hooks, n_args
         self.inputs: list[int] | None = None  # positions of the args wrapped (None: no input required grad)
         self.outputs: list[int] = []  # positions of the output's tensors the hooks see
         self.n_out = 0
-        self.grad_outputs: tuple | None = None
+        self.grad_outputs: tuple[Any, ...] | None = None
 
-    def outputs_done(self, grads: tuple) -> tuple:
+    def outputs_done(self, grads: tuple[Any, ...]) -> tuple[Any, ...]:
         """The backward pre-hooks on the output gradients; the full hooks too when no input required grad."""
         own = len(self.outputs)
         if not own:
@@ -99,7 +101,7 @@ class _Call:
             self.grad_outputs = grad_outputs
         return tuple(grad_outputs[i] for i in self.outputs) + grads[own:]
 
-    def inputs_done(self, grads: tuple) -> tuple:
+    def inputs_done(self, grads: tuple[Any, ...]) -> tuple[Any, ...]:
         """The full backward hooks, once the input gradients are there (after ``outputs_done``, as torch's)."""
         if self.grad_outputs is None or self.inputs is None:
             return grads
@@ -118,7 +120,7 @@ class _Call:
         return tuple(grad_input[i] for i in self.inputs)
 
 
-def _packed(positions: list[int], values: tuple, length: int) -> tuple:
+def _packed(positions: list[int], values: tuple[Any, ...], length: int) -> tuple[Any, ...]:
     """``values`` at ``positions`` of a tuple of ``length``, None elsewhere."""
     packed: list[Any] = [None] * length
     for i, value in zip(positions, values, strict=True):
@@ -130,6 +132,12 @@ def _hook_view(t: torch.Tensor) -> bool:
     return is_view(t) and type(t.grad_fn).__name__ == HOOK_VIEW
 
 
+class Removable(Protocol):
+    """What a list of pending removals holds: a torch handle, or a removal of ``RootBackward``'s own hooks."""
+
+    def remove(self) -> None: ...
+
+
 class RootBackward:
     """The explorer's full backward (pre-)hooks on the model itself, and the alias of the model's output.
 
@@ -138,16 +146,16 @@ class RootBackward:
     the model are there only while one does. ``eager`` wraps them as the registry's other forward hooks.
     """
 
-    def __init__(self, root: nn.Module, eager: Callable[[Callable], Callable]) -> None:
+    def __init__(self, root: nn.Module, eager: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
         self._root = weakref.ref(root)
         self._eager = eager
-        self.hooks: OrderedDict[int, Callable] = OrderedDict()
-        self.pre_hooks: OrderedDict[int, Callable] = OrderedDict()
+        self.hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
+        self.pre_hooks: OrderedDict[int, Callable[..., Any]] = OrderedDict()
         self._needed: set[int] = set()
         self._handles: list[RemovableHandle] = []
         self._local = threading.local()
 
-    def register(self, hook: Callable, pre: bool, prepend: bool = False) -> RemovableHandle:
+    def register(self, hook: Callable[..., Any], pre: bool, prepend: bool = False) -> RemovableHandle:
         """Add a full backward hook (``pre``: a backward pre-hook) of the model; its handle removes it."""
         hooks = self.pre_hooks if pre else self.hooks
         handle = RemovableHandle(hooks)
@@ -166,7 +174,7 @@ class RootBackward:
         alias = root.register_forward_hook(self._eager(self._alias), always_call=True)  # keeps _calls balanced
         self._handles = [own(root, pre), own(root, alias)]
 
-    def release(self, key: int, later: list | None = None) -> None:
+    def release(self, key: int, later: list[Removable] | None = None) -> None:
         """The hook ``key`` went: once none is left, the model's hooks for the alias go too (``later``: put in that
         list of pending removals, while torch runs the model's forward hooks)."""
         self._needed.discard(key)
@@ -183,12 +191,13 @@ class RootBackward:
             self._handles = []
             self._local = threading.local()
 
-    def _begin(self, module: nn.Module, args: tuple) -> tuple | None:
+    def _begin(self, module: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """Note the model's hooks as its call begins (as torch does), and wrap its tensor args when one requires grad
         and a full backward hook will want their gradients."""
         root = self._root()
         if root is not None and self._handles:  # last among the forward hooks, as torch wraps after them all
-            root._forward_hooks.move_to_end(self._handles[1].id)
+            # torch keeps a module's hooks in an OrderedDict (its stubs say dict)
+            cast("OrderedDict[int, Callable[..., Any]]", root._forward_hooks).move_to_end(self._handles[1].id)
         calls = self._calls()
         if not (self.hooks or self.pre_hooks) or not torch.is_grad_enabled():
             calls.append(None)
@@ -199,21 +208,23 @@ class RootBackward:
         if not call.hooks or not any(args[i].requires_grad for i in slots):
             return None
         call.inputs = slots
-        wrapped = BackwardHookFunction.apply(call, *(args[i] for i in slots))
+        wrapped = BackwardHookFunction.apply(call, *(args[i] for i in slots))  # type: ignore[no-untyped-call]  # torch's Function.apply is unannotated
         new_args = list(args)
         for i, tensor in zip(slots, wrapped, strict=True):
             new_args[i] = tensor
         return tuple(new_args)
 
-    def _alias(self, module: nn.Module, args: tuple, output: Any) -> Any:
+    def _alias(self, module: nn.Module, args: tuple[Any, ...], output: Any) -> Any:
         """The output with the model's tensors (for its own hooks) and the hooks' views in it aliased."""
         calls = self._calls()
         call = calls.pop() if calls else None
         if output is None or not torch.is_grad_enabled():  # the forward raised (an always-called hook), or no graph
             return None
-        top = (output,) if isinstance(output, torch.Tensor) else output if isinstance(output, tuple) else None
+        top: tuple[Any, ...] = (
+            (output,) if isinstance(output, torch.Tensor) else output if isinstance(output, tuple) else ()
+        )
         slots = []
-        if call is not None and top is not None:  # torch hooks a Tensor or a tuple's tensors, nothing else
+        if call is not None:  # torch hooks a Tensor or a tuple's tensors, nothing else
             slots = [i for i, v in enumerate(top) if isinstance(v, torch.Tensor) and v.requires_grad]
         views = _unique_views(output, {id(top[i]) for i in slots})
         if not slots and not views:
@@ -222,7 +233,7 @@ class RootBackward:
             call = _Call(module, [], [], len(args))
         call.outputs, call.n_out = slots, len(top) if slots else 0
         originals = [top[i] for i in slots] + views
-        aliases = OutputAlias.apply(call, *originals)
+        aliases = OutputAlias.apply(call, *originals)  # type: ignore[no-untyped-call]  # torch's Function.apply is unannotated
         by_id = {id(t): a for t, a in zip(originals, aliases, strict=True)}
         return map_tensors(output, lambda t: by_id.get(id(t), t))
 

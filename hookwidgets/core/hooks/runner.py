@@ -16,10 +16,11 @@ from typing import Literal, NamedTuple, TypeVar
 import torch
 from torch import nn
 
+from ..._warnings import MaterializedWarning
 from ..display import display_name
 from ..model.compiled import run_eagerly
 from ..model.inputs import Inputs, describe_inputs
-from ..model.lazy import MaterializedWarning, has_lazy, materialize
+from ..model.lazy import has_lazy, materialize
 from ..model.state import preserved_state
 from .info import HookInfo
 from .registry import HookRegistry

@@ -26,7 +26,7 @@ def forward_backward(
     target: Target,
     position: int | None,
     hooks: list[HookInfo],
-    recorder: contextlib.AbstractContextManager | None = None,
+    recorder: contextlib.AbstractContextManager[Any] | None = None,
     forward_done: Callable[[], None] | None = None,
 ) -> tuple[Any, Score | None]:
     """The output of a forward of ``inputs`` inside ``recorder``, and with ``target`` the score backpropagated after
@@ -45,8 +45,9 @@ def forward_backward(
     score, chosen = resolve_score(output, target, position, model=model)
     if not score.requires_grad:  # torch would only say "element 0 of tensors does not require grad"
         raise ValueError(_why_no_backward(model, output, inputs))
-    stopped = [] if stops is None else stopped_notes(hooks, model, stops, [score.grad_fn])
-    score.backward()
+    roots = [] if score.grad_fn is None else [score.grad_fn]  # a leaf score has no node to start from
+    stopped = [] if stops is None else stopped_notes(hooks, model, stops, roots)
+    score.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is unannotated
     note_stopped(stopped)  # after the firings, whose notes only see a None gradient
     return output, chosen
 
