@@ -252,6 +252,7 @@ def traceback_roots(tb: types.TracebackType | None) -> list[Node]:
     roots: dict[Node, None] = {}
     while tb is not None:
         for value in list(tb.tb_frame.f_locals.values()):
+            candidates: list[Any] | tuple[Any, ...]
             if isinstance(value, torch.Tensor):
                 candidates = [value]
             elif isinstance(value, (tuple, list)):
