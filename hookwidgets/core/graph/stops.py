@@ -160,7 +160,9 @@ def unreached(roots: list[Node]) -> dict[Node, Node]:
         if not is_stop(node):
             queue.extend(child for child, _ in node.next_functions if child is not None and child not in reached)
     behind: dict[Node, Node] = {}
-    pairs: deque[tuple[Node, Node]] = deque((child, stop) for stop in reached if is_stop(stop) for child, _ in stop.next_functions if child)
+    pairs: deque[tuple[Node, Node]] = deque(
+        (child, stop) for stop in reached if is_stop(stop) for child, _ in stop.next_functions if child
+    )
     while pairs:
         node, stop = pairs.popleft()
         if node in reached or node in behind:
