@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -48,10 +48,9 @@ class Tail:
 
     def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
         for module, key, args, kwargs in self.steps:
-            output = first_tensor(module(*args, **{**kwargs, key: hidden}) if key else module(hidden, *args, **kwargs))
-            if output is None:
-                raise TypeError(f"{type(module).__name__} of the tail returned no tensor for the hidden state")
-            hidden = output
+            # a step took and gave a tensor in the traced forward (the chain is checked there): it gives one here too
+            output = module(*args, **{**kwargs, key: hidden}) if key else module(hidden, *args, **kwargs)
+            hidden = cast(torch.Tensor, first_tensor(output))
         return hidden if self.scale is None else hidden * self.scale
 
 
