@@ -33,6 +33,7 @@ from .diagnostics.patching import DEFAULT_BATCH, Metric, Progress, patch_sweep
 from .diagnostics.summary_frame import summary_frame
 from .display import display_name, quoted
 from .graph.dataflow import dataflow_graph
+from .graph.plain import Dataflow, GraphData
 from .graph.record import GraphRecorder
 from .graph.state import RecordedGraph
 from .hooks import attaching, runner
@@ -48,7 +49,7 @@ from .model.nested import map_tensors
 from .model.scores import Score, output_summary, top_classes
 from .model.targets import first_name, resolve_target
 from .model.tokens import Sequences, read_sequences
-from .model.tree import ProbeResult, build_tree, hookable_modules, probe
+from .model.tree import ProbeResult, TreeNode, build_tree, hookable_modules, probe
 from .monitors.optim import OptimizerWatches, UpdateRatioMonitor
 from .monitors.scalar_log import ScalarLog, ScalarLogs
 
@@ -162,7 +163,7 @@ class Explorer:
         return self.sequences.decoder_tokens
 
     @property
-    def tree(self) -> dict[str, Any]:
+    def tree(self) -> TreeNode:
         """The module tree as plain data; rebuilt once a forward (``run()``, or the user's own) materialized
         the lazy modules it showed with unknown parameter counts."""
         if self._tree_lazy and self._model is not None:
@@ -186,7 +187,7 @@ class Explorer:
         return self._watches.monitors
 
     @property
-    def recorded_graph(self) -> dict[str, Any] | None:
+    def recorded_graph(self) -> GraphData | None:
         """The graph ``graph()`` returns, without recording one: None until a run was recorded (``graph()``, or
         ``run(record_graph=True)``)."""
         return self._graph.data
@@ -347,7 +348,7 @@ class Explorer:
         finally:
             self._registry.events.run_ended(self.step)  # its step is over: its firings, then the end of the run
 
-    def graph(self, inputs: Inputs | None = None, *, saved_tensors: bool = True) -> dict[str, Any]:
+    def graph(self, inputs: Inputs | None = None, *, saved_tensors: bool = True) -> GraphData:
         """The autograd graph of the last recorded run as plain data: its nodes, edges and module clusters.
 
         With ``inputs``, or when no run was recorded yet, records a forward of ``inputs`` (default: the
@@ -381,7 +382,7 @@ class Explorer:
             self.graph()
         return dict(sorted(self._graph.saved_by_module.items(), key=lambda item: -item[1]))
 
-    def dataflow(self, depth: int | None = None) -> dict[str, Any]:
+    def dataflow(self, depth: int | None = None) -> Dataflow:
         """Modules as nodes and the tensors passed between them, from the recorded graph (``depth`` merges)."""
         return dataflow_graph(self.graph(), depth=depth)
 

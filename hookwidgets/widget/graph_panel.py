@@ -8,9 +8,8 @@ with their list only for graphs up to ``SAVED_DETAIL_LIMIT`` nodes. docs/widget-
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..core.graph.dataflow import dataflow_graph
+from ..core.graph.plain import GraphData
 from .protocol import CompactGraph, Graph
 
 SAVED_DETAIL_LIMIT = 5000
@@ -19,7 +18,7 @@ SAVED_DETAIL_LIMIT = 5000
 EMPTY: Graph = {"autograd": None, "dataflow": None, "error": ""}
 
 
-def compact_autograd(data: dict[str, Any]) -> CompactGraph:
+def compact_autograd(data: GraphData) -> CompactGraph:
     """The plain graph of ``ex.graph()`` with every repeated string sent once and nodes referred to by index."""
     nodes = data["nodes"]
     index = {node["id"]: k for k, node in enumerate(nodes)}
@@ -60,7 +59,7 @@ def compact_autograd(data: dict[str, Any]) -> CompactGraph:
     }
 
 
-def graph_payload(data: dict[str, Any] | None, error: str = "") -> Graph:
+def graph_payload(data: GraphData | None, error: str = "") -> Graph:
     """The ``graph`` traitlet for a recorded graph (or None): compact autograd graph, dataflow, error text."""
     if data is None:
         return {**EMPTY, "error": error}

@@ -19,13 +19,13 @@ VERSION = "1"
 SUFFIX = ".safetensors"
 
 
-def sidecar_path(path: str | os.PathLike) -> Path:
+def sidecar_path(path: str | os.PathLike[str]) -> Path:
     """The JSON sidecar that goes with a capture file: ``caps.safetensors`` -> ``caps.safetensors.json``."""
     path = Path(path)
     return path.with_name(path.name + ".json")
 
 
-def export_captures(store: CaptureStore, path: str | os.PathLike, *, labels: dict[str, Any] | None = None) -> Path:
+def export_captures(store: CaptureStore, path: str | os.PathLike[str], *, labels: dict[str, Any] | None = None) -> Path:
     """Write every record of ``store``, oldest first, to ``path`` and its JSON sidecar; returns ``path``.
 
     ``labels`` (``tokens``, ``decoder_tokens``: one list per item; ``generations``) go into the sidecar where they are
@@ -82,7 +82,7 @@ def export_captures(store: CaptureStore, path: str | os.PathLike, *, labels: dic
     return path
 
 
-def load_captures(path: str | os.PathLike) -> list[dict[str, Any]]:
+def load_captures(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read a capture file and its sidecar back: one dict per record, in store order.
 
     Each dict has ``target``, ``kind``, ``step``, ``call``, ``recompute``, ``generation`` (``{"call", "index"}`` or
@@ -105,7 +105,7 @@ def load_captures(path: str | os.PathLike) -> list[dict[str, Any]]:
         )
     if not path.exists():
         raise FileNotFoundError(f"no capture file {str(path)!r} beside its sidecar {str(sidecar)!r}")
-    records = document["records"]
+    records: list[dict[str, Any]] = document["records"]
     from safetensors import safe_open  # only here: importing hookwidgets must not pull safetensors
 
     with safe_open(path, framework="pt", device="cpu") as f:
@@ -124,7 +124,7 @@ def load_captures(path: str | os.PathLike) -> list[dict[str, Any]]:
     return records
 
 
-def _checked_path(path: str | os.PathLike) -> Path:
+def _checked_path(path: str | os.PathLike[str]) -> Path:
     path = Path(path)
     if path.suffix != SUFFIX:
         fixed = path.with_suffix(SUFFIX)

@@ -20,8 +20,12 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from _ctypes import CFuncPtr
 
 SOURCE = Path(__file__).with_name("_fused_stats.c")
 ABI = 2  # what hw_stats_abi() of that source returns
@@ -36,7 +40,7 @@ Sums = tuple[float, float, float, float, int, bool]
 """sum, sum of squares, min, max, nonzero count, and whether a value may be NaN or Inf (min/max skip NaN)."""
 
 _lock = threading.Lock()
-_functions: dict[torch.dtype, ctypes._CFuncPtr] | None = None
+_functions: dict[torch.dtype, CFuncPtr] | None = None
 _status = "not loaded yet"
 _tried = False
 _loader: threading.Thread | None = None  # the thread load_in_background() started
@@ -103,7 +107,7 @@ def status() -> str:
     return _status
 
 
-def _load_once() -> dict[torch.dtype, ctypes._CFuncPtr] | None:
+def _load_once() -> dict[torch.dtype, CFuncPtr] | None:
     global _functions, _status, _tried
     with _lock:
         if not _tried:
@@ -126,7 +130,7 @@ def _load_once() -> dict[torch.dtype, ctypes._CFuncPtr] | None:
         return _functions
 
 
-def _bind(library: ctypes.CDLL) -> dict[torch.dtype, ctypes._CFuncPtr]:
+def _bind(library: ctypes.CDLL) -> dict[torch.dtype, CFuncPtr]:
     if library.hw_stats_abi() != ABI:
         raise RuntimeError(f"{library._name} is of another kernel version")
     functions = {}

@@ -29,6 +29,7 @@ def tensor_stats(t: torch.Tensor) -> dict[str, float]:
     numel = t.numel()
     if numel == 0:
         return _result(math.nan, math.nan, math.nan, math.nan, 0.0, 0.0, 0, 0, 0)
+    nonzero: float  # an int from the kernel, a float from the torch reductions
     x = t
     fused = fused_sums(x)  # the common case: a CPU float tensor, read in place with no new tensor objects
     if fused is None:
@@ -61,7 +62,7 @@ class StatsMemo:
 
     def __init__(self) -> None:
         # No lock: single dict operations are atomic, and two threads racing on one tensor reduce it twice.
-        self._memo: dict[int, tuple[weakref.ref, int, dict[str, float]]] = {}
+        self._memo: dict[int, tuple[weakref.ref[torch.Tensor], int, dict[str, float]]] = {}
 
     def stats(self, t: torch.Tensor) -> dict[str, float]:
         """``tensor_stats(t)``, computed once per tensor object until it is changed in place."""
@@ -116,7 +117,7 @@ def _sum_of_squares(x: torch.Tensor) -> torch.Tensor:
         return torch.dot(x, x)
     rows = x.numel() // _BLOCK
     split = rows * _BLOCK
-    total = torch.linalg.vector_norm(x[:split].view(rows, _BLOCK), dim=1).square().sum()
+    total: torch.Tensor = torch.linalg.vector_norm(x[:split].view(rows, _BLOCK), dim=1).square().sum()
     return total + torch.dot(x[split:], x[split:]) if split < x.numel() else total
 
 
@@ -132,9 +133,9 @@ def _moments(x: torch.Tensor, total: float, squares: float, mn: float, mx: float
         return mean, std, math.sqrt(squares)
     scale = max(abs(mn), abs(mx))
     y = x.detach().reshape(-1).to(torch.float64) / scale
-    std, mean = torch.std_mean(y, correction=0)
-    norm = torch.linalg.vector_norm(y)
-    mean, std, norm = _to_host(mean, std, norm)
+    std_t, mean_t = torch.std_mean(y, correction=0)
+    norm_t = torch.linalg.vector_norm(y)
+    mean, std, norm = _to_host(mean_t, std_t, norm_t)
     return mean * scale, std * scale, norm * scale
 
 
@@ -195,7 +196,15 @@ def combine_stats(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
 
 
 def _result(
-    mean: float, std: float, mn: float, mx: float, norm: float, zero_fraction: float, nan: int, inf: int, numel: int
+    mean: float,
+    std: float,
+    mn: float,
+    mx: float,
+    norm: float,
+    zero_fraction: float,
+    nan: float,
+    inf: float,
+    numel: float,
 ) -> dict[str, float]:
     return {
         "mean": mean,

@@ -27,7 +27,7 @@ class Generation(NamedTuple):
 
     call: int
     """Which generation: the explorer's, numbered 1, 2, … as they come."""
-    index: int
+    index: int  # type: ignore[assignment]  # a field shadowing tuple.index, as NamedTuple allows
     """The decode index: 0 for the prompt step, k for the k-th forward after it (the one fed the k-th new token)."""
 
 
@@ -156,12 +156,15 @@ def make_record(
         target, kind, step, call, kept, recompute=recompute, generation=generation, _versions=versions, _prints=prints
     )
     if pending and torch.cuda.is_available():
-        record._copy_done = torch.cuda.Event()
+        record._copy_done = torch.cuda.Event()  # type: ignore[no-untyped-call]  # unannotated in torch
         record._copy_done.record()
     return record
 
 
-class CaptureStore(Mapping):
+_NO_KINDS: Mapping[str, deque[Record]] = {}  # what a target without records holds (read only)
+
+
+class CaptureStore(Mapping[str, dict[str, list[Record]]]):
     """Records by target and kind, newest last, evicting the oldest once over ``memory_budget`` bytes
     of tensors or over ``max_records`` records.
 
@@ -252,7 +255,7 @@ class CaptureStore(Mapping):
     def latest(self, target: str, kind: str) -> Record | None:
         """The newest record of ``(target, kind)``, or None."""
         with self._lock:
-            history = self._by_target.get(target, {}).get(kind)
+            history = self._by_target.get(target, _NO_KINDS).get(kind)
             return history[-1].wait() if history else None
 
     def step_records(self, keys: Iterable[tuple[str, str]], step: int) -> list[Record]:
@@ -261,7 +264,7 @@ class CaptureStore(Mapping):
         found = []
         with self._lock:
             for target, kind in keys:
-                for record in reversed(self._by_target.get(target, {}).get(kind, ())):
+                for record in reversed(self._by_target.get(target, _NO_KINDS).get(kind, ())):
                     # histories run in step order (a backward of an older step after a newer one's is not looked for)
                     if record.step < step:
                         break
@@ -337,8 +340,8 @@ class CaptureStore(Mapping):
         limit = self._emptied.get(target)
         if limit is None:
             return ""
-        notes = [self._short_note(t, k) for t, k in self._short.hooks() if t == target]
-        notes = [n for n in notes if n is not None]
+        found = [self._short_note(t, k) for t, k in self._short.hooks() if t == target]
+        notes = [n for n in found if n is not None]
         if notes:
             return f": its records were all evicted: {'; '.join(notes)}"
         what = f"memory_budget ({format_bytes(self.memory_budget)})" if limit == "memory_budget" else "max_records"
@@ -351,7 +354,7 @@ class CaptureStore(Mapping):
             return {(s["target"], s["kind"]): s["note"] for s in self._short_steps()}
 
     def _short_note(self, target: str, kind: str) -> str | None:
-        history = self._by_target.get(target, {}).get(kind)
+        history = self._by_target.get(target, _NO_KINDS).get(kind)
         short = self._short.current(target, kind, history[-1].step if history else None)
         return describe(short, kind, self.memory_budget, self.max_records) if short is not None else None
 

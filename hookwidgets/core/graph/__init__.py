@@ -4,7 +4,22 @@ Internal: the public names are ``hookwidgets.core``'s; what is here may change w
 """
 
 from .dataflow import dataflow_graph
+from .plain import Dataflow, DataflowEdge, DataflowNode, GraphCluster, GraphData, GraphEdge, GraphNode, SavedTensor
 from .record import GraphRecorder, GraphRecording, record_graph
 from .state import RecordedGraph
 
-__all__ = ["GraphRecorder", "GraphRecording", "RecordedGraph", "dataflow_graph", "record_graph"]
+__all__ = [
+    "Dataflow",
+    "DataflowEdge",
+    "DataflowNode",
+    "GraphCluster",
+    "GraphData",
+    "GraphEdge",
+    "GraphNode",
+    "GraphRecorder",
+    "GraphRecording",
+    "RecordedGraph",
+    "SavedTensor",
+    "dataflow_graph",
+    "record_graph",
+]

@@ -2,8 +2,26 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
+from .plain import Dataflow, DataflowEdge, DataflowNode, GraphData
+
 INPUT = "<input>"
 OUTPUT = "<output>"
+
+
+class _Flow(TypedDict):
+    """A dataflow edge while it is gathered: the distinct tensors as ``(maker node, input_nr)``."""
+
+    src: str
+    dst: str
+    tensors: set[tuple[str, int]]
+    uses: int
+    shapes: list[list[int] | None]
+
+
+def _flow(src: str, dst: str) -> _Flow:
+    return {"src": src, "dst": dst, "tensors": set(), "uses": 0, "shapes": []}
 
 
 def _collapse(module: str, depth: int | None) -> str:
@@ -12,7 +30,7 @@ def _collapse(module: str, depth: int | None) -> str:
     return ".".join(module.split(".")[:depth]) if depth > 0 else ""
 
 
-def dataflow_graph(graph_data: dict, *, depth: int | None = None) -> dict:
+def dataflow_graph(graph_data: GraphData, *, depth: int | None = None) -> Dataflow:
     """Modules as nodes, tensors as edges, derived from ``GraphRecording.data()``.
 
     An edge ``{"src", "dst", "tensors", "uses", "shapes"}`` says that ``dst`` used ``tensors`` distinct
@@ -35,12 +53,12 @@ def dataflow_graph(graph_data: dict, *, depth: int | None = None) -> dict:
         ops[module] = ops.get(module, 0) + 1
 
     # an autograd edge src -> dst carries the gradient of a tensor dst made and src used
-    flows: dict[tuple[str, str], dict] = {}
+    flows: dict[tuple[str, str], _Flow] = {}
     for edge in graph_data["edges"]:
         user, maker = module_of.get(edge["src"]), module_of.get(edge["dst"])
         if user is None or maker is None or user == maker:
             continue
-        flow = flows.setdefault((maker, user), {"src": maker, "dst": user, "tensors": set(), "uses": 0, "shapes": []})
+        flow = flows.setdefault((maker, user), _flow(maker, user))
         tensor = (edge["dst"], edge["input_nr"])
         if tensor not in flow["tensors"]:
             flow["tensors"].add(tensor)
@@ -49,9 +67,7 @@ def dataflow_graph(graph_data: dict, *, depth: int | None = None) -> dict:
     for out in graph_data.get("outputs", []):
         maker = module_of.get(out)
         if maker is not None:
-            flow = flows.setdefault(
-                (maker, OUTPUT), {"src": maker, "dst": OUTPUT, "tensors": set(), "uses": 0, "shapes": []}
-            )
+            flow = flows.setdefault((maker, OUTPUT), _flow(maker, OUTPUT))
             flow["tensors"].add((out, 0))
             flow["uses"] += 1
 
@@ -61,8 +77,11 @@ def dataflow_graph(graph_data: dict, *, depth: int | None = None) -> dict:
         order.insert(0, INPUT)
     if any(dst == OUTPUT for _, dst in flows):
         order.append(OUTPUT)
-    nodes = [{"module": m, "ops": ops.get(m, 0)} for m in order]
+    nodes: list[DataflowNode] = [{"module": m, "ops": ops.get(m, 0)} for m in order]
     rank = {m: k for k, m in enumerate(order)}
     ordered = sorted(flows.values(), key=lambda f: (rank[f["src"]], rank[f["dst"]]))
-    edges = [{**flow, "tensors": len(flow["tensors"])} for flow in ordered]
+    edges: list[DataflowEdge] = [
+        {"src": f["src"], "dst": f["dst"], "tensors": len(f["tensors"]), "uses": f["uses"], "shapes": f["shapes"]}
+        for f in ordered
+    ]
     return {"nodes": nodes, "edges": edges}

@@ -27,6 +27,7 @@ from ..model.scope import HIDDEN_OPS, Call, ScopeTracker, hidden_ops, node_id, o
 from ..model.state import preserved_state
 from .dataflow import dataflow_graph
 from .no_graph import no_graph_reason
+from .plain import GraphCluster, GraphData, SavedTensor
 from .walk import Table, walk_graph
 
 __all__ = [
@@ -49,7 +50,13 @@ def _shapes(node: Node) -> list[list[int] | None]:
         return []
 
 
-def _saved_entry(entry: tuple) -> dict:
+_SavedRow = tuple[str, list[int], str, int, str | None]  # name, shape, dtype, bytes, alias
+_Row = tuple[str, str, str, str | None, list[_SavedRow] | tuple[()]]  # id, op, module, param, saved
+_Edge = tuple[str, str, int, int, list[int] | None]  # src, dst, input_nr, slot, shape
+_Plain = tuple[list[_Row], list[_Edge], list[str]]  # rows, edges, outputs
+
+
+def _saved_entry(entry: _SavedRow) -> SavedTensor:
     name, shape, dtype, nbytes, alias = entry
     return {"name": name, "shape": shape, "dtype": dtype, "bytes": nbytes, "alias": alias}
 
@@ -73,7 +80,7 @@ class GraphRecording:
         self.exception: BaseException | None = None
         self._table = t = table if table is not None else Table()
         self._module_order = module_order or []
-        self._plain: tuple[list, list, list[str]] | None = None  # rows, edges, outputs
+        self._plain: _Plain | None = None
         self._nodes: list[Node] | None = t.nodes  # the live nodes by row; None once released
         self._by_id: dict[str, int] | None = None  # id -> row, made on first use
         self._count = t.hidden.count(False)
@@ -144,7 +151,7 @@ class GraphRecording:
         self._nodes = None
         self._table.nodes = []
 
-    def data(self) -> dict:
+    def data(self) -> GraphData:
         """The graph as plain data: nodes, edges, clusters, and the output node ids.
 
         Nodes come in forward (creation) order, an AccumulateGrad just before its first user. An edge
@@ -168,7 +175,7 @@ class GraphRecording:
                 "outputs": list(outputs),
             }
 
-    def _materialize(self) -> tuple[list, list, list[str]]:
+    def _materialize(self) -> _Plain:
         """Rows, edges (hidden nodes spliced out, with shapes) and output ids; built once, from the live nodes."""
         if self._plain is not None:
             return self._plain
@@ -176,7 +183,7 @@ class GraphRecording:
             self._plain = self._splice()
         return self._plain
 
-    def _splice(self) -> tuple[list, list, list[str]]:
+    def _splice(self) -> _Plain:
         t = self._table
         hidden, ids, seqs = t.hidden, t.ids, t.seqs
         nodes = self._nodes or []
@@ -188,7 +195,8 @@ class GraphRecording:
 
         def through(k: int, input_nr: int) -> list[tuple[int, int]]:
             """Non-hidden targets of an edge into row ``k``: hidden nodes are passed through."""
-            found, stack = [], [(k, input_nr)]
+            found: list[tuple[int, int]] = []
+            stack = [(k, input_nr)]
             while stack:
                 k, nr = stack.pop()
                 if not hidden[k]:
@@ -200,8 +208,9 @@ class GraphRecording:
                 stack.extend((dst, i) for _, dst, i in reversed(outs))
             return found
 
-        shapes: dict[int, list] = {}
-        edges, first_use = [], {}
+        shapes: dict[int, list[list[int] | None]] = {}
+        edges: list[_Edge] = []
+        first_use: dict[int, float] = {}
         for src, slot, dst, nr in all_edges:
             if hidden[src]:
                 continue
@@ -209,8 +218,9 @@ class GraphRecording:
                 if d not in shapes:
                     shapes[d] = _shapes(nodes[d]) if d < len(nodes) else []
                 edges.append((ids[src], ids[d], i, slot, shapes[d][i] if i < len(shapes[d]) else None))
-                if seqs[d] is None:  # an AccumulateGrad goes just before its first user
-                    first_use[d] = min(first_use.get(d, float("inf")), seqs[src] - 0.5)
+                user_seq = seqs[src]  # a user has a number: only AccumulateGrads lack one, and they use nothing
+                if seqs[d] is None and user_seq is not None:  # an AccumulateGrad goes just before its first user
+                    first_use[d] = min(first_use.get(d, float("inf")), user_seq - 0.5)
         outputs = list(dict.fromkeys(ids[d] for root in t.roots for d, _ in through(root, 0)))
         keys = [seq if seq is not None else first_use.get(k, float("inf")) for k, seq in enumerate(seqs)]
         order = sorted((k for k in range(len(ids)) if not hidden[k]), key=lambda k: (keys[k], k))
@@ -218,7 +228,7 @@ class GraphRecording:
         rows = [(ids[k], t.ops[k], t.scopes[k], t.params[k], saved.get(k, ())) for k in order]
         return rows, edges, outputs
 
-    def _clusters(self, rows: list) -> list[dict]:
+    def _clusters(self, rows: list[_Row]) -> list[GraphCluster]:
         direct: dict[str, list[str]] = {}
         for i, _, module, _, _ in rows:
             direct.setdefault(module, []).append(i)
@@ -242,6 +252,7 @@ def traceback_roots(tb: types.TracebackType | None) -> list[Node]:
     roots: dict[Node, None] = {}
     while tb is not None:
         for value in list(tb.tb_frame.f_locals.values()):
+            candidates: list[Any] | tuple[Any, ...]
             if isinstance(value, torch.Tensor):
                 candidates = [value]
             elif isinstance(value, (tuple, list)):

@@ -101,7 +101,8 @@ def read_saved(saved: Saved, nodes: list[Node], order: list[int], params: ParamN
     # list, which runs the C getters without a Python step per tensor.
     add_row, add_label, add_tensor = rows.append, labels.append, tensors.append
     attrs_of = _saved_names.get
-    tensor_type, saved_type = torch.Tensor, SAVED_TENSOR
+    tensor_type = torch.Tensor
+    saved_type: Any = SAVED_TENSOR  # torch._C._autograd.SavedTensor, untyped: its ``data`` is read below
     for k in order:  # creation order: the first tensor saved on a storage owns its memory
         node = nodes[k]
         attrs = attrs_of(type(node))
@@ -160,7 +161,8 @@ def _metadata(saved: Saved, tensors: list[torch.Tensor], params: ParamNames) -> 
     # A parameter or buffer itself is named by identity; any other tensor by its storage: memory a parameter
     # or buffer owns (a view, .detach(), .data), or that an earlier saved tensor owns. Where each storage
     # starts is read anyway, and reading ``_base`` as well would touch one more cold object per tensor.
-    owners, storages = params.owners, dict(params.storages)  # storages: its start -> its owner, or the first entry
+    owners = params.owners
+    storages: dict[int, str | int] = dict(params.storages)  # its start -> its owner, or the first entry
     swapped = params.swapped_tensors()
     if swapped:  # weights an offload hook swapped in for the call: theirs, as the placeholders' would be
         labels = ["parameter " + name for _, name in swapped]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import difflib
-from typing import Any
 
 import torch
 from torch import nn
 
 from ..display import quoted
 from ..model.inputs import Inputs
+from .plain import GraphData
 from .record import GraphRecorder, GraphRecording, record_graph
 
 
@@ -17,7 +17,7 @@ class RecordedGraph:
     """The plain data of the last recorded run; the live nodes are released at once so no memory is held."""
 
     def __init__(self) -> None:
-        self.data: dict[str, Any] | None = None
+        self.data: GraphData | None = None
         self.saved_by_module: dict[str, int] = {}
         self._ids: set[str] = set()
 

@@ -10,7 +10,7 @@ made is named, the first in the order the forwards returned (the innermost, e.g.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -58,7 +58,7 @@ class Stops:
             handle.remove()
         self._handles.clear()
 
-    def _hook(self, path: str):
+    def _hook(self, path: str) -> Callable[[nn.Module, Any, Any], None]:
         def hook(module: nn.Module, args: Any, output: Any) -> None:
             for tensor in tensors_in(output):
                 node = tensor.grad_fn
@@ -151,7 +151,7 @@ def unreached(roots: list[Node]) -> dict[Node, Node]:
     """The nodes behind ``roots`` that no gradient from them reaches, each with the stop node it is behind (the
     first met, breadth first from the roots): ``{}`` when no path passes a stop node."""
     reached: dict[Node, None] = {}  # in the order met, so that the stop named is the same on every run
-    queue = deque(roots)
+    queue: deque[Node] = deque(roots)
     while queue:  # what a gradient reaches: stop nodes are reached, their inputs are not
         node = queue.popleft()
         if node in reached:
@@ -160,11 +160,13 @@ def unreached(roots: list[Node]) -> dict[Node, Node]:
         if not is_stop(node):
             queue.extend(child for child, _ in node.next_functions if child is not None and child not in reached)
     behind: dict[Node, Node] = {}
-    queue = deque((child, stop) for stop in reached if is_stop(stop) for child, _ in stop.next_functions if child)
-    while queue:
-        node, stop = queue.popleft()
+    pairs: deque[tuple[Node, Node]] = deque(
+        (child, stop) for stop in reached if is_stop(stop) for child, _ in stop.next_functions if child
+    )
+    while pairs:
+        node, stop = pairs.popleft()
         if node in reached or node in behind:
             continue
         behind[node] = stop
-        queue.extend((child, stop) for child, _ in node.next_functions if child is not None)
+        pairs.extend((child, stop) for child, _ in node.next_functions if child is not None)
     return behind

@@ -7,7 +7,9 @@ Scopes come from the log a ``scope.ScopeTracker`` kept during the forward; ids a
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 from torch.autograd.graph import Node
 
@@ -93,7 +95,7 @@ class Table:
         """``(src row, slot, dst row, input_nr)`` of each edge between two rows, from the live nodes."""
         index = {node: k for k, node in enumerate(self.nodes)}
         get = index.get
-        edges = []
+        edges: list[tuple[int, int, int, int]] = []
         add = edges.append
         for k, node in enumerate(self.nodes):
             for slot, (nxt, input_nr) in enumerate(node.next_functions):
@@ -164,12 +166,13 @@ def _walk(roots: list[Node], scopes: tuple[list[int], list[str]], span: tuple[in
     if late:  # rare: views autograd rebuilt lazily; their scopes need the walk's index, so now
         _scope_by_user(t, late, index)
     t.roots = [index[root] for root in roots if index.get(root, -1) >= 0]
+    number_of = cast(Callable[[int], int], seqs.__getitem__)  # sorts only rows with a number
     if HIDDEN in scopes[1] or not HIDDEN_OPS.isdisjoint(ops):  # the explorer's own nodes are there (rare)
         hidden = t.hidden = [op in HIDDEN_OPS or scope == HIDDEN for op, scope in zip(ops, t.scopes, strict=True)]
-        t.order = sorted((k for k, s in enumerate(seqs) if s is not None and not hidden[k]), key=seqs.__getitem__)
+        t.order = sorted((k for k, s in enumerate(seqs) if s is not None and not hidden[k]), key=number_of)
     else:
         t.hidden = [False] * len(nodes)
-        t.order = sorted((k for k, s in enumerate(seqs) if s is not None), key=seqs.__getitem__)
+        t.order = sorted((k for k, s in enumerate(seqs) if s is not None), key=number_of)
     return t
 
 
@@ -192,15 +195,15 @@ def _scopes_by_number(seqs: list[int | None], log: tuple[list[int], list[str]], 
 def _scope_leaves(t: Table, rows: list[int], params: ParamNames) -> None:
     """Give the AccumulateGrad rows their parameter's name and its module's scope (``""`` for other leaves)."""
     nodes, scopes, names = t.nodes, t.scopes, t.params
-    keys = [id(nodes[k].variable) for k in rows]
+    keys = [id(nodes[k].variable) for k in rows]  # type: ignore[attr-defined]  # stubs lack AccumulateGrad's variable
     found = list(map(params.by_id.get, keys))
     for k, name, scope in zip(rows, found, map(params.scopes.get, keys), strict=True):
         if name is None:  # replaced since the names were read, or no parameter (an input)
-            name = names[k] = params.name(nodes[k].variable)
+            name = names[k] = params.name(nodes[k].variable)  # type: ignore[attr-defined]  # as above
             scopes[k] = name.rpartition(".")[0] if name is not None else ""
         else:
             names[k] = name
-            scopes[k] = scope
+            scopes[k] = scope if scope is not None else ""  # read with the name: there whenever the name is
 
 
 def _scope_by_user(t: Table, late: list[int], index: dict[Node, int]) -> None:

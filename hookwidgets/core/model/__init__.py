@@ -3,9 +3,10 @@
 Internal: the public names are ``hookwidgets.core``'s; what is here may change without notice.
 """
 
+from ..._warnings import MaterializedWarning
 from .compiled import is_compiled, run_eagerly
 from .inputs import Inputs, Target, call_model
-from .lazy import MaterializedWarning, has_lazy, lazy_modules
+from .lazy import has_lazy, lazy_modules
 from .names import ParamNames
 from .nested import first_tensor, map_tensors, named_tensors, output_tensors, tensors_in
 from .scope import ScopeTracker, hidden_ops, node_id, op_name, parse_node_id
@@ -13,7 +14,7 @@ from .scores import Score, backward_score, class_scores, output_summary, resolve
 from .state import preserved_state
 from .targets import resolve_module, resolve_target
 from .tokens import Sequences, read_sequences
-from .tree import ProbeResult, build_tree, describe_shape, probe
+from .tree import ProbeResult, TreeNode, build_tree, describe_shape, probe
 
 __all__ = [
     "Inputs",
@@ -24,6 +25,7 @@ __all__ = [
     "Score",
     "Sequences",
     "Target",
+    "TreeNode",
     "backward_score",
     "build_tree",
     "call_model",

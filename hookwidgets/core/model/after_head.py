@@ -29,9 +29,9 @@ class _Slot:
 
 @dataclass
 class _Op:
-    func: Callable
-    args: tuple
-    kwargs: dict
+    func: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
     outputs: Any  # the result with each tensor replaced by the _Slot it fills
 
 
@@ -51,14 +51,15 @@ class AfterHead(TorchFunctionMode):
     def __enter__(self) -> AfterHead:
         self._handle = self._module.register_forward_hook(self._head_returned)
         try:
-            return super().__enter__()
+            super().__enter__()  # type: ignore[no-untyped-call]  # torch's TorchFunctionMode is unannotated
+            return self
         except BaseException:
             self._handle.remove()
             raise
 
     def __exit__(self, *exc: Any) -> None:
         try:
-            super().__exit__(*exc)
+            super().__exit__(*exc)  # type: ignore[no-untyped-call]  # as __enter__
         finally:
             self._handle.remove()
 
@@ -69,7 +70,9 @@ class AfterHead(TorchFunctionMode):
             self._ops, self._head, self._head_values = [], logits, logits.detach().clone()
         self._derived = {id(output): (output, _Slot(0))}
 
-    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         kwargs = kwargs or {}
         result = func(*args, **kwargs)
         if self._head is None or not any(id(t) in self._derived for t in _tensors((args, kwargs))):

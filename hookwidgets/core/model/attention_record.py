@@ -16,6 +16,7 @@ from .attention_sources import LOOKED_FOR, AttentionSource, attention_sources
 from .attn_impl import eager_attention, reachable_configs
 from .inputs import Inputs, call_model
 
+_Records = list[tuple[AttentionSource, torch.Tensor | None]]  # what the hooks recorded, in call order
 _MHA_ARGUMENTS = ("key_padding_mask", "need_weights", "attn_mask", "average_attn_weights", "is_causal")
 """MultiheadAttention.forward's arguments after query, key and value, in order."""
 
@@ -70,7 +71,7 @@ def _record(
     model: nn.Module, inputs: Inputs, sources: list[AttentionSource], grad: bool
 ) -> tuple[dict[str, torch.Tensor], Any]:
     """``record_attention`` and the model's output, the forward run with autograd on when ``grad``."""
-    records: list[tuple[AttentionSource, torch.Tensor | None]] = []
+    records: _Records = []
     handles = []
     try:
         for source in sources:
@@ -98,7 +99,7 @@ def _record(
     return result, output
 
 
-def _hooks(source: AttentionSource, records: list) -> list[Any]:
+def _hooks(source: AttentionSource, records: _Records) -> list[Any]:
     """The handles of the hooks that record ``source``'s probabilities into ``records``: forward hooks run first,
     so they read what the module returned before any other hook of the model changes it."""
     if source.how == "softmax":
@@ -115,18 +116,20 @@ def _hooks(source: AttentionSource, records: list) -> list[Any]:
     return [source.module.register_forward_hook(read, prepend=True)]
 
 
-def _mha_hooks(source: AttentionSource, records: list) -> list[Any]:
+def _mha_hooks(source: AttentionSource, records: _Records) -> list[Any]:
     """Ask an ``nn.MultiheadAttention`` for per-head weights, record them, and give its caller what it asked for."""
     asked: list[tuple[bool, bool]] = []  # the caller's (need_weights, average_attn_weights), per call
 
-    def before(_module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    def before(
+        _module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         kwargs = {**dict(zip(_MHA_ARGUMENTS, args[3:], strict=False)), **kwargs}  # past query, key, value: by name
         args = args[:3]
         asked.append((kwargs.get("need_weights", True), kwargs.get("average_attn_weights", True)))
         kwargs.update(need_weights=True, average_attn_weights=False)
         return args, kwargs
 
-    def after(_module: nn.Module, _args: Any, _kwargs: Any, output: tuple) -> tuple:
+    def after(_module: nn.Module, _args: Any, _kwargs: Any, output: tuple[Any, ...]) -> tuple[Any, ...]:
         need, average = asked.pop()
         attn, weights = output
         records.append((source, weights.unsqueeze(0) if weights.dim() == 3 else weights))  # unbatched: one item

@@ -58,6 +58,9 @@ def softmax_child(module: nn.Module) -> str | None:
     return names[0] if len(names) == 1 else None
 
 
+_Spec = tuple[Any, int, str | None, str | None]  # target_class, index, layer_name, class_name
+
+
 def recorded_attention(model: nn.Module) -> dict[int, int]:
     """``{id(module): index}`` of the modules transformers records attentions from with ``output_attentions=True``:
     each model's ``_can_record_outputs`` entries whose key ends in ``attentions``, matched as transformers matches
@@ -67,7 +70,7 @@ def recorded_attention(model: nn.Module) -> dict[int, int]:
     return found
 
 
-def _match(module: nn.Module, path: str, specs: list[tuple[Any, int, str | None, str | None]], found: dict) -> None:
+def _match(module: nn.Module, path: str, specs: list[_Spec], found: dict[int, int]) -> None:
     own = _attention_specs(module)
     if own is not None:  # a pretrained (sub)model: its own entries apply to it and below
         specs = own
@@ -84,13 +87,15 @@ def _match(module: nn.Module, path: str, specs: list[tuple[Any, int, str | None,
         _match(child, f"{path}.{name}" if path else name, specs, found)
 
 
-def _attention_specs(module: nn.Module) -> list[tuple[Any, int, str | None, str | None]] | None:
+def _attention_specs(module: nn.Module) -> list[_Spec] | None:
     """``(target_class, index, layer_name, class_name)`` of each attention entry of a transformers model's
     ``_can_record_outputs`` (read as transformers reads it), or None when ``module`` is no such model."""
     if not hasattr(type(module), "_can_record_outputs") or not hasattr(module, "config"):
         return None
-    table = type(module)._can_record_outputs or {}  # a pretrained model without entries records nothing below it
-    specs = []
+    table: dict[str, Any] = (
+        getattr(type(module), "_can_record_outputs", None) or {}
+    )  # a pretrained model without entries records nothing below it
+    specs: list[_Spec] = []
     for key, entries in table.items():
         if not key.endswith("attentions"):
             continue

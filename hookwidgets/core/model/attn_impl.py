@@ -41,7 +41,8 @@ def implementation_at(model: nn.Module, path: str) -> str | None:
     for end in range(len(parts), -1, -1):
         config = getattr(model.get_submodule(".".join(parts[:end])), "config", None)
         if config is not None and hasattr(config, "_attn_implementation"):
-            return config._attn_implementation
+            implementation: str | None = config._attn_implementation
+            return implementation
     return None
 
 

@@ -9,7 +9,7 @@ projection) is found in a forward, by ``tail``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import torch
 from torch import nn
@@ -36,7 +36,7 @@ def block_stack(model: nn.Module) -> BlockStack | None:
         seen.add(id(module))  # a module met twice keeps its first path, as in named_modules()
         stack = isinstance(module, nn.ModuleList) and len(module) > 0 and len({type(m) for m in module}) == 1
         if stack and not inside:
-            found = BlockStack(path, module, owner)
+            found = BlockStack(path, cast(nn.ModuleList, module), owner)  # a stack is a ModuleList
         inside = inside or (stack and bool(path))  # a model that is itself a list hides no list of its items
         for name, child in module._modules.items():
             if child is not None and id(child) not in seen:

@@ -11,7 +11,7 @@ from torch import nn
 
 from .meta import call_time_watch, holds_meta
 
-Inputs = torch.Tensor | tuple | list | Mapping
+Inputs = torch.Tensor | tuple[Any, ...] | list[Any] | Mapping[str, Any]
 Target = int | Sequence[int] | Callable[[Any], torch.Tensor] | str | None
 
 

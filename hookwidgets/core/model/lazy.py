@@ -37,7 +37,7 @@ def has_lazy(model: nn.Module) -> bool:
     for module in modules_of(model):
         for tensors in (module._parameters, module._buffers):
             for tensor in tensors.values():
-                if is_lazy(tensor):
+                if tensor is not None and is_lazy(tensor):
                     return True
     return False
 
@@ -64,7 +64,7 @@ def probe_copy(model: nn.Module) -> nn.Module:
     memo: dict[int, Any] = {}
     for tensor in (*model.parameters(), *model.buffers()):
         memo[id(tensor)] = (
-            type(tensor)(requires_grad=tensor.requires_grad, device=tensor.device, dtype=tensor.dtype)
+            type(tensor)(requires_grad=tensor.requires_grad, device=tensor.device, dtype=tensor.dtype)  # type: ignore[call-arg]  # stubs lack Uninitialized*'s device, dtype
             if is_lazy(tensor)
             else tensor
         )

@@ -13,7 +13,7 @@ import contextlib
 import operator
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
@@ -42,7 +42,7 @@ def holds_meta(model: nn.Module) -> bool:
 _meta_flag = operator.attrgetter("is_meta")  # no Python frame a tensor: every run of the explorer asks
 
 
-def any_meta(tensors: list[torch.Tensor | None]) -> bool:
+def any_meta(tensors: Sequence[torch.Tensor | None]) -> bool:
     """Whether one of ``tensors`` (None entries allowed) is on the meta device."""
     return any(map(_meta_flag, filter(_not_none, tensors)))
 
@@ -65,13 +65,15 @@ class CallTimeWatch(TorchFunctionMode):
     def __init__(self, model: nn.Module, to_meta: bool) -> None:
         super().__init__()
         self.to_meta = to_meta
-        self.swapped: dict[int, tuple[weakref.ref, str]] = {}
+        self.swapped: dict[int, tuple[weakref.ref[nn.Parameter], str]] = {}
         self.names: set[str] = set()  # every name in ``swapped`` so far (an id freed and taken again drops its entry)
         self._named = [(path, m) for path, m in model.named_modules() if m._parameters]
         # kept alive, so that no parameter swapped in later can take the id of one swapped out
         self._held = {id(p): p for _, m in self._named for p in m._parameters.values() if p is not None}
 
-    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         kwargs = kwargs or {}
         tensors = _tensors(args, kwargs)
         if tensors:
@@ -119,9 +121,9 @@ def call_time_watch(model: nn.Module, *, to_meta: bool = False) -> Iterator[Call
         _active.watch = outer
 
 
-def _tensors(args: tuple, kwargs: dict) -> list[torch.Tensor]:
+def _tensors(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
     """The tensors among an op's arguments, also inside one level of lists and tuples (``torch.cat([a, b])``)."""
-    found = []
+    found: list[torch.Tensor] = []
     for value in (*args, *kwargs.values()) if kwargs else args:
         if isinstance(value, torch.Tensor):
             found.append(value)

@@ -4,7 +4,9 @@ buffers — read in one pass, for scoping nodes and naming what saved tensors al
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 from torch import nn
@@ -45,7 +47,7 @@ def _read_names(model: nn.Module | None) -> ModelNames:
             continue
         paths[key] = path
         prefix = path + "." if path else ""
-        own = module._parameters
+        own: Mapping[str, torch.Tensor | None] = module._parameters
         if own:
             for name, param in own.items():
                 if param is not None and id(param) not in params:
@@ -65,14 +67,17 @@ def _read_names(model: nn.Module | None) -> ModelNames:
     tensors += [buffer for buffer, _ in buffers]
     names.meta = any_meta(tensors)
     labels = list(map(owners.__getitem__, map(id, tensors)))
-    starts = names.storages
+    starts: dict[int | None, str] = {}
     starts.update(zip(reversed(storage_starts(tensors)), reversed(labels), strict=True))  # the first owner wins
     starts.pop(0, None)  # empty storages share nothing
     starts.pop(None, None)  # no plain storage
+    names.storages = cast(dict[int, str], starts)  # None is no key now
     return names
 
 
-_data_ptr, _storage_offset = torch.Tensor.data_ptr, torch.Tensor.storage_offset
+_data_ptr = torch.Tensor.data_ptr
+# the stubs say int | SymInt: a SymInt comes only from symbolic tracing, which never walks a graph
+_storage_offset = cast(Callable[[torch.Tensor], int], torch.Tensor.storage_offset)
 
 
 def storage_starts(tensors: list[torch.Tensor]) -> list[int | None]:
@@ -88,7 +93,7 @@ def storage_starts(tensors: list[torch.Tensor]) -> list[int | None]:
         starts: list[int | None] = []
         for t in tensors:
             try:
-                starts.append(t.data_ptr() - t.storage_offset() * t.element_size())
+                starts.append(t.data_ptr() - _storage_offset(t) * t.element_size())
             except Exception:
                 starts.append(None)
         return starts
@@ -101,7 +106,7 @@ class ParamNames:
         self._model = weakref.ref(model) if model is not None else lambda: None
         self._reread = False
         self._set(names if names is not None else read_names(model))
-        self.swapped: dict[int, tuple[weakref.ref, str]] = {}
+        self.swapped: dict[int, tuple[weakref.ref[nn.Parameter], str]] = {}
         """Parameters the model's modules swapped in during the forward walked (``CallTimeWatch.swapped``)."""
 
     def _set(self, names: ModelNames) -> None:

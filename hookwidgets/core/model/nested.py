@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -94,7 +94,7 @@ def map_tensors(value: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
     return value
 
 
-def rebuilt_mapping(value: Mapping, mapped: dict) -> Mapping:
+def rebuilt_mapping(value: Mapping[Any, Any], mapped: dict[Any, Any]) -> Mapping[Any, Any]:
     """A mapping of ``value``'s type holding ``mapped``'s items."""
     if type(value) is dict:
         return mapped
@@ -110,6 +110,7 @@ def rebuilt_mapping(value: Mapping, mapped: dict) -> Mapping:
                 rebuilt[key] = item
             return rebuilt
     try:  # HF's ModelOutput (a dataclass and a dict) rebuilds its fields from a dict; a read-only mapping too
-        return type(value)(mapped)
+        build = cast(Callable[[dict[Any, Any]], Mapping[Any, Any]], type(value))  # a concrete type, unlike Mapping
+        return build(mapped)
     except TypeError:  # a mapping type not built from a dict: a plain dict
         return mapped

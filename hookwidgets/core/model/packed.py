@@ -16,7 +16,7 @@ def packed_objects(module: nn.Module) -> list[Any]:
     """The TorchBind objects among ``module``'s own attributes (directly, or in a list or tuple), not its children's."""
     if isinstance(module, torch.jit.ScriptModule):
         return []  # its compiled self is a ScriptObject too, and its weights are its parameters
-    found = []
+    found: list[Any] = []
     for value in vars(module).values():
         items = value if isinstance(value, (list, tuple)) else (value,)
         found.extend(item for item in items if isinstance(item, torch.ScriptObject))

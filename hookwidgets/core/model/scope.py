@@ -77,23 +77,23 @@ def _tracked_call(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
         call = tracker._local.call
         # A submodule inside a running call is the common case (thousands a forward): _enter's push and
         # mark are inlined for it, which saves two method calls a module (~2 ms on a 4,000-module forward).
-        inner = key != tracker._root and call is not None and bool(call.stack) and not call.hidden
-        if inner:
-            call.stack.append(path)
-            _mark(call, path)
+        inner = call if key != tracker._root and call is not None and call.stack and not call.hidden else None
+        if inner is not None:
+            inner.stack.append(path)
+            _mark(inner, path)
         elif not tracker._enter(key, path, args, kwargs):
             return _torch_call(self, *args, **kwargs)
         try:
-            if not inner and tracker.watch and key == tracker._root:
+            if inner is None and tracker.watch and key == tracker._root:
                 output = _watched_call(self, (tracker,), args, kwargs)
             else:
                 output = _torch_call(self, *args, **kwargs)
         except Exception as exc:
             tracker._exit(key, path, None, exc)
             raise
-        if inner and not call.hidden and len(call.stack) > 1 and call.stack[-1] == path:
-            call.stack.pop()
-            _mark(call, call.stack[-1])
+        if inner is not None and not inner.hidden and len(inner.stack) > 1 and inner.stack[-1] == path:
+            inner.stack.pop()
+            _mark(inner, inner.stack[-1])
         else:
             tracker._exit(key, path, output, None)
         return output
@@ -110,12 +110,16 @@ def _tracked_call(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
     return output
 
 
-def _watched_call(model: nn.Module, trackers: tuple[ScopeTracker, ...], args: tuple, kwargs: dict) -> Any:
+def _watched_call(
+    model: nn.Module, trackers: tuple[ScopeTracker, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
     """A call of a model that holds meta tensors, with a ``CallTimeWatch`` naming what its modules swap in (on each
     tracker's ``Call``)."""
     with call_time_watch(model) as watch:
         for tracker in trackers:
-            tracker._local.call.watch = watch
+            call = tracker._local.call  # the call each one entered just now
+            if call is not None:
+                call.watch = watch
         return _torch_call(model, *args, **kwargs)
 
 
@@ -125,7 +129,7 @@ def _follow(tracker: ScopeTracker) -> None:
     with _install_lock:
         if not _in_chain:
             _torch_call, _in_chain = nn.Module.__call__, True
-            nn.Module.__call__ = _tracked_call
+            nn.Module.__call__ = _tracked_call  # type: ignore[method-assign]  # following every module call
         _following = (*_following, tracker)
 
 
@@ -139,7 +143,7 @@ def _unfollow(tracker: ScopeTracker) -> None:
     with _install_lock:
         _following = tuple(t for t in _following if t is not tracker)
         if not _following and nn.Module.__call__ is _tracked_call:
-            nn.Module.__call__ = _torch_call
+            nn.Module.__call__ = _torch_call  # type: ignore[method-assign]  # torch's (or the wrapper's) again
             _in_chain = False
 
 
@@ -267,8 +271,9 @@ class ScopeTracker:
 
     # _enter and _exit run at every call of this model's modules while the tracker runs: a few dict,
     # list and C calls, the thread's call looked up once (a threading.local attribute, ~50 ns).
-    def _enter(self, key: int, path: str, args: tuple, kwargs: dict) -> bool:
+    def _enter(self, key: int, path: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """Push ``path`` on this thread's call; False when it is a submodule called outside the model."""
+        call: Call | None
         if key == self._root:
             # A new call of the model on this thread; it replaces this thread's last one, and any stack
             # a KeyboardInterrupt left. Other threads' calls go on with their own.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -58,7 +58,7 @@ def find_scores(output: Any) -> tuple[str, torch.Tensor] | None:
     if isinstance(output, torch.Tensor):
         return "output", output
     if isinstance(output, tuple) and hasattr(output, "_fields"):  # a namedtuple names its items as a dataclass does
-        output = output._asdict()
+        output = cast(Any, output)._asdict()  # a namedtuple: mypy sees only a tuple
     items = children(output)
     if items is None:
         return None
@@ -99,7 +99,7 @@ def find_loss(output: Any) -> tuple[str, torch.Tensor] | None:
     if isinstance(output, torch.Tensor):
         return ("output", output) if output.numel() == 1 and output.is_floating_point() else None
     if isinstance(output, tuple) and hasattr(output, "_fields"):
-        output = output._asdict()
+        output = cast(Any, output)._asdict()  # a namedtuple: mypy sees only a tuple
     if isinstance(output, (tuple, list)):
         return None
     items = children(output)
@@ -193,7 +193,7 @@ def score_target(target: Any) -> str | int | list[int]:
     elif isinstance(target, Sequence):
         indices = [_index(item) for item in target]
         if None not in indices:
-            return indices
+            return cast(list[int], indices)  # None is not among them
     elif (index := _index(target)) is not None:
         return index
     raise ValueError(f"target {target!r} is not a score target; pass {TARGET_FORMS}")
@@ -204,7 +204,9 @@ def backward_score(output: Any, target: Any, position: int | None = None) -> tor
     return resolve_score(output, target, position)[0]
 
 
-def _callable_score(output: Any, target: Callable, position: int | None, per_item: bool) -> tuple[torch.Tensor, Score]:
+def _callable_score(
+    output: Any, target: Callable[[Any], torch.Tensor], position: int | None, per_item: bool
+) -> tuple[torch.Tensor, Score]:
     if position is not None:
         raise ValueError(f"position={position} does not apply to a callable target: it reads the output itself")
     score = target(output)
@@ -246,7 +248,8 @@ def _indices(scores: torch.Tensor, target: str | int | list[int], words: dict[st
 
 def _chosen(target: str | int | list[int], classes: list[int], words: dict[str, Any]) -> str:
     if target == "top":
-        return words["top"]
+        top: str = words["top"]
+        return top
     if isinstance(target, int):
         return f"{words['one']} {target}"
     return f"{words['many']} {classes}"

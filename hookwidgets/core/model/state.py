@@ -40,7 +40,7 @@ def preserved_state(
         # in its kernel) and writes through .data or numpy(), which do not move it
         saved = [b.clone() for b in buffers]
     cpu_rng = torch.get_rng_state()
-    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+    cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None  # type: ignore[no-untyped-call]  # unannotated in torch
     for param, grad in zip(params, grads, strict=True):
         if grad is not None:
             param.grad = None  # parked: a backward in the body would otherwise accumulate into it in place

@@ -8,8 +8,9 @@ on the forward itself: the last block's output through the tail must be what the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -27,8 +28,8 @@ class _Call:
     path: str
     first: torch.Tensor | None
     key: str | None
-    args: tuple
-    kwargs: dict
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
     start: int
     end: int | None = None
     output: torch.Tensor | None = None
@@ -40,14 +41,16 @@ class Tail:
     None for the first positional argument, and the other arguments it was called with), then ``scale`` (None:
     none)."""
 
-    steps: list[tuple[nn.Module, str | None, tuple, dict]] = field(default_factory=list)
+    steps: list[tuple[nn.Module, str | None, tuple[Any, ...], dict[str, Any]]] = field(default_factory=list)
     scale: float | None = None
     names: list[str] = field(default_factory=list)
     """The paths of the steps, then ``× scale`` when there is one: what the lens applies, in words."""
 
     def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
         for module, key, args, kwargs in self.steps:
-            hidden = first_tensor(module(*args, **{**kwargs, key: hidden}) if key else module(hidden, *args, **kwargs))
+            # a step took and gave a tensor in the traced forward (the chain is checked there): it gives one here too
+            output = module(*args, **{**kwargs, key: hidden}) if key else module(hidden, *args, **kwargs)
+            hidden = cast(torch.Tensor, first_tensor(output))
         return hidden if self.scale is None else hidden * self.scale
 
 
@@ -85,7 +88,7 @@ class TailTrace:
             handle.remove()
         self._handles.clear()
 
-    def _block_done(self, path: str):
+    def _block_done(self, path: str) -> Callable[[nn.Module, Any, Any], None]:
         def hook(module: nn.Module, args: Any, output: Any) -> None:
             hidden = first_tensor(output)
             if hidden is not None:  # a copy: a later in-place op must not change the row
@@ -94,8 +97,8 @@ class TailTrace:
 
         return hook
 
-    def _started(self, path: str):
-        def hook(module: nn.Module, args: tuple, kwargs: dict) -> None:
+    def _started(self, path: str) -> Callable[[nn.Module, tuple[Any, ...], dict[str, Any]], None]:
+        def hook(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             if not self.rows or self._head_input is not None:
                 return  # before the first block, or after the head took its input
             key, first, rest, named = _hidden_argument(args, kwargs)
@@ -185,7 +188,9 @@ def _outside(model: nn.Module, blocks: list[tuple[str, nn.Module]]) -> list[tupl
     return found
 
 
-def _hidden_argument(args: tuple, kwargs: dict) -> tuple[str | None, torch.Tensor | None, tuple, dict]:
+def _hidden_argument(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[str | None, torch.Tensor | None, tuple[Any, ...], dict[str, Any]]:
     """``(keyword or None, tensor, other positional arguments, other keyword arguments)`` of a call: its first
     positional argument when it is a tensor, else its first keyword argument that is one (``hidden_states=``)."""
     if args:

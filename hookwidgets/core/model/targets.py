@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from typing import cast
 
 from torch import nn
 
@@ -52,13 +53,14 @@ def submodule_or_none(model: nn.Module, path: str) -> nn.Module | None:
         children = module._modules  # a ScriptModule's is a mapping without .get()
         if name not in children:
             return None
-        module = children[name]
-        if not isinstance(module, nn.Module):  # None: a child slot left empty
+        child = children[name]
+        if not isinstance(child, nn.Module):  # None: a child slot left empty
             return None
+        module = child
     return module
 
 
-def resolve_target(model: nn.Module, target: str) -> tuple[str, nn.Module | nn.Parameter]:
+def resolve_target(model: nn.Module, target: str) -> tuple[str, nn.Module | nn.Parameter | str]:
     """``("module", module)``, ``("param", parameter)`` or ``("node", id)`` for a path; a KeyError with close matches.
 
     Inside a ``torch.compile`` wrapper the path may leave out torch's ``_orig_mod`` step, as the compiled
@@ -151,7 +153,9 @@ def _parametrized_hint(model: nn.Module, target: str, params: dict[str, nn.Param
         return None
     base = f"{owner_path}.parametrizations.{name}" if owner_path else f"parametrizations.{name}"
     originals = [p for p in params if p.startswith(base + ".original")]
-    kinds = ", ".join(display_name(type(m).__name__) for m in parametrizations[name])
+    kinds = ", ".join(
+        display_name(type(m).__name__) for m in cast(nn.ModuleList, parametrizations[name])
+    )  # a ParametrizationList
     return (
         f"{quoted(target)} is no parameter: a parametrization ({kinds}) computes it from "
         f"{', '.join(map(quoted, originals))}; hook those parameters (kind 'grad'), or the module {quoted(base)}, "

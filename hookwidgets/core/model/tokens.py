@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import torch
 from torch import nn
@@ -73,11 +73,11 @@ class Sequences:
             return [self.id_names(row) or [] for row in ids.tolist()]
         return self.tokens if example else None
 
-    def nested_names(self, ids: torch.Tensor) -> list | None:
+    def nested_names(self, ids: torch.Tensor) -> list[Any] | None:
         """The tokenizer's strings of any-shaped ``ids``, as nested lists of that shape; None without a tokenizer."""
         if self.tokenizer is None:
             return None
-        flat: list = self.id_names(ids.flatten().tolist()) or []
+        flat: list[Any] = self.id_names(ids.flatten().tolist()) or []
         for size in reversed(ids.shape[1:]):
             flat = [flat[i : i + size] for i in range(0, len(flat), size)]
         return flat
@@ -119,14 +119,14 @@ def read_sequences(model: nn.Module, inputs: Any, tokens: Any = None, tokenizer:
     grid = patch_grid(model, inputs)
     if grid is not None:
         lengths.append(grid[0] * grid[1] + 1)
-    vocabulary = {}
+    vocabulary: dict[int, str] = {}
     if tokens is not None and ids is not None and tokenizer is None:
         for row, labels in zip(ids.tolist(), tokens, strict=False):
             vocabulary.update(zip(row, labels, strict=False))
     return Sequences(tokens, decoder_tokens, tuple(dict.fromkeys(lengths)), grid, tokenizer, vocabulary)
 
 
-def call_token_ids(args: tuple, kwargs: dict[str, Any] | None) -> torch.Tensor | None:
+def call_token_ids(args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> torch.Tensor | None:
     """The token ids ``(N, T)`` of one call of the model: its ``input_ids`` keyword, else its lone integer argument."""
     ids = _token_ids(kwargs)[0] if kwargs else None
     return ids if ids is not None else _token_ids(args)[0]
@@ -150,6 +150,10 @@ def _ids(value: Any) -> torch.Tensor | None:
     return value[None] if value.dim() == 1 else value
 
 
+@overload
+def _convert(tokenizer: Any, ids: torch.Tensor) -> TokenList: ...
+@overload
+def _convert(tokenizer: Any, ids: torch.Tensor | None) -> TokenList | None: ...
 def _convert(tokenizer: Any, ids: torch.Tensor | None) -> TokenList | None:
     if ids is None:
         return None
@@ -158,7 +162,7 @@ def _convert(tokenizer: Any, ids: torch.Tensor | None) -> TokenList | None:
             "tokenizer= labels the input_ids of the example inputs, but they are on the meta device (no values): pass "
             "them on the CPU (a model on the meta device runs them on meta all the same), or tokens="
         )
-    labelled = []
+    labelled: TokenList = []
     for row in ids.tolist():
         names = tokenizer.convert_ids_to_tokens(row)
         # An id the vocabulary lacks comes back as None: labelled by its number instead.

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 from torch import nn
 from torch.nn.parameter import is_lazy
+from torch.utils.hooks import RemovableHandle
 
 from ..display import quoted
 from .inputs import Inputs, call_model
@@ -18,6 +19,21 @@ from .lazy import has_lazy, probe_copy
 from .meta import call_time_watch, holds_meta
 from .packed import packed_numel
 from .state import preserved_state
+
+
+class TreeNode(TypedDict):
+    """One module of the tree: path, name, class, parameter counts of its subtree (None: a lazy parameter's size
+    is unknown yet), packed weights, its first output's shape and dtype (None: not probed), and its children."""
+
+    path: str
+    name: str
+    cls: str
+    trainable: int | None
+    frozen: int | None
+    packed: int
+    shape: list[int | str] | None
+    dtype: str | None
+    children: list[TreeNode]
 
 
 @dataclass
@@ -50,13 +66,15 @@ def hookable_modules(model: nn.Module) -> tuple[list[tuple[str, nn.Module]], lis
 
 
 @contextlib.contextmanager
-def forward_hooks(model: nn.Module, make_hook: Callable[[str], Callable], **options: Any) -> Iterator[list[str]]:
+def forward_hooks(
+    model: nn.Module, make_hook: Callable[[str], Callable[..., Any]], **options: Any
+) -> Iterator[list[str]]:
     """``make_hook(path)`` as a forward hook on every hookable module for the body; yields the unwatched paths.
 
     Registering happens inside the ``try``, so hooks added before a failing registration are removed too.
     """
     modules, unwatched = hookable_modules(model)
-    handles = []
+    handles: list[RemovableHandle] = []
     try:
         for path, module in modules:
             handles.append(module.register_forward_hook(make_hook(path), **options))
@@ -69,6 +87,7 @@ def forward_hooks(model: nn.Module, make_hook: Callable[[str], Callable], **opti
 def _first_tensor(value: Any) -> torch.Tensor | None:
     if isinstance(value, torch.Tensor):
         return value
+    items: Iterable[Any]
     if isinstance(value, (tuple, list)):
         items = value
     elif isinstance(value, dict):
@@ -108,7 +127,7 @@ def probe(model: nn.Module, inputs: Inputs) -> ProbeResult:
     # the copy's modules stand for the model's, which come in the same order
     originals = {id(twin): id(m) for m, twin in zip(model.modules(), probed.modules(), strict=True)}
 
-    def note_output(path: str):
+    def note_output(path: str) -> Callable[[nn.Module, Any, Any], None]:
         def hook(module: nn.Module, args: Any, output: Any) -> None:
             result.called.add(id(module))
             tensor = _first_tensor(output)
@@ -133,7 +152,7 @@ def probe(model: nn.Module, inputs: Inputs) -> ProbeResult:
     return result
 
 
-def build_tree(model: nn.Module, probed: ProbeResult | None = None) -> dict[str, Any]:
+def build_tree(model: nn.Module, probed: ProbeResult | None = None) -> TreeNode:
     """Nested plain-data tree: path, name, class, parameter counts (subtree), output shape, children.
 
     Parameters shared between modules are counted once per subtree. A count that includes a lazy module's
@@ -143,7 +162,7 @@ def build_tree(model: nn.Module, probed: ProbeResult | None = None) -> dict[str,
     probed = probed or ProbeResult({}, {})
     packed_by_module = {id(m): packed_numel(m) for m in model.modules()}
 
-    def node(path: str, name: str, module: nn.Module) -> dict[str, Any]:
+    def node(path: str, name: str, module: nn.Module) -> TreeNode:
         counts: dict[bool, int | None] = {True: 0, False: 0}  # by requires_grad
         for param in module.parameters():  # parameters() already removes duplicates
             known = counts[param.requires_grad]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, overload
 
 import torch
 from torch import nn
@@ -180,7 +180,7 @@ def _weak_hook(method: Callable[[torch.optim.Optimizer], None]) -> Callable[...,
     """A step hook with torch's signature that calls ``method`` only while its monitor lives."""
     ref = weakref.WeakMethod(method)
 
-    def hook(opt: torch.optim.Optimizer, args: tuple, kwargs: dict) -> None:
+    def hook(opt: torch.optim.Optimizer, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         bound = ref()
         if bound is not None:
             bound(opt)
@@ -236,6 +236,10 @@ class OptimizerWatches:
         self._watches.clear()
 
 
+@overload
+def _param_ids(optimizer: torch.optim.Optimizer) -> set[int]: ...
+@overload
+def _param_ids(optimizer: torch.optim.Optimizer | None) -> set[int] | None: ...
 def _param_ids(optimizer: torch.optim.Optimizer | None) -> set[int] | None:
     """Ids of the parameters ``optimizer`` steps; None stands for every optimizer of the model."""
     if optimizer is None:

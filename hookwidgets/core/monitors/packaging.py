@@ -65,7 +65,7 @@ def package_report(
     extern: Patterns = DEFAULT_EXTERN,
     mock: Patterns = (),
     deny: Patterns = (),
-    path: str | os.PathLike | None = None,
+    path: str | os.PathLike[str] | None = None,
     load: bool = True,
 ) -> PackageReport:
     """Package ``model`` with ``torch.package`` and report what each module became, and why.
@@ -101,9 +101,9 @@ def package_report(
             # torch's own pickler touches TypedStorage; the warning is about torch internals, not the model
             warnings.filterwarnings("ignore", message="TypedStorage is deprecated", category=UserWarning)
             exporter.save_pickle("model", "model.pkl", model)
-            exporter.close()
+            exporter.close()  # type: ignore[no-untyped-call]  # unannotated in torch
     except (PackagingError, EmptyMatchError) as exc:
-        exporter._finalize_zip()  # leave the file or buffer a valid (empty) archive, as torch's __exit__ does
+        exporter._finalize_zip()  # type: ignore[no-untyped-call]  # unannotated in torch; leave the file or buffer a valid (empty) archive, as torch's __exit__ does
         nodes = exporter.dependency_graph.nodes.items()
         rows = [_row(name, attrs, _why(name, groups, exporter)) for name, attrs in nodes]
         return PackageReport(_sorted(rows), False, str(exc).strip(), patterns=given)

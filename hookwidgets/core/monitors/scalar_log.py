@@ -125,7 +125,7 @@ def same_destination(a: Any, b: Any) -> bool:
     """Whether writers ``a`` and ``b`` write to one place: the same object, or the same ``get_logdir()``."""
     if a is b:
         return True
-    dirs = [getattr(w, "get_logdir", None) for w in (a, b)]
+    dirs: list[Any] = [getattr(w, "get_logdir", None) for w in (a, b)]
     return all(callable(d) for d in dirs) and dirs[0]() == dirs[1]()
 
 
