@@ -27,7 +27,7 @@ from .capture.export import export_captures
 from .capture.store import DEFAULT_MEMORY_BUDGET, CaptureStore
 from .codegen.generate import hook_code
 from .diagnostics.compare import BackwardComparison, compare_backward, former_keywords
-from .diagnostics.lens import logit_lens
+from .diagnostics.lens import LogitLens, logit_lens
 from .diagnostics.nonfinite import first_nonfinite, summary_rows
 from .diagnostics.patching import DEFAULT_BATCH, Metric, Progress, patch_sweep
 from .diagnostics.summary_frame import summary_frame
@@ -415,7 +415,7 @@ class Explorer:
         *,
         top_k: int = 5,
         unembed: Callable[[torch.Tensor], torch.Tensor] | None = None,
-    ) -> dict[str, Any]:
+    ) -> LogitLens:
         """Each block's residual output read as the model reads its last block's: through what its forward runs
         between that block and the output embedding (a final norm, a projection), the embedding, and what the forward
         does to the logits after it (a bias, a soft cap); ``unembed``: ``hidden -> logits`` for a model that declares
@@ -424,7 +424,9 @@ class Explorer:
         strings, nested lists) when a tokenizer was given. One forward (a second records what a forward that changes the
         embedding's logits does to them); the model is left as found."""
         inputs = self._inputs(inputs)
-        lens = self._analyse(runner.LENS, lambda: logit_lens(self.model, inputs, top_k=top_k, unembed=unembed), inputs)
+        lens: LogitLens = self._analyse(
+            runner.LENS, lambda: logit_lens(self.model, inputs, top_k=top_k, unembed=unembed), inputs
+        )
         # the ids as a Python list (L·N·T·top_k of them) only when a tokenizer names them
         labels = self.sequences.nested_names(lens["ids"])
         if labels is not None:

@@ -27,11 +27,13 @@ class GuidedReLUs(TorchFunctionMode):
         self.enabled = True
         self.relus = 0
 
-    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         result = func(*args, **(kwargs or {}))
         if func in RELUS and isinstance(result, torch.Tensor) and result.requires_grad:
             self.relus += 1
-            result.register_hook(self._clamp)
+            result.register_hook(self._clamp)  # type: ignore[no-untyped-call]  # torch: Tensor.register_hook is unannotated
         return result
 
     def _clamp(self, grad: torch.Tensor) -> torch.Tensor | None:

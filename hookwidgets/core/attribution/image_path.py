@@ -7,6 +7,7 @@ records each candidate's gradient edge and the graph is walked back to the image
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +50,7 @@ def image_path(model: nn.Module, inputs: Inputs, image_size: tuple[int, int]) ->
     kept: list[torch.Tensor] = []  # keeps those ids unique until the forward is over
     fed: list[str] = []
 
-    def note(path: str):
+    def note(path: str) -> Callable[[nn.Module, Any, Any], None]:
         def hook(module: nn.Module, args: Any, output: Any) -> None:
             tensor = first_tensor(output)
             if tensor is None or not tensor.requires_grad or not is_spatial(tuple(tensor.shape), image_size, patches):

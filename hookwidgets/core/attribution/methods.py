@@ -7,7 +7,7 @@ import difflib
 import logging
 import warnings
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import torch
 from torch import nn
@@ -69,7 +69,8 @@ class Attribution:
         """``map`` with ``method``, ``layer``, ``classes`` and ``target`` set as attributes: a plain tensor that says
         what it is."""
         result = self.map
-        result.method, result.layer, result.classes, result.target = self.method, self.layer, self.classes, self.target
+        # a Tensor takes attributes at run time; torch's stubs declare none
+        result.method, result.layer, result.classes, result.target = self.method, self.layer, self.classes, self.target  # type: ignore[attr-defined]
         return result
 
 
@@ -137,8 +138,17 @@ def attribute(
     check_token_call(method, ids, layer, options, inputs)
     chosen = ("top" if target is None else target, position)
     if ids is not None:
-        options["n_steps"] = 50 if n_steps is None else n_steps
-        scores, path, classes, described = token_attribution(model, inputs, chosen[0], position, method, **options)
+        steps = 50 if n_steps is None else n_steps
+        scores, path, classes, described = token_attribution(
+            model,
+            inputs,
+            chosen[0],
+            position,
+            method,
+            n_steps=steps,
+            baseline=baseline,
+            internal_batch_size=internal_batch_size,
+        )
         return Attribution(scores, method, path, classes, described)
     if layer is not None and method not in _LAYER_METHODS:
         raise ValueError(f"{method} attributes input pixels and takes no layer; leave layer=None")
@@ -157,13 +167,13 @@ def attribute(
         log.info(
             "%s: the default layer %s gets no gradient from the score, so its map would be blank; drawn at %s instead",
             method,
-            quoted(result.layer),
+            quoted(blank.layer),
             quoted(alike[-1]),
         )
         return _attribute(model, inputs, chosen, method, alike[-1])[0]
     others = alike or [path for path, _ in reached]
     tokens = len(blank.shape) == 3
-    text = blank_map_warning(result.layer, method, blank.items, len(result.map), tokens, others)
+    text = blank_map_warning(blank.layer, method, blank.items, len(result.map), tokens, others)
     warnings.warn(text, BlankMapWarning, stacklevel=2)
     return result
 
@@ -184,6 +194,7 @@ class _Blank(NamedTuple):
     items: list[int]
     size: tuple[int, int]
     shape: tuple[int, ...]
+    layer: str
 
 
 def _score(model: nn.Module, output: Any, chosen: tuple[Any, int | None]) -> tuple[torch.Tensor, Score]:
@@ -201,12 +212,13 @@ def _attribute(
         prepared, aliases = with_grad(inputs)
         image = image_of(aliases, inputs, method)
         size = (image.shape[-2], image.shape[-1])
-        path, tap = None, contextlib.nullcontext()
+        path: str | None = None
+        tap: LayerTap | contextlib.nullcontext[None] = contextlib.nullcontext()
         if method in _LAYER_METHODS:
             path, module = resolve_layer(model, layer) if layer is not None else _default(model, prepared, size)
             tap = LayerTap(module, path)
         guided = GuidedReLUs() if method in _GUIDED_METHODS else contextlib.nullcontext()
-        if method == "guided_gradcam":
+        if method == "guided_gradcam" and isinstance(guided, GuidedReLUs):
             guided.enabled = False  # its Grad-CAM needs the true gradients; the guided rule is for the pixel pass
         with tap, guided, Stops(model) as stops:
             output = call_model(model, prepared)
@@ -216,7 +228,8 @@ def _attribute(
         cam, blank = None, None
         if isinstance(tap, LayerTap):
             cam, items = _cam(model, prepared, tap, score, method, size, retain=method == "guided_gradcam")
-            blank = _Blank(items, size, tuple(tap.activations.shape)) if items else None
+            shape = tuple(cast(torch.Tensor, tap.activations).shape)  # _cam raised if the layer gave none
+            blank = _Blank(items, size, shape, tap.path) if items else None
             if method in CAM_METHODS:
                 return Attribution(cam, method, path, classes, described), blank
         if isinstance(guided, GuidedReLUs):
@@ -281,5 +294,5 @@ def _pixel_map(method: str, image: torch.Tensor, grad: torch.Tensor, cam: torch.
     if method == "input_x_grad":
         return image * grad
     if method == "guided_gradcam":
-        return grad * cam[:, None].to(grad.dtype)
+        return grad * cast(torch.Tensor, cam)[:, None].to(grad.dtype)  # its CAM was drawn first
     return grad

@@ -125,7 +125,9 @@ def _gradients(score: torch.Tensor, probabilities: list[torch.Tensor]) -> list[t
 def _multiplied(tensor: torch.Tensor) -> torch.Tensor:
     """The tensor a returned view of the probabilities reshapes (same values in the same order), else ``tensor``."""
     base = tensor._base
-    reshaped = base is not None and base.numel() == tensor.numel() and base.is_contiguous() and tensor.is_contiguous()
+    if base is None:
+        return tensor
+    reshaped = base.numel() == tensor.numel() and base.is_contiguous() and tensor.is_contiguous()
     return base if reshaped and base.requires_grad else tensor
 
 

@@ -51,11 +51,11 @@ class EmbeddingTap:
         self.model = model
         self.ids: torch.Tensor | None = None
         self.replace: Callable[[torch.Tensor], torch.Tensor] | None = None
-        self.module: nn.Module | None = None
+        self.module: nn.Embedding | None = None
         self.output: torch.Tensor | None = None
         self._handles: list[Any] = []
 
-    def watch(self, ids: torch.Tensor, replace: Callable[[torch.Tensor], torch.Tensor]) -> EmbeddingTap:
+    def watch(self, ids: torch.Tensor | None, replace: Callable[[torch.Tensor], torch.Tensor]) -> EmbeddingTap:
         self.ids, self.replace, self.output = ids, replace, None
         return self
 
@@ -70,9 +70,11 @@ class EmbeddingTap:
             handle.remove()
         self._handles.clear()
 
-    def _hook(self, module: nn.Module, args: tuple, kwargs: dict, output: Any) -> Any:
+    def _hook(self, module: nn.Embedding, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> Any:
         given = args[0] if args else kwargs.get("input")
-        if self.output is not None or not _same_ids(given, self.ids) or not isinstance(output, torch.Tensor):
+        if self.replace is None or self.output is not None or not isinstance(output, torch.Tensor):
+            return None  # not watching, or done
+        if not _same_ids(given, self.ids):
             return None
         self.module = module
         self.output = self.replace(output)
@@ -109,20 +111,25 @@ def token_attribution(
     dimension; runs in eval mode with gradients enabled and leaves the model as found.
     """
     ids = token_ids(inputs)
+    if ids is None:
+        raise ValueError(
+            f"token attributions need token ids: an integer tensor (N, T), alone or as the input_ids of a mapping; "
+            f"got {describe_inputs(inputs)}"
+        )
     _check_options(method, n_steps, internal_batch_size)
     with preserved_state(model), torch.enable_grad(), EmbeddingTap(model) as tap:
         tap.watch(ids, _leaf)
         with torch.set_grad_enabled(method != "integrated_gradients"), Stops(model) as stops:
             output = call_model(model, inputs)  # IG's gradients come from its steps' runs
-        embedding = tap.output
-        if embedding is None:
+        embedding, module = tap.output, tap.module
+        if embedding is None or module is None:  # the tap sets both
             raise ValueError(
                 f"found no nn.Embedding called on the input_ids {tuple(ids.shape)} of {describe_inputs(inputs)} in "
                 f"the forward of {type(model).__name__}: token attributions are taken at the output of the "
                 "nn.Embedding module whose forward receives the input_ids tensor itself; a functional embedding or "
                 "a one-hot product has none: embed the ids with an nn.Embedding, or attribute a floating input"
             )
-        module, path = tap.module, _path(model, tap.module)
+        path = _path(model, module)
         score, chosen = resolve_score(output, target, position, model=model, per_item=True)
         if method == "integrated_gradients":
             base = _baseline(module, ids, embedding, baseline)
@@ -155,10 +162,11 @@ def _check_options(method: str, n_steps: int, internal_batch_size: int | None) -
 
 
 def _path(model: nn.Module, module: nn.Module) -> str:
-    return next(name for name, child in model.named_modules() if child is module)
+    path: str = next(name for name, child in model.named_modules() if child is module)  # torch: untyped
+    return path
 
 
-def _baseline(module: nn.Module, ids: torch.Tensor, embedding: torch.Tensor, baseline: int | None) -> torch.Tensor:
+def _baseline(module: nn.Embedding, ids: torch.Tensor, embedding: torch.Tensor, baseline: int | None) -> torch.Tensor:
     """The zero embedding, or token ``baseline``'s embedding at every position."""
     if baseline is None:
         return torch.zeros_like(embedding).detach()
@@ -169,7 +177,8 @@ def _baseline(module: nn.Module, ids: torch.Tensor, embedding: torch.Tensor, bas
             f"size is {vocab}: pass a token id from 0 to {vocab - 1} (e.g. the pad token), or None for zeros"
         )
     with torch.no_grad():
-        return module(torch.full_like(ids, int(baseline))).reshape(embedding.shape).to(embedding.dtype)
+        embedded: torch.Tensor = module(torch.full_like(ids, int(baseline)))
+        return embedded.reshape(embedding.shape).to(embedding.dtype)
 
 
 def gauss_legendre(n_steps: int) -> tuple[list[float], list[float]]:
@@ -249,7 +258,8 @@ def _repeated(inputs: Inputs, items: int, steps: int) -> Inputs:
             return type(value)(repeat(v) for v in value)
         return value
 
-    return repeat(inputs)
+    repeated: Inputs = repeat(inputs)
+    return repeated
 
 
 def check_token_call(

@@ -9,6 +9,7 @@ from torch import nn
 
 from ..display import display_name, quoted
 from ..hooks.edits import PRIMARY
+from ..hooks.info import HeadPlan
 from ..hooks.kinds import GLOBAL_KINDS, NODE_KINDS, takes_kwargs
 from ..hooks.notes import CANNOT_FIRE
 from ..hooks.registry import HookInfo
@@ -147,9 +148,9 @@ def _written_patches(infos: list[HookInfo]) -> tuple[list[HookInfo], list[str]]:
     return written, shapes
 
 
-def _head_hook(info: HookInfo, model_name: str) -> list[str]:
+def _head_hook(plan: HeadPlan, model_name: str) -> list[str]:
     """The registration of an ablate_heads edit's own hook: where its attention's context meets the projection."""
-    place, path, heads, dim = info.head_plan
+    place, path, heads, dim = plan
     owner = f"{model_name}.get_submodule({quote(path)})" if path else model_name
     if place == "input":
         hook = f"lambda module, args: (_zero_heads(args[0], {literal(heads)}, {dim}), *args[1:])"
@@ -251,11 +252,8 @@ def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[st
             return "\n".join(
                 [*lines, "", "", f"handles.append({registration})", comment(f"this hook never fires: {info.note}")]
             )
-    heads = (
-        ["# the heads' slices are zeroed before the projection:", *_head_hook(info, model_name)]
-        if info.head_plan
-        else []
-    )
+    plan = info.head_plan
+    heads = ["# the heads' slices are zeroed before the projection:", *_head_hook(plan, model_name)] if plan else []
     return "\n".join([*lines, "", "", f"handles.append({registration})", *heads])
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
@@ -20,7 +21,63 @@ def _emitted(name: str) -> str:
     _, marker, body = text.partition(f"\n{MARKER}\n")
     if not marker:
         raise RuntimeError(f"the codegen template {name!r} has no {MARKER!r} line")
-    return body.strip("\n")
+    return unannotated(body.strip("\n"))
+
+
+def unannotated(source: str) -> str:
+    """``source`` without its type annotations (of parameters, returns and assignments) and ``# type: ignore[...]``
+    comments, written as before them: the templates are typed for the checker, the code they emit stays plain."""
+    starts = [0]
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, column: int) -> int:  # ast's columns count UTF-8 bytes
+        start = starts[line - 1]
+        return start + len(source[start : starts[line]].encode()[:column].decode())
+
+    cuts: list[tuple[int, int, str]] = []  # (start, end, replacement)
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.AnnAssign) and node.value is None:  # a declaration alone: its lines go
+            start, end = starts[node.lineno - 1], starts[node.end_lineno or node.lineno]
+            before = source[start : offset(node.lineno, node.col_offset)]
+            after = source[offset(node.end_lineno or node.lineno, node.end_col_offset or 0) : end].strip()
+            if before.strip() or (after and not after.startswith("#")):
+                raise ValueError(f"line {node.lineno}: a declaration shares its line with other code")
+            cuts.append((start, end, ""))
+        elif isinstance(node, ast.AnnAssign):
+            target, annotation = node.target, node.annotation
+            start = offset(target.end_lineno or target.lineno, target.end_col_offset or 0)
+            cuts.append((start, offset(annotation.end_lineno or 0, annotation.end_col_offset or 0), ""))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            arguments = node.args
+            defaults = dict(zip(arguments.args[::-1], arguments.defaults[::-1], strict=False))
+            defaults |= {
+                a: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d is not None
+            }
+            every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
+            for arg in every:
+                if arg is None or arg.annotation is None:
+                    continue
+                start = offset(arg.lineno, arg.col_offset) + len(arg.arg)
+                default = defaults.get(arg)
+                if default is None:
+                    end = offset(arg.end_lineno or 0, arg.end_col_offset or 0)
+                    cuts.append((start, end, ""))
+                else:  # "x: T = v" was "x=v"
+                    cuts.append((start, offset(default.lineno, default.col_offset), "="))
+            if node.returns is not None:
+                end = offset(node.returns.end_lineno or 0, node.returns.end_col_offset or 0)
+                start = source.rindex("->", 0, offset(node.returns.lineno, node.returns.col_offset))
+                cuts.append((len(source[:start].rstrip()), end, ""))
+    for start, end, replacement in sorted(cuts, reverse=True):  # from the end: a cut never moves one still to come
+        source = source[:start] + replacement + source[end:]
+    lines = source.splitlines(keepends=True)
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT and token.string.startswith("# type: ignore["):
+            row, column = token.start  # the comment, with its reason, runs to the end of its line
+            line = lines[row - 1]
+            lines[row - 1] = line[:column].rstrip() + line[len(line.rstrip("\r\n")) :]
+    return "".join(lines)
 
 
 @cache

@@ -174,7 +174,7 @@ def _run(
     module = model.get_submodule(layer)
     seen = _Seen()
 
-    def on_forward(mod: nn.Module, args: tuple, output: Any) -> None:
+    def on_forward(mod: nn.Module, args: tuple[Any, ...], output: Any) -> None:
         seen.calls += 1
         if not _hookable(output):
             seen.bad_output = type(output)
@@ -183,7 +183,7 @@ def _run(
             seen.node = None if node is None else node.name()
             seen.slots = [] if node is None else [_describe_edge(fn, mod, model, args) for fn, _ in node.next_functions]
 
-    def on_backward(mod: nn.Module, grad_input: tuple, grad_output: tuple) -> None:
+    def on_backward(mod: nn.Module, grad_input: Grads, grad_output: Grads) -> None:
         seen.grads.append((_detached(grad_input), _detached(grad_output)))
 
     handles = [module.register_forward_hook(on_forward)]
@@ -221,7 +221,7 @@ def _run(
                     "the score does not require grad, so no backward can run: no parameter before it requires grad "
                     "and neither do the inputs — pass inputs with requires_grad=True"
                 )
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]  # torch: Tensor.backward is unannotated
     finally:
         for handle in handles:
             handle.remove()
@@ -332,7 +332,7 @@ def _legacy_node(output: Any) -> Any:
     return output.grad_fn if isinstance(output, torch.Tensor) else None
 
 
-def _describe_edge(fn: Any, module: nn.Module, model: nn.Module, args: tuple) -> str:
+def _describe_edge(fn: Any, module: nn.Module, model: nn.Module, args: tuple[Any, ...]) -> str:
     """What a legacy grad_input slot is the gradient of: a parameter, the module input, or another node's output."""
     if fn is None:
         return "(a tensor that needs no grad)"
@@ -406,7 +406,7 @@ def _cuda_devices(model: nn.Module, inputs: Any) -> list[int]:
     return sorted({t.device.index or 0 for t in tensors if t.device.type == "cuda"})
 
 
-def _detached(grads: tuple) -> Grads:
+def _detached(grads: Grads) -> Grads:
     return tuple(None if g is None else g.detach().clone() for g in grads)
 
 
@@ -416,7 +416,7 @@ def _same(a: Grads | None, b: Grads | None) -> bool:
     for x, y in zip(a, b, strict=True):
         if (x is None) != (y is None):
             return False
-        if x is not None and (x.shape != y.shape or not torch.allclose(x, y, rtol=_RTOL, atol=_ATOL)):
+        if x is not None and y is not None and (x.shape != y.shape or not torch.allclose(x, y, rtol=_RTOL, atol=_ATOL)):
             return False
     return True
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 import torch
 from torch import nn
@@ -21,7 +21,20 @@ NO_UNEMBED = (
 )
 
 
-def logit_lens(model: nn.Module, inputs: Inputs, *, top_k: int = 5, unembed: Unembed | None = None) -> dict[str, Any]:
+class LogitLens(TypedDict):
+    """What ``logit_lens()`` returns: a row per block, in the order they ran, then ``"output"``."""
+
+    layers: list[str]
+    """The blocks' paths (a second call of one: ``path#2``), then ``"output"``, the model's own logits."""
+    ids: torch.Tensor
+    """The top-k token ids of each row, ``(L, N, T, top_k)``, likeliest first."""
+    probs: torch.Tensor
+    """Their probabilities, ``(L, N, T, top_k)``, in float32."""
+    labels: NotRequired[list[Any]]
+    """The ids' strings, nested lists of the ids' shape: only when the explorer was given a tokenizer."""
+
+
+def logit_lens(model: nn.Module, inputs: Inputs, *, top_k: int = 5, unembed: Unembed | None = None) -> LogitLens:
     """``{"layers", "ids", "probs"}`` of one forward: a row per block (in the order they ran), then ``"output"`` (the
     model's own logits); ``ids`` and ``probs`` are ``(L, N, T, top_k)``. Each block's output is read through what the
     forward ran between the last block and the output embedding (``tail``), then that embedding; ``unembed``
@@ -37,7 +50,8 @@ def logit_lens(model: nn.Module, inputs: Inputs, *, top_k: int = 5, unembed: Une
     logits = output_scores(output).tensor
     if logits.is_meta:  # so are the blocks' rows: no top tokens to rank
         raise ValueError(no_values("logit_lens()", "the model's output"))
-    project = unembed if unembed is not None else _through(model, inputs, head, trace, logits)
+    # head is None only with an unembed (checked above)
+    project = unembed if unembed is not None else _through(model, inputs, cast(nn.Module, head), trace, logits)
     # top-k kept per row, its (N, T, vocabulary) logits let go at once
     rows = [(path, *_top(project(hidden), top_k)) for path, hidden in trace.rows]
     rows.append(("output", *_top(logits, top_k)))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -59,7 +59,7 @@ def first_nonfinite(model: nn.Module, inputs: Inputs, *, train: bool = False) ->
     """
     found: list[tuple[str, bool]] = []  # (path, whether its inputs held NaN/Inf already)
 
-    def check(path: str):
+    def check(path: str) -> Callable[[nn.Module, Any, Any, Any], None]:
         def hook(module: nn.Module, args: Any, kwargs: Any, output: Any) -> None:
             if not found and _holds_nonfinite(output):
                 found.append((path, _holds_nonfinite((args, kwargs))))
@@ -132,5 +132,6 @@ def first_nonfinite_row(rows: list[dict[str, Any]]) -> str | None:
     for prefix in ("act", "grad"):
         bad = [r for r in rows if r.get(f"{prefix}_nan", 0) or r.get(f"{prefix}_inf", 0)]
         if bad:
-            return min(bad, key=lambda r: r.get(f"{prefix}_order", 0))["target"]
+            first: str = min(bad, key=lambda r: r.get(f"{prefix}_order", 0))["target"]
+            return first
     return None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -139,7 +139,7 @@ def _patched_run(
     rows = torch.arange(count, device=where.device)
 
     def patch(module: nn.Module, args: Any, output: Any) -> Any:
-        hidden = first_tensor(output)
+        hidden = cast(torch.Tensor, first_tensor(output))  # the corrupted run's record found one (_recorded)
         patched = hidden.clone()  # the layer's own tensor may be saved or reused elsewhere: left alone
         patched[rows, where] = clean_act[0, where].to(patched.dtype)
         return map_tensors(output, lambda t: patched if t is hidden else t)
@@ -160,4 +160,7 @@ def _patched_run(
 
 def _repeated(inputs: Inputs, count: int) -> Inputs:
     """The inputs with every tensor of batch 1 repeated ``count`` times along dimension 0."""
-    return map_tensors(inputs, lambda t: t.repeat(count, *[1] * (t.dim() - 1)) if t.dim() and t.shape[0] == 1 else t)
+    repeated: Inputs = map_tensors(
+        inputs, lambda t: t.repeat(count, *[1] * (t.dim() - 1)) if t.dim() and t.shape[0] == 1 else t
+    )
+    return repeated

@@ -2,13 +2,18 @@
 a hook uses that edit."""
 
 import dataclasses
+from collections.abc import Sequence
+from typing import Any
 
 import torch
+
+# An edit as the generated code writes it: its name, then its arguments, ("scale", 2.0), ("ablate", [0, 3], 1), ...
+Edit = tuple[Any, ...]
 
 # --- generated code ---
 
 
-def _edit(value, edits, first=None):
+def _edit(value: Any, edits: Sequence[Edit], first: list[bool] | None = None) -> Any:
     """value with every floating-point tensor inside edited in order: new tensors, never in place; replace and
     mean_ablate change the first floating-point tensor only (``first`` notes it was met)."""
     first = [] if first is None else first
@@ -33,7 +38,7 @@ def _edit(value, edits, first=None):
     return value  # None and non-tensors pass through
 
 
-def _edit_tensor(t, edits):
+def _edit_tensor(t: torch.Tensor, edits: Sequence[Edit]) -> torch.Tensor:
     for edit in edits:
         if edit[0] == "scale":
             t = t * edit[1]

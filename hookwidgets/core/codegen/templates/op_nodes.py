@@ -5,10 +5,19 @@ as torch's global module hooks."""
 import bisect
 import dataclasses
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import torch
+from torch import nn
+from torch.autograd.graph import Node
 
 from .paths import model, paths
+
+node_hooks: list[tuple[str, str, int, str, Callable[..., Any]]]  # the hook goes to getattr(node, method)
+_scope_stack: list[str]
+_scope_log: list[tuple[int, str | None]]  # (sequence number, scope from it on)
+_next_sequence_nr: Callable[[], int]
 
 # --- generated code ---
 
@@ -22,7 +31,7 @@ _scope_stack, _scope_log, _forward_start = [], [], [0]
 _hiding = [0]  # above 0 while a hook's edit runs (_edit_hidden): its nodes get scope None and no address
 
 
-def _probe_sequence_nr():
+def _probe_sequence_nr() -> int:
     # For a torch without the private reader below: make one node and read its number.
     with torch.enable_grad():
         node = (torch.zeros((), requires_grad=True) * 1).grad_fn
@@ -33,7 +42,7 @@ def _probe_sequence_nr():
 _next_sequence_nr = getattr(torch._C._autograd, "_get_sequence_nr", _probe_sequence_nr)
 
 
-def _note_scope():
+def _note_scope() -> None:
     seq = _next_sequence_nr()
     scope = None if _hiding[0] else _scope_stack[-1] if _scope_stack else ""
     if _scope_log and _scope_log[-1][0] == seq:
@@ -42,7 +51,7 @@ def _note_scope():
         _scope_log.append((seq, scope))
 
 
-def _scope_pre(module, args):
+def _scope_pre(module: nn.Module, args: Any) -> None:
     path = paths.get(id(module))
     if path is None:
         return  # a module of another model
@@ -56,7 +65,7 @@ def _scope_pre(module, args):
     _note_scope()
 
 
-def _scope_post(module, args, output):
+def _scope_post(module: nn.Module, args: Any, output: Any) -> None:
     path = paths.get(id(module))
     if path is None or not _scope_stack:
         return
@@ -67,7 +76,7 @@ def _scope_post(module, args, output):
         _place_node_hooks(output, _forward_start[0], _next_sequence_nr())
 
 
-def _output_nodes(output):
+def _output_nodes(output: object) -> list[Node]:
     todo, nodes = [output], []
     while todo:
         item = todo.pop()
@@ -83,7 +92,7 @@ def _output_nodes(output):
     return nodes
 
 
-def _place_node_hooks(output, start, end):
+def _place_node_hooks(output: object, start: int, end: int) -> None:
     # Walk this forward's graph, give each node its scope and ordinal, and hook the addressed ones.
     order, scope_of, todo = [], {}, list(reversed(_output_nodes(output)))
     seen = set()
@@ -106,6 +115,9 @@ def _place_node_hooks(output, start, end):
         for n, _ in node.next_functions:
             if n in seen and n not in scope_of and node in scope_of:
                 scope_of[n] = scope_of[node]
+    counts: dict[tuple[str | None, str], int]
+    wanted: dict[tuple[str | None, str, int], list[tuple[str, Callable[..., Any]]]]
+    scope: str | None  # as the node's key has it (None, for a hook's edit, is skipped)
     counts, wanted, found = {}, {}, set()
     for scope, op, ordinal, method, hook in node_hooks:
         wanted.setdefault((scope, op, ordinal), []).append((method, hook))

@@ -3,6 +3,7 @@
 from torch import nn
 
 model = nn.Module()  # stands for the user's model: the generated code names its variable instead
+paths: dict[int, str]
 
 # --- generated code ---
 

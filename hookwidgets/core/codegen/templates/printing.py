@@ -1,11 +1,15 @@
 """What a ``print`` hook of the generated code prints: one line per firing."""
 
+from collections.abc import Mapping
+
+import torch
+
 from .stats import _stats
 
 # --- generated code ---
 
 
-def _print(where, tensors):
+def _print(where: str, tensors: Mapping[str, torch.Tensor | None]) -> None:
     """One line: where the hook fired and each tensor's shape, dtype and range (or None)."""
     parts = []
     for name, t in tensors.items():

@@ -5,7 +5,7 @@ import torch
 # --- generated code ---
 
 
-def _stats(t):
+def _stats(t: torch.Tensor) -> dict[str, float]:
     """mean, population std, min, max and L2 norm of the finite values; zero fraction; NaN/Inf counts."""
     x = t.detach()
     x = x.abs() if x.is_complex() else x

@@ -8,6 +8,7 @@ from captum.attr import InputXGradient, IntegratedGradients, Saliency
 from torch import nn
 
 from hookwidgets.core import Explorer, attribute
+from hookwidgets.core.attribution.tokens import token_attribution
 from tests import transformer_models as tm
 from tests.conftest import hook_state
 
@@ -196,3 +197,10 @@ def test_the_model_is_left_as_found_and_the_explorers_hooks_record_nothing(metho
         assert hook_state(model) == hooks
     assert all(m.training for m in model.modules())
     assert all(p.grad is None for p in model.parameters())
+
+
+def test_token_attribution_of_inputs_without_token_ids_says_so():
+    # mypy found it: the ids (None) reached the message's ids.shape, an AttributeError instead of this ValueError
+    model = nn.Sequential(nn.Conv2d(3, 2, 3), nn.ReLU())
+    with pytest.raises(ValueError, match="token attributions need token ids"):
+        token_attribution(model, torch.randn(1, 3, 8, 8), "top", None, "saliency")

@@ -17,7 +17,7 @@ from hookwidgets.core import Explorer
 from hookwidgets.core.capture.stats import tensor_stats
 from hookwidgets.core.codegen import templates
 from hookwidgets.core.codegen.generate import RESERVED, hook_code
-from hookwidgets.core.codegen.sections import MARKER, edit_names, edit_section, rename, section
+from hookwidgets.core.codegen.sections import MARKER, edit_names, edit_section, rename, section, unannotated
 from hookwidgets.core.hooks.edits import EDIT_NAMES, apply_edits
 from tests.conftest import GLOBAL_DICTS
 from tests.unit.core.graph.test_scoping import mlp
@@ -61,6 +61,43 @@ def _defined(source: str) -> set[str]:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.For) else []
         names |= {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
     return names
+
+
+def test_the_templates_are_typed_and_the_code_they_emit_is_plain():
+    for name in NAMES:
+        typed = resources.files(templates).joinpath(f"{name}.py").read_text(encoding="utf-8").partition(MARKER)[2]
+        emitted = section(name)
+        assert "# type: ignore" not in emitted, name
+        for node in ast.walk(ast.parse(emitted)):
+            assert not isinstance(node, ast.AnnAssign), name
+            assert not (isinstance(node, ast.arg) and node.annotation), name
+            assert not (isinstance(node, ast.FunctionDef) and node.returns), name
+        # the same code, annotations aside: the statements and names of the typed module, in its order
+        plain = [n for n in ast.parse(typed).body if not (isinstance(n, ast.AnnAssign) and n.value is None)]
+        assert len(plain) == len(ast.parse(emitted).body), name
+    assert "def _on_dict_output(hook: PreHook" in resources.files(templates).joinpath("dict_output.py").read_text()
+
+
+def test_unannotated_writes_the_source_as_it_was_before_its_annotations():
+    typed = (
+        "def f(a: int, b: list[int] | None = None, *c: str, d: bool = True, **e: object) -> dict[\n"
+        "    str, int\n"
+        "]:\n"
+        "    found: dict[str, int] = {}  # a comment stays\n"
+        "    names: list[str]  # a declaration alone goes, with its comment\n"
+        "    names, x = [], 'é'  # a non-ASCII string before nothing moves the cuts\n"
+        "    t.register_hook(f)  # type: ignore[no-untyped-call]  # the reason goes too\n"
+        "    return found\n"
+    )
+    assert unannotated(typed) == (
+        "def f(a, b=None, *c, d=True, **e):\n"
+        "    found = {}  # a comment stays\n"
+        "    names, x = [], 'é'  # a non-ASCII string before nothing moves the cuts\n"
+        "    t.register_hook(f)\n"
+        "    return found\n"
+    )
+    with pytest.raises(ValueError, match="shares its line"):
+        unannotated("x: int; y = 1\n")
 
 
 def test_the_model_variable_may_not_take_a_name_any_template_defines():
