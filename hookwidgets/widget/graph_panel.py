@@ -8,10 +8,10 @@ with their list only for graphs up to ``SAVED_DETAIL_LIMIT`` nodes. docs/widget-
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..core.graph.dataflow import dataflow_graph
-from .protocol import CompactGraph, Graph
+from .protocol import CompactGraph, Dataflow, Graph
 
 SAVED_DETAIL_LIMIT = 5000
 """Graphs with more nodes than this send saved-tensor totals per node, not the list of saved tensors."""
@@ -66,6 +66,6 @@ def graph_payload(data: dict[str, Any] | None, error: str = "") -> Graph:
         return {**EMPTY, "error": error}
     return {
         "autograd": compact_autograd(data),
-        "dataflow": dataflow_graph(data),
+        "dataflow": cast(Dataflow, dataflow_graph(data)),  # dataflow_graph's nodes and edges are Dataflow's
         "error": error or data.get("error") or "",  # a failed forward's partial graph says why it stops
     }
