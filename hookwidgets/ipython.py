@@ -133,6 +133,8 @@ class HookMagics(Magics):
         Running it again closes the explorer it made before under that name (or, without a name, for that model).
         """
         ip = self.shell
+        if ip is None:  # IPython sets it when it registers the magics
+            raise UsageError("%hookexplorer runs in an IPython shell")
         model_expr, inputs_expr, name = parse_line(line)
         model = _evaluate(ip, model_expr, "model")
         if not isinstance(model, nn.Module):
@@ -169,6 +171,13 @@ def _module_bundle(state: _Extension, module: nn.Module) -> dict[str, Any] | Non
     return {k: v for k, v in data.items() if k != "text/plain"}  # IPython fills it with the module's own repr
 
 
+def _mimebundle_formatter(ip: InteractiveShell) -> Any:
+    """The shell's formatter of ``_repr_mimebundle_``, where display hooks a printer per type."""
+    if ip.display_formatter is None:
+        raise RuntimeError("this IPython shell has no display formatter: modules cannot be shown as explorers")
+    return ip.display_formatter.mimebundle_formatter
+
+
 def enable_display(ip: InteractiveShell | None = None) -> None:
     """Show an explorer for every ``nn.Module`` that is a cell's last expression, in the ``InteractiveShell`` ``ip``
     only (default: the running one)."""
@@ -176,7 +185,7 @@ def enable_display(ip: InteractiveShell | None = None) -> None:
     state = _state(ip)
     if state.display_enabled:
         return
-    formatter = ip.display_formatter.mimebundle_formatter
+    formatter = _mimebundle_formatter(ip)
     state.previous_printer = formatter.type_printers.get(nn.Module)
     state_ref = weakref.ref(state)
 
@@ -195,7 +204,7 @@ def disable_display(ip: InteractiveShell | None = None) -> None:
     state = _state(ip)
     if not state.display_enabled:
         return
-    formatter = ip.display_formatter.mimebundle_formatter
+    formatter = _mimebundle_formatter(ip)
     if formatter.type_printers.get(nn.Module) is state.printer:
         formatter.type_printers.pop(nn.Module)
         if state.previous_printer is not None:

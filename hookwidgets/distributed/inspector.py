@@ -139,8 +139,9 @@ class DDPInspector:
         require_process_group("DDPInspector.gather()")
         local = self.records if records == "bucket" else self.ready_order
         group = self.ddp.process_group
+        every: list[Any] | None
         if dst is None:
-            every: list[Any] = [None] * self.world_size
+            every = [None] * self.world_size
             dist.all_gather_object(every, local, group=group)
         else:
             every = [None] * self.world_size if self.rank == dst else None

@@ -8,12 +8,14 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 log = logging.getLogger(__name__)
+M = TypeVar("M", bound=nn.Module)
 
 IMAGE_SIZE = 32
 _MEAN, _STD = 0.30, 0.40  # digits pixels scaled to [0, 1] have about this mean and spread
@@ -92,7 +94,9 @@ def one_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def train_on_digits(build: Callable[[], nn.Module], optimizer_class: type, lr: float, epochs: int, seed: int):
+def train_on_digits(
+    build: Callable[[], M], optimizer_class: Callable[..., torch.optim.Optimizer], lr: float, epochs: int, seed: int
+) -> M:
     """``build()`` trained on the first 1,500 digits in batches of 64, in eval mode, gradients cleared.
 
     Built and trained under ``seed`` in a forked RNG, on one thread: the global RNG and thread count are
@@ -114,7 +118,7 @@ def train_on_digits(build: Callable[[], nn.Module], optimizer_class: type, lr: f
     return model.eval()
 
 
-def cached_model(name: str, build: Callable[[], nn.Module], train: Callable[[], nn.Module], cache: bool) -> nn.Module:
+def cached_model(name: str, build: Callable[[], M], train: Callable[[], M], cache: bool) -> M:
     """The weights of ``name`` from the cache into ``build()``, or ``train()`` and cache them (atomically)."""
     path = _cache_dir() / f"{name}.pt"
     if cache and path.exists():

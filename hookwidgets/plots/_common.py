@@ -177,7 +177,7 @@ def fit_title(fig: Figure, ax: Axes, text: str, size: float = 9) -> None:
         scale = height / (height + extra)
         for axes in fig.axes:
             x0, y0, w, h = axes.get_position().bounds
-            axes.set_position([x0, y0 * scale, w, h * scale])
+            axes.set_position((x0, y0 * scale, w, h * scale))
 
 
 def figure_png(fig: Figure, dpi: int = 96) -> bytes:

@@ -6,10 +6,11 @@ from typing import Any
 
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
+from matplotlib.transforms import Bbox
 
 from ..distributed.summary import bucket_rows, rank_steps
 from ._common import name_label
-from .theme import ThemeLike, themed
+from .theme import ThemeLike, as_theme, themed
 
 COLUMNS = ("bucket", "numel", "MiB", "params", "first params", "grad norm", "ms (median)", "fp err")
 
@@ -39,9 +40,12 @@ def bucket_table_figure(records: list[dict[str, Any]], step: int | None = None, 
         for r in rows
     ]
     widths = [0.07, 0.1, 0.07, 0.07, 0.35, 0.11, 0.12, 0.11]  # the parameter names get the room
-    table = ax.table(cellText=cells, colLabels=COLUMNS, colWidths=widths, cellLoc="right", bbox=(0, 0, 1, 1))
+    table = ax.table(
+        cellText=cells, colLabels=COLUMNS, colWidths=widths, cellLoc="right", bbox=Bbox.from_bounds(0, 0, 1, 1)
+    )
     table.auto_set_font_size(False)
     table.set_fontsize(9)
+    theme = as_theme(theme)  # @themed passes a Theme or None
     for (row, col), cell in table.get_celld().items():
         cell.set_edgecolor(theme.muted if theme else "#cccccc")
         cell.set_facecolor(theme.background if theme else "white")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import matplotlib
 import matplotlib.colors
 import numpy as np
@@ -22,7 +24,7 @@ from ._common import (
 from ._labels import add_labels, box_size, label_size
 from ._tiles import WHITE, choose, compose, per_channel, plan
 from .tensors import bars_figure
-from .theme import ThemeLike, themed
+from .theme import ThemeLike, as_theme, themed
 
 MAX_CHANNELS = 32
 """Channels drawn by default."""
@@ -78,11 +80,14 @@ def feature_map_figure(
         shown = per_channel(shown, diverging)
         limits = (-1.0, 1.0) if diverging else (0.0, 1.0)
     colormap = matplotlib.colormaps[cmap or ("RdBu_r" if diverging else "viridis")]
-    marker = tuple(round(255 * c) for c in matplotlib.colors.to_rgba(NONFINITE_COLOR))
+    marker = cast(
+        "tuple[int, int, int, int]", tuple(round(255 * c) for c in matplotlib.colors.to_rgba(NONFINITE_COLOR))
+    )
     layout = plan(*shown.shape)
     labels = [str(c) for c in chosen]
     size = label_size(max(labels, key=len), layout.tile, DPI)
     boxes = [box_size(label, size, DPI) for label in labels] if size else []
+    theme = as_theme(theme)  # @themed passes a Theme or None
     grid = compose(shown, layout, colormap, limits, marker, boxes, theme.rgba(theme.background) if theme else WHITE)
     fig, ax, bar_ax = _figure(*grid.shape[:2])
     image = ax.imshow(grid, interpolation="none")  # the axes is the grid's size in pixels: drawn 1:1

@@ -113,8 +113,9 @@ def _overlay_layout(bar: bool = True) -> tuple[Figure, Axes, Axes | None]:
 
 def _describe(cam: torch.Tensor, item: int) -> str:
     parts = [getattr(cam, "method", None) or "attribution"]
-    if getattr(cam, "layer", None):
-        parts.append(f"at {cam.layer}")
+    layer = getattr(cam, "layer", None)  # set by the attribution methods on the tensor they return
+    if layer:
+        parts.append(f"at {layer}")
     classes = getattr(cam, "classes", None)
     if classes:
         parts.append(f"class {classes[item]}")

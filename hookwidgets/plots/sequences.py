@@ -54,7 +54,7 @@ def label_tokens(ax: Axes, axis: str, labels: Sequence[str] | None, count: int, 
     room = max(2, min(MAX_TICKS, int(inches * 72 / TICK_POINTS)))
     step = max(1, math.ceil(count / room))
     ticks = np.arange(0, count, step)
-    texts = [name_label(labels[i]) if labels is not None else str(i) for i in ticks]
+    texts = [name_label(labels[int(i)]) if labels is not None else str(i) for i in ticks]
     if axis == "x":
         ax.set_xticks(ticks, texts, rotation=90, fontsize=7)
     else:
@@ -174,7 +174,7 @@ def attention_heads_figure(
     axes = fig.subplots(rows, columns, squeeze=False)
     inches = min(panel, 12.0 / max(rows, columns))
     vmin, vmax = finite_range(values[chosen])
-    image, step = None, 1
+    step = 1  # chosen holds a head at least (checked above): the loop draws the image the colour bar reads
     for ax, head in zip(axes.flat, chosen, strict=False):
         image = show_image(ax, values[head], "magma", vmin, vmax, aspect="auto" if queries != keys else "equal")
         if key_tokens is not None or tokens is not None:

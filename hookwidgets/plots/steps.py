@@ -25,7 +25,7 @@ from ._common import (
     name_label,
     set_margins,
 )
-from .theme import ThemeLike, themed
+from .theme import ThemeLike, as_theme, themed
 
 STATS = ("mean", "std", "min", "max")
 MAX_STEP_LABELS = 12
@@ -154,6 +154,7 @@ def summary_heatmap_figure(
     height = min(MAX_HEATMAP_HEIGHT, 1.2 + 0.22 * len(order))
     fig = Figure(figsize=(min(10.0, 2.6 + 0.35 * len(steps)), height))
     ax = fig.add_subplot()
+    theme = as_theme(theme)  # @themed passes a Theme or None
     colormap = matplotlib.colormaps["viridis"].with_extremes(bad=theme.missing if theme else MISSING_COLOR)
     image = ax.imshow(
         np.ma.masked_invalid(grid),

@@ -22,7 +22,7 @@ from ._common import (
     show_image,
 )
 from .sequences import attention_heads_figure
-from .theme import ThemeLike, themed
+from .theme import ThemeLike, as_theme, themed
 
 MAX_LABELS = 64  # beyond this, tick labels overlap into a black bar
 
@@ -45,6 +45,7 @@ def bars_figure(
     if not finite.all():
         low, high = finite_range(values)
         ax.bar(np.flatnonzero(~finite), high - min(low, 0.0), bottom=min(low, 0.0), color=NONFINITE_COLOR, width=0.85)
+    theme = as_theme(theme)  # @themed passes a Theme or None
     ax.axhline(0, color=theme.muted if theme else "#444", linewidth=0.6)
     ax.set_xlabel("feature", fontsize=8)
     ax.tick_params(labelsize=7)

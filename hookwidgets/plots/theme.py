@@ -12,13 +12,16 @@ import contextvars
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 
 import matplotlib
 import matplotlib.colors
 from matplotlib.figure import Figure
 
 from ._common import MISSING_COLOR
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,7 @@ class Theme:
     """Heatmap cells without a value."""
 
     @property
-    def rc(self) -> dict[str, Any]:
+    def rc(self) -> dict[RcKeyType, Any]:
         """The matplotlib settings that draw a figure in this theme."""
         return {
             "figure.facecolor": self.background,
@@ -93,7 +96,7 @@ def as_theme(theme: ThemeLike) -> Theme | None:
     raise TypeError(f"theme must be 'light', 'dark', a Theme or a mapping, not {type(theme).__name__}")
 
 
-def _is_color(value: Any) -> bool:
+def _is_color(value: Any) -> TypeGuard[str]:
     return isinstance(value, str) and len(value) <= 64 and matplotlib.colors.is_color_like(value)
 
 

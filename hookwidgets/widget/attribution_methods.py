@@ -70,9 +70,10 @@ def _output_shape(tree: dict[str, Any], path: str) -> tuple[int, ...] | None:
     """The shape the shape probe recorded for module ``path``'s output (None when unknown or not a tensor)."""
     node = tree
     while node.get("path") != path:
-        node = next((c for c in node.get("children", []) if _contains(c["path"], path)), None)
-        if node is None:
+        child: dict[str, Any] | None = next((c for c in node.get("children", []) if _contains(c["path"], path)), None)
+        if child is None:
             return None
+        node = child
     shape = node.get("shape")
     return tuple(shape) if shape and all(isinstance(s, int) for s in shape) else None
 

@@ -10,7 +10,7 @@ import functools
 import math
 import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import torch
 
@@ -38,6 +38,13 @@ EMPTY: Attribution = {
 }
 
 
+class AttributionImages(TypedDict):
+    """The images of an ``Attribution`` payload, drawn again in another theme without running the method again."""
+
+    png: bytes
+    input_png: bytes
+
+
 def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any, position: Any = None) -> Attribution:
     """The ``attribution`` traitlet: ``method``'s result for ``target`` at ``layer`` and what to draw it with."""
     return attribution_and_redraw(explorer, layer, method, target, position)[0]
@@ -45,7 +52,7 @@ def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any
 
 def attribution_and_redraw(
     explorer: Explorer, layer: str, method: str, target: Any, position: Any = None
-) -> tuple[Attribution, Callable[[], dict[str, bytes]] | None]:
+) -> tuple[Attribution, Callable[[], AttributionImages] | None]:
     """The ``attribution`` traitlet, and what draws its images again (in another theme) without running the
     method again: None for token scores, which the page colours itself.
 
@@ -76,12 +83,17 @@ def attribution_and_redraw(
     if result.dim() == 2:  # one score per token
         payload["tokens"] = token_scores(result[0], _labels(explorer, result))
         return payload, None
-    draw = functools.partial(_images, image_of(explorer.example_inputs), result, caption)
-    payload.update(draw())
+    image = image_of(explorer.example_inputs)
+    if image is None:  # no method offered without an image gives a map (N, H, W) or an input-shaped one
+        raise ValueError(
+            f"{method} gave a map of shape {list(result.shape)}, but the example inputs hold no image to draw it over"
+        )
+    draw = functools.partial(_images, image, result, caption)
+    payload = {**payload, **draw()}
     return payload, draw
 
 
-def _images(image: torch.Tensor, result: torch.Tensor, caption: str) -> dict[str, bytes]:
+def _images(image: torch.Tensor, result: torch.Tensor, caption: str) -> AttributionImages:
     """The attribution drawn over the input (or as a gradient map) and the input beside it, as PNG bytes."""
     from ..plots import cam_overlay_figure, figure_png, gradient_map_figure  # matplotlib only when drawing
 
@@ -124,7 +136,8 @@ def _labels(explorer: Explorer, result: torch.Tensor) -> list[str]:
     labels = getattr(result, "tokens", None)
     if labels and len(labels[0]) == result.shape[1]:
         return [str(label) for label in labels[0]]
-    ids = token_ids(explorer.example_inputs)
+    inputs = explorer.example_inputs
+    ids = token_ids(inputs) if inputs is not None else None
     if ids is not None and ids.shape[1] == result.shape[1]:
         return [f"#{i}" for i in ids[0].tolist()]
     return [str(t) for t in range(result.shape[1])]

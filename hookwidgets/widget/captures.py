@@ -6,7 +6,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 
@@ -112,6 +112,18 @@ def plot_item(
     }
 
 
+class TensorFields(TypedDict):
+    """The drawn part of a ``PlotItem`` (``tensor_fields``)."""
+
+    title: str
+    view: str
+    views: list[str]
+    tokens: list[str] | None
+    heads: int
+    head: int | None
+    png: bytes
+
+
 def tensor_fields(
     tensor: torch.Tensor,
     view: str | None,
@@ -122,7 +134,7 @@ def tensor_fields(
     context: Context,
     head: int | None = None,
     record: Record | None = None,
-) -> dict[str, Any]:
+) -> TensorFields:
     """The drawn part of an item: ``title``, ``view`` (the chosen one if it fits, else the default), ``views``,
     ``tokens`` (the sequence axis' labels), ``heads`` and ``head`` (the heads view), ``png`` (remembered for
     ``record`` while it lives)."""

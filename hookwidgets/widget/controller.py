@@ -11,7 +11,7 @@ import contextlib
 import functools
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -27,7 +27,7 @@ from .messages import handle, message_text
 from .page_choices import PageChoices
 from .patching_panel import EMPTY as EMPTY_PATCHING
 from .patching_panel import ProgressPush, patching_payload
-from .protocol import reply
+from .protocol import TreeNode, reply
 from .selection_images import draw_selection
 from .state import hooks_payload, kinds_payload, memory_payload, selection_payload, status_payload
 from .summary_panel import summary_payload
@@ -114,24 +114,24 @@ class ViewController:
 
     # The engine's events.
     def _on_event(self, event: Event) -> None:
-        event_type = event["type"]
-        if event_type in ("attached", "detached"):
+        # Compared as event["type"], not through a variable, so that mypy knows which event's keys each branch reads.
+        if event["type"] in ("attached", "detached"):
             self.sync(plots=False)  # captures are unchanged: the images need no redraw
-        elif event_type == "watching":
+        elif event["type"] == "watching":
             if event["watch"] == "ddp":
                 explorer = self.explorer
                 if explorer is not None and explorer.ddp_inspector is not None:
                     self.show_ddp(DDPSource(inspector=explorer.ddp_inspector))
             else:
                 self.sync_training(follow=True)
-        elif event_type == "step" and self._live is not None:
+        elif event["type"] == "step" and self._live is not None:
             if not event["done"]:
                 self._live.on_step(event["step"])
             elif not self._live.is_paused:  # a run() from Python ended: what it changed, at once
                 self.sync()
                 self.sync_summary()  # only runs add statistics: the heatmap is redrawn after them, not on clicks
                 self.sync_training()  # a run of a DDP model adds bucket records
-        elif event_type == "graph":
+        elif event["type"] == "graph":
             self.sync_graph()
 
     # The page's messages.
@@ -234,7 +234,7 @@ class ViewController:
         if view is None or explorer is None:
             return
         view.hooks = hooks_payload(explorer.hooks)  # first: the badge a click waits for leaves before the rest
-        view.tree = explorer.tree  # new parameter counts once a forward materialized lazy modules
+        view.tree = cast(TreeNode, explorer.tree)  # new parameter counts once a forward materialized lazy modules
         view.selection = selection_payload(explorer, view.selected)
         view.memory = memory_payload(explorer)
         view.diagnostics = explorer.diagnostics

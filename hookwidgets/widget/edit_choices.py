@@ -3,7 +3,7 @@ edit of an attach message, with a recorded run the page names resolved to its Re
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict, TypeGuard, cast
 
 from torch import nn
 
@@ -21,7 +21,15 @@ LISTED = 50
 HOW = "capture this module's forward, Run, then pick the run"
 
 
-def edit_offers(explorer: Explorer, target: str, module: nn.Module) -> dict[str, Any]:
+class EditOffers(TypedDict):
+    """The fields of a ``Selection`` that the edit picker reads."""
+
+    axes: list[str] | None
+    heads: int | None
+    records: list[RecordChoice]
+
+
+def edit_offers(explorer: Explorer, target: str, module: nn.Module) -> EditOffers:
     """The selection's fields for the edit picker: ``axes``, ``heads`` and ``records`` of the module at ``target``."""
     return {
         "axes": output_axes(_output_shape(explorer.tree, target), explorer.sequences),
@@ -30,7 +38,7 @@ def edit_offers(explorer: Explorer, target: str, module: nn.Module) -> dict[str,
     }
 
 
-NO_OFFERS: dict[str, Any] = {"axes": None, "heads": None, "records": []}
+NO_OFFERS: EditOffers = {"axes": None, "heads": None, "records": []}
 """The edit picker's fields where the target is no module."""
 SPATIAL = {3: ["length"], 4: ["height", "width"], 5: ["depth", "height", "width"]}
 """The dims after the channels of a convolution's output, by its rank."""
@@ -46,7 +54,7 @@ def output_axes(shape: list[int | str] | None, sequences: Sequences) -> list[str
     if rank < 2:
         return names
     names[0] = "batch"
-    axis = sequence_axis(tuple(shape), sequences)
+    axis = sequence_axis(cast("tuple[int, ...]", tuple(shape)), sequences)  # a symbolic (str) dim is no length
     if axis is not None:
         names[axis] = "tokens"
         names[-1] = "features"
@@ -72,7 +80,7 @@ def recorded_outputs(explorer: Explorer, target: str) -> list[RecordChoice]:
     return choices
 
 
-def with_recorded_run(explorer: Explorer, target: str, edit: tuple | None) -> tuple | None:
+def with_recorded_run(explorer: Explorer, target: str, edit: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
     """``edit`` (as ``parse_edit`` reads the page's list) with the recorded run a replace or mean_ablate names,
     ``{"step": 3, "call": 0}``, resolved to the Record of ``target``'s forward it names."""
     if edit and edit[0] in PATCH_EDITS and len(edit) == 2 and not isinstance(edit[1], (list, str)):
@@ -119,13 +127,14 @@ def _output_shape(tree: dict[str, Any], target: str) -> list[int | str] | None:
     """The output shape the tree holds for the module at ``target`` (a probe of the example inputs), or None."""
     node = tree
     while node.get("path") != target:
-        node = next(
+        child: dict[str, Any] | None = next(
             (c for c in node.get("children", []) if c["path"] == target or target.startswith(c["path"] + ".")), None
         )
-        if node is None:
+        if child is None:
             return None
+        node = child
     return node.get("shape")
 
 
-def _is_index(value: Any) -> bool:
+def _is_index(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -88,7 +88,7 @@ def _position_labels(explorer: Explorer, length: int) -> list[str]:
         return [str(label) for label in labels]
     inputs = explorer.example_inputs
     sides = [inputs.get(key) for key in ("decoder_input_ids", "input_ids")] if isinstance(inputs, Mapping) else []
-    for ids in [*sides, token_ids(inputs)]:
+    for ids in [*sides, token_ids(inputs) if inputs is not None else None]:
         if isinstance(ids, torch.Tensor) and ids.dim() == 2 and ids.shape[1] == length:
             return [f"#{i}" for i in ids[0].tolist()]
     return [str(t) for t in range(length)]

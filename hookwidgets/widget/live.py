@@ -17,6 +17,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from .._warnings import ViewUpdateWarning
 from ..core.explorer import Explorer
 from ..core.gc_pause import no_gc
+from .protocol import HookItem
 from .state import hooks_payload, memory_payload
 from .view import ExplorerView
 
@@ -67,7 +68,7 @@ class LiveUpdates:
         self._pending = False
         self._live = False
         self._paused = 0
-        self._foreign: list[dict[str, Any]] = []
+        self._foreign: list[HookItem] = []
         self._forward_seen = False  # this cell's loop runs forwards the hooks see: pushes name their step
         self._optimizer_steps = 0
         self._steps_model: weakref.WeakKeyDictionary[torch.optim.Optimizer, bool] = weakref.WeakKeyDictionary()

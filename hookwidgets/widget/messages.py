@@ -17,12 +17,12 @@ from ..core.model.lazy import materialize_notices
 from ..core.model.scores import output_summary
 from .attention_heads import AttentionHeads
 from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
-from .attribution_panel import attribution_and_redraw
+from .attribution_panel import AttributionImages, attribution_and_redraw
 from .edit_choices import with_recorded_run
 from .graph_panel import EMPTY as EMPTY_GRAPH
 from .lens_panel import DEFAULT_TOP_K, lens_payload
 from .page_choices import PageChoices
-from .protocol import MESSAGES
+from .protocol import MESSAGES, Attribution
 from .run_errors import failing_module, failure_line
 from .state import parse_edit, position_choice, score_choice
 from .view import ExplorerView
@@ -62,6 +62,14 @@ def handle(controller: PageController, explorer: Explorer, content: Any) -> str:
     return handler(controller, explorer, content)
 
 
+def _view(controller: PageController) -> ExplorerView:
+    """The view the message came from: open, since only an open view sends messages (``ViewController.on_message``)."""
+    view = controller.view
+    if view is None:
+        raise RuntimeError("the widget's view is not open: display the explorer again")
+    return view
+
+
 def attach(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     action, target = content.get("action") or "capture", content["target"]
     edit = with_recorded_run(explorer, target, parse_edit(content.get("edit")))
@@ -97,7 +105,7 @@ def detach(controller: PageController, explorer: Explorer, content: dict[str, An
 
 
 def dismiss_error(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
-    view = controller.view
+    view = _view(controller)
     view.error = ""
     controller.choices.failed_module = None  # the tree's mark goes with the error it explained
     if view.status.get("state") == "error":
@@ -157,11 +165,13 @@ def find_nonfinite(controller: PageController, explorer: Explorer, content: dict
 
 def attribute(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """ "Attribution here": the chosen method's result for the selected layer, or the error, in the panel."""
-    view = controller.view
+    view = _view(controller)
     layer, method, target = content.get("layer"), content.get("method", "gradcam"), content.get("target", "top")
     controller.set_status("busy", f"computing {method}…")
     error = ""
     try:
+        if not isinstance(layer, str):
+            raise ValueError(f"attribute needs the selected layer's path as its layer, got {layer!r}")
         with controller.drawing():
             payload, redraw = attribution_and_redraw(explorer, layer, method, target, content.get("position"))
         view.attribution = payload
@@ -175,7 +185,7 @@ def attribute(controller: PageController, explorer: Explorer, content: dict[str,
 
 
 def _redraw_attribution(
-    controller: PageController, shown: dict[str, Any], draw: Callable[[], dict[str, bytes]]
+    controller: PageController, shown: Attribution, draw: Callable[[], AttributionImages]
 ) -> Callable[[], None]:
     """Redraw ``shown``'s images while the panel still shows that attribution (a new selection empties it)."""
 
@@ -189,7 +199,7 @@ def _redraw_attribution(
 
 def lens(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """The logit lens of the example inputs into the lens panel; a failure stays in the panel until the next lens."""
-    view = controller.view
+    view = _view(controller)
     controller.set_status("busy", "reading the logit lens…")
     try:
         view.lens = lens_payload(explorer, content.get("top_k", DEFAULT_TOP_K))
@@ -205,7 +215,7 @@ def lens(controller: PageController, explorer: Explorer, content: dict[str, Any]
 def run(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """Forward the example inputs; with mode "backward" (the default), backward from the chosen target ("top": each
     item's top class or next token at ``position``). An output with no scores runs the default forward only."""
-    view = controller.view
+    view = _view(controller)
     if explorer.example_inputs is None:
         raise ValueError("Run needs example inputs: create the explorer with HookExplorer(model, example_inputs=x)")
     backward = content.get("mode", "backward") != "forward"
@@ -220,7 +230,8 @@ def run(controller: PageController, explorer: Explorer, content: dict[str, Any])
         backward, skipped = target is not None, "" if target else FORWARD_ONLY
     what = ("forward and backward" if backward else "forward") + (" in training mode" if train else "")
     controller.set_status("busy", f"running {what}…")
-    explained, notices = len(explorer.diagnostics), []
+    explained = len(explorer.diagnostics)
+    notices: list[str] = []
     try:
         with controller.page_run(), materialize_notices(explorer.model, notices):
             output = explorer.run(None, target=target, position=position, train=train)  # a copy of the example inputs
@@ -251,14 +262,15 @@ def run(controller: PageController, explorer: Explorer, content: dict[str, Any])
 
 def record_graph(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """Record the example inputs' graph into the graph panel; a failure goes to ``graph.error``."""
-    view = controller.view
+    view = _view(controller)
     if explorer.example_inputs is None:
         text = "Record graph needs example inputs: HookExplorer(model, example_inputs=x)"
         view.graph = {**EMPTY_GRAPH, "error": text}
         controller.set_status("error", text)
         return text
     controller.set_status("busy", "recording the autograd graph…")
-    explained, notices = len(explorer.diagnostics), []
+    explained = len(explorer.diagnostics)
+    notices: list[str] = []
     try:
         with materialize_notices(explorer.model, notices), warnings.catch_warnings():
             # a partial graph's error, and a hook detached after an in-place collision, are shown in the page instead

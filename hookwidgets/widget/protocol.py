@@ -409,11 +409,11 @@ MESSAGES: dict[str, Any] = {
 
 class Reply(TypedDict):
     type: Literal["reply"]
-    request_id: str
+    request_id: str | int
     ok: bool
     error: str
 
 
-def reply(request_id: str, error: str = "") -> Reply:
+def reply(request_id: str | int, error: str = "") -> Reply:
     """The one answer to a request: ``ok`` unless ``error`` says why it failed."""
     return {"type": "reply", "request_id": request_id, "ok": not error, "error": error}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.nn.parameter import is_lazy
@@ -21,7 +21,7 @@ from ..core.model.targets import resolve_target
 from ..core.model.tree import SCRIPTED_ROOT
 from .attribution_methods import methods_note, offered_methods
 from .edit_choices import NO_OFFERS, edit_offers
-from .protocol import HookItem, HookKind, Memory, Selection, Status
+from .protocol import HookItem, HookKind, Memory, OutputScores, ParamChip, Selection, Status
 
 
 def kinds_payload() -> list[HookKind]:
@@ -48,7 +48,8 @@ def hooks_payload(hooks: Iterable[HookInfo]) -> list[HookItem]:
 
 def _plain_hook(hook: dict[str, Any]) -> HookItem:
     # ("clip", inf) is a valid edit: a bound of inf must not reach the page as a bare Infinity.
-    return {**hook, "edit": [[plain_number(arg) for arg in edit] for edit in hook["edit"]]}
+    plain = {**hook, "edit": [[plain_number(arg) for arg in edit] for edit in hook["edit"]]}
+    return cast(HookItem, plain)  # HookInfo.as_dict() holds HookItem's fields
 
 
 def status_payload(
@@ -73,7 +74,7 @@ def status_payload(
         "state": state,
         "message": message,
         "top": [[int(c), plain_number(p)] for c, p in top],
-        "output": {key: summary[key] for key in OUTPUT_FIELDS},
+        "output": cast(OutputScores, {key: summary[key] for key in OUTPUT_FIELDS}),  # output_summary's fields
         "cell": cell,
         "step": step,
         "failed": failed,
@@ -106,31 +107,31 @@ def selection_payload(explorer: Explorer, target: str) -> Selection:
         return _nothing_at(target, _text(exc))
     kinds = list(valid_kinds(family, is_root=target == ""))
     problem = _scripted_problem(explorer, target, obj) if family == "module" else ""
-    if family == "param" and is_lazy(obj):
+    if family == "param" and isinstance(obj, torch.Tensor) and is_lazy(obj):
         problem = unmaterialized_param(target)
     if problem:
         kinds = []  # every kind would fail on it; a module's parameters' chips still lead to theirs
     details: list[list[str]] = []
-    params: list[dict[str, Any]] = []
-    if family == "module":
+    params: list[ParamChip] = []
+    if family == "module" and isinstance(obj, torch.nn.Module):
         details.append(["Class", display_name(type(obj).__name__)])
         for name, param in obj.named_parameters(recurse=False):
             path = f"{target}.{name}" if target else name
             params.append({"name": name, "path": path, "shape": _shape(param), "trainable": param.requires_grad})
-    elif family == "param":
-        param: torch.Tensor = obj
-        shape = _shape(param)
+    elif family == "param" and isinstance(obj, torch.Tensor):
+        shape = _shape(obj)
         details += [
             ["Shape", UNINITIALIZED if shape is None else "×".join(map(str, shape)) or "scalar"],
-            ["Dtype", str(param.dtype).removeprefix("torch.")],
-            ["Trainable", "yes" if param.requires_grad else "no (requires_grad=False: no gradient hooks fire)"],
+            ["Dtype", str(obj.dtype).removeprefix("torch.")],
+            ["Trainable", "yes" if obj.requires_grad else "no (requires_grad=False: no gradient hooks fire)"],
         ]
     else:
         details += _node_details(explorer, target)
     own = [h for h in explorer.hooks if h.target == target and not h.foreign]
     code = hook_code(own, model=explorer.model) if own else ""
     methods = offered_methods(explorer, target) if family == "module" else []
-    offers = edit_offers(explorer, target, obj) if family == "module" and kinds else NO_OFFERS
+    module = obj if family == "module" and isinstance(obj, torch.nn.Module) else None
+    offers = edit_offers(explorer, target, module) if module is not None and kinds else NO_OFFERS
     return {
         "target": target,
         "family": family,

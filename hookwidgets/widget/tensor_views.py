@@ -83,6 +83,8 @@ def draw(
         return attention_heads_figure(tensor, queries, heads=head, title=title, key_tokens=keys)
     if view == "tokens":
         axis = sequence_axis(tuple(tensor.shape), context.sequences)
+        if axis is None:  # views_of offers "tokens" only with a sequence axis
+            raise ValueError(f"the tokens view needs an axis of a known sequence length; {list(tensor.shape)} has none")
         labels, _ = sequence_labels(tensor, view, context)
         return token_map_figure(tensor.movedim(axis, 1), labels, title=title, diverging=gradient)
     if view == "patches":

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.monitors.optim import UpdateRatioMonitor
-from .protocol import DDPPanel, RatioRow, Ratios, Ready, Training
+from .protocol import DDPPanel, RatioRow, Ratios, Ready, ReadyRow, Training
 from .state import plain_number
 
 if TYPE_CHECKING:
@@ -65,7 +65,8 @@ def ddp_source(source: Any) -> DDPSource:
 
 
 def _records_source(records: list[Any], where: str) -> DDPSource:
-    buckets, ready = [], []
+    buckets: list[dict[str, Any]] = []
+    ready: list[dict[str, Any]] = []
     for index, record in enumerate(records):
         if not isinstance(record, dict):
             raise TypeError(f"DDP record {index} is a {type(record).__name__}, not a dict: pass DDPInspector records")
@@ -97,7 +98,7 @@ def training_payload(monitors: Sequence[UpdateRatioMonitor], ddp: DDPSource | No
     explorer of the DDP wrapper itself passes ``"module."`` so they read as in its tree and ratio table.
     """
     if not monitors and ddp is None:
-        return dict(EMPTY)
+        return EMPTY.copy()
     return {
         "visible": True,
         "ratios": ratio_payload(monitors) if monitors else None,
@@ -149,7 +150,7 @@ def _optimizer_labels(monitors: Sequence[UpdateRatioMonitor]) -> list[list[str]]
     names = [[type(opt).__name__ for opt in monitor.optimizers] for monitor in monitors]
     flat = [name for group in names for name in group]
     seen: dict[str, int] = {}
-    labels = []
+    labels: list[list[str]] = []
     for group in names:
         labels.append([])
         for name in group:
@@ -258,7 +259,9 @@ def ready_payload(ready: list[dict[str, Any]]) -> Ready:
         note = f"the same order on rank{'s' * (len(others) != 1)} {_join(sorted(others))}"
     elif differ:
         note = f"rank{'s' * (len(differ) != 1)} {_join(differ)} ordered differently"
-    rows = [{"order": r["order"], "param": r["param"], "ms": plain_number(r["seconds"] * 1e3)} for r in shown]
+    rows: list[ReadyRow] = [
+        {"order": r["order"], "param": r["param"], "ms": plain_number(r["seconds"] * 1e3)} for r in shown
+    ]
     return {"step": step, "rank": rank, "rows": rows, "note": note}
 
 

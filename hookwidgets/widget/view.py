@@ -3,9 +3,27 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, TypeVar
 
 import anywidget
 import traitlets
+
+from .protocol import (
+    Attribution,
+    Graph,
+    HookItem,
+    HookKind,
+    Lens,
+    Memory,
+    Patching,
+    Plots,
+    Selection,
+    Status,
+    Summary,
+    Theme,
+    Training,
+    TreeNode,
+)
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 
@@ -20,44 +38,54 @@ def _bundle(name: str) -> Path:
     return path
 
 
+P = TypeVar("P")
+Synced = traitlets.TraitType[P, P]
+"""A synced traitlet whose value is the payload ``P`` of ``protocol.py`` (what mypy reads and writes)."""
+
+
+def _synced(trait: traitlets.TraitType[Any, Any]) -> Any:
+    """``trait``, synced with the page; typed by the ``Synced[...]`` annotation it is assigned to."""
+    return trait.tag(sync=True)
+
+
 class ExplorerView(anywidget.AnyWidget):
     """What the browser shows of a HookExplorer. Holds no torch objects, only plain data and PNG bytes."""
 
     _esm = _bundle("widget.js")
     _css = _bundle("widget.css")
 
-    tree = traitlets.Dict().tag(sync=True)
+    tree: Synced[TreeNode] = _synced(traitlets.Dict())
     """Module tree: nested nodes with path, name, cls, trainable, frozen, shape, dtype, children."""
     selected = traitlets.Unicode("").tag(sync=True)
     """Path of the selected module; written by the browser on a click."""
-    hook_kinds = traitlets.List(traitlets.Dict()).tag(sync=True)
+    hook_kinds: Synced[list[HookKind]] = _synced(traitlets.List(traitlets.Dict()))
     """Every hook kind in display order (badges follow it): the kind table's rows, with each one's tooltip and badge."""
-    hooks = traitlets.List(traitlets.Dict()).tag(sync=True)
+    hooks: Synced[list[HookItem]] = _synced(traitlets.List(traitlets.Dict()))
     """Live hooks: target, kind, action, edit, fired, error, note, foreign (others' hooks, left alone)."""
-    selection = traitlets.Dict({}).tag(sync=True)
+    selection: Synced[Selection] = _synced(traitlets.Dict({}))
     """The selected target: family (module, param, node), valid kinds, details, params, code, problem."""
-    plots = traitlets.Dict({"target": None, "items": []}).tag(sync=True)
+    plots: Synced[Plots] = _synced(traitlets.Dict({"target": None, "items": []}))
     """Images of the selection's captures: target and items (kind, title, shape, step, steps, png bytes)."""
-    status = traitlets.Dict({"state": "idle", "message": ""}).tag(sync=True)
+    status: Synced[Status] = _synced(traitlets.Dict({"state": "idle", "message": ""}))
     """Run state: idle, busy, live (the user's own loop is running) or error, a message, and top classes."""
     diagnostics = traitlets.List(traitlets.Unicode()).tag(sync=True)
     """What the engine understood and did on its own, e.g. which hook an in-place op made it detach, and why."""
-    memory = traitlets.Dict({}).tag(sync=True)
+    memory: Synced[Memory] = _synced(traitlets.Dict({}))
     """The capture store: bytes held, budget, records, evicted."""
-    summary = traitlets.Dict({}).tag(sync=True)
+    summary: Synced[Summary] = _synced(traitlets.Dict({}))
     """Per-layer statistics: one step's rows, fields, steps, NaN/Inf layers, first non-finite, heatmap PNG."""
-    training = traitlets.Dict({"visible": False, "ratios": None, "ddp": None}).tag(sync=True)
+    training: Synced[Training] = _synced(traitlets.Dict({"visible": False, "ratios": None, "ddp": None}))
     """Training panel: watched optimizers' update ratios (chart PNG, last-step rows) and DDP figures and ready order."""
-    attribution = traitlets.Dict({}).tag(sync=True)
+    attribution: Synced[Attribution] = _synced(traitlets.Dict({}))
     """The last "attribution here": layer, method, target, caption, overlay PNG or token scores, or the error text."""
-    lens = traitlets.Dict({"available": False}).tag(sync=True)
+    lens: Synced[Lens] = _synced(traitlets.Dict({"available": False}))
     """The logit-lens panel: whether the model has one, then the last lens's layers × positions of top tokens."""
-    patching = traitlets.Dict({"png": None, "caption": "", "progress": None, "error": ""}).tag(sync=True)
+    patching: Synced[Patching] = _synced(traitlets.Dict({"png": None, "caption": "", "progress": None, "error": ""}))
     """The patching panel: the last ``patch_sweep()``'s figure, its progress while it runs, or its error."""
     error = traitlets.Unicode("").tag(sync=True)
     """Last error text, with its traceback; empty when there is none."""
-    graph = traitlets.Dict({"autograd": None, "dataflow": None, "error": ""}).tag(sync=True)
+    graph: Synced[Graph] = _synced(traitlets.Dict({"autograd": None, "dataflow": None, "error": ""}))
     """Graph panel: compact autograd graph and module dataflow (or None each), and why recording failed."""
-    theme = traitlets.Dict({"name": "light", "background": "", "foreground": ""}).tag(sync=True)
+    theme: Synced[Theme] = _synced(traitlets.Dict({"name": "light", "background": "", "foreground": ""}))
     """The page's theme, written by the browser: name (light or dark), background and foreground (``#rrggbb``,
     ``""`` until the page reports them); every figure the view shows is drawn in it."""

@@ -401,7 +401,7 @@
 /**
  * @typedef {object} Reply
  * @property {"reply"} type
- * @property {string} request_id
+ * @property {string | number} request_id
  * @property {boolean} ok
  * @property {string} error
  */

@@ -16,7 +16,7 @@ export function createRequests(model) {
   // Several views of one model each see every reply: ids are unique per view, and others' replies are ignored.
   const prefix = Math.random().toString(36).slice(2, 10);
   let count = 0;
-  /** @type {Map<string, (answer: import("./widget_model.js").Answer) => void>} */
+  /** @type {Map<string | number, (answer: import("./widget_model.js").Answer) => void>} */
   const waiting = new Map(); // request_id -> resolve
 
   /** @param {import("./payloads.js").Reply} message */

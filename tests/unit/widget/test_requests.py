@@ -37,6 +37,15 @@ def test_each_failing_request_gets_one_error_reply_and_the_page_shows_the_error(
     assert reply["ok"] is True and view.error == ""
 
 
+def test_an_attribute_message_without_its_layer_is_refused_in_the_panel(explorer):
+    # AttributeMessage.layer is required: a message without it is answered with why, not run at a layer of the
+    # engine's choosing while the panel's layer says None.
+    view = explorer.view
+    reply = browser_sends(view, type="attribute", method="gradcam", target="top")
+    assert reply["ok"] is False and "layer" in reply["error"]
+    assert view.attribution["error"] == reply["error"] and view.attribution["png"] is None
+
+
 def test_a_run_or_recording_that_fails_replies_with_the_failure():
     with pytest.warns(UserWarning, match="probe run"):
         ex = HookExplorer(nn.Linear(4, 2), example_inputs=torch.randn(1, 5))  # the wrong width: runs fail
