@@ -11,7 +11,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8888
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-python test-js test-floor lint format docs payloads screenshots chromium compiler frontend clean fuzz soak bench
+.PHONY: demo test test-python test-js test-floor lint typecheck format docs payloads screenshots chromium compiler frontend clean fuzz soak bench
 
 # torch goes in first, from the CPU wheel: any unpinned torch requirement resolved on an empty
 # environment would pull a multi-GB CUDA build. The editable install builds js/ (hatch-jupyter-builder).
@@ -46,7 +46,7 @@ demo: $(INSTALLED) $(BUNDLE)
 	@echo "Starting JupyterLab on http://$(HOST):$(PORT)/ — open the URL with the token printed below."
 	$(BIN)/jupyter lab --ip=$(HOST) --port=$(PORT) --no-browser $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/quickstart.ipynb
 
-test: $(INSTALLED) $(BUNDLE) chromium compiler lint test-js test-python
+test: $(INSTALLED) $(BUNDLE) chromium compiler lint typecheck test-js test-python
 
 # tsc checks js/src against its JSDoc types (js/tsconfig.json), the payloads' among them (js/src/payloads.js).
 test-js: $(INSTALLED)
@@ -97,6 +97,10 @@ test-floor: $(BUNDLE) compiler
 lint: $(INSTALLED)
 	$(BIN)/ruff check hookwidgets tests tools $(wildcard bench)
 	$(BIN)/ruff format --check hookwidgets tests tools $(wildcard bench)
+
+# mypy over hookwidgets/, as pyproject.toml's [tool.mypy] sets it: the strict flags on hookwidgets.core.
+typecheck: $(INSTALLED)
+	$(BIN)/mypy
 
 format: $(INSTALLED)
 	$(BIN)/ruff format hookwidgets tests tools $(wildcard bench)

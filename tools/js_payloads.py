@@ -84,7 +84,7 @@ def _union(names: list[str], width: int = 100) -> str:
 
 def render() -> str:
     """The text of js/src/payloads.js."""
-    shapes = [obj for obj in vars(protocol).values() if is_typeddict(obj) and obj.__module__ == protocol.__name__]
+    shapes = [obj for obj in vars(protocol).values() if is_typeddict(obj) and obj.__module__.startswith("hookwidgets.")]
     traitlets = [f" * @property {{{_initial(name, shape)}}} {name}" for name, shape in protocol.TRAITLETS.items()]
     sent = _union([shape.__name__ for shape in protocol.MESSAGES.values()])
     blocks = [

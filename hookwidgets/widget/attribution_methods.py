@@ -12,6 +12,7 @@ from ..core.attribution.grid import is_spatial
 from ..core.attribution.tokens import holds_image, token_ids
 from ..core.explorer import Explorer
 from ..core.model.attention import is_attention_module
+from ..core.model.tree import tree_node
 
 LAYER_METHODS = (*CAM_METHODS, "guided_gradcam")
 """The methods taken at the selected layer (the others at the input, or over the attention stack)."""
@@ -39,8 +40,13 @@ def offered_methods(explorer: Explorer, target: str) -> list[str]:
     image = image_of(inputs)
     if image is None:
         return []
-    shape = _output_shape(explorer.tree, target)
-    spatial = shape is not None and is_spatial(shape, (image.shape[-2], image.shape[-1]), explorer.sequences.grid)
+    node = tree_node(explorer.tree, target)
+    sizes = node["shape"] if node is not None else None
+    shape = tuple(s for s in sizes if isinstance(s, int)) if sizes else ()
+    # an unknown shape, or one with a symbolic size (str), is no grid
+    spatial = len(shape) == len(sizes or [None]) and is_spatial(
+        shape, (image.shape[-2], image.shape[-1]), explorer.sequences.grid
+    )
     return [*(LAYER_METHODS if spatial else ()), *PIXEL_METHODS[:3], *rollouts]
 
 
@@ -64,19 +70,3 @@ def image_of(inputs: Any) -> torch.Tensor | None:
         return inputs if inputs.is_floating_point() and inputs.dim() == 4 else None
     values = inputs.values() if isinstance(inputs, Mapping) else inputs if isinstance(inputs, (tuple, list)) else ()
     return next((found for found in map(image_of, values) if found is not None), None)
-
-
-def _output_shape(tree: dict[str, Any], path: str) -> tuple[int, ...] | None:
-    """The shape the shape probe recorded for module ``path``'s output (None when unknown or not a tensor)."""
-    node = tree
-    while node.get("path") != path:
-        child: dict[str, Any] | None = next((c for c in node.get("children", []) if _contains(c["path"], path)), None)
-        if child is None:
-            return None
-        node = child
-    shape = node.get("shape")
-    return tuple(shape) if shape and all(isinstance(s, int) for s in shape) else None
-
-
-def _contains(ancestor: str, path: str) -> bool:
-    return ancestor == "" or path == ancestor or path.startswith(ancestor + ".")

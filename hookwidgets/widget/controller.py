@@ -11,11 +11,12 @@ import contextlib
 import functools
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any, cast
+from typing import Any
 
 import torch
 
 from ..core.explorer import Explorer
+from ..core.graph.plain import GraphData
 from ..core.hooks.events import Event
 from ..core.model.tree import unwatched_note
 from .attention_heads import AttentionHeads
@@ -27,7 +28,7 @@ from .messages import handle, message_text
 from .page_choices import PageChoices
 from .patching_panel import EMPTY as EMPTY_PATCHING
 from .patching_panel import ProgressPush, patching_payload
-from .protocol import TreeNode, reply
+from .protocol import reply
 from .selection_images import draw_selection
 from .state import hooks_payload, kinds_payload, memory_payload, selection_payload, status_payload
 from .summary_panel import summary_payload
@@ -52,7 +53,7 @@ class ViewController:
         self._attention_heads = AttentionHeads()
         self._ddp: DDPSource | None = None  # what the Training panel shows of DDP (show_ddp, watch_ddp)
         self._training_version: tuple[Any, ...] | None = None  # the panel is redrawn only when this changes
-        self._graph_shown: dict[str, Any] | None = None  # the recorded graph the view shows, by identity
+        self._graph_shown: GraphData | None = None  # the recorded graph the view shows, by identity
         self._redraws: dict[str, Callable[[], None]] = {}  # panels drawn once (attribution, patching), by name
 
     @property
@@ -234,7 +235,7 @@ class ViewController:
         if view is None or explorer is None:
             return
         view.hooks = hooks_payload(explorer.hooks)  # first: the badge a click waits for leaves before the rest
-        view.tree = cast(TreeNode, explorer.tree)  # new parameter counts once a forward materialized lazy modules
+        view.tree = explorer.tree  # new parameter counts once a forward materialized lazy modules
         view.selection = selection_payload(explorer, view.selected)
         view.memory = memory_payload(explorer)
         view.diagnostics = explorer.diagnostics

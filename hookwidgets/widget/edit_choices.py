@@ -12,6 +12,7 @@ from ..core.capture.views import sequence_axis
 from ..core.display import quoted
 from ..core.explorer import Explorer
 from ..core.model.tokens import Sequences
+from ..core.model.tree import tree_node
 from .protocol import RecordChoice
 
 PATCH_EDITS = ("replace", "mean_ablate")
@@ -32,7 +33,7 @@ class EditOffers(TypedDict):
 def edit_offers(explorer: Explorer, target: str, module: nn.Module) -> EditOffers:
     """The selection's fields for the edit picker: ``axes``, ``heads`` and ``records`` of the module at ``target``."""
     return {
-        "axes": output_axes(_output_shape(explorer.tree, target), explorer.sequences),
+        "axes": output_axes(_shape_at(explorer, target), explorer.sequences),
         "heads": explorer.head_count(target),
         "records": recorded_outputs(explorer, target),
     }
@@ -123,17 +124,10 @@ def _forward_records(explorer: Explorer, target: str) -> list[Record]:
         return []
 
 
-def _output_shape(tree: dict[str, Any], target: str) -> list[int | str] | None:
-    """The output shape the tree holds for the module at ``target`` (a probe of the example inputs), or None."""
-    node = tree
-    while node.get("path") != target:
-        child: dict[str, Any] | None = next(
-            (c for c in node.get("children", []) if c["path"] == target or target.startswith(c["path"] + ".")), None
-        )
-        if child is None:
-            return None
-        node = child
-    return node.get("shape")
+def _shape_at(explorer: Explorer, path: str) -> list[int | str] | None:
+    """The output shape the shape probe gave the module at ``path``, or None."""
+    node = tree_node(explorer.tree, path)
+    return node["shape"] if node is not None else None
 
 
 def _is_index(value: Any) -> TypeGuard[int]:

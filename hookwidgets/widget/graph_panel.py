@@ -8,11 +8,9 @@ with their list only for graphs up to ``SAVED_DETAIL_LIMIT`` nodes. docs/widget-
 
 from __future__ import annotations
 
-from typing import cast
-
 from ..core.graph.dataflow import dataflow_graph
 from ..core.graph.plain import GraphData
-from .protocol import CompactGraph, Dataflow, Graph
+from .protocol import CompactGraph, Graph
 
 SAVED_DETAIL_LIMIT = 5000
 """Graphs with more nodes than this send saved-tensor totals per node, not the list of saved tensors."""
@@ -67,6 +65,6 @@ def graph_payload(data: GraphData | None, error: str = "") -> Graph:
         return {**EMPTY, "error": error}
     return {
         "autograd": compact_autograd(data),
-        "dataflow": cast(Dataflow, dataflow_graph(data)),  # dataflow_graph's nodes and edges are Dataflow's
+        "dataflow": dataflow_graph(data),
         "error": error or data.get("error") or "",  # a failed forward's partial graph says why it stops
     }

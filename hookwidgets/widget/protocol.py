@@ -7,19 +7,11 @@ import annotations`` here: Python 3.11 would take a ``NotRequired`` field for a 
 
 from typing import Any, Literal, NotRequired, TypedDict
 
+# The engine's shapes the page receives as they are; every TypedDict named here gets a typedef in js/src/payloads.js.
+from ..core.graph.plain import Dataflow, DataflowEdge, DataflowNode  # noqa: F401
+from ..core.model.tree import TreeNode
+
 # Traitlets (Python -> page; the page also writes `selected` and `theme`).
-
-
-class TreeNode(TypedDict):
-    path: str
-    name: str
-    cls: str
-    trainable: int | None
-    frozen: int | None
-    packed: int
-    shape: list[int | str] | None
-    dtype: str | None
-    children: list["TreeNode"]
 
 
 class HookItem(TypedDict):
@@ -249,24 +241,6 @@ class CompactGraph(TypedDict):
     saved: list[list[Any]]
     edges: list[list[int]]
     outputs: list[int]
-
-
-class DataflowNode(TypedDict):
-    module: str
-    ops: int
-
-
-class DataflowEdge(TypedDict):
-    src: str
-    dst: str
-    tensors: int
-    uses: int
-    shapes: list[Any]
-
-
-class Dataflow(TypedDict):
-    nodes: list[DataflowNode]
-    edges: list[DataflowEdge]
 
 
 class Graph(TypedDict):

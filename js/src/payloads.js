@@ -6,6 +6,27 @@
  */
 
 /**
+ * @typedef {object} Dataflow
+ * @property {DataflowNode[]} nodes
+ * @property {DataflowEdge[]} edges
+ */
+
+/**
+ * @typedef {object} DataflowEdge
+ * @property {string} src
+ * @property {string} dst
+ * @property {number} tensors
+ * @property {number} uses
+ * @property {(number[] | null)[]} shapes
+ */
+
+/**
+ * @typedef {object} DataflowNode
+ * @property {string} module
+ * @property {number} ops
+ */
+
+/**
  * @typedef {object} TreeNode
  * @property {string} path
  * @property {string} name
@@ -269,27 +290,6 @@
  * @property {unknown[][]} saved
  * @property {number[][]} edges
  * @property {number[]} outputs
- */
-
-/**
- * @typedef {object} DataflowNode
- * @property {string} module
- * @property {number} ops
- */
-
-/**
- * @typedef {object} DataflowEdge
- * @property {string} src
- * @property {string} dst
- * @property {number} tensors
- * @property {number} uses
- * @property {unknown[]} shapes
- */
-
-/**
- * @typedef {object} Dataflow
- * @property {DataflowNode[]} nodes
- * @property {DataflowEdge[]} edges
  */
 
 /**

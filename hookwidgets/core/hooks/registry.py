@@ -149,7 +149,7 @@ class HookRegistry:
     def attach(
         self,
         target: str,
-        obj: nn.Module | torch.Tensor,
+        obj: nn.Module | torch.Tensor | str,  # a node kind's obj is the node id
         spec: Kind,
         kind: str,
         action: str | Callable[..., Any] = "capture",

@@ -195,6 +195,17 @@ SCRIPTED_ROOT = (
 )
 
 
+def tree_node(tree: TreeNode, path: str) -> TreeNode | None:
+    """The node of module ``path`` in ``tree`` (as ``build_tree`` made it), or None when the tree has no such module."""
+    node = tree
+    while node["path"] != path:
+        child = next((c for c in node["children"] if _within(path, c["path"])), None)
+        if child is None:
+            return None
+        node = child
+    return node
+
+
 def unwatched_note(unwatched: list[str]) -> str | None:
     """Which torch.jit.script modules the explorer cannot watch (they take no hooks); None when there are none."""
     if not unwatched:

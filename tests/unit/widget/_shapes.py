@@ -83,9 +83,9 @@ def problems(value: Any, annotation: Any, where: str = "") -> list[str]:
 
 
 def typed_dicts(module: types.ModuleType) -> dict[str, Any]:
-    """Every TypedDict the module defines, by name."""
+    """Every TypedDict of hookwidgets the module holds (defines, or imports from the engine), by name."""
     return {
         name: obj
         for name, obj in vars(module).items()
-        if is_typeddict(obj) and obj.__module__ == module.__name__ and not name.startswith("_")
+        if is_typeddict(obj) and obj.__module__.startswith("hookwidgets.") and not name.startswith("_")
     }
