@@ -22,8 +22,8 @@ from .capture.store import CaptureStore, Generation, Record
 from .explorer import Explorer
 from .hooks.kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, PARAM_KINDS
 from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
+from .model.paths import resolve_module, resolve_target
 from .model.scores import Score
-from .model.targets import resolve_module, resolve_target
 from .model.tree import build_tree, probe
 from .monitors.scalar_log import ScalarLog
 

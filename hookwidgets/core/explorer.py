@@ -34,7 +34,7 @@ from .diagnostics.summary_frame import summary_frame
 from .display import display_name, quoted
 from .graph.dataflow import dataflow_graph
 from .graph.record import GraphRecorder
-from .graph.state import RecordedGraph
+from .graph.recorded import RecordedGraph
 from .hooks import attaching, runner
 from .hooks.events import Event
 from .hooks.heads import head_count
@@ -45,8 +45,8 @@ from .model.attention_record import attention_runner
 from .model.inputs import Inputs, Target, explain_run_error
 from .model.lazy import has_lazy
 from .model.nested import map_tensors
+from .model.paths import first_name, resolve_target
 from .model.scores import Score, output_summary, top_classes
-from .model.targets import first_name, resolve_target
 from .model.tokens import Sequences, read_sequences
 from .model.tree import ProbeResult, build_tree, hookable_modules, probe
 from .monitors.optim import OptimizerWatches, UpdateRatioMonitor

@@ -17,7 +17,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from .._warnings import ViewUpdateWarning
 from ..core.explorer import Explorer
 from ..core.gc_pause import no_gc
-from .state import hooks_payload, memory_payload
+from .payloads import hooks_payload, memory_payload
 from .view import ExplorerView
 
 PUSH_INTERVAL_S = 0.1

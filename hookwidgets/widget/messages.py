@@ -21,10 +21,10 @@ from .attribution_panel import attribution_and_redraw
 from .edit_choices import with_recorded_run
 from .graph_panel import EMPTY as EMPTY_GRAPH
 from .lens_panel import DEFAULT_TOP_K, lens_payload
+from .message_values import parse_edit, position_choice, score_choice
 from .page_choices import PageChoices
 from .protocol import MESSAGES
 from .run_errors import failing_module, failure_line
-from .state import parse_edit, position_choice, score_choice
 from .view import ExplorerView
 
 

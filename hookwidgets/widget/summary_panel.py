@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..core.capture.export import plain_number
 from ..core.diagnostics.nonfinite import SUMMARY_FIELDS, first_nonfinite_row
 from ..core.explorer import Explorer
 from .protocol import Summary
-from .state import plain_number
 
 FIELDS = [f"{side}_{field}" for side in ("act", "grad") for field in SUMMARY_FIELDS]
 COLUMNS = ["target", *FIELDS]

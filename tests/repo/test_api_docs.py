@@ -12,8 +12,8 @@ import pytest
 from hookwidgets.core import Record
 from hookwidgets.core.attribution import METHODS
 from hookwidgets.core.hooks.actions import BUILTIN_ACTIONS
-from hookwidgets.core.hooks.edits import EDIT_NAMES
 from hookwidgets.core.hooks.kinds import KINDS
+from hookwidgets.core.hooks.tensor_edits import EDIT_NAMES
 from hookwidgets.ipython import USAGE
 from tools.apidoc import page, source
 

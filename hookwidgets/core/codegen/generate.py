@@ -8,13 +8,13 @@ import keyword
 from torch import nn
 
 from ..display import display_name, quoted
-from ..hooks.edits import PRIMARY
 from ..hooks.kinds import GLOBAL_KINDS, NODE_KINDS, takes_kwargs
 from ..hooks.notes import CANNOT_FIRE
 from ..hooks.registry import HookInfo
+from ..hooks.tensor_edits import PRIMARY
 from ..kind_table import KINDS, has
+from ..model.paths import resolve_target
 from ..model.scope import parse_node_id
-from ..model.targets import resolve_target
 from .fragments import (
     DICT_OUTPUT_NOTE,
     EDITABLE,

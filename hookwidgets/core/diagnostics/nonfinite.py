@@ -18,7 +18,7 @@ from ..kind_table import summary_columns
 from ..model.inputs import Inputs, call_model
 from ..model.meta import no_values
 from ..model.nested import named_tensors
-from ..model.state import preserved_state
+from ..model.preserved_state import preserved_state
 from ..model.tree import forward_hooks
 
 SUMMARY_FIELDS = ("norm", "mean", "std", "zero_fraction", "nan", "inf")

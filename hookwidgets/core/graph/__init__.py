@@ -2,6 +2,6 @@
 
 from .dataflow import dataflow_graph
 from .record import GraphRecorder, GraphRecording, record_graph
-from .state import RecordedGraph
+from .recorded import RecordedGraph
 
 __all__ = ["GraphRecorder", "GraphRecording", "RecordedGraph", "dataflow_graph", "record_graph"]

@@ -3,10 +3,10 @@ clock, events, notes and in-place collisions, and the runner of the explorer's o
 
 from .actions import BUILTIN_ACTIONS
 from .clock import Clock
-from .edits import EDIT_NAMES
 from .info import HookGroup, HookInfo, TimelineEvent
 from .kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS, Kind, resolve_kind, valid_kinds
 from .registry import HookRegistry
+from .tensor_edits import EDIT_NAMES
 
 __all__ = [
     "BUILTIN_ACTIONS",

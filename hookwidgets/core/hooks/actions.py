@@ -13,8 +13,8 @@ from ..capture.store import CaptureStore, Generation, Record, make_record
 from ..model.nested import named_tensors as named_tensors  # re-exported: hooks and registration import it here
 from ..model.scope import hidden_ops
 from . import notes
-from .edits import PatchShapeError, apply_edits, without_patches
 from .notes import NoteKind
+from .tensor_edits import PatchShapeError, apply_edits, without_patches
 
 BUILTIN_ACTIONS = ("capture", "stats", "print")
 

@@ -24,11 +24,10 @@ from ..model.inputs import Inputs, call_model
 from ..model.lazy import unmaterialized_param
 from ..model.nested import tensors_in
 from ..model.packed import holds_packed
-from ..model.targets import alias_note, first_name, resolve_target, without_compiled_steps
+from ..model.paths import alias_note, first_name, resolve_target, without_compiled_steps
 from ..model.tree import SCRIPTED_ROOT, ProbeResult
 from . import notes
 from .collisions import is_inplace_collision
-from .edits import check_edits_fit
 from .info import HookInfo
 from .kinds import KINDS, Kind, resolve_kind
 from .notes import (
@@ -43,6 +42,7 @@ from .notes import (
 from .registry import HookRegistry
 from .runner import COLLISION_CHECK, FORWARD_CHECK, STOP_CHECK, Runner
 from .stop_notes import note_stopped, stopped_notes
+from .tensor_edits import check_edits_fit
 
 
 def attach(

@@ -12,8 +12,8 @@ from torch.utils.hooks import RemovableHandle
 
 from ..capture.store import Generation
 from ..display import display_name, quoted
-from .edits import describe_edit
 from .notes import Notes
+from .tensor_edits import describe_edit
 
 
 class TimelineEvent(NamedTuple):

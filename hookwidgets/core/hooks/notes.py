@@ -27,7 +27,7 @@ class NoteKind(enum.IntEnum):
     """The kinds of note, lowest precedence first: a hook with several shows the last one's."""
 
     ALIAS = enum.auto()
-    """Attached under another path to the same object (``model/targets.py``)."""
+    """Attached under another path to the same object (``model/paths.py``)."""
     HIDDEN_PROBABILITIES = enum.auto()
     """An attention implementation that computes no probabilities (``model/attention_sources.py``)."""
     META_STATS = enum.auto()

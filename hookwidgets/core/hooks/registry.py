@@ -29,7 +29,6 @@ from .actions import check_action, named_tensors
 from .clock import Clock
 from .collisions import Collisions, is_inplace_collision
 from .dispatch import ON_ERROR, TIMELINE_CAP, Dispatch
-from .edits import normalize_edits
 from .events import Events
 from .generation import Generations
 from .head_projection import Probe
@@ -42,6 +41,7 @@ from .notes import note_armed, note_short_steps
 from .own_runs import own_run
 from .owned import own, owned_ids
 from .registration import Registrar
+from .tensor_edits import normalize_edits
 
 _REGISTRIES: weakref.WeakSet[HookRegistry] = weakref.WeakSet()  # every live registry of the process
 

@@ -18,7 +18,7 @@ from ..display import display_name, quoted
 from .hook_dicts import HOOK_DICTS
 from .inputs import Inputs, call_model
 from .modules import modules_of
-from .state import preserved_state
+from .preserved_state import preserved_state
 
 
 def _own_tensors(module: nn.Module) -> Iterator[torch.Tensor]:

@@ -15,7 +15,7 @@ from hookwidgets.widget import protocol
 from hookwidgets.widget.attribution_panel import attribution_payload
 from hookwidgets.widget.captures import plot_items
 from hookwidgets.widget.graph_panel import graph_payload
-from hookwidgets.widget.state import hooks_payload, memory_payload, selection_payload, status_payload
+from hookwidgets.widget.payloads import hooks_payload, memory_payload, selection_payload, status_payload
 from hookwidgets.widget.summary_panel import summary_payload
 from hookwidgets.widget.training_panel import training_payload
 

@@ -12,7 +12,7 @@ import traitlets
 
 from hookwidgets import HookExplorer
 from hookwidgets.widget import messages, protocol
-from hookwidgets.widget.state import status_payload
+from hookwidgets.widget.payloads import status_payload
 from hookwidgets.widget.view import ExplorerView
 
 from ._messages import browser_sends, browser_sets, in_cell, sent_by_kernel

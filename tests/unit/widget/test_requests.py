@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from hookwidgets import HookExplorer
-from hookwidgets.widget.state import status_payload
+from hookwidgets.widget.payloads import status_payload
 
 from ._messages import browser_sends, browser_sets, page_sends, sent_by_kernel
 

@@ -1,6 +1,6 @@
 """A forward hook's edit when op-node hooks are placed: its own nodes must not take the model's addresses."""
 
-from .edits import _edit
+from .edit_tensor import _edit
 from .op_nodes import _hiding, _note_scope, _scope_stack
 
 # --- generated code ---

@@ -10,7 +10,7 @@ from hookwidgets.core import Explorer
 from hookwidgets.core.capture.store import CaptureStore
 from hookwidgets.core.hooks.kinds import GLOBAL_KINDS, KINDS
 from hookwidgets.core.hooks.registry import HookRegistry
-from hookwidgets.widget.state import hooks_payload
+from hookwidgets.widget.payloads import hooks_payload
 from tests.conftest import hook_state
 
 # The explorer warns that hooks added after compiling are ignored by default; torch warns that global

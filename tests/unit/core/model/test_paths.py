@@ -3,7 +3,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.model.targets import resolve_module, resolve_target
+from hookwidgets.core.model.paths import resolve_module, resolve_target
 
 
 def test_resolves_nested_paths_and_the_root(cnn):
