@@ -22,7 +22,7 @@ from .capture.store import CaptureStore, Generation, Record
 from .explorer import Explorer
 from .hooks.kinds import GLOBAL_KINDS, KINDS, MODULE_KINDS, PARAM_KINDS
 from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
-from .model.paths import resolve_module, resolve_target
+from .model.paths import resolve_module, resolve_path
 from .model.scores import Score
 from .model.tree import build_tree, probe
 from .monitors.scalar_log import ScalarLog
@@ -60,5 +60,5 @@ __all__ = [
     "build_tree",
     "probe",
     "resolve_module",
-    "resolve_target",
+    "resolve_path",
 ]

@@ -194,7 +194,7 @@ class ViewController:
             yield
 
     def _on_selected(self, change: dict[str, Any]) -> None:
-        self._choices.new_selection()  # which views fit, the elements and the heads were another target's
+        self._choices.new_selection()  # which views fit, the elements and the heads were another path's
         self._attention_heads.forget()  # the user may have trained since: a selection shows what the model does now
         if self._view is not None:
             self._view.attribution = EMPTY_ATTRIBUTION  # its map and its error were the previous module's

@@ -23,7 +23,7 @@ class TreeNode(TypedDict):
 
 
 class HookItem(TypedDict):
-    target: str
+    path: str
     kind: str
     action: str
     edit: list[list[Any]]
@@ -57,7 +57,7 @@ class RecordChoice(TypedDict):
 
 
 class Selection(TypedDict):
-    target: str
+    path: str
     family: str
     kinds: list[str]
     details: list[list[str]]
@@ -92,7 +92,7 @@ class PlotItem(TypedDict):
 
 
 class Plots(TypedDict):
-    target: str | None
+    path: str | None
     items: list[PlotItem]
 
 
@@ -118,7 +118,7 @@ class Status(TypedDict):
 
 
 class ShortStep(TypedDict):
-    target: str
+    path: str
     kind: str
     note: str
 
@@ -303,7 +303,7 @@ TRAITLETS: dict[str, Any] = {
 class AttachMessage(TypedDict):
     type: Literal["attach"]
     request_id: str
-    target: str
+    path: str
     kind: str
     action: NotRequired[str | None]
     edit: NotRequired[list[Any] | None]
@@ -312,7 +312,7 @@ class AttachMessage(TypedDict):
 class ReattachMessage(TypedDict):
     type: Literal["reattach"]
     request_id: str
-    target: str
+    path: str
     action: NotRequired[str | None]
     edit: NotRequired[list[Any] | None]
 
@@ -320,7 +320,7 @@ class ReattachMessage(TypedDict):
 class DetachMessage(TypedDict):
     type: Literal["detach"]
     request_id: str
-    target: str
+    path: str
     kind: str
 
 

@@ -33,11 +33,11 @@ class ExplorerView(anywidget.AnyWidget):
     hook_kinds = traitlets.List(traitlets.Dict()).tag(sync=True)
     """Every hook kind in display order (badges follow it): the kind table's rows, with each one's tooltip and badge."""
     hooks = traitlets.List(traitlets.Dict()).tag(sync=True)
-    """Live hooks: target, kind, action, edit, fired, error, note, foreign (others' hooks, left alone)."""
+    """Live hooks: path, kind, action, edit, fired, error, note, foreign (others' hooks, left alone)."""
     selection = traitlets.Dict({}).tag(sync=True)
-    """The selected target: family (module, param, node), valid kinds, details, params, code, problem."""
-    plots = traitlets.Dict({"target": None, "items": []}).tag(sync=True)
-    """Images of the selection's captures: target and items (kind, title, shape, step, steps, png bytes)."""
+    """The selected path: family (module, param, node), valid kinds, details, params, code, problem."""
+    plots = traitlets.Dict({"path": None, "items": []}).tag(sync=True)
+    """Images of the selection's captures: path and items (kind, title, shape, step, steps, png bytes)."""
     status = traitlets.Dict({"state": "idle", "message": ""}).tag(sync=True)
     """Run state: idle, busy, live (the user's own loop is running) or error, a message, and top classes."""
     diagnostics = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -49,7 +49,8 @@ class ExplorerView(anywidget.AnyWidget):
     training = traitlets.Dict({"visible": False, "ratios": None, "ddp": None}).tag(sync=True)
     """Training panel: watched optimizers' update ratios (chart PNG, last-step rows) and DDP figures and ready order."""
     attribution = traitlets.Dict({}).tag(sync=True)
-    """The last "attribution here": layer, method, target, caption, overlay PNG or token scores, or the error text."""
+    """The last "attribution here": layer, method, target (the score), caption, overlay PNG or token scores, or the
+    error text."""
     lens = traitlets.Dict({"available": False}).tag(sync=True)
     """The logit-lens panel: whether the model has one, then the last lens's layers × positions of top tokens."""
     patching = traitlets.Dict({"png": None, "caption": "", "progress": None, "error": ""}).tag(sync=True)

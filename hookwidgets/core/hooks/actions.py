@@ -34,7 +34,7 @@ class Firing:
     when none takes a gradient, None when unknown.
     """
 
-    target: str
+    path: str
     kind: str
     step: int
     call: int
@@ -89,7 +89,7 @@ def perform(
     if action == "capture":
         store.add(
             make_record(
-                firing.target,
+                firing.path,
                 firing.kind,
                 firing.step,
                 firing.call,
@@ -112,7 +112,7 @@ def perform(
             stats = {**stats, "magnitude": True}  # the statistics are of |x|: said wherever they are shown
         store.add(
             Record(
-                firing.target,
+                firing.path,
                 firing.kind,
                 firing.step,
                 firing.call,
@@ -149,5 +149,5 @@ def describe_firing(firing: Firing, tensors: dict[str, torch.Tensor | None]) -> 
             + (f" inf={int(stats['inf'])}" if stats["inf"] else "")
         )
     again = " (recompute)" if firing.recompute else ""
-    where = f"[step {firing.step}] {firing.target or '(model)'} {firing.kind} call {firing.call}{again}"
+    where = f"[step {firing.step}] {firing.path or '(model)'} {firing.kind} call {firing.call}{again}"
     return f"{where}: " + ("; ".join(parts) if parts else "no tensors")

@@ -5,7 +5,7 @@ from .inputs import Inputs, Target, call_model
 from .lazy import MaterializedWarning, has_lazy, lazy_modules
 from .names import ParamNames
 from .nested import first_tensor, map_tensors, named_tensors, output_tensors, tensors_in
-from .paths import resolve_module, resolve_target
+from .paths import resolve_module, resolve_path
 from .preserved_state import preserved_state
 from .scope import ScopeTracker, hidden_ops, node_id, op_name, parse_node_id
 from .scores import Score, backward_score, class_scores, output_summary, resolve_score
@@ -42,8 +42,8 @@ __all__ = [
     "probe",
     "read_sequences",
     "resolve_module",
+    "resolve_path",
     "resolve_score",
-    "resolve_target",
     "run_eagerly",
     "tensors_in",
 ]

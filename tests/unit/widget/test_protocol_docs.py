@@ -104,9 +104,9 @@ def _session(shell: Any) -> tuple[ExplorerView, list[dict[str, Any]]]:
 
     def clicks() -> None:
         for kind in ("global_forward", "global_grad"):
-            browser_sends(view, type="attach", target="", kind=kind, action="stats")
-        browser_sends(view, type="attach", target="features.conv1", kind="forward", edit=["scale", 2.0])
-        browser_sends(view, type="attach", target="features.conv1", kind="nope")  # an error reply
+            browser_sends(view, type="attach", path="", kind=kind, action="stats")
+        browser_sends(view, type="attach", path="features.conv1", kind="forward", edit=["scale", 2.0])
+        browser_sends(view, type="attach", path="features.conv1", kind="nope")  # an error reply
         browser_sets(view, selected="features.conv1")
         browser_sends(view, type="run", target=3)
         browser_sends(view, type="run", mode="forward", train=True)
