@@ -1,4 +1,4 @@
-"""Torch-only engine of hookwidgets: targets, hooks, captures, module tree. No display code: it never imports
+"""Torch-only engine of hookwidgets: paths, hooks, captures, module tree. No display code: it never imports
 ipywidgets, IPython or matplotlib."""
 
 from .._warnings import (

@@ -1,4 +1,4 @@
-"""The model as the explorer sees it: its tree, targets and inputs, nested values, lazy modules, scopes and state."""
+"""The model as the explorer sees it: its tree, hook paths and inputs, nested values, lazy modules, scopes and state."""
 
 from .compiled import is_compiled, run_eagerly
 from .inputs import Inputs, Target, call_model
