@@ -1,4 +1,4 @@
-"""Torch-only engine of hookwidgets: targets, hooks, captures, module tree. No display code: it never imports
+"""Torch-only engine of hookwidgets: paths, hooks, captures, module tree. No display code: it never imports
 ipywidgets, IPython or matplotlib.
 
 These are the engine's public names. Its subpackages (``model``, ``hooks``, ``capture``, ``graph``, ``attribution``,
@@ -42,12 +42,12 @@ from .capture.store import CaptureStore, Generation, Record
 from .diagnostics.compare import BackwardComparison, compare_backward
 from .explorer import Explorer
 from .hooks.actions import BUILTIN_ACTIONS
-from .hooks.edits import EDIT_NAMES
 from .hooks.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS
 from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
+from .hooks.tensor_edits import EDIT_NAMES
 from .kind_table import KINDS, Kind
+from .model.paths import resolve_module, resolve_path
 from .model.scores import Score
-from .model.targets import resolve_module, resolve_target
 from .model.tree import build_tree, probe
 from .monitors.optim import UpdateRatioMonitor
 from .monitors.packaging import PackageReport, default_intern, package_report
@@ -108,7 +108,7 @@ __all__ = [
     "package_report",
     "probe",
     "resolve_module",
-    "resolve_target",
+    "resolve_path",
     "spatial_layers",
     "token_grid",
 ]

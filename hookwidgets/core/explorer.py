@@ -35,7 +35,7 @@ from .display import display_name, quoted
 from .graph.dataflow import dataflow_graph
 from .graph.plain import Dataflow, GraphData
 from .graph.record import GraphRecorder
-from .graph.state import RecordedGraph
+from .graph.recorded import RecordedGraph
 from .hooks import attaching, runner
 from .hooks.events import Event
 from .hooks.heads import head_count
@@ -46,8 +46,8 @@ from .model.attention_record import attention_runner
 from .model.inputs import Inputs, Target, explain_run_error
 from .model.lazy import has_lazy
 from .model.nested import map_tensors
+from .model.paths import first_name, resolve_path
 from .model.scores import Score, output_summary, top_classes
-from .model.targets import first_name, resolve_target
 from .model.tokens import Sequences, read_sequences
 from .model.tree import ProbeResult, TreeNode, build_tree, hookable_modules, probe
 from .monitors.optim import OptimizerWatches, UpdateRatioMonitor
@@ -91,7 +91,7 @@ class Explorer:
         self.example_inputs = example_inputs
         """What the shape probe, the Run button and every method given no inputs run (see ``example_copy()``)."""
         self.captures = CaptureStore(memory_budget, offload)
-        """The ``CaptureStore``: ``ex.captures[target][kind]`` is a list of ``Record``s, newest last."""
+        """The ``CaptureStore``: ``ex.captures[path][kind]`` is a list of ``Record``s, newest last."""
         self._registry = HookRegistry(model, self.captures, on_error=on_error)
         self._runner = Runner(self._registry)  # every run of the model, with what its analysis needs
         self._watches = OptimizerWatches()  # from watch_optimizer()
@@ -231,8 +231,8 @@ class Explorer:
         copy: bool = False,
         with_kwargs: bool = False,
     ) -> HookInfo | HookGroup:
-        """Attach hook(s) of ``kind`` at the path ``target``, the hooks' place (a module path, a parameter name or
-        an autograd node id); re-attaching replaces.
+        """Attach hook(s) of ``kind`` at ``target``, the hooks' path (a module path, a parameter name or an autograd
+        node id; ``HookInfo.path`` gives it back, as the tree names it); re-attaching replaces.
 
         ``action`` is ``capture``, ``stats``, ``print`` or a callable with torch's signature for the
         kind; ``edit`` (e.g. ``("scale", 2.0)``) changes the value before the action sees it. Returns the
@@ -256,7 +256,7 @@ class Explorer:
         )
         for info in infos:
             if info.note:  # also on ex.hooks; logged once here, at attach, not at every firing
-                log.info("the %s hook on %s: %s", info.kind, quoted(info.target), info.note)
+                log.info("the %s hook on %s: %s", info.kind, quoted(info.path), info.note)
         self._registry.events.attached(infos)
         return infos[0] if isinstance(kind, str) else HookGroup(infos)
 
@@ -268,14 +268,14 @@ class Explorer:
                 self.graph()
         self._graph.check(node_id, self._model_name)
 
-    def head_count(self, target: str) -> int | None:
-        """How many heads ``("ablate_heads", […])`` finds on the module at ``target`` (its output projection found in
+    def head_count(self, path: str) -> int | None:
+        """How many heads ``("ablate_heads", […])`` finds on the module at ``path`` (its output projection found in
         a forward of the example inputs when its name does not say); None where that edit would be refused."""
-        family, obj = resolve_target(self.model, target)
+        family, obj = resolve_path(self.model, path)
         if family != "module" or not isinstance(obj, nn.Module):
             return None
         example = None if self.example_inputs is None else lambda: self._inputs(None)
-        return head_count(self.model, target, obj, attaching.forward_probe(self._runner, self.model, example))
+        return head_count(self.model, path, obj, attaching.forward_probe(self._runner, self.model, example))
 
     @property
     def timeline(self) -> list[TimelineEvent]:
@@ -294,14 +294,14 @@ class Explorer:
         prompt's."""
         return self._registry.generations.as_data(self.sequences.token_names)
 
-    def detach(self, target: str | None = None, kind: str | None = None) -> list[HookInfo]:
-        """Remove one hook, all hooks of a target, or (no arguments) every hook."""
-        if target is not None:
-            family, obj = resolve_target(self.model, target)
-            target = first_name(self.model, family, obj) or target  # where attach put a hook asked for by an alias
+    def detach(self, path: str | None = None, kind: str | None = None) -> list[HookInfo]:
+        """Remove one hook, all hooks at ``path``, or (no arguments) every hook."""
+        if path is not None:
+            family, obj = resolve_path(self.model, path)
+            path = first_name(self.model, family, obj) or path  # where attach put a hook asked for by an alias
         if kind is not None:
             attaching.check_kind_name(kind)
-        removed = self._registry.detach(target, kind)
+        removed = self._registry.detach(path, kind)
         self._registry.events.detached(removed)
         return removed
 
@@ -504,8 +504,8 @@ class Explorer:
         return hook_code(self.hooks, model=self.model)
 
     def export(self, path: str | os.PathLike[str]) -> Path:
-        """Write every capture to ``path`` (``.safetensors``) with a JSON sidecar of targets, kinds and steps (and the
-        ``tokens``, ``decoder_tokens`` and ``generations`` when known)."""
+        """Write every capture to ``path`` (``.safetensors``) with a JSON sidecar of the records' hook paths, kinds and
+        steps (and the ``tokens``, ``decoder_tokens`` and ``generations`` when known)."""
         labels = {"tokens": self.tokens, "decoder_tokens": self.decoder_tokens, "generations": self.generations or None}
         return export_captures(self.captures, path, labels=labels)
 

@@ -17,7 +17,7 @@ class Kind:
     name: str
     """The engine's name (``param_grad`` for ``grad`` on a parameter); ``HookInfo.spec``."""
     family: str
-    """The targets it applies to: ``"module"``, ``"global"`` (target ``""``), ``"param"`` or ``"node"`` (an autograd
+    """The places it applies to: ``"module"``, ``"global"`` (path ``""``), ``"param"`` or ``"node"`` (an autograd
     node id)."""
     phase: str
     """``"forward"`` or ``"backward"``: the pass that fires it."""

@@ -97,8 +97,8 @@ def _tainted(
     prefix = field.split("_", 1)[0]
     tainted = np.zeros(shape, dtype=bool)
     for row in rows:
-        if row["target"] in layers and (row.get(f"{prefix}_nan") or row.get(f"{prefix}_inf")):
-            tainted[layers[row["target"]], steps[row["step"]]] = True
+        if row["path"] in layers and (row.get(f"{prefix}_nan") or row.get(f"{prefix}_inf")):
+            tainted[layers[row["path"]], steps[row["step"]]] = True
     return tainted
 
 
@@ -131,16 +131,16 @@ def summary_heatmap_figure(
     if not rows:
         raise ValueError("the summary is empty: attach hooks with action='stats' and run the model first")
     if not any(field in row for row in rows):
-        fields = sorted({k for row in rows for k in row} - {"step", "target"})
+        fields = sorted({k for row in rows for k in row} - {"step", "path"})
         raise ValueError(f"no field {field!r} in the summary; fields are {', '.join(fields)}")
-    order = list(layers) if layers is not None else list(dict.fromkeys(row["target"] for row in rows))
+    order = list(layers) if layers is not None else list(dict.fromkeys(row["path"] for row in rows))
     steps = sorted({row["step"] for row in rows})
     grid = np.full((len(order), len(steps)), np.nan, dtype=np.float64)
     present = np.zeros(grid.shape, dtype=bool)
     where_layer, where_step = {t: i for i, t in enumerate(order)}, {s: j for j, s in enumerate(steps)}
     for row in rows:
-        if row["target"] in where_layer and field in row:
-            i, j = where_layer[row["target"]], where_step[row["step"]]
+        if row["path"] in where_layer and field in row:
+            i, j = where_layer[row["path"]], where_step[row["step"]]
             grid[i, j], present[i, j] = row[field], True
     finite = np.isfinite(grid)
     positive = finite.any() and (grid[finite] > 0).all()

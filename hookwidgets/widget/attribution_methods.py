@@ -20,8 +20,8 @@ LAYER_METHODS = (*CAM_METHODS, "guided_gradcam")
 _TOKEN_ORDER = ("integrated_gradients", *(m for m in TOKEN_METHODS if m != "integrated_gradients"))
 
 
-def offered_methods(explorer: Explorer, target: str) -> list[str]:
-    """The attribution methods that fit module ``target`` of ``explorer`` and its example inputs, in menu order.
+def offered_methods(explorer: Explorer, path: str) -> list[str]:
+    """The attribution methods that fit module ``path`` of ``explorer`` and its example inputs, in menu order.
 
     Images: the CAMs where the module's output is a spatial grid (a conv map, a ViT's patch tokens), the pixel
     methods anywhere; token ids: the token methods (taken at the embedding, whatever module is selected). An
@@ -31,7 +31,7 @@ def offered_methods(explorer: Explorer, target: str) -> list[str]:
     if inputs is None:
         return []
     try:
-        module = explorer.model.get_submodule(target)
+        module = explorer.model.get_submodule(path)
     except AttributeError:
         return []
     rollouts = list(ROLLOUT_METHODS) if is_attention_module(module) else []
@@ -40,7 +40,7 @@ def offered_methods(explorer: Explorer, target: str) -> list[str]:
     image = image_of(inputs)
     if image is None:
         return []
-    node = tree_node(explorer.tree, target)
+    node = tree_node(explorer.tree, path)
     sizes = node["shape"] if node is not None else None
     shape = tuple(s for s in sizes if isinstance(s, int)) if sizes else ()
     # an unknown shape, or one with a symbolic size (str), is no grid
@@ -50,7 +50,7 @@ def offered_methods(explorer: Explorer, target: str) -> list[str]:
     return [*(LAYER_METHODS if spatial else ()), *PIXEL_METHODS[:3], *rollouts]
 
 
-def methods_note(explorer: Explorer, target: str, offered: list[str]) -> str:
+def methods_note(explorer: Explorer, path: str, offered: list[str]) -> str:
     """What the panel says beside the methods: why there are none, or none of a kind, here; "" when all fit."""
     inputs = explorer.example_inputs
     if inputs is None:

@@ -19,8 +19,8 @@ from ..core.attribution.tokens import token_ids
 from ..core.display import display_name, quoted
 from ..core.explorer import Explorer
 from .attribution_methods import LAYER_METHODS, image_of, methods_note, offered_methods
+from .message_values import position_choice, score_choice
 from .protocol import Attribution, TokenScore
-from .state import position_choice, score_choice
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

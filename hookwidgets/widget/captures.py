@@ -1,4 +1,4 @@
-"""Turn the captures of one target into the PNG items the view shows, one per hook kind."""
+"""Turn the captures at one path into the PNG items the view shows, one per hook kind."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def _cached_png(record: Record, key: tuple, draw: Callable[[], Any]) -> bytes:
 
 def _title(record: Record, name: str) -> str:
     # name: output, output.0, output.logits, args.0, grad_output…: says what is drawn
-    title = f"{display_name(record.target or '(model)')} · {display_name(name)}"
+    title = f"{display_name(record.path or '(model)')} · {display_name(name)}"
     if record.recompute:
         title += " · recomputed by a checkpoint"
     generation = record.generation
@@ -63,7 +63,7 @@ def _title(record: Record, name: str) -> str:
 
 
 Position = tuple[int, int]
-"""Where a record sits in a hook's history: (step, call), the call counting the target's calls within the step."""
+"""Where a record sits in a hook's history: (step, call), the call counting the path's calls within the step."""
 
 
 Choice = dict[str, Any]
@@ -197,11 +197,11 @@ def heads_item(
     }
 
 
-def stats_item(kind: str, target: str, records: list[Record]) -> PlotItem:
+def stats_item(kind: str, path: str, records: list[Record]) -> PlotItem:
     """The item of a ``stats`` hook: its statistics over every step it has recorded, as lines."""
     from ..plots import stats_figure  # matplotlib only when drawing
 
-    title = f"{display_name(target or '(model)')} · {kind} statistics"
+    title = f"{display_name(path or '(model)')} · {kind} statistics"
     last = records[-1]
     return {
         "kind": kind,
@@ -238,16 +238,16 @@ def _pick(history: list[Record], chosen: tuple[int, int | None] | None) -> Recor
 
 def plot_items(
     store: CaptureStore,
-    target: str,
+    path: str,
     chosen: dict[str, tuple[int, int | None]] | None = None,
     views: dict[str, Choice] | None = None,
     *,
     context: Context | None = None,
 ) -> list[PlotItem]:
-    """Items for each plotted kind on ``target``: the chosen (step, call), element, view and head, else the
+    """Items for each plotted kind on ``path``: the chosen (step, call), element, view and head, else the
     newest capture's first tensor in its default view (``context``: see ``tensor_views.context_for``)."""
     try:
-        by_kind = store[target]
+        by_kind = store[path]
     except KeyError:
         return []
     chosen, views = chosen or {}, views or {}
@@ -272,5 +272,5 @@ def plot_items(
             continue
         stats = [r for r in history if r.stats]
         if stats:
-            items.append(stats_item(kind, target, stats))
+            items.append(stats_item(kind, path, stats))
     return items

@@ -1,6 +1,6 @@
 """The view's controller: keeps an ExplorerView in step with its explorer by listening to the engine's events.
 
-Every payload is built by the pure functions of ``state.py`` and the panels from the explorer's public state;
+Every payload is built by the pure functions of ``payloads.py`` and the panels from the explorer's public state;
 what the page sends is answered by ``messages.py``. The controller holds the explorer weakly: the explorer
 holds it, and the view and the explorer's event hub hold only the controller.
 """
@@ -28,9 +28,9 @@ from .messages import handle, message_text
 from .page_choices import PageChoices
 from .patching_panel import EMPTY as EMPTY_PATCHING
 from .patching_panel import ProgressPush, patching_payload
+from .payloads import hooks_payload, kinds_payload, memory_payload, selection_payload, status_payload
 from .protocol import reply
 from .selection_images import draw_selection
-from .state import hooks_payload, kinds_payload, memory_payload, selection_payload, status_payload
 from .summary_panel import summary_payload
 from .training_panel import DDPSource, training_payload, training_version
 from .view import ExplorerView
@@ -195,7 +195,7 @@ class ViewController:
             yield
 
     def _on_selected(self, change: dict[str, Any]) -> None:
-        self._choices.new_selection()  # which views fit, the elements and the heads were another target's
+        self._choices.new_selection()  # which views fit, the elements and the heads were another path's
         self._attention_heads.forget()  # the user may have trained since: a selection shows what the model does now
         if self._view is not None:
             self._view.attribution = EMPTY_ATTRIBUTION  # its map and its error were the previous module's

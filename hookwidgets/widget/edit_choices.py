@@ -30,17 +30,17 @@ class EditOffers(TypedDict):
     records: list[RecordChoice]
 
 
-def edit_offers(explorer: Explorer, target: str, module: nn.Module) -> EditOffers:
-    """The selection's fields for the edit picker: ``axes``, ``heads`` and ``records`` of the module at ``target``."""
+def edit_offers(explorer: Explorer, path: str, module: nn.Module) -> EditOffers:
+    """The selection's fields for the edit picker: ``axes``, ``heads`` and ``records`` of the module at ``path``."""
     return {
-        "axes": output_axes(_shape_at(explorer, target), explorer.sequences),
-        "heads": explorer.head_count(target),
-        "records": recorded_outputs(explorer, target),
+        "axes": output_axes(_shape_at(explorer, path), explorer.sequences),
+        "heads": explorer.head_count(path),
+        "records": recorded_outputs(explorer, path),
     }
 
 
 NO_OFFERS: EditOffers = {"axes": None, "heads": None, "records": []}
-"""The edit picker's fields where the target is no module."""
+"""The edit picker's fields where the selection is no module."""
 SPATIAL = {3: ["length"], 4: ["height", "width"], 5: ["depth", "height", "width"]}
 """The dims after the channels of a convolution's output, by its rank."""
 
@@ -68,11 +68,11 @@ def output_axes(shape: list[int | str] | None, sequences: Sequences) -> list[str
     return names
 
 
-def recorded_outputs(explorer: Explorer, target: str) -> list[RecordChoice]:
-    """The forward records of ``target`` that replace and mean_ablate can patch in (a floating-point tensor kept),
+def recorded_outputs(explorer: Explorer, path: str) -> list[RecordChoice]:
+    """The forward records of ``path`` that replace and mean_ablate can patch in (a floating-point tensor kept),
     newest first, at most ``LISTED``."""
     choices: list[RecordChoice] = []
-    for record in reversed(_forward_records(explorer, target)):
+    for record in reversed(_forward_records(explorer, path)):
         tensor = record.tensor
         if tensor is not None and tensor.is_floating_point():
             choices.append({"step": record.step, "call": record.call, "shape": list(tensor.shape)})
@@ -81,24 +81,24 @@ def recorded_outputs(explorer: Explorer, target: str) -> list[RecordChoice]:
     return choices
 
 
-def with_recorded_run(explorer: Explorer, target: str, edit: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
+def with_recorded_run(explorer: Explorer, path: str, edit: tuple[Any, ...] | None) -> tuple[Any, ...] | None:
     """``edit`` (as ``parse_edit`` reads the page's list) with the recorded run a replace or mean_ablate names,
-    ``{"step": 3, "call": 0}``, resolved to the Record of ``target``'s forward it names."""
+    ``{"step": 3, "call": 0}``, resolved to the Record of ``path``'s forward it names."""
     if edit and edit[0] in PATCH_EDITS and len(edit) == 2 and not isinstance(edit[1], (list, str)):
-        return (edit[0], recorded_output(explorer, target, edit[0], edit[1]))
+        return (edit[0], recorded_output(explorer, path, edit[0], edit[1]))
     return edit
 
 
-def recorded_output(explorer: Explorer, target: str, name: str, ref: Any) -> Record:
-    """The forward record of ``target`` that ``ref`` (``{"step": s, "call": c}``) names, for the edit ``name``; a
-    ValueError naming the target, the step and how to get one when it is not kept."""
+def recorded_output(explorer: Explorer, path: str, name: str, ref: Any) -> Record:
+    """The forward record of ``path`` that ``ref`` (``{"step": s, "call": c}``) names, for the edit ``name``; a
+    ValueError naming the path, the step and how to get one when it is not kept."""
     step, call = (ref.get("step"), ref.get("call", 0)) if isinstance(ref, dict) else (None, None)
     if not _is_index(step) or not _is_index(call):
         raise ValueError(
             f"the widget sent {ref!r} as the recorded run of {name!r}; expected its step and call, such as "
             '{"step": 3, "call": 0}'
         )
-    records = _forward_records(explorer, target)
+    records = _forward_records(explorer, path)
     found = next((r for r in records if r.step == step and r.call == call), None)
     if found is not None:
         return found
@@ -111,15 +111,15 @@ def recorded_output(explorer: Explorer, target: str, name: str, ref: Any) -> Rec
         else "it was never captured, or was cleared"
     )
     raise ValueError(
-        f"{name} on {quoted(target)}: no forward capture of step {step} (call {call}) of this module is kept: {why}; "
+        f"{name} on {quoted(path)}: no forward capture of step {step} (call {call}) of this module is kept: {why}; "
         f"{HOW}"
     )
 
 
-def _forward_records(explorer: Explorer, target: str) -> list[Record]:
-    """The ``forward`` records the store keeps for ``target``, oldest first."""
+def _forward_records(explorer: Explorer, path: str) -> list[Record]:
+    """The ``forward`` records the store keeps for ``path``, oldest first."""
     try:
-        return explorer.captures[target].get("forward", [])
+        return explorer.captures[path].get("forward", [])
     except KeyError:
         return []
 

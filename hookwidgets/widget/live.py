@@ -17,8 +17,8 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from .._warnings import ViewUpdateWarning
 from ..core.explorer import Explorer
 from ..core.gc_pause import no_gc
+from .payloads import hooks_payload, memory_payload
 from .protocol import HookItem
-from .state import hooks_payload, memory_payload
 from .view import ExplorerView
 
 PUSH_INTERVAL_S = 0.1

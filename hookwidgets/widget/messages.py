@@ -21,10 +21,10 @@ from .attribution_panel import AttributionImages, attribution_and_redraw
 from .edit_choices import with_recorded_run
 from .graph_panel import EMPTY as EMPTY_GRAPH
 from .lens_panel import DEFAULT_TOP_K, lens_payload
+from .message_values import parse_edit, position_choice, score_choice
 from .page_choices import PageChoices
 from .protocol import MESSAGES, Attribution
 from .run_errors import failing_module, failure_line
-from .state import parse_edit, position_choice, score_choice
 from .view import ExplorerView
 
 
@@ -71,36 +71,36 @@ def _view(controller: PageController) -> ExplorerView:
 
 
 def attach(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
-    action, target = content.get("action") or "capture", content["target"]
-    edit = with_recorded_run(explorer, target, parse_edit(content.get("edit")))
-    explorer.attach(target, content["kind"], action, edit=edit)
+    action, path = content.get("action") or "capture", content["path"]
+    edit = with_recorded_run(explorer, path, parse_edit(content.get("edit")))
+    explorer.attach(path, content["kind"], action, edit=edit)
     return ""
 
 
 def reattach(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
-    """Give the target's hooks attached from the page (its own, with a built-in action, not the global kinds "Stats
+    """Give the hooks at ``path`` attached from the page (its own, with a built-in action, not the global kinds "Stats
     on every layer" attaches) the picked action and edit, in place: one attach of them all, records kept."""
-    target = content["target"]
+    path = content["path"]
     action = content.get("action") or "capture"
     old = [
         h
         for h in explorer.hooks
-        if h.target == target and not h.foreign and isinstance(h.action, str) and not has(h.kind, family="global")
+        if h.path == path and not h.foreign and isinstance(h.action, str) and not has(h.kind, family="global")
     ]
     if not old:
         return ""
-    edit = with_recorded_run(explorer, target, parse_edit(content.get("edit")))
+    edit = with_recorded_run(explorer, path, parse_edit(content.get("edit")))
     try:
-        explorer.attach(target, [h.kind for h in old], action, edit=edit)
+        explorer.attach(path, [h.kind for h in old], action, edit=edit)
     except Exception:
         for h in old:  # a refused edit leaves the hooks as they were, not detached
-            explorer.attach(target, h.kind, h.action, edit=h.edit or None, copy=h.copy, with_kwargs=h.with_kwargs)
+            explorer.attach(path, h.kind, h.action, edit=h.edit or None, copy=h.copy, with_kwargs=h.with_kwargs)
         raise
     return ""
 
 
 def detach(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
-    explorer.detach(content["target"], content["kind"])
+    explorer.detach(content["path"], content["kind"])
     return ""
 
 

@@ -15,7 +15,7 @@ from ..core.model.tree import TreeNode
 
 
 class HookItem(TypedDict):
-    target: str
+    path: str
     kind: str
     action: str
     edit: list[list[Any]]
@@ -49,7 +49,7 @@ class RecordChoice(TypedDict):
 
 
 class Selection(TypedDict):
-    target: str
+    path: str
     family: str
     kinds: list[str]
     details: list[list[str]]
@@ -84,7 +84,7 @@ class PlotItem(TypedDict):
 
 
 class Plots(TypedDict):
-    target: str | None
+    path: str | None
     items: list[PlotItem]
 
 
@@ -110,7 +110,7 @@ class Status(TypedDict):
 
 
 class ShortStep(TypedDict):
-    target: str
+    path: str
     kind: str
     note: str
 
@@ -277,7 +277,7 @@ TRAITLETS: dict[str, Any] = {
 class AttachMessage(TypedDict):
     type: Literal["attach"]
     request_id: str
-    target: str
+    path: str
     kind: str
     action: NotRequired[str | None]
     edit: NotRequired[list[Any] | None]
@@ -286,7 +286,7 @@ class AttachMessage(TypedDict):
 class ReattachMessage(TypedDict):
     type: Literal["reattach"]
     request_id: str
-    target: str
+    path: str
     action: NotRequired[str | None]
     edit: NotRequired[list[Any] | None]
 
@@ -294,7 +294,7 @@ class ReattachMessage(TypedDict):
 class DetachMessage(TypedDict):
     type: Literal["detach"]
     request_id: str
-    target: str
+    path: str
     kind: str
 
 

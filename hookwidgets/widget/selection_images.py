@@ -19,20 +19,20 @@ def draw_selection(view: ExplorerView, explorer: Explorer, choices: PageChoices,
     """
     from ..plots.theme import using_theme  # matplotlib only when drawing
 
-    target = view.selected
+    path = view.selected
     started = time.monotonic()
     try:
         with using_theme(view.theme):  # in the page's theme
-            context = context_for(explorer, target)
-            items = plot_items(explorer.captures, target, choices.plot_steps, choices.plot_views, context=context)
-            item = heads.item(explorer, target, choices.plot_views.get("attention", {}).get("head"))
+            context = context_for(explorer, path)
+            items = plot_items(explorer.captures, path, choices.plot_steps, choices.plot_views, context=context)
+            item = heads.item(explorer, path, choices.plot_views.get("attention", {}).get("head"))
         if item is not None:
             items.append(item)
         error = heads.take_error()
         if error:
             view.error = error
-        view.plots = {"target": target, "items": items}
+        view.plots = {"path": path, "items": items}
     except Exception as exc:  # shown in the widget; a click, a Run and the user's loop go on
-        view.error = f"could not draw the captures of {quoted(target)}: {type(exc).__name__}: {exc}"
+        view.error = f"could not draw the captures of {quoted(path)}: {type(exc).__name__}: {exc}"
         return time.monotonic() - started  # a failed drawing costs the loop too
     return time.monotonic() - started if items or error else None

@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..core.capture.export import plain_number
 from ..core.diagnostics.nonfinite import SUMMARY_FIELDS, first_nonfinite_row
 from ..core.explorer import Explorer
 from .protocol import Summary
-from .state import plain_number
 
 FIELDS = [f"{side}_{field}" for side in ("act", "grad") for field in SUMMARY_FIELDS]
-COLUMNS = ["target", *FIELDS]
+COLUMNS = ["path", *FIELDS]
 """The table's columns on the wire: each row is a list in this order (``null`` where a layer has no such
 statistic), not a dict repeating every name: 3,000 layers are ~0.25 MB instead of ~1.2 MB a push."""
 SIGNIFICANT_DIGITS = 7
@@ -46,12 +46,12 @@ def summary_payload(
     steps = sorted({row["step"] for row in rows})
     shown = step if step in steps else steps[-1]
     order = {path: k for k, path in enumerate(_module_order(explorer))}
-    table = sorted((r for r in rows if r["step"] == shown), key=lambda r: order.get(r["target"], len(order)))
-    nonfinite = [r["target"] for r in table if _nonfinite(r)]
+    table = sorted((r for r in rows if r["step"] == shown), key=lambda r: order.get(r["path"], len(order)))
+    nonfinite = [r["path"] for r in table if _nonfinite(r)]
     first = first_nonfinite if first_nonfinite is not None else first_nonfinite_row(table)
     recent = set(steps[-HEATMAP_STEPS:])
     heat_rows = [r for r in rows if r["step"] in recent]
-    layers = sorted({r["target"] for r in heat_rows}, key=lambda p: order.get(p, len(order)))
+    layers = sorted({r["path"] for r in heat_rows}, key=lambda p: order.get(p, len(order)))
     present = {k for r in heat_rows for k in r}
     heat_field = field if field in present else next((f for f in FIELDS if f in present), field)
     title = f"{heat_field} per layer and step"

@@ -16,25 +16,25 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Context:
-    """What the views of a target's tensors need beyond their shapes."""
+    """What the views of the tensors at a path need beyond their shapes."""
 
     sequences: Sequences = field(default_factory=Sequences)
     """The explorer's token labels, sequence lengths and patch grid."""
     attention: bool = False
-    """The target gives attention probabilities (an attention module, or a softmax or dropout inside one)."""
+    """The module there gives attention probabilities (an attention module, or a softmax or dropout inside one)."""
     decoder: bool = False
-    """The target is in a decoder: its sequence axes take the decoder's tokens first."""
+    """The path is in a decoder: its sequence axes take the decoder's tokens first."""
 
 
-def context_for(explorer: Any, target: str) -> Context:
-    """The ``Context`` of ``target`` in ``explorer`` (a module path, a parameter or a node id)."""
+def context_for(explorer: Any, path: str) -> Context:
+    """The ``Context`` of ``path`` in ``explorer`` (a module path, a parameter or a node id)."""
     model = explorer.model
-    decoder = "decoder" in target.split(".")
-    return Context(explorer.sequences, is_attention_source(model, target), decoder)
+    decoder = "decoder" in path.split(".")
+    return Context(explorer.sequences, is_attention_source(model, path), decoder)
 
 
 def views_of(tensor: torch.Tensor, context: Context) -> list[str]:
-    """The views that fit ``tensor`` from a target of ``context``, the default first."""
+    """The views that fit ``tensor`` from the place ``context`` describes, the default first."""
     return tensor_views(tuple(tensor.shape), attention=context.attention, sequences=context.sequences)
 
 

@@ -8,9 +8,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..core.capture.export import plain_number
 from ..core.monitors.optim import UpdateRatioMonitor
 from .protocol import DDPPanel, RatioRow, Ratios, Ready, ReadyRow, Training
-from .state import plain_number
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -61,11 +61,11 @@ class ExplorerView(anywidget.AnyWidget):
     hook_kinds: Synced[list[HookKind]] = _synced(traitlets.List(traitlets.Dict()))
     """Every hook kind in display order (badges follow it): the kind table's rows, with each one's tooltip and badge."""
     hooks: Synced[list[HookItem]] = _synced(traitlets.List(traitlets.Dict()))
-    """Live hooks: target, kind, action, edit, fired, error, note, foreign (others' hooks, left alone)."""
+    """Live hooks: path, kind, action, edit, fired, error, note, foreign (others' hooks, left alone)."""
     selection: Synced[Selection] = _synced(traitlets.Dict({}))
-    """The selected target: family (module, param, node), valid kinds, details, params, code, problem."""
-    plots: Synced[Plots] = _synced(traitlets.Dict({"target": None, "items": []}))
-    """Images of the selection's captures: target and items (kind, title, shape, step, steps, png bytes)."""
+    """The selected path: family (module, param, node), valid kinds, details, params, code, problem."""
+    plots: Synced[Plots] = _synced(traitlets.Dict({"path": None, "items": []}))
+    """Images of the selection's captures: path and items (kind, title, shape, step, steps, png bytes)."""
     status: Synced[Status] = _synced(traitlets.Dict({"state": "idle", "message": ""}))
     """Run state: idle, busy, live (the user's own loop is running) or error, a message, and top classes."""
     diagnostics = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -77,7 +77,8 @@ class ExplorerView(anywidget.AnyWidget):
     training: Synced[Training] = _synced(traitlets.Dict({"visible": False, "ratios": None, "ddp": None}))
     """Training panel: watched optimizers' update ratios (chart PNG, last-step rows) and DDP figures and ready order."""
     attribution: Synced[Attribution] = _synced(traitlets.Dict({}))
-    """The last "attribution here": layer, method, target, caption, overlay PNG or token scores, or the error text."""
+    """The last "attribution here": layer, method, target (the score), caption, overlay PNG or token scores, or the
+    error text."""
     lens: Synced[Lens] = _synced(traitlets.Dict({"available": False}))
     """The logit-lens panel: whether the model has one, then the last lens's layers × positions of top tokens."""
     patching: Synced[Patching] = _synced(traitlets.Dict({"png": None, "caption": "", "progress": None, "error": ""}))

@@ -49,7 +49,7 @@ export function describeMemory(memory) {
   const budget = Number(memory?.budget ?? 0);
   const short = Array.isArray(memory?.short_steps) ? memory.short_steps : [];
   const counts = `${memory?.records ?? 0} records kept, ${Number(memory?.evicted ?? 0)} evicted (oldest first) to stay under the budget`;
-  const lines = short.map((s) => `${s.kind} on ${displayPath(s.target)}: ${s.note}`);
+  const lines = short.map((s) => `${s.kind} on ${displayPath(s.path)}: ${s.note}`);
   return {
     text: budget > 0 ? `${formatBytes(used)} of ${formatBytes(budget)}` : "",
     warning: short.length > 0 ? "less than one step" : "",

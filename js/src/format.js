@@ -147,7 +147,7 @@ export function displayPath(path) {
 }
 
 /**
- * Where a capture sits in its history: "step 3", or "step 3 · call 1" when the target ran more than once a step.
+ * Where a capture sits in its history: "step 3", or "step 3 · call 1" when the module ran more than once a step.
  * @param {number} step
  * @param {number} call
  * @param {boolean} showCall

@@ -1,10 +1,10 @@
 /** Lookups over the `hooks` traitlet; pure, no DOM. */
 
 /** @typedef {import("./payloads.js").HookItem} HookItem */
-/** Hooks by target path. @typedef {Map<string, HookItem[]>} HookIndex */
+/** Hooks by path. @typedef {Map<string, HookItem[]>} HookIndex */
 
 /**
- * Group live hooks by target path, keeping their order: Map<path, hook[]>.
+ * Group live hooks by path, keeping their order: Map<path, hook[]>.
  * @param {HookItem[] | null | undefined} hooks
  */
 export function indexHooks(hooks) {
@@ -12,10 +12,10 @@ export function indexHooks(hooks) {
   const byPath = new Map();
   if (!Array.isArray(hooks)) return byPath;
   for (const hook of hooks) {
-    if (!hook || typeof hook.target !== "string") continue;
-    const list = byPath.get(hook.target);
+    if (!hook || typeof hook.path !== "string") continue;
+    const list = byPath.get(hook.path);
     if (list) list.push(hook);
-    else byPath.set(hook.target, [hook]);
+    else byPath.set(hook.path, [hook]);
   }
   return byPath;
 }

@@ -16,7 +16,7 @@ function rowsOf(table) {
 }
 
 /**
- * The row of a hook of `kind` on a target of `family`: the one of that family (a parameter's "grad" is not a module's),
+ * The row of a hook of `kind` at a path of `family`: the one of that family (a parameter's "grad" is not a module's),
  * else the first of that name (a global kind on the model, whose selection is a module), else the engine's name.
  */
 /**

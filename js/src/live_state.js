@@ -22,7 +22,7 @@ export function busyText(status, answered) {
   if (!cellRunning(status)) return null;
   return answered
     ? "The kernel is busy running a cell: what you change here applies when the cell finishes."
-    : "The kernel is busy running a cell: this target's hooks show when the cell finishes.";
+    : "The kernel is busy running a cell: the selection's hooks show when the cell finishes.";
 }
 
 /**
@@ -46,7 +46,7 @@ export function lagText(shown, status) {
 export function everyLayerStats(hooks, table) {
   const held = new Set(
     (Array.isArray(hooks) ? hooks : [])
-      .filter((hook) => hook && hook.target === "" && !hook.foreign && hook.action === "stats")
+      .filter((hook) => hook && hook.path === "" && !hook.foreign && hook.action === "stats")
       .map((hook) => hook.kind),
   );
   return everyLayerKinds(table).filter((kind) => held.has(kind));

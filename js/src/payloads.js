@@ -41,7 +41,7 @@
 
 /**
  * @typedef {object} HookItem
- * @property {string} target
+ * @property {string} path
  * @property {string} kind
  * @property {string} action
  * @property {unknown[][]} edit
@@ -79,7 +79,7 @@
 
 /**
  * @typedef {object} Selection
- * @property {string} target
+ * @property {string} path
  * @property {string} family
  * @property {string[]} kinds
  * @property {string[][]} details
@@ -116,7 +116,7 @@
 
 /**
  * @typedef {object} Plots
- * @property {string | null} target
+ * @property {string | null} path
  * @property {PlotItem[]} items
  */
 
@@ -145,7 +145,7 @@
 
 /**
  * @typedef {object} ShortStep
- * @property {string} target
+ * @property {string} path
  * @property {string} kind
  * @property {string} note
  */
@@ -303,7 +303,7 @@
  * @typedef {object} AttachMessage
  * @property {"attach"} type
  * @property {string} request_id
- * @property {string} target
+ * @property {string} path
  * @property {string} kind
  * @property {string | null} [action]
  * @property {unknown[] | null} [edit]
@@ -313,7 +313,7 @@
  * @typedef {object} ReattachMessage
  * @property {"reattach"} type
  * @property {string} request_id
- * @property {string} target
+ * @property {string} path
  * @property {string | null} [action]
  * @property {unknown[] | null} [edit]
  */
@@ -322,7 +322,7 @@
  * @typedef {object} DetachMessage
  * @property {"detach"} type
  * @property {string} request_id
- * @property {string} target
+ * @property {string} path
  * @property {string} kind
  */
 

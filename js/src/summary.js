@@ -1,8 +1,8 @@
 /** The summary table's rows: sorting and number formatting; pure, no DOM. */
 
 /**
- * A row of the table: the layer's path as `target`, each recorded field's value (a number, or "nan"/"inf"/"-inf").
- * @typedef {{target: string} & Record<string, number | string>} SummaryRow
+ * A row of the table: the layer's `path`, each recorded field's value (a number, or "nan"/"inf"/"-inf").
+ * @typedef {{path: string} & Record<string, number | string>} SummaryRow
  */
 
 /**
@@ -10,7 +10,7 @@
  * @type {[string, string][]}
  */
 export const COLUMNS = [
-  ["target", "layer"],
+  ["path", "layer"],
   ["act_norm", "act ‖·‖"],
   ["act_mean", "act mean"],
   ["act_zero_fraction", "act zeros"],
@@ -23,7 +23,7 @@ export const COLUMNS = [
 ];
 
 /**
- * The table's rows as objects (`{target, act_norm, ...}`) from the wire format: `summary.columns` names
+ * The table's rows as objects (`{path, act_norm, ...}`) from the wire format: `summary.columns` names
  * the fields and each row of `summary.rows` lists their values in that order (`null`: not recorded).
  * @param {Partial<import("./payloads.js").Summary> | null | undefined} summary
  */
@@ -52,13 +52,13 @@ function sortKey(value) {
 }
 
 /**
- * Rows sorted by `field` (`"target"` keeps the given execution order), `descending` or not; a new array.
+ * Rows sorted by `field` (`"path"` keeps the given execution order), `descending` or not; a new array.
  * @param {SummaryRow[]} rows
  * @param {string} field
  */
 export function sortRows(rows, field, descending = false) {
   const indexed = rows.map((row, i) => /** @type {[SummaryRow, number]} */ ([row, i]));
-  if (field === "target") {
+  if (field === "path") {
     if (descending) indexed.reverse();
     return indexed.map(([row]) => row);
   }

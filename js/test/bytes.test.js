@@ -47,7 +47,7 @@ test("describeMemory says when the budget holds less than one step, and which ho
     budget: 1024 ** 2,
     records: 1,
     evicted: 1,
-    short_steps: [{ target: "", kind: "forward", note }],
+    short_steps: [{ path: "", kind: "forward", note }],
   });
   assert.equal(short.warning, "less than one step");
   assert.deepEqual(short.title.split("\n"), [

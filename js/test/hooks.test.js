@@ -3,13 +3,13 @@ import { test } from "node:test";
 import { hasHook, hooksAt, indexHooks } from "../src/hooks.js";
 
 const hooks = [
-  { target: "features.0", kind: "forward", action: "capture", fired: 2, error: null },
-  { target: "", kind: "global_forward", action: "stats", fired: 7, error: null },
-  { target: "features.0", kind: "grad", action: "capture", fired: 1, error: "boom" },
-  { target: "head", kind: "forward_pre", action: "print", fired: 0, error: null },
+  { path: "features.0", kind: "forward", action: "capture", fired: 2, error: null },
+  { path: "", kind: "global_forward", action: "stats", fired: 7, error: null },
+  { path: "features.0", kind: "grad", action: "capture", fired: 1, error: "boom" },
+  { path: "head", kind: "forward_pre", action: "print", fired: 0, error: null },
 ];
 
-test("indexHooks groups by target in order", () => {
+test("indexHooks groups by path in order", () => {
   const index = indexHooks(hooks);
   assert.deepEqual([...index.keys()], ["features.0", "", "head"]);
   assert.deepEqual(
@@ -20,7 +20,7 @@ test("indexHooks groups by target in order", () => {
   assert.deepEqual(hooksAt(index, "missing"), []);
 });
 
-test("hasHook matches target and kind exactly", () => {
+test("hasHook matches path and kind exactly", () => {
   const index = indexHooks(hooks);
   assert.equal(hasHook(index, "features.0", "forward"), true);
   assert.equal(hasHook(index, "features.0", "forward_pre"), false);
@@ -37,8 +37,8 @@ test("indexHooks tolerates missing or malformed values", () => {
 
 test("hasHook ignores hooks others attached", () => {
   const index = indexHooks([
-    { target: "head", kind: "forward", foreign: true },
-    { target: "head", kind: "grad", foreign: false },
+    { path: "head", kind: "forward", foreign: true },
+    { path: "head", kind: "grad", foreign: false },
   ]);
   assert.equal(hasHook(index, "head", "forward"), false);
   assert.equal(hasHook(index, "head", "grad"), true);

@@ -16,17 +16,17 @@ test("the inspector says the kernel is busy running a cell, not that no hook fit
   assert.equal(cellRunning({ cell: true }), true);
   assert.equal(cellRunning({ cell: "yes" }), false);
   assert.equal(cellRunning(null), false);
-  assert.match(busyText({ cell: true }, false), /busy running a cell: this target's hooks show when the cell finishes/);
+  assert.match(busyText({ cell: true }, false), /busy running a cell: the selection's hooks show when the cell finishes/);
   assert.match(busyText({ cell: true }, true), /busy running a cell: what you change here applies when/);
   assert.equal(busyText({ cell: false }, false), null);
 });
 
 test("Stats on every layer is read from the hooks the explorer holds", () => {
   const hooks = [
-    { target: "", kind: "global_forward", action: "stats", foreign: false },
-    { target: "", kind: "global_grad", action: "stats", foreign: false },
-    { target: "", kind: "global_backward", action: "stats", foreign: true },
-    { target: "fc", kind: "global_grad", action: "stats", foreign: false },
+    { path: "", kind: "global_forward", action: "stats", foreign: false },
+    { path: "", kind: "global_grad", action: "stats", foreign: false },
+    { path: "", kind: "global_backward", action: "stats", foreign: true },
+    { path: "fc", kind: "global_grad", action: "stats", foreign: false },
   ];
   const kinds = sampleKinds();
   assert.deepEqual(everyLayerStats(hooks, kinds), ["global_forward", "global_grad"]);

@@ -29,7 +29,7 @@ function fakeModel() {
 test("each request carries a fresh request_id and resolves with its own reply", async () => {
   const model = fakeModel();
   const requests = createRequests(model);
-  const first = requests.send({ type: "attach", target: "fc", kind: "forward" });
+  const first = requests.send({ type: "attach", path: "fc", kind: "forward" });
   const second = requests.send({ type: "run" });
   const [a, b] = model.sent;
   assert.equal(a.type, "attach");

@@ -3,21 +3,21 @@ import { test } from "node:test";
 import { formatStat, rowObjects, sortRows } from "../src/summary.js";
 
 const rows = [
-  { target: "conv1", grad_norm: 0.5, act_nan: 0 },
-  { target: "relu1", grad_norm: "nan", act_nan: 3 },
-  { target: "conv2", grad_norm: 1e-9, act_nan: 0 },
-  { target: "fc" },
+  { path: "conv1", grad_norm: 0.5, act_nan: 0 },
+  { path: "relu1", grad_norm: "nan", act_nan: 3 },
+  { path: "conv2", grad_norm: 1e-9, act_nan: 0 },
+  { path: "fc" },
 ];
 
 test("sortRows keeps execution order for the layer column", () => {
-  assert.deepEqual(sortRows(rows, "target").map((r) => r.target), ["conv1", "relu1", "conv2", "fc"]);
-  assert.deepEqual(sortRows(rows, "target", true).map((r) => r.target), ["fc", "conv2", "relu1", "conv1"]);
+  assert.deepEqual(sortRows(rows, "path").map((r) => r.path), ["conv1", "relu1", "conv2", "fc"]);
+  assert.deepEqual(sortRows(rows, "path", true).map((r) => r.path), ["fc", "conv2", "relu1", "conv1"]);
 });
 
 test("sortRows puts NaN first when descending and missing values last", () => {
-  assert.deepEqual(sortRows(rows, "grad_norm", true).map((r) => r.target), ["relu1", "conv1", "conv2", "fc"]);
-  assert.deepEqual(sortRows(rows, "grad_norm").map((r) => r.target), ["fc", "conv2", "conv1", "relu1"]);
-  assert.deepEqual(sortRows(rows, "act_nan", true).map((r) => r.target), ["relu1", "conv1", "conv2", "fc"]);
+  assert.deepEqual(sortRows(rows, "grad_norm", true).map((r) => r.path), ["relu1", "conv1", "conv2", "fc"]);
+  assert.deepEqual(sortRows(rows, "grad_norm").map((r) => r.path), ["fc", "conv2", "conv1", "relu1"]);
+  assert.deepEqual(sortRows(rows, "act_nan", true).map((r) => r.path), ["relu1", "conv1", "conv2", "fc"]);
 });
 
 test("formatStat shows counts, fractions and tiny gradients readably", () => {
@@ -31,17 +31,17 @@ test("formatStat shows counts, fractions and tiny gradients readably", () => {
 
 test("rowObjects turns the wire's value lists into rows, leaving out what a layer did not record", () => {
   const summary = {
-    columns: ["target", "act_norm", "grad_norm", "act_nan"],
+    columns: ["path", "act_norm", "grad_norm", "act_nan"],
     rows: [
       ["conv1", 1.5, null, 0],
       ["relu1", "nan", 0.25, 3],
     ],
   };
   assert.deepEqual(rowObjects(summary), [
-    { target: "conv1", act_norm: 1.5, act_nan: 0 },
-    { target: "relu1", act_norm: "nan", grad_norm: 0.25, act_nan: 3 },
+    { path: "conv1", act_norm: 1.5, act_nan: 0 },
+    { path: "relu1", act_norm: "nan", grad_norm: 0.25, act_nan: 3 },
   ]);
-  assert.deepEqual(sortRows(rowObjects(summary), "act_norm", true).map((r) => r.target), ["relu1", "conv1"]);
+  assert.deepEqual(sortRows(rowObjects(summary), "act_norm", true).map((r) => r.path), ["relu1", "conv1"]);
   assert.deepEqual(rowObjects({}), []);
-  assert.deepEqual(rowObjects({ columns: ["target"], rows: [] }), []);
+  assert.deepEqual(rowObjects({ columns: ["path"], rows: [] }), []);
 });

@@ -110,7 +110,7 @@ def test_edits_apply_at_once_the_busy_kernel_and_a_failed_run_are_said(lab: Lab)
         runner.join(timeout=90)
     assert not errors, errors
     busy.wait_for(state="hidden", timeout=30_000)
-    explorer.locator('input.hw-toggle[data-kind="forward"][data-target="features.lin"]').wait_for(timeout=15_000)
+    explorer.locator('input.hw-toggle[data-kind="forward"][data-path="features.lin"]').wait_for(timeout=15_000)
     assert explorer.locator(".hw-summary-lag").is_hidden()
 
     # A Run that fails inside a module: named, marked in the tree, selected by a click; own frames folded.
@@ -136,10 +136,10 @@ def test_edits_apply_at_once_the_busy_kernel_and_a_failed_run_are_said(lab: Lab)
 
     # Selecting a hooked module shows its hook's edit in the picker: a change of the action keeps that edit.
     explorer.locator('.hw-row[data-path="features.act"]').click()
-    explorer.locator('input.hw-toggle[data-target="features.act"]').first.wait_for(timeout=15_000)
+    explorer.locator('input.hw-toggle[data-path="features.act"]').first.wait_for(timeout=15_000)
     explorer.locator("select.hw-edit").select_option("scale")  # no hook here: nothing is sent
     explorer.locator('.hw-row[data-path="fc"]').click()
-    explorer.locator('input.hw-toggle[data-target="fc"]').first.wait_for(timeout=15_000)
+    explorer.locator('input.hw-toggle[data-path="fc"]').first.wait_for(timeout=15_000)
     assert explorer.locator("select.hw-edit").input_value() == "zero"
     explorer.locator("select.hw-action").select_option("stats")
     explorer.locator(".hw-hook-action", has_text="stats").wait_for(timeout=15_000)

@@ -37,7 +37,7 @@ print(json.dumps({{
     "hooks": [[h.target, h.kind, h.fired] for h in ex.hooks],
     "shape": list(_records[-1].tensor.shape),
     "tree_shape": ex.tree["children"][0]["children"][0]["shape"],
-    "plots_target": ex.view.plots["target"],
+    "plots_path": ex.view.plots["path"],
     "png_sha256": hashlib.sha256(_plots["forward"]["png"]).hexdigest(),
     "grads": [p.grad is None for p in model.parameters()],
     "graph_nodes": len(ex.graph()["nodes"]),
@@ -110,7 +110,7 @@ def test_quickstart_through_load_ext_click_toggle_run_and_see_the_python_image(
     assert count == f"{len(state['modules'])} modules"
     assert [LAYER, "forward", 1] in state["hooks"]
     assert state["shape"] == state["tree_shape"] == [1, 16, 32, 32]
-    assert state["plots_target"] == LAYER
+    assert state["plots_path"] == LAYER
     assert hashlib.sha256(shown).hexdigest() == state["png_sha256"]
     assert all(state["grads"])  # the Run button left the model's .grad as found
     assert graph_status.startswith(f"{state['graph_nodes']} autograd nodes · ")

@@ -28,9 +28,9 @@ async (bundle) => {
     selected: '', selection: {}, status: {state: 'idle', message: ''},
     hook_kinds: [{kind: 'forward', name: 'forward', family: 'module', phase: 'forward', tip: 'the output',
                   badge: 'fwd', every_layer: false}],
-    plots: {target: null, items: []}, memory: {}, diagnostics: [], summary: {}, attribution: {},
+    plots: {path: null, items: []}, memory: {}, diagnostics: [], summary: {}, attribution: {},
     error: '', graph: {autograd: null, dataflow: null, error: ''},
-    hooks: [{target: 'a', kind: 'forward', action: 'capture', fired: 3, error: null, foreign: false}],
+    hooks: [{path: 'a', kind: 'forward', action: 'capture', fired: 3, error: null, foreign: false}],
   };
   const listeners = new Map();
   const model = {
@@ -76,7 +76,7 @@ def test_two_views_stay_in_step_and_each_cleanup_removes_its_listeners(page: Pag
         page.wait_for_function(
             "(i) => hw.cells[i].querySelector('.hw-row.hw-selected')?.dataset.path === 'c.0'", arg=cell
         )
-    page.evaluate("() => hw.model.set('hooks', [{target: 'c.0', kind: 'forward', action: 'capture', fired: 1}])")
+    page.evaluate("() => hw.model.set('hooks', [{path: 'c.0', kind: 'forward', action: 'capture', fired: 1}])")
     badges = page.evaluate(
         "() => hw.cells.map((c) => c.querySelectorAll('[data-path=\"c.0\"] .hw-badge[data-kind=forward]').length)"
     )

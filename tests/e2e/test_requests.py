@@ -29,9 +29,9 @@ async (bundle) => {
       {kind: 'grad', name: 'grad', family: 'module', phase: 'backward', tip: 'the gradient', badge: 'grad',
        every_layer: false},
     ],
-    selection: {target: 'a', family: 'module', kinds: ['forward', 'grad'], details: [], params: [], code: '',
+    selection: {path: 'a', family: 'module', kinds: ['forward', 'grad'], details: [], params: [], code: '',
                 problem: ''},
-    status: {state: 'idle', message: '', top: []}, plots: {target: null, items: []}, memory: {}, diagnostics: [],
+    status: {state: 'idle', message: '', top: []}, plots: {path: null, items: []}, memory: {}, diagnostics: [],
     summary: {}, training: {visible: false, ratios: null, ddp: null}, attribution: {}, error: '',
     graph: {autograd: null, dataflow: null, error: ''}, hooks: [],
   };
@@ -76,9 +76,9 @@ def test_a_toggle_waits_for_its_reply_and_says_when_the_kernel_is_late(page: Pag
     page.evaluate(_SETUP, (STATIC / "widget.js").read_text())
     page.locator(_TOGGLE).check()
     (sent,) = page.evaluate("() => hw.model.sent")
-    assert {k: sent[k] for k in ("type", "target", "kind", "action")} == {
+    assert {k: sent[k] for k in ("type", "path", "kind", "action")} == {
         "type": "attach",
-        "target": "a",
+        "path": "a",
         "kind": "grad",
         "action": "capture",
     }
@@ -86,7 +86,7 @@ def test_a_toggle_waits_for_its_reply_and_says_when_the_kernel_is_late(page: Pag
     assert _toggle_state(page) == {"checked": True, "disabled": True, "waiting": False}
 
     # other state changes are no answer: the toggle keeps waiting for its reply
-    page.evaluate("() => hw.model.set('hooks', [{target: 'b', kind: 'forward', action: 'capture', fired: 1}])")
+    page.evaluate("() => hw.model.set('hooks', [{path: 'b', kind: 'forward', action: 'capture', fired: 1}])")
     page.evaluate("() => hw.model.set('error', 'an error of something else')")
     assert _toggle_state(page) == {"checked": True, "disabled": True, "waiting": False}
 
@@ -96,7 +96,7 @@ def test_a_toggle_waits_for_its_reply_and_says_when_the_kernel_is_late(page: Pag
     assert _toggle_state(page)["disabled"] is True
 
     # the kernel answers: the state it changed first, then the reply
-    page.evaluate("() => hw.model.set('hooks', [{target: 'a', kind: 'grad', action: 'capture', fired: 0}])")
+    page.evaluate("() => hw.model.set('hooks', [{path: 'a', kind: 'grad', action: 'capture', fired: 0}])")
     page.evaluate(
         "(id) => hw.model.fromKernel({type: 'reply', request_id: id, ok: true, error: ''})", sent["request_id"]
     )
@@ -124,7 +124,7 @@ def test_a_toggle_stays_the_same_element_when_the_selections_code_changes(page: 
     (sent,) = page.evaluate("() => hw.model.sent")
     page.evaluate("(toggle) => { window.clicked = document.querySelector(toggle); }", _TOGGLE)
     # the kernel's answer: the hooks, a selection whose code now shows the new hook, then the reply
-    page.evaluate("() => hw.model.set('hooks', [{target: 'a', kind: 'grad', action: 'capture', fired: 0}])")
+    page.evaluate("() => hw.model.set('hooks', [{path: 'a', kind: 'grad', action: 'capture', fired: 0}])")
     page.evaluate("() => hw.model.set('selection', {...hw.model.get('selection'), code: 'handle = ...'})")
     page.evaluate(
         "(id) => hw.model.fromKernel({type: 'reply', request_id: id, ok: true, error: ''})", sent["request_id"]
@@ -137,7 +137,7 @@ def test_a_toggle_stays_the_same_element_when_the_selections_code_changes(page: 
     )
     assert kept == {"same": True, "checked": True, "disabled": False}  # a script holding it sees it settle
     # another place's selection brings its own toggles
-    page.evaluate("() => hw.model.set('selection', {...hw.model.get('selection'), target: 'a', kinds: ['forward']})")
+    page.evaluate("() => hw.model.set('selection', {...hw.model.get('selection'), path: 'a', kinds: ['forward']})")
     assert page.locator("input.hw-toggle").count() == 1
     assert page.hw_errors == []  # type: ignore[attr-defined]
 
@@ -162,7 +162,7 @@ def test_graph_nodes_say_their_type_in_data_node_type_and_data_kind_names_hook_k
     }
     page.evaluate("(g) => hw.model.set('graph', g)", graph)
     page.evaluate(
-        "() => hw.model.set('hooks', [{target: 'a/AddmmBackward0#0', kind: 'node', action: 'capture', fired: 0}])"
+        "() => hw.model.set('hooks', [{path: 'a/AddmmBackward0#0', kind: 'node', action: 'capture', fired: 0}])"
     )
     page.clock.run_for(5_000)  # layout and drawing run in timed slices
     page.wait_for_function("() => document.querySelectorAll('g.hw-gnode[data-node-type]').length >= 2")

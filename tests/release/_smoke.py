@@ -38,7 +38,7 @@ explorer.attach("0", ["forward", "backward", "grad"])
 explorer.run(x, target=0)
 attached = hook_state(model) != before
 with tempfile.TemporaryDirectory() as tmp:
-    exported = [(r["target"], r["kind"]) for r in load_captures(explorer.export(Path(tmp) / "caps.safetensors"))]
+    exported = [(r["path"], r["kind"]) for r in load_captures(explorer.export(Path(tmp) / "caps.safetensors"))]
 explorer.close()
 
 print(

@@ -362,7 +362,7 @@ def check_captures(ex: Explorer, seen: Observed) -> None:
             for record in records:
                 if record.step != step or record.stale:
                     continue
-                expected = sources[kind].get((record.target, record.call))
+                expected = sources[kind].get((record.path, record.call))
                 assert expected is not None, f"{kind} record of {target!r} call {record.call}: the twin saw no call"
                 # one record per output tensor for tensor hooks (grad kinds), one with all of them otherwise
                 names = set(record.tensors)

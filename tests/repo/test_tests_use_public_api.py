@@ -35,10 +35,13 @@ ALLOWED: dict[tuple[str, str], str] = {
         "fault injection: the sequence-number fallback for a torch without the reader is chosen at import"
     ),
     ("tests/unit/core/graph/test_scoping.py", "_probe_sequence_nr"): "that fallback, put in place of torch's reader",
-    ("tests/unit/core/model/test_state.py", "_torch"): (
+    ("tests/unit/core/model/test_preserved_state.py", "_torch"): (
         "fault injection: a torch without the fused copy of many tensors is faked by turning off its fact"
     ),
-    ("tests/unit/core/model/test_state.py", "_foreach_copy"): "torch's fused copy, wrapped to count its calls",
+    (
+        "tests/unit/core/model/test_preserved_state.py",
+        "_foreach_copy",
+    ): "torch's fused copy, wrapped to count its calls",
     ("tests/unit/core/capture/test_fingerprint.py", "_strided_offsets"): (
         "the accelerator path's pure gather, checked on the CPU against the CPU fingerprint: CI has no accelerator"
     ),
@@ -318,7 +321,7 @@ INTERNAL_ALLOWED: dict[tuple[str, str], str] = {
     ("tests/unit/core/model/test_scope.py", "hookwidgets.core.graph"): (
         "the graph recorder, whose nodes the scope tracker places"
     ),
-    ("tests/unit/core/model/test_state.py", "hookwidgets.core"): (
+    ("tests/unit/core/model/test_preserved_state.py", "hookwidgets.core"): (
         "fault injection: torch's fused copy turned off (core/_torch.py), listed in ALLOWED too"
     ),
     ("tests/unit/core/test_kind_table.py", "hookwidgets.core.diagnostics"): EVERY_DERIVED_LIST,

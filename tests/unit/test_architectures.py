@@ -171,16 +171,16 @@ def test_global_stats_give_one_finite_row_per_module_that_ran_with_its_norm(arch
         ex.run(target="top")
         rows = ex.summary()
     assert {row["step"] for row in rows} == {1}
-    acts = {row["target"]: row for row in rows if "act_norm" in row}
+    acts = {row["path"]: row for row in rows if "act_norm" in row}
     assert sorted(acts) == sorted(expected)
     for path, (norm, calls) in expected.items():
         assert acts[path]["act_norm"] == pytest.approx(norm, rel=1e-5), path
         assert acts[path]["act_calls"] == calls, path
     grads = [row for row in rows if "grad_norm" in row]
-    assert len(grads) > len(rows) // 2 and {row["target"] for row in grads} <= set(acts)
+    assert len(grads) > len(rows) // 2 and {row["path"] for row in grads} <= set(acts)
     assert any(row["grad_norm"] > 0 for row in grads)
     for row in rows:
-        assert all(math.isfinite(v) for v in row.values() if isinstance(v, float)), row["target"]
+        assert all(math.isfinite(v) for v in row.values() if isinstance(v, float)), row["path"]
         assert row.get("act_nan", 0) == row.get("act_inf", 0) == row.get("grad_nan", 0) == row.get("grad_inf", 0) == 0
 
 

@@ -105,14 +105,14 @@ def test_rerunning_the_magic_without_a_name_replaces_the_explorer_of_that_model(
     monkeypatch.setattr(ip.display_pub, "publish", lambda data, **kwargs: shown.append(data))
     _run(ip, "%hookexplorer model x")
     first = widget_shown(shown[-1])  # the unnamed explorer is reached through its widget, as in the page
-    assert browser_sends(first, type="attach", target="features.conv", kind="forward")["ok"]
+    assert browser_sends(first, type="attach", path="features.conv", kind="forward")["ok"]
     assert len(user_model.features.conv._forward_hooks) == 1
     _run(ip, "%hookexplorer model x")  # the cell run again: its old widget is gone from the page
     second = widget_shown(shown[-1])
     assert second is not first and first.comm is None  # the first widget closed with its explorer
     assert len(user_model.features.conv._forward_hooks) == 0  # no hidden explorer keeps capturing
     assert len(shown) == 2
-    assert browser_sends(second, type="attach", target="features.conv", kind="forward")["ok"]
+    assert browser_sends(second, type="attach", path="features.conv", kind="forward")["ok"]
 
     ip.user_ns["other"] = nn.Linear(2, 2)
     _run(ip, "%hookexplorer other")  # another model gets an explorer of its own
@@ -176,7 +176,7 @@ def test_a_cell_ending_in_a_module_shows_its_explorer_once_display_is_enabled(ip
     _run(ip, "model.features")  # a submodule as the last expression is a module too
     features_view = widget_shown(shown[-1])
     assert features_view.tree == tree_of(user_model.features)
-    assert browser_sends(features_view, type="attach", target="conv", kind="forward")["ok"]
+    assert browser_sends(features_view, type="attach", path="conv", kind="forward")["ok"]
     assert len(user_model.features.conv._forward_hooks) == 1
     _run(ip, "hookwidgets.disable_display()")  # closes the explorers display made: their widgets and hooks go
     assert model_view.comm is None and features_view.comm is None
@@ -199,7 +199,7 @@ def test_unloading_closes_every_explorer_and_leaves_the_models_as_found(ip, user
     hookwidgets.enable_display()
     _run(ip, "other")  # the display printer made an explorer of it
     displayed = widget_shown(shown[-1])
-    assert browser_sends(displayed, type="attach", target="0", kind="forward_pre")["ok"]
+    assert browser_sends(displayed, type="attach", path="0", kind="forward_pre")["ok"]
     assert hook_state(user_model) != before and hook_state(other) != other_before
 
     ex = ip.user_ns["ex"]
@@ -232,7 +232,7 @@ def test_unloading_removes_every_kind_of_hook_and_restores_the_global_state(ip, 
     assert all(h.fired > 0 for h in ex.hooks), ex.hooks
     hookwidgets.enable_display()
     _run(ip, "model.head")
-    assert browser_sends(widget_shown(shown[-1]), type="attach", target="fc", kind="backward_pre")["ok"]
+    assert browser_sends(widget_shown(shown[-1]), type="attach", path="fc", kind="backward_pre")["ok"]
     assert diff_keys(before, all_hook_state(user_model))
 
     _run(ip, "%unload_ext hookwidgets")

@@ -11,7 +11,7 @@ from torch import nn
 
 from ..display import display_name, quoted
 from ..model.inputs import Inputs
-from ..model.targets import resolve_module
+from ..model.paths import resolve_module
 from .grid import as_grid
 from .image_path import image_path
 

@@ -17,8 +17,8 @@ from ..._warnings import BlankMapWarning
 from ..display import display_name, quoted
 from ..graph.stops import Stops, check_path
 from ..model.inputs import Inputs, Target, call_model
+from ..model.preserved_state import preserved_state
 from ..model.scores import Score, resolve_score
-from ..model.state import preserved_state
 from ..model.tokens import patch_grid
 from .cams import CAM_FUNCTIONS, gradcam
 from .grid import as_grid, is_spatial

@@ -15,8 +15,8 @@ from ..graph.stops import Stops, check_path
 from ..model.attention_record import attention_graph_runner
 from ..model.inputs import Inputs
 from ..model.meta import no_values
+from ..model.preserved_state import preserved_state
 from ..model.scores import resolve_score
-from ..model.state import preserved_state
 from ..model.tokens import leading_tokens, patch_grid
 
 ROLLOUT_METHODS = ("attention_rollout", "grad_attention_rollout")

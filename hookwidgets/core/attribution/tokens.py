@@ -15,8 +15,8 @@ from ..display import quoted
 from ..graph.stops import Stops, check_path
 from ..model.inputs import Inputs, call_model, describe_inputs
 from ..model.nested import rebuilt_mapping
+from ..model.preserved_state import preserved_state
 from ..model.scores import resolve_score
-from ..model.state import preserved_state
 
 TOKEN_METHODS = ("saliency", "input_x_grad", "integrated_gradients")
 """The methods that give one score per input token ``(N, T)`` on a model fed token ids."""

@@ -45,7 +45,7 @@ def export_captures(store: CaptureStore, path: str | os.PathLike[str], *, labels
             key = f"{index:06d}/{name}"
             if t.is_meta:
                 raise ValueError(
-                    f"the {record.kind} capture {name!r} of {quoted(record.target or '(model)')} (step {record.step}) "
+                    f"the {record.kind} capture {name!r} of {quoted(record.path or '(model)')} (step {record.step}) "
                     "is on the meta device, which holds shapes and no values, so it has none to write: the model's "
                     "weights are meta; load them and run again, or clear those captures (ex.captures.clear())"
                 )
@@ -85,9 +85,9 @@ def export_captures(store: CaptureStore, path: str | os.PathLike[str], *, labels
 def load_captures(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read a capture file and its sidecar back: one dict per record, in store order.
 
-    Each dict has ``target``, ``kind``, ``step``, ``call``, ``recompute``, ``generation`` (``{"call", "index"}`` or
-    None), ``stale``, ``nbytes``, ``stats`` (None for records without) and ``tensors``, a list of
-    ``{name, key, shape, dtype, tensor}``.
+    Each dict has ``path``, ``kind``, ``step``, ``call``, ``recompute``, ``generation``
+    (``{"call", "index"}`` or None), ``stale``, ``nbytes``, ``stats`` (None for records without) and ``tensors``, a
+    list of ``{name, key, shape, dtype, tensor}``.
     """
     path = _checked_path(path)
     sidecar = sidecar_path(path)
@@ -134,7 +134,7 @@ def _checked_path(path: str | os.PathLike[str]) -> Path:
 
 def _record_entry(record: Record) -> dict[str, Any]:
     return {
-        "target": record.target,
+        "path": record.path,
         "kind": record.kind,
         "step": record.step,
         "call": record.call,

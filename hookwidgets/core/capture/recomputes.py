@@ -20,12 +20,12 @@ R = TypeVar("R", bound=_Keyed)
 
 def once_each(records: Iterable[R]) -> list[R]:
     """``records`` (``Record``s in arrival order) without the repeats a checkpoint's recompute made: a ``recompute``
-    record stands for its (target, kind, step, call) only when no record of that call came before it (its original
+    record stands for its (path, kind, step, call) only when no record of that call came before it (its original
     was not kept, or the hook was attached after the forward)."""
     seen: set[tuple[Any, ...]] = set()
     kept: list[R] = []
     for record in records:
-        key = (getattr(record, "target", None), getattr(record, "kind", None), record.step, record.call)
+        key = (getattr(record, "path", None), getattr(record, "kind", None), record.step, record.call)
         if getattr(record, "recompute", False) and key in seen:
             continue
         seen.add(key)

@@ -11,7 +11,7 @@ SHOWN_CALLS = 8
 
 @dataclass
 class ShortStep:
-    """The records of one (target, kind) evicted during the step they belong to."""
+    """The records of one (path, kind) evicted during the step they belong to."""
 
     step: int
     limit: str
@@ -20,39 +20,39 @@ class ShortStep:
 
 
 class ShortSteps:
-    """The latest such step of each (target, kind); not thread-safe: the store calls it under its lock."""
+    """The latest such step of each (path, kind); not thread-safe: the store calls it under its lock."""
 
     def __init__(self) -> None:
         self._by_hook: dict[tuple[str, str], ShortStep] = {}
 
-    def note(self, target: str, kind: str, step: int, call: int, limit: str) -> None:
-        """One record of ``(target, kind)`` of ``step`` was evicted while ``step`` was still being recorded."""
-        short = self._by_hook.get((target, kind))
+    def note(self, path: str, kind: str, step: int, call: int, limit: str) -> None:
+        """One record of ``(path, kind)`` of ``step`` was evicted while ``step`` was still being recorded."""
+        short = self._by_hook.get((path, kind))
         if short is None or short.step != step:
-            short = self._by_hook[(target, kind)] = ShortStep(step, limit)
+            short = self._by_hook[(path, kind)] = ShortStep(step, limit)
         short.calls.append(call)
         if limit == "memory_budget":
             short.limit = limit  # the budget is the one to raise first
 
-    def current(self, target: str, kind: str, newest_kept: int | None) -> ShortStep | None:
-        """The note of ``(target, kind)`` unless a later step of it was kept since (``newest_kept``: the step
+    def current(self, path: str, kind: str, newest_kept: int | None) -> ShortStep | None:
+        """The note of ``(path, kind)`` unless a later step of it was kept since (``newest_kept``: the step
         of its newest record held); such a step lost nothing, so the note is dropped."""
-        short = self._by_hook.get((target, kind))
+        short = self._by_hook.get((path, kind))
         if short is not None and newest_kept is not None and newest_kept > short.step:
-            del self._by_hook[(target, kind)]
+            del self._by_hook[(path, kind)]
             return None
         return short
 
     def hooks(self) -> list[tuple[str, str]]:
-        """``(target, kind)`` of every note, in the order they were first made."""
+        """``(path, kind)`` of every note, in the order they were first made."""
         return list(self._by_hook)
 
-    def forget(self, target: str | None = None) -> None:
-        """Drop every note, or those of one target."""
-        if target is None:
+    def forget(self, path: str | None = None) -> None:
+        """Drop every note, or those of one path."""
+        if path is None:
             self._by_hook.clear()
         else:
-            for key in [k for k in self._by_hook if k[0] == target]:
+            for key in [k for k in self._by_hook if k[0] == path]:
                 del self._by_hook[key]
 
 

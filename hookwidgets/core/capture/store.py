@@ -35,7 +35,7 @@ class Generation(NamedTuple):
 class Record:
     """One hook firing: the tensors it saw (detached, ordered by name) and where it came from."""
 
-    target: str
+    path: str
     """Where it fired: the hook's path."""
     kind: str
     """The kind of the hook that fired."""
@@ -113,7 +113,7 @@ class Record:
 
 
 def make_record(
-    target: str,
+    path: str,
     kind: str,
     step: int,
     call: int,
@@ -153,7 +153,7 @@ def make_record(
     # ._version. Their fingerprint alone tells a later change; copy=True keeps their values.
     versions = {name: t._version for name, t in kept.items() if not t.is_inference()}
     record = Record(
-        target, kind, step, call, kept, recompute=recompute, generation=generation, _versions=versions, _prints=prints
+        path, kind, step, call, kept, recompute=recompute, generation=generation, _versions=versions, _prints=prints
     )
     if pending and torch.cuda.is_available():
         record._copy_done = torch.cuda.Event()  # type: ignore[no-untyped-call]  # unannotated in torch
@@ -161,15 +161,15 @@ def make_record(
     return record
 
 
-_NO_KINDS: Mapping[str, deque[Record]] = {}  # what a target without records holds (read only)
+_NO_KINDS: Mapping[str, deque[Record]] = {}  # what a path without records holds (read only)
 
 
 class CaptureStore(Mapping[str, dict[str, list[Record]]]):
-    """Records by target and kind, newest last, evicting the oldest once over ``memory_budget`` bytes
+    """Records by path and kind, newest last, evicting the oldest once over ``memory_budget`` bytes
     of tensors or over ``max_records`` records.
 
     The byte budget evicts only records holding tensor bytes (stats and tensor-less records hold none: the
-    record count bounds them). ``store[target][kind]`` is a list of Records. Safe when hooks fire on other
+    record count bounds them). ``store[path][kind]`` is a list of Records. Safe when hooks fire on other
     threads.
     """
 
@@ -199,18 +199,18 @@ class CaptureStore(Mapping[str, dict[str, list[Record]]]):
         self._light: deque[Record] = deque()
         self._arrivals = 0
         self._short = ShortSteps()
-        self._emptied: dict[str, str] = {}  # target -> the limit that evicted its last record
-        self._by_target: dict[str, OrderedDict[str, deque[Record]]] = {}
+        self._emptied: dict[str, str] = {}  # path -> the limit that evicted its last record
+        self._by_path: dict[str, OrderedDict[str, deque[Record]]] = {}
         self._lock = threading.Lock()
 
     def add(self, record: Record) -> None:
         """Keep ``record``; evict the oldest records until the store fits its budget again."""
         size = record.nbytes
         with self._lock:
-            kinds = self._by_target.get(record.target)
+            kinds = self._by_path.get(record.path)
             if kinds is None:
-                kinds = self._by_target[record.target] = OrderedDict()
-                self._emptied.pop(record.target, None)
+                kinds = self._by_path[record.path] = OrderedDict()
+                self._emptied.pop(record.path, None)
             kinds.setdefault(record.kind, deque()).append(record)
             self._arrivals += 1
             record._arrival = self._arrivals
@@ -235,7 +235,7 @@ class CaptureStore(Mapping[str, dict[str, list[Record]]]):
     def _evict(self, old: Record, step: int, limit: str) -> None:
         """Drop ``old``, already taken off its arrival queue, from its history; note it when it belongs to
         ``step``, the step of the record being added (the limit holds less than one step)."""
-        kinds = self._by_target[old.target]
+        kinds = self._by_path[old.path]
         history = kinds[old.kind]
         if history[0] is old:  # the usual case: histories keep arrival order too
             history.popleft()
@@ -244,27 +244,27 @@ class CaptureStore(Mapping[str, dict[str, list[Record]]]):
         if not history:
             del kinds[old.kind]
             if not kinds:
-                del self._by_target[old.target]
-                self._emptied[old.target] = limit
+                del self._by_path[old.path]
+                self._emptied[old.path] = limit
         if old.step == step:
-            self._short.note(old.target, old.kind, old.step, old.call, limit)
+            self._short.note(old.path, old.kind, old.step, old.call, limit)
         self.nbytes -= old.nbytes
         self.evicted += 1
         old._kept = False
 
-    def latest(self, target: str, kind: str) -> Record | None:
-        """The newest record of ``(target, kind)``, or None."""
+    def latest(self, path: str, kind: str) -> Record | None:
+        """The newest record of ``(path, kind)``, or None."""
         with self._lock:
-            history = self._by_target.get(target, _NO_KINDS).get(kind)
+            history = self._by_path.get(path, _NO_KINDS).get(kind)
             return history[-1].wait() if history else None
 
     def step_records(self, keys: Iterable[tuple[str, str]], step: int) -> list[Record]:
-        """The kept records of ``step`` of each ``(target, kind)`` of ``keys``, in arrival order: one step's share of
+        """The kept records of ``step`` of each ``(path, kind)`` of ``keys``, in arrival order: one step's share of
         ``snapshot()``, read from the newest end of each history (a cost that does not grow with the store)."""
         found = []
         with self._lock:
-            for target, kind in keys:
-                for record in reversed(self._by_target.get(target, _NO_KINDS).get(kind, ())):
+            for path, kind in keys:
+                for record in reversed(self._by_path.get(path, _NO_KINDS).get(kind, ())):
                     # histories run in step order (a backward of an older step after a newer one's is not looked for)
                     if record.step < step:
                         break
@@ -277,7 +277,7 @@ class CaptureStore(Mapping[str, dict[str, list[Record]]]):
         """Mark the kept records of ``step`` as part of ``generation`` (a prompt step, known once the next step came),
         read from the newest end of each history."""
         with self._lock:
-            for kinds in self._by_target.values():
+            for kinds in self._by_path.values():
                 for history in kinds.values():
                     for record in reversed(history):
                         if record.step < step:
@@ -299,48 +299,48 @@ class CaptureStore(Mapping[str, dict[str, list[Record]]]):
             return list(heavy or light)
         return list(heapq.merge(heavy, light, key=lambda r: r._arrival))
 
-    def clear(self, target: str | None = None) -> None:
-        """Forget every record, or those of one target."""
+    def clear(self, path: str | None = None) -> None:
+        """Forget every record, or those of one path."""
         with self._lock:
             records = self._in_order()
-            keep = [r for r in records if target is not None and r.target != target]
+            keep = [r for r in records if path is not None and r.path != path]
             for r in records:
-                r._kept = target is not None and r.target != target
+                r._kept = path is not None and r.path != path
             self._heavy = deque(r for r in keep if r.nbytes)
             self._light = deque(r for r in keep if not r.nbytes)
-            self._by_target = {}
+            self._by_path = {}
             self.nbytes = 0
             for r in keep:
-                self._by_target.setdefault(r.target, OrderedDict()).setdefault(r.kind, deque()).append(r)
+                self._by_path.setdefault(r.path, OrderedDict()).setdefault(r.kind, deque()).append(r)
                 self.nbytes += r.nbytes
-            self._short.forget(target)
-            if target is None:
+            self._short.forget(path)
+            if path is None:
                 self._emptied.clear()
             else:
-                self._emptied.pop(target, None)
+                self._emptied.pop(path, None)
 
     def __len__(self) -> int:
-        return len(self._by_target)
+        return len(self._by_path)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(list(self._by_target))
+        return iter(list(self._by_path))
 
-    def __getitem__(self, target: str) -> dict[str, list[Record]]:
+    def __getitem__(self, path: str) -> dict[str, list[Record]]:
         with self._lock:
-            kinds = self._by_target.get(target)
+            kinds = self._by_path.get(path)
             if kinds is None:
-                known = ", ".join(quoted(t) for t in self._by_target) or "none yet: attach a hook and run"
+                known = ", ".join(quoted(t) for t in self._by_path) or "none yet: attach a hook and run"
                 raise KeyError(
-                    f"no captures for target {quoted(target)}{self._why_gone(target)}; targets with captures: {known}"
+                    f"no captures for path {quoted(path)}{self._why_gone(path)}; paths with captures: {known}"
                 )
             return {kind: [r.wait() for r in records] for kind, records in kinds.items()}
 
-    def _why_gone(self, target: str) -> str:
-        """Why a target that had records holds none: ``": its records were all evicted …"``, else ``""``."""
-        limit = self._emptied.get(target)
+    def _why_gone(self, path: str) -> str:
+        """Why a path that had records holds none: ``": its records were all evicted …"``, else ``""``."""
+        limit = self._emptied.get(path)
         if limit is None:
             return ""
-        found = [self._short_note(t, k) for t, k in self._short.hooks() if t == target]
+        found = [self._short_note(t, k) for t, k in self._short.hooks() if t == path]
         notes = [n for n in found if n is not None]
         if notes:
             return f": its records were all evicted: {'; '.join(notes)}"
@@ -348,23 +348,23 @@ class CaptureStore(Mapping[str, dict[str, list[Record]]]):
         return f": its records were all evicted, oldest first, to stay under {what}"
 
     def short_steps(self) -> dict[tuple[str, str], str]:
-        """Why records of each ``(target, kind)`` went before their own step ended (the budget holds less than
+        """Why records of each ``(path, kind)`` went before their own step ended (the budget holds less than
         one step), for those where it is still so: a later step kept whole drops the note."""
         with self._lock:
-            return {(s["target"], s["kind"]): s["note"] for s in self._short_steps()}
+            return {(s["path"], s["kind"]): s["note"] for s in self._short_steps()}
 
-    def _short_note(self, target: str, kind: str) -> str | None:
-        history = self._by_target.get(target, _NO_KINDS).get(kind)
-        short = self._short.current(target, kind, history[-1].step if history else None)
+    def _short_note(self, path: str, kind: str) -> str | None:
+        history = self._by_path.get(path, _NO_KINDS).get(kind)
+        short = self._short.current(path, kind, history[-1].step if history else None)
         return describe(short, kind, self.memory_budget, self.max_records) if short is not None else None
 
     def _short_steps(self) -> list[dict[str, Any]]:
-        """Every (target, kind) whose records went before their own step ended, as plain data."""
+        """Every (path, kind) whose records went before their own step ended, as plain data."""
         found = []
-        for target, kind in self._short.hooks():
-            note = self._short_note(target, kind)
+        for path, kind in self._short.hooks():
+            note = self._short_note(path, kind)
             if note is not None:
-                found.append({"target": target, "kind": kind, "note": note})
+                found.append({"path": path, "kind": kind, "note": note})
         return found
 
     def __repr__(self) -> str:
@@ -374,8 +374,8 @@ class CaptureStore(Mapping[str, dict[str, list[Record]]]):
 
     def summary(self) -> dict[str, Any]:
         """Counts for display: records, bytes, budget, evictions, and ``short_steps``: the hooks whose records
-        went before their own step ended (``{"target", "kind", "note"}`` each; the budget holds less than one
-        step)."""
+        went before their own step ended (``{"path", "kind", "note"}`` each; the budget holds
+        less than one step)."""
         with self._lock:
             return {
                 "records": len(self._heavy) + len(self._light),

@@ -44,7 +44,7 @@ GLOBAL_REGISTER = {  # on each module of the model, first among its hooks: where
 
 HEADER = """\
 # Plain-PyTorch version of {count} hook(s) made with hookwidgets; needs only torch and the model in `{model}`.
-# captures[(target, kind)] lists what each hook recorded, oldest first; to remove every hook:
+# captures[(path, kind)] lists what each hook recorded, oldest first; to remove every hook:
 #     for handle in handles:
 #         handle.remove()
 {skipped}{imports}from collections import defaultdict

@@ -8,14 +8,14 @@ import keyword
 from torch import nn
 
 from ..display import display_name, quoted
-from ..hooks.edits import PRIMARY
 from ..hooks.info import HeadPlan
 from ..hooks.kinds import GLOBAL_KINDS, NODE_KINDS, takes_kwargs
 from ..hooks.notes import CANNOT_FIRE
 from ..hooks.registry import HookInfo
+from ..hooks.tensor_edits import PRIMARY
 from ..kind_table import KINDS, has
+from ..model.paths import resolve_path
 from ..model.scope import parse_node_id
-from ..model.targets import resolve_target
 from .fragments import (
     DICT_OUTPUT_NOTE,
     EDITABLE,
@@ -82,7 +82,7 @@ SUPPORTED = (*MODULE_REGISTER, *GLOBAL_REGISTER, *NODE_KINDS)
 def hook_code(hooks: list[HookInfo], model_name: str = "model", *, model: nn.Module | None = None) -> str:
     """Python source, torch only, that registers hooks equivalent to ``hooks`` on the variable ``model_name``.
 
-    The code keeps the handles in ``handles`` and what the hooks record in ``captures[(target, kind)]``.
+    The code keeps the handles in ``handles`` and what the hooks record in ``captures[(path, kind)]``.
     Hooks others attached (``foreign``) are left out. ``model`` tells whether a ``grad`` hook is on a
     module or a parameter where that cannot be read from the hook's live handle.
     """
@@ -163,8 +163,8 @@ def _head_hook(plan: HeadPlan, model_name: str) -> list[str]:
 
 
 def _is_op_node(info: HookInfo) -> bool:
-    """Whether a node hook's target is an op node (made anew by every forward), not an AccumulateGrad one."""
-    return parse_node_id(info.target)[1] != "AccumulateGrad"
+    """Whether a node hook's path is an op node (made anew by every forward), not an AccumulateGrad one."""
+    return parse_node_id(info.path)[1] != "AccumulateGrad"
 
 
 def _spec(info: HookInfo, model: nn.Module | None) -> str:
@@ -174,11 +174,10 @@ def _spec(info: HookInfo, model: nn.Module | None) -> str:
     if info.spec:
         return info.spec
     if model is not None:
-        family, _ = resolve_target(model, info.target)
+        family, _ = resolve_path(model, info.path)
         return "param_grad" if family == "param" else "grad"
     raise ValueError(
-        f"cannot tell whether the 'grad' hook on {info.target!r} is on a module or a parameter: "
-        "pass model= to hook_code"
+        f"cannot tell whether the 'grad' hook on {info.path!r} is on a module or a parameter: pass model= to hook_code"
     )
 
 
@@ -201,7 +200,7 @@ def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[st
         edit = f"edit {', '.join(literal(e) for e in info.edit)}, then " if info.edit else ""
         copy = " (copies, so later in-place ops cannot change them)" if info.copy and info.action == "capture" else ""
         what = edit + info.action + copy
-    lines = [comment(f"Hook {index}: {info.kind} on {quoted(info.target)} -> {what}")]
+    lines = [comment(f"Hook {index}: {info.kind} on {quoted(info.path)} -> {what}")]
     if spec not in SUPPORTED:
         return lines[0] + f"\n# not generated: hookwidgets has no plain-torch code for kind {info.kind!r} yet"
     if spec == "legacy_backward":
@@ -237,9 +236,9 @@ def _block(index: int, info: HookInfo, spec: str, model_name: str, names: set[st
         else:
             lines += [f"def {fn}({signature}):", *_body(info, spec, _key(info), _where(info), with_kwargs, hide_edits)]
         if has(spec, family="param"):
-            owner = f"{model_name}.get_parameter({quote(info.target)})"
+            owner = f"{model_name}.get_parameter({quote(info.path)})"
         else:
-            owner = f"{model_name}.get_submodule({quote(info.target)})" if info.target else model_name
+            owner = f"{model_name}.get_submodule({quote(info.path)})" if info.path else model_name
         kwargs = ", with_kwargs=True" if with_kwargs else ""
         registration = f"{owner}.{MODULE_REGISTER[spec].format(fn=fn, kwargs=kwargs)}"
         if spec == "backward_pre":
@@ -283,7 +282,7 @@ def _grad_hook(info: HookInfo, fn: str, names: set[str]) -> list[str]:
 def _node_hook(info: HookInfo, spec: str, fn: str, signature: str, model_name: str) -> list[str]:
     """A hook on a parameter's AccumulateGrad node (stable across forwards), or on an op node found anew in
     every forward's graph by its scope and ordinal (the ``op_nodes`` template)."""
-    scope, op, ordinal = parse_node_id(info.target)
+    scope, op, ordinal = parse_node_id(info.path)
     method = "register_prehook" if spec == "node_pre" else "register_hook"
     if callable(info.action):
         body = [_placeholder(info, fn, signature)]
@@ -297,7 +296,7 @@ def _node_hook(info: HookInfo, spec: str, fn: str, signature: str, model_name: s
             *body,
             "",
             "",
-            comment(f"{quoted(info.target)} is the AccumulateGrad node of an input that requires grad:"),
+            comment(f"{quoted(info.path)} is the AccumulateGrad node of an input that requires grad:"),
             f"# register {fn} on that input's node yourself: x.view_as(x).grad_fn.next_functions[0][0].{method}({fn})",
         ]
     param = f"{scope}.{ordinal}" if scope else ordinal
@@ -389,8 +388,8 @@ def _placeholder(info: HookInfo, fn: str, signature: str) -> str:
 
 
 def _key(info: HookInfo) -> str:
-    return f"({quote(info.target)}, {quote(info.kind)})"
+    return f"({quote(info.path)}, {quote(info.kind)})"
 
 
 def _where(info: HookInfo) -> str:
-    return quote(f"{info.target or '(model)'} {info.kind}")
+    return quote(f"{info.path or '(model)'} {info.kind}")

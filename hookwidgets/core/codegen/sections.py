@@ -88,9 +88,9 @@ def section(name: str, model_name: str = MODEL) -> str:
 
 
 def edit_section(used: set[str]) -> str:
-    """The ``edits`` template with only the ``_edit_tensor`` branches of the edits in ``used``, in its order."""
+    """The ``edit_tensor`` template with only the ``_edit_tensor`` branches of the edits in ``used``, in its order."""
     lines, chain, keep, first = [], None, True, True
-    for line in section("edits").splitlines():
+    for line in section("edit_tensor").splitlines():
         branch = _BRANCH.match(line)
         if branch:
             chain, keep = len(branch["indent"]), branch["name"] in used
@@ -106,8 +106,8 @@ def edit_section(used: set[str]) -> str:
 
 
 def edit_names() -> list[str]:
-    """The edits the ``edits`` template has a branch for, in its order."""
-    return [match["name"] for line in section("edits").splitlines() if (match := _BRANCH.match(line))]
+    """The edits the ``edit_tensor`` template has a branch for, in its order."""
+    return [match["name"] for line in section("edit_tensor").splitlines() if (match := _BRANCH.match(line))]
 
 
 def rename(source: str, old: str, new: str) -> str:

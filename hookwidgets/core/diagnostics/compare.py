@@ -28,8 +28,8 @@ from ..kind_table import names
 from ..model.hook_dicts import HOOK_DICTS
 from ..model.inputs import Inputs, Target, call_model
 from ..model.nested import first_tensor, map_tensors
+from ..model.paths import describe_path, resolve_module, submodule_or_none
 from ..model.scores import resolve_score
-from ..model.targets import describe_path, resolve_module, submodule_or_none
 
 Grads = tuple[torch.Tensor | None, ...]
 

@@ -18,7 +18,7 @@ from ..kind_table import summary_columns
 from ..model.inputs import Inputs, call_model
 from ..model.meta import no_values
 from ..model.nested import named_tensors
-from ..model.state import preserved_state
+from ..model.preserved_state import preserved_state
 from ..model.tree import forward_hooks
 
 SUMMARY_FIELDS = ("norm", "mean", "std", "zero_fraction", "nan", "inf")
@@ -84,7 +84,8 @@ def first_nonfinite(model: nn.Module, inputs: Inputs, *, train: bool = False) ->
 
 
 def summary_rows(store: CaptureStore) -> list[dict[str, Any]]:
-    """One row per (step, module) from ``stats`` records: activation and gradient statistics.
+    """One row per (step, module) from ``stats`` records: ``step``, the module's ``path``, then activation and gradient
+    statistics.
 
     Forward kinds fill ``act_*`` columns, backward kinds ``grad_*`` (from grad_output), so
     ``ex.attach("", ["global_forward", "global_grad"], action="stats")`` gives the full table.
@@ -100,7 +101,7 @@ def rows_of(records: Iterable[Record]) -> list[dict[str, Any]]:
     """``summary_rows`` of ``records``, given in arrival order (every record of the store, or one step's)."""
     rows: dict[tuple[int, str], dict[str, Any]] = {}
     arrivals: dict[tuple[int, str], int] = {}
-    # (step, target, kind) -> calls so far and their statistics combined. By kind, not by column: two kinds
+    # (step, path, kind) -> calls so far and their statistics combined. By kind, not by column: two kinds
     # filling one column (forward and global_forward stats on one module) see the same tensors, once each.
     seen: dict[tuple[int, str, str], tuple[int, dict[str, float]]] = {}
     columns = summary_columns()  # the kinds whose stats records fill the summary, and their columns
@@ -108,8 +109,9 @@ def rows_of(records: Iterable[Record]) -> list[dict[str, Any]]:
         prefix = columns.get(record.kind)
         if prefix is None or record.stats is None:
             continue
-        row = rows.setdefault((record.step, record.target), {"step": record.step, "target": record.target})
-        key = (record.step, record.target, record.kind)
+        path = record.path
+        row = rows.setdefault((record.step, path), {"step": record.step, "path": path})
+        key = (record.step, path, record.kind)
         calls, stats = seen.get(key, (0, None))
         stats = record.stats if stats is None else combine_stats(stats, record.stats)
         seen[key] = (calls + 1, stats)
@@ -132,6 +134,6 @@ def first_nonfinite_row(rows: list[dict[str, Any]]) -> str | None:
     for prefix in ("act", "grad"):
         bad = [r for r in rows if r.get(f"{prefix}_nan", 0) or r.get(f"{prefix}_inf", 0)]
         if bad:
-            first: str = min(bad, key=lambda r: r.get(f"{prefix}_order", 0))["target"]
+            first: str = min(bad, key=lambda r: r.get(f"{prefix}_order", 0))["path"]
             return first
     return None

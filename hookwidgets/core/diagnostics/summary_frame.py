@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas
 
-KEY_COLUMNS = ("step", "target")
+KEY_COLUMNS = ("step", "path")
 """The columns that name a row: the step and the layer's path."""
 
 
 def summary_frame(rows: list[dict[str, Any]]) -> pandas.DataFrame:
-    """``rows`` (``summary_rows``) as a DataFrame: one row each, ``step`` and ``target`` first, then the statistics'
-    columns in the order they first appear (NaN where a row has none)."""
+    """``rows`` (``summary_rows``) as a DataFrame: one row each, ``step`` and ``path`` first, then the
+    statistics' columns in the order they first appear (NaN where a row has none)."""
     try:
         import pandas
     except ImportError as exc:

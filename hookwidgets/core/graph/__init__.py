@@ -6,7 +6,7 @@ Internal: the public names are ``hookwidgets.core``'s; what is here may change w
 from .dataflow import dataflow_graph
 from .plain import Dataflow, DataflowEdge, DataflowNode, GraphCluster, GraphData, GraphEdge, GraphNode, SavedTensor
 from .record import GraphRecorder, GraphRecording, record_graph
-from .state import RecordedGraph
+from .recorded import RecordedGraph
 
 __all__ = [
     "Dataflow",

@@ -23,8 +23,8 @@ from ..gc_pause import no_gc
 from ..model.inputs import Inputs, call_model
 from ..model.names import ParamNames
 from ..model.nested import output_tensors
+from ..model.preserved_state import preserved_state
 from ..model.scope import HIDDEN_OPS, Call, ScopeTracker, hidden_ops, node_id, op_name, parse_node_id
-from ..model.state import preserved_state
 from .dataflow import dataflow_graph
 from .no_graph import no_graph_reason
 from .plain import GraphCluster, GraphData, SavedTensor

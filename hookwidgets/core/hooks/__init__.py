@@ -7,10 +7,10 @@ Internal: the public names are ``hookwidgets.core``'s; what is here may change w
 from ..kind_table import KINDS, Kind
 from .actions import BUILTIN_ACTIONS
 from .clock import Clock
-from .edits import EDIT_NAMES
 from .info import HookGroup, HookInfo, TimelineEvent
 from .kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS, resolve_kind, valid_kinds
 from .registry import HookRegistry
+from .tensor_edits import EDIT_NAMES
 
 __all__ = [
     "BUILTIN_ACTIONS",

@@ -13,8 +13,8 @@ from ..capture.store import CaptureStore, Generation, Record, make_record
 from ..model.nested import named_tensors as named_tensors  # re-exported: hooks and registration import it here
 from ..model.scope import hidden_ops
 from . import notes
-from .edits import PatchShapeError, apply_edits, without_patches
 from .notes import NoteKind
+from .tensor_edits import PatchShapeError, apply_edits, without_patches
 
 BUILTIN_ACTIONS = ("capture", "stats", "print")
 """The built-in actions by name: ``capture`` (the default), ``stats`` and ``print``; any callable is an action too."""
@@ -35,7 +35,7 @@ class Firing:
     when none takes a gradient, None when unknown.
     """
 
-    target: str
+    path: str
     kind: str
     step: int
     call: int
@@ -90,7 +90,7 @@ def perform(
     if action == "capture":
         store.add(
             make_record(
-                firing.target,
+                firing.path,
                 firing.kind,
                 firing.step,
                 firing.call,
@@ -114,7 +114,7 @@ def perform(
             stats = {**stats, "magnitude": True}  # the statistics are of |x|: said wherever they are shown
         store.add(
             Record(
-                firing.target,
+                firing.path,
                 firing.kind,
                 firing.step,
                 firing.call,
@@ -151,5 +151,5 @@ def describe_firing(firing: Firing, tensors: Mapping[str, torch.Tensor | None]) 
             + (f" inf={int(stats['inf'])}" if stats["inf"] else "")
         )
     again = " (recompute)" if firing.recompute else ""
-    where = f"[step {firing.step}] {firing.target or '(model)'} {firing.kind} call {firing.call}{again}"
+    where = f"[step {firing.step}] {firing.path or '(model)'} {firing.kind} call {firing.call}{again}"
     return f"{where}: " + ("; ".join(parts) if parts else "no tensors")

@@ -24,11 +24,10 @@ from ..model.inputs import Inputs, call_model
 from ..model.lazy import unmaterialized_param
 from ..model.nested import tensors_in
 from ..model.packed import holds_packed
-from ..model.targets import alias_note, first_name, resolve_target, without_compiled_steps
+from ..model.paths import alias_note, first_name, resolve_path, without_compiled_steps
 from ..model.tree import SCRIPTED_ROOT, ProbeResult
 from . import notes
 from .collisions import is_inplace_collision
-from .edits import check_edits_fit
 from .info import HookInfo
 from .kinds import resolve_kind
 from .notes import (
@@ -43,13 +42,14 @@ from .notes import (
 from .registry import HookRegistry
 from .runner import COLLISION_CHECK, FORWARD_CHECK, STOP_CHECK, Runner
 from .stop_notes import note_stopped, stopped_notes
+from .tensor_edits import check_edits_fit
 
 
 def attach(
     registry: HookRegistry,
     runner: Runner,
     model: nn.Module,
-    target: str,
+    path: str,
     kinds: Sequence[str],
     action: str | Callable[..., Any],
     edit: Any,
@@ -60,27 +60,27 @@ def attach(
     example: Callable[[], Inputs] | None,
     check_node: Callable[[str], None],
 ) -> list[HookInfo]:
-    """Attach a hook of each of ``kinds`` at ``target``, all or none, as ``Explorer.attach`` documents; ``probed``:
+    """Attach a hook of each of ``kinds`` at ``path``, all or none, as ``Explorer.attach`` documents; ``probed``:
     what the shape probe saw; ``example()``: a fresh copy of the example inputs (None without them);
     ``check_node(id)``: a KeyError when the recorded graph lacks that node."""
     if isinstance(model, torch.jit.ScriptModule):  # torch refuses even get_submodule on one
         raise ValueError(SCRIPTED_ROOT)
-    family, obj = resolve_target(model, target)
-    given, target = target, first_name(model, family, obj) or target  # one name per module or parameter
-    specs = [resolve_kind(k, target, family) for k in kinds]  # all validated before any is attached
-    _refuse(target, obj, family, specs)
+    family, obj = resolve_path(model, path)
+    given, path = path, first_name(model, family, obj) or path  # one name per module or parameter
+    specs = [resolve_kind(k, path, family) for k in kinds]  # all validated before any is attached
+    _refuse(path, obj, family, specs)
     if family == "node":
-        check_node(target)
+        check_node(path)
     forward = forward_probe(runner, model, example)
     infos: list[HookInfo] = []
     try:  # all or nothing: a kind refused halfway takes back the kinds of this call attached before it
         for k, spec in zip(kinds, specs, strict=True):
-            infos.append(registry.attach(target, obj, spec, k, action, edit, copy, with_kwargs, forward))
+            infos.append(registry.attach(path, obj, spec, k, action, edit, copy, with_kwargs, forward))
         _check_edits_fit(infos, probed)
         _check_collisions(runner, model, example, [i for i in infos if has(i.spec, full_backward=True)])
     except BaseException:
         for info in infos:
-            registry.detach(info.target, info.kind)
+            registry.detach(info.path, info.kind)
         raise
     _note(model, infos, specs, obj, given, probed, "forward" in kinds)
     _note_stopped_gradients(runner, model, example, infos)
@@ -103,26 +103,26 @@ def forward_probe(runner: Runner, model: nn.Module, example: Callable[[], Inputs
     return lambda: runner.run(FORWARD_CHECK, model, lambda: call_model(model, example()))
 
 
-def _refuse(target: str, obj: Any, family: str, specs: list[Kind]) -> None:
+def _refuse(path: str, obj: Any, family: str, specs: list[Kind]) -> None:
     """A ValueError for a kind the place cannot take, before any hook is attached."""
     if isinstance(obj, torch.jit.ScriptModule) and any(s.family == "module" for s in specs):
         raise ValueError(
-            f"module {quoted(target)} is a torch.jit.script module ({display_name(type(obj).__name__)}): "
+            f"module {quoted(path)} is a torch.jit.script module ({display_name(type(obj).__name__)}): "
             "ScriptModules take no hooks; hook a module around it, or its parameters (kind 'grad'), or explore it "
             "before scripting"
         )
     if is_compile_wrapper(obj) and any(s.module_backward for s in specs):
-        inner = f"{target}.{COMPILED_INNER}" if target else COMPILED_INNER
+        inner = f"{path}.{COMPILED_INNER}" if path else COMPILED_INNER
         raise ValueError(
-            f"module {quoted(target)} is torch.compile's wrapper (OptimizedModule): torch never fires backward "
+            f"module {quoted(path)} is torch.compile's wrapper (OptimizedModule): torch never fires backward "
             f"hooks registered on the wrapper itself; attach them to {quoted(inner)}, the module it compiles"
         )
     if family == "param" and is_lazy(obj):
-        raise ValueError(unmaterialized_param(target))
+        raise ValueError(unmaterialized_param(path))
     if family == "param" and not obj.requires_grad and any(s.gradient for s in specs):
         raise ValueError(
-            f"parameter {quoted(target)} does not require grad (frozen), so it gets no gradient to hook; unfreeze "
-            f"it with model.get_parameter({quoted(target)}).requires_grad_() or hook a parameter that trains"
+            f"parameter {quoted(path)} does not require grad (frozen), so it gets no gradient to hook; unfreeze "
+            f"it with model.get_parameter({quoted(path)}).requires_grad_() or hook a parameter that trains"
         )
 
 
@@ -130,9 +130,9 @@ def _check_edits_fit(infos: list[HookInfo], probed: ProbeResult | None) -> None:
     """With example inputs, refuse at attach a forward edit that does not fit the output shape the probe saw."""
     shapes = probed.shapes if probed is not None else {}
     for info in infos:
-        shape = shapes.get(info.target)
+        shape = shapes.get(info.path)
         if info.edit and info.spec == "forward" and shape and all(isinstance(n, int) for n in shape):
-            check_edits_fit(info.edit, tuple(shape), info.target)
+            check_edits_fit(info.edit, tuple(shape), info.path)
 
 
 def _check_collisions(
@@ -183,32 +183,32 @@ def _note(
     forward: bool,
 ) -> None:
     """The notes of hooks just attached that cannot fire, may not, or sit under another name than ``given``."""
-    target = infos[0].target
+    path = infos[0].path
     skipped = never_called(model)
     for info, spec in zip(infos, specs, strict=True):
         if spec.family == "global" and skipped:
             notes.add(info, graph_skips_global_note(skipped), NoteKind.CANNOT_FIRE)
         elif spec.family == "param" and obj.is_meta:  # gradient hooks: a meta tensor takes part in no backward
-            swapped = probed is not None and target in probed.swapped
-            notes.add(info, meta_param_note(target, swapped), NoteKind.CANNOT_FIRE)
+            swapped = probed is not None and path in probed.swapped
+            notes.add(info, meta_param_note(path, swapped), NoteKind.CANNOT_FIRE)
         elif spec.family != "module":
             continue
-        elif target in skipped:  # found in the graph: it can never fire, not only in the example forward
-            notes.add(info, graph_skips_note(target, obj, skipped[target]), NoteKind.CANNOT_FIRE)
+        elif path in skipped:  # found in the graph: it can never fire, not only in the example forward
+            notes.add(info, graph_skips_note(path, obj, skipped[path]), NoteKind.CANNOT_FIRE)
         elif probed is not None and id(obj) not in probed.called:
-            notes.add(info, not_run_note(target, obj), NoteKind.NOT_RUN)
+            notes.add(info, not_run_note(path, obj), NoteKind.NOT_RUN)
     note = compiled_note(model)
     if note:
         warnings.warn(COMPILED, CompiledModelWarning, stacklevel=4)
         for info in infos:  # until each fires: a hook attached before the model's first compiled call does
             notes.add(info, note, NoteKind.COMPILED)
-    note = hidden_probabilities_note(model, target, obj) if forward else None
+    note = hidden_probabilities_note(model, path, obj) if forward else None
     if note:  # sdpa or flash attention: the hook sees None where the probabilities would be
         for info in infos:
             if info.kind == "forward":
                 notes.add(info, note, NoteKind.HIDDEN_PROBABILITIES)
-    if target != given and without_compiled_steps(target) != given:  # not merely inside torch.compile's wrapper
-        note = alias_note(given, target)
+    if path != given and without_compiled_steps(path) != given:  # not merely inside torch.compile's wrapper
+        note = alias_note(given, path)
         warnings.warn(note, AliasWarning, stacklevel=4)
         for info in infos:
             notes.add(info, note, NoteKind.ALIAS)

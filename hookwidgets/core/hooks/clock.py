@@ -1,7 +1,7 @@
 """The step and call each firing belongs to: the clock of a hook registry.
 
 A step is one call of the model on one thread, with the backward of the graph it built. Forward firings
-number the calls of each (target, kind) in the order they fire; a module's ``forward`` and ``grad``
+number the calls of each (path, kind) in the order they fire; a module's ``forward`` and ``grad``
 firings come as each call finishes, so a module that calls itself numbers its innermost call 0.
 
 A module backward hook cannot tell from its arguments which forward call it belongs to: the forward hook
@@ -60,7 +60,7 @@ class Clock:
         self.on_step = on_step
         self._local = _ThreadClock()
         self._lock = threading.Lock()
-        self._tag = object()  # this clock's key in node.metadata (with target, kind and side)
+        self._tag = object()  # this clock's key in node.metadata (with path, kind and side)
         self._calls: dict[int, dict[tuple[str, str], int]] = {}  # call counters of the newest steps, by step
         self._logs: dict[int, list[LogEntry]] = {}  # step -> its forward firings, in order
         self._begins: dict[int, tuple[int, int]] = {}  # step -> (its thread, autograd's next number as it began)
@@ -112,10 +112,10 @@ class Clock:
                 self.on_step()
         return step
 
-    def next_call(self, target: str, kind: str, step: int | None = None) -> int:
-        """0, 1, … for the firings of ``(target, kind)`` in ``step`` (default: this thread's step)."""
+    def next_call(self, path: str, kind: str, step: int | None = None) -> int:
+        """0, 1, … for the firings of ``(path, kind)`` in ``step`` (default: this thread's step)."""
         step = self.step if step is None else step
-        key = (target, kind)
+        key = (path, kind)
         with self._lock:
             counts = self._calls.get(step)
             if counts is None:
@@ -124,7 +124,7 @@ class Clock:
             counts[key] = call + 1
             return call
 
-    def forward_firing(self, target: str, kind: str, call_args: Any = None) -> Firing | None:
+    def forward_firing(self, path: str, kind: str, call_args: Any = None) -> Firing | None:
         """The (step, call) of a forward-phase firing (None inside an own run: it does nothing); ``call_args``:
         the args of the call a forward hook fires at the end of (None for a pre-hook, at its beginning).
 
@@ -136,14 +136,14 @@ class Clock:
             return None
         node = self._current_node()
         if node is not None:
-            return self._recompute_firing(node, target, kind)
+            return self._recompute_firing(node, path, kind)
         local = self._local
         step = local.step
-        if local.root_args is None and target and not local.loose:  # the model's own hooks fire inside its call
+        if local.root_args is None and path and not local.loose:  # the model's own hooks fire inside its call
             step = self.begin_step(loose=True)
         elif step is None:
             step = self.steps_seen
-        key = (target, kind)
+        key = (path, kind)
         with self._lock:
             counts = self._calls.get(step)
             if counts is None:
@@ -158,19 +158,19 @@ class Clock:
                     log.append((seq, key, call, id(hooks[1]), seq if call_args is None else _call_start(call_args)))
                 elif not forward_grad_enabled():  # inside an autograd.Function's forward (a reentrant checkpoint's)
                     log.append((next_sequence_nr(), key, call, 0, None))
-        return Firing(target, kind, step, call)
+        return Firing(path, kind, step, call)
 
     # Tags: written by a forward hook of each call of a module with backward hooks, read by its backward firings.
     def tag_call(
         self,
-        target: str,
+        path: str,
         kind: str,
         args: Any,
         output: Any,
         slots: bool = False,
         tensors: list[torch.Tensor] | None = None,
     ) -> Firing | None:
-        """Count this forward call of ``target`` for ``kind`` and tag the nodes its backward firings run.
+        """Count this forward call of ``path`` for ``kind`` and tag the nodes its backward firings run.
 
         A full backward hook runs in the node torch wraps the inputs in (the ``grad_fn`` of the args a forward
         hook sees), or, when no input requires grad, after the node wrapping the outputs, whose inputs are the
@@ -178,7 +178,7 @@ class Clock:
         tags also say which positions of args and output are tensors (to check a callable's return value).
         ``tensors``: the output's tensors, when the caller has them already.
         """
-        firing = self.forward_firing(target, kind, args)
+        firing = self.forward_firing(path, kind, args)
         if firing is None or not torch.is_grad_enabled():
             return firing
         label = (firing.step, firing.call)
@@ -186,53 +186,53 @@ class Clock:
         for arg in args:
             node = arg.grad_fn if isinstance(arg, torch.Tensor) else None
             if node is not None:  # every input that requires grad has this one node
-                node.metadata[(token, target, kind, "in")] = (*label, _slots(args) if slots else None)  # type: ignore[index]  # torch stubs declare Node.metadata a method; it is a dict property
+                node.metadata[(token, path, kind, "in")] = (*label, _slots(args) if slots else None)  # type: ignore[index]  # torch stubs declare Node.metadata a method; it is a dict property
                 break
         out = (*label, _slots(output if isinstance(output, tuple) else (output,)) if slots else None)
         for tensor in tensors_in(output) if tensors is None else tensors:
             node = tensor.grad_fn
             if node is not None:
-                node.metadata[(token, target, kind, "out")] = out  # type: ignore[index]  # torch stubs declare Node.metadata a method; it is a dict property
+                node.metadata[(token, path, kind, "out")] = out  # type: ignore[index]  # torch stubs declare Node.metadata a method; it is a dict property
         return firing
 
-    def tag_legacy_call(self, target: str, kind: str, args: Any, output: Any) -> None:
-        """Count this forward call of ``target`` and tag the node torch puts its legacy backward hooks on."""
-        firing = self.forward_firing(target, kind, args)
+    def tag_legacy_call(self, path: str, kind: str, args: Any, output: Any) -> None:
+        """Count this forward call of ``path`` and tag the node torch puts its legacy backward hooks on."""
+        firing = self.forward_firing(path, kind, args)
         node = _legacy_node(output) if firing is not None else None
         if node is not None and firing is not None:
             # A module returning its inner call's output hooks one node twice: both calls' labels, in firing order
-            entry = node.metadata.setdefault((self._tag, target, kind, "out"), [[], 0])
+            entry = node.metadata.setdefault((self._tag, path, kind, "out"), [[], 0])
             entry[0].append((firing.step, firing.call))
 
-    def backward_firing(self, target: str, kind: str) -> Firing:
+    def backward_firing(self, path: str, kind: str) -> Firing:
         """The firing of a module backward hook, named after the forward call whose graph it runs in."""
         node = self._current_node()
         token = self._tag
         spec = KINDS.get(kind)
         if node is not None:
             if spec is not None and spec.full_backward and not spec.pre:
-                found = node.metadata.get((token, target, kind, "in"))
+                found = node.metadata.get((token, path, kind, "in"))
                 if found is not None:
-                    return Firing(target, kind, found[0], found[1], slots=found[2])
-                found = _below(node, (token, target, kind, "out"))
+                    return Firing(path, kind, found[0], found[1], slots=found[2])
+                found = _below(node, (token, path, kind, "out"))
                 if found is not None:  # it fired after the outputs' node: no input of the call requires grad
-                    return Firing(target, kind, found[0], found[1], slots=())
+                    return Firing(path, kind, found[0], found[1], slots=())
             elif spec is not None and spec.full_backward:
-                found = _below(node, (token, target, kind, "out"))
+                found = _below(node, (token, path, kind, "out"))
                 if found is not None:
-                    return Firing(target, kind, found[0], found[1], slots=found[2])
+                    return Firing(path, kind, found[0], found[1], slots=found[2])
             else:  # legacy: on the output's own node (or below it, when a later forward hook replaced the output)
-                key = (token, target, kind, "out")
+                key = (token, path, kind, "out")
                 entry = node.metadata.get(key) or _below(node, key)
                 if entry is not None:
                     labels, fired = entry
                     entry[1] = fired + 1
-                    return Firing(target, kind, *labels[fired % len(labels)])
+                    return Firing(path, kind, *labels[fired % len(labels)])
         # No tag (an output that is a leaf, a forward hook that replaced the output with one made elsewhere):
         # counted in this thread's step, in firing order
-        return Firing(target, kind, self.step, self.next_call(target, kind))
+        return Firing(path, kind, self.step, self.next_call(path, kind))
 
-    def _recompute_firing(self, node: Any, target: str, kind: str) -> Firing:
+    def _recompute_firing(self, node: Any, path: str, kind: str) -> Firing:
         """A forward firing inside a backward, as the firing it repeats: the node autograd is running was made in
         the original forward, which tells its step and where the recomputed segment begins in that step's log;
         the segment's firings then come in their original order."""
@@ -241,7 +241,7 @@ class Clock:
         state = meta.get(self._tag)
         if state is None or state[0] != task:  # each backward through a kept graph recomputes again
             state = meta[self._tag] = [task, None, 0]  # graph task, step, where in the step's log the next is
-        key = (target, kind)
+        key = (path, kind)
         with self._lock:
             if state[1] is None:
                 seq, reentrant = sequence_nr(node), op_name(node) == REENTRANT_CHECKPOINT
@@ -255,7 +255,7 @@ class Clock:
                 call = max((entry[2] for entry in log if entry[1] == key), default=0)
             else:
                 call, state[2] = log[found][2], found + 1
-        return Firing(target, kind, state[1], call, recompute=True)
+        return Firing(path, kind, state[1], call, recompute=True)
 
     def _step_made(self, seq: int) -> int | None:
         """The step whose forward made the node numbered ``seq``: the latest to begin at or before it.
@@ -271,7 +271,7 @@ class Clock:
 
 
 LogEntry = tuple[int, tuple[str, str], int, int, int | None]
-"""A forward firing: autograd's next number then, (target, kind), call, its checkpoint segment (0: none known)
+"""A forward firing: autograd's next number then, (path, kind), call, its checkpoint segment (0: none known)
 and, in a segment, the lowest number its module's call may have begun at (None: unknown)."""
 
 

@@ -34,7 +34,7 @@ class Collisions:
     """One registry's collisions: the outputs each module with a full backward hook last made, the hooks an in-place
     op broke, the explanations so far, and the hooks detached for them.
 
-    ``hooks()``: the registry's live hooks; ``root()``: the model or None; ``foreign()``: ``(target, kind, name)`` of
+    ``hooks()``: the registry's live hooks; ``root()``: the model or None; ``foreign()``: ``(path, kind, name)`` of
     the full backward hooks others attached; ``remove(info, in_forward)``: the registry's removal of one hook.
     """
 
@@ -51,10 +51,10 @@ class Collisions:
         self.explanations: deque[str] = deque(maxlen=100)
         """Why hooks were detached (or, for others' hooks, what collided), newest last."""
 
-    def note_outputs(self, target: str, tensors: list[torch.Tensor]) -> None:
-        """``tensors``, the output of the latest call of ``target``: each by the tensor it views, if a view
+    def note_outputs(self, path: str, tensors: list[torch.Tensor]) -> None:
+        """``tensors``, the output of the latest call of ``path``: each by the tensor it views, if a view
         (torch's wrapper is a view of that one too)."""
-        self._outputs[target] = [weakref.ref(t if t._base is None else t._base) for t in tensors]
+        self._outputs[path] = [weakref.ref(t if t._base is None else t._base) for t in tensors]
 
     def colliding(self, exc: BaseException) -> list[HookInfo]:
         """The registry's full backward hooks that the in-place op of ``exc`` collided with (none: not ours).
@@ -74,8 +74,8 @@ class Collisions:
             return full
         view = modified_view(exc)
         base = view._base if view is not None else None
-        always = [info for info in full if has(info.spec, family="global") or info.target == culprit]
-        matched = [info for info in full if any(ref() is base for ref in self._outputs.get(info.target, ()))]
+        always = [info for info in full if has(info.spec, family="global") or info.path == culprit]
+        matched = [info for info in full if any(ref() is base for ref in self._outputs.get(info.path, ()))]
         if base is not None and matched:
             return [info for info in full if info in matched or info in always]
         if base is not None and not always and self._foreign():
@@ -93,7 +93,7 @@ class Collisions:
         if not colliding and root is not None:
             texts.append(explain_foreign_collision(culprit, root, self._foreign()))
         for info in colliding:
-            info.last_error = explain_collision(info.kind, info.target, culprit, root)
+            info.last_error = explain_collision(info.kind, info.path, culprit, root)
             self._remove(info, in_forward)
             texts.append(info.last_error)
         for text in texts:
@@ -136,7 +136,7 @@ class Collisions:
         if refused:
             root = self._root()
             culprit = inplace_culprit(exc, root) if root is not None else None
-            raise ValueError(explain_collision(refused[0].kind, refused[0].target, culprit, root)) from None
+            raise ValueError(explain_collision(refused[0].kind, refused[0].path, culprit, root)) from None
 
 
 def is_inplace_collision(exc: BaseException | None) -> TypeGuard[RuntimeError]:
@@ -181,11 +181,11 @@ def modified_view(exc: BaseException) -> torch.Tensor | None:
     return views[0] if len(views) == 1 else None
 
 
-def explain_collision(kind: str, target: str, culprit: str | None, model: nn.Module | None) -> str:
+def explain_collision(kind: str, path: str, culprit: str | None, model: nn.Module | None) -> str:
     """What went wrong when a full backward hook met an in-place op, and the two ways out."""
     where, fix = _where_and_fix(culprit, model)
     return (
-        f"the full backward hook {kind!r} on {quoted(target)} collides with {where}: torch wraps the hooked "
+        f"the full backward hook {kind!r} on {quoted(path)} collides with {where}: torch wraps the hooked "
         "module's output in a view for the backward hook, and modifying that view in place makes the "
         f"forward raise. The hook was detached so the next forward works. Attach 'grad' instead (tensor "
         f"hooks are robust to in-place ops), or {fix}."
@@ -195,7 +195,7 @@ def explain_collision(kind: str, target: str, culprit: str | None, model: nn.Mod
 def explain_foreign_collision(culprit: str | None, model: nn.Module, hooks: list[tuple[str, str, str]]) -> str:
     """What went wrong when an in-place op met a full backward hook that the explorer did not attach."""
     where, fix = _where_and_fix(culprit, model)
-    owners = ", ".join(f"{kind} {display_name(name)} on {quoted(target or '(model)')}" for target, kind, name in hooks)
+    owners = ", ".join(f"{kind} {display_name(name)} on {quoted(path or '(model)')}" for path, kind, name in hooks)
     whose = f" ({owners})" if owners else ""
     return (
         f"{where} modifies the output of a module with a full backward hook that the explorer did not "

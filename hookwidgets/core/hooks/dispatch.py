@@ -68,7 +68,7 @@ class Dispatch:
             if info.fired == 1:
                 notes.fired(info)  # it runs after all (another input took another path, a compiled model ran it)
         generation = self.generation_of(firing.step)
-        event = TimelineEvent(firing.step, phase, firing.target, firing.kind, firing.call, firing.recompute, generation)
+        event = TimelineEvent(firing.step, phase, firing.path, firing.kind, firing.call, firing.recompute, generation)
         events = self.events
         if events is None:
             self.timeline.append(event)
@@ -90,7 +90,7 @@ class Dispatch:
                 lambda exc: _skipped_patch(info, exc),
             )
             if call_user is not None and result is not None:
-                where = f"the {info.kind!r} hook on {quoted(firing.target)}"
+                where = f"the {info.kind!r} hook on {quoted(firing.path)}"
                 check_return(returns or info.spec, result, editable, info.action_name, where, firing.slots)
             return result
         except Exception as exc:  # a failing hook must not break the user's forward or backward
@@ -98,7 +98,7 @@ class Dispatch:
             log.debug(
                 "the %s hook on %s failed in step %d:\n%s",
                 info.kind,
-                quoted(firing.target),
+                quoted(firing.path),
                 firing.step,
                 info.last_error,
             )
@@ -107,7 +107,7 @@ class Dispatch:
             if self.on_error == "raise":
                 raise
             warnings.warn(
-                f"hook {info.kind!r} on {quoted(firing.target)} failed: {exc!r} (recorded on ex.hooks)",
+                f"hook {info.kind!r} on {quoted(firing.path)} failed: {exc!r} (recorded on ex.hooks)",
                 HookFailedWarning,
                 stacklevel=2,
             )
@@ -128,7 +128,7 @@ def _skipped_patch(info: HookInfo, exc: Exception) -> None:
     if notes.has(info, NoteKind.PATCH_SKIPPED):
         return
     notes.add(info, text, NoteKind.PATCH_SKIPPED)
-    warnings.warn(f"hook {info.kind!r} on {quoted(info.target)}: {text}", PatchSkippedWarning, stacklevel=3)
+    warnings.warn(f"hook {info.kind!r} on {quoted(info.path)}: {text}", PatchSkippedWarning, stacklevel=3)
 
 
 PATCH_SKIPPED = "patch left out of decode steps"

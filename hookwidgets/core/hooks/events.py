@@ -60,7 +60,7 @@ class StepEvent(TypedDict):
 
 
 class CaptureEvent(TypedDict):
-    """Records a step added: ``records``, ``[target, kind]`` of each hook that fired in ``step`` with an action that
+    """Records a step added: ``records``, ``[path, kind]`` of each hook that fired in ``step`` with an action that
     records (``capture`` or ``stats``)."""
 
     type: Literal["capture"]
@@ -75,12 +75,12 @@ class GraphEvent(TypedDict):
 
 
 class ErrorEvent(TypedDict):
-    """A hook's action raised (``target``, ``kind``, ``step``: of the firing), or the engine explained a collision
-    of an in-place op with a full backward hook (``step`` None; ``target`` and ``kind`` None when the hook was not
+    """A hook's action raised (``path``, ``kind``, ``step``: of the firing), or the engine explained a collision
+    of an in-place op with a full backward hook (``step`` None; ``path`` and ``kind`` None when the hook was not
     the explorer's). ``message``: the error's last line, or the explanation."""
 
     type: Literal["error"]
-    target: str | None
+    path: str | None
     kind: str | None
     step: int | None
     message: str
@@ -102,7 +102,7 @@ class Events:
         self.log_firing: Callable[[TimelineEvent], None] = timeline.append
         """What the registry calls with each firing: the timeline's ``append``, and the pending queue's too
         while anyone listens."""
-        self._records = records  # whether the hook (target, kind) records what it sees
+        self._records = records  # whether the hook (path, kind) records what it sees
         self._subscribers: tuple[Callable[[Event], Any], ...] = ()
         self._warned: list[Callable[[Event], Any]] = []  # subscribers that raised once: not warned about again
         self._pending: deque[TimelineEvent] = deque()  # firings not yet in a ``fired`` event
@@ -226,8 +226,8 @@ class Events:
             if generation is not None:
                 firings = [e if e.generation else e._replace(generation=generation) for e in firings]
             self._emit({"type": "fired", "step": step, "firings": firings})
-            keys = dict.fromkeys((e.target, e.kind) for e in firings)
-            records = [[target, kind] for target, kind in keys if self._records(target, kind)]
+            keys = dict.fromkeys((e.path, e.kind) for e in firings)
+            records = [[path, kind] for path, kind in keys if self._records(path, kind)]
             if records:
                 self._emit({"type": "capture", "step": step, "records": records})
 
@@ -236,7 +236,8 @@ class Events:
         if not self._subscribers:
             return
         message = f"{type(exc).__name__}: {exc}".splitlines()[0]
-        self._emit({"type": "error", "target": info.target, "kind": info.kind, "step": step, "message": message})
+        path, kind = info.path, info.kind
+        self._emit({"type": "error", "path": path, "kind": kind, "step": step, "message": message})
 
     def collided(self, detached: list[HookInfo], explanations: list[str]) -> None:
         """The hooks the engine detached after an in-place collision (``detached``), and why (``error``)."""
@@ -245,5 +246,5 @@ class Events:
         self.detached(detached, "collision")
         for k, text in enumerate(explanations):
             info = detached[k] if k < len(detached) else None
-            target, kind = (info.target, info.kind) if info is not None else (None, None)
-            self._emit({"type": "error", "target": target, "kind": kind, "step": None, "message": text})
+            path, kind = (info.path, info.kind) if info is not None else (None, None)
+            self._emit({"type": "error", "path": path, "kind": kind, "step": None, "message": text})

@@ -47,14 +47,14 @@ NO_PROBE = ": give the explorer example_inputs, so that a forward finds the Line
 
 
 def head_ablation(
-    root: nn.Module, target: str, module: nn.Module, heads: tuple[int, ...], probe: Probe | None = None
+    root: nn.Module, path: str, module: nn.Module, heads: tuple[int, ...], probe: Probe | None = None
 ) -> tuple[HeadPlan, Callable[[HookInfo, bool], list[RemovableHandle]]]:
-    """Where the heads of ``module`` (at ``target``) meet the output projection, checked now (``probe``: a forward of
+    """Where the heads of ``module`` (at ``path``) meet the output projection, checked now (``probe``: a forward of
     the example inputs, see ``head_projection``): the plan, and ``install(info, raises)``, which places the hook
     zeroing ``heads`` and returns its handles; a ValueError naming the module and what was looked for when there is
     no such place or ``heads`` are out of range."""
-    where = f"module {quoted(target)} ({type(module).__name__})"
-    place, path, projection, count, dim = _heads_of(root, target, module, probe)
+    where = f"module {quoted(path)} ({type(module).__name__})"
+    place, hooked, projection, count, dim = _heads_of(root, path, module, probe)
     if heads[-1] >= count:
         raise ValueError(
             f"('ablate_heads', {list(heads)}) on {where}: head {heads[-1]} is out of range, it has {count}"
@@ -71,30 +71,30 @@ def head_ablation(
         hook = _guarded(info, raises, lambda m, args, kwargs, out: _rerun_mha(m, args, kwargs, mask))
         return [own(module, module.register_forward_hook(hook, prepend=True, with_kwargs=True))]
 
-    return HeadPlan(place, path, heads, dim), install
+    return HeadPlan(place, hooked, heads, dim), install
 
 
-def head_count(root: nn.Module, target: str, module: nn.Module, probe: Probe | None = None) -> int | None:
-    """How many heads ``("ablate_heads", …)`` finds on ``module`` (at ``target``); None where it would be refused.
+def head_count(root: nn.Module, path: str, module: nn.Module, probe: Probe | None = None) -> int | None:
+    """How many heads ``("ablate_heads", …)`` finds on ``module`` (at ``path``); None where it would be refused.
     The names are tried first here, then ``probe`` (a forward) when they find no projection."""
     if _head_count(module) is None:
         return None  # no heads to count: no forward needed to say so
     for tried in (None, probe) if probe is not None else (None,):
         try:
-            return _heads_of(root, target, module, tried)[3]
+            return _heads_of(root, path, module, tried)[3]
         except ValueError:
             continue
     return None
 
 
 def _heads_of(
-    root: nn.Module, target: str, module: nn.Module, probe: Probe | None
+    root: nn.Module, path: str, module: nn.Module, probe: Probe | None
 ) -> tuple[str, str, nn.Module, int, int]:
     """(place, path, projection, head count, head dim) of a head ablation on ``module``; a ValueError naming the
     module and what was looked for when its heads' context and output projection are not found."""
-    where = f"module {quoted(target)} ({type(module).__name__})"
+    where = f"module {quoted(path)} ({type(module).__name__})"
     count = _head_count(module)
-    path, projection = target, module  # the projection's place and module where it takes the context ("input")
+    hooked, projection = path, module  # the projection's place and module where it takes the context ("input")
     place: str | None
     if isinstance(module, nn.MultiheadAttention):
         if reparametrized is None:  # pragma: no cover - every torch hookwidgets supports has it
@@ -106,10 +106,10 @@ def _heads_of(
         own = probe is not None and _head_count(module, children=False) is not None
         found = probed_projection(root, module, probe) if own and probe is not None else None
         if found is None:  # no forward to look in: the names, as a hint
-            found = _named_projection(root, target, module)
+            found = _named_projection(root, path, module)
         place = found.place if found is not None else None
         if found is not None and found.place == "input":
-            path, projection = found.path, found.module
+            hooked, projection = found.path, found.module
         width = None if found is None else in_width(found.module)
     if place is None or count is None:
         missing = "no output projection" if place is None else "no head count"
@@ -121,7 +121,7 @@ def _heads_of(
             f"('ablate_heads', …) on {where}: its {count} heads of {dim} features do not make up the {width} features "
             "its output projection takes, so the heads' slices are unknown"
         )
-    return place, path, projection, count, dim
+    return place, hooked, projection, count, dim
 
 
 class Mask:
@@ -160,7 +160,7 @@ def _guarded(info: HookInfo, raises: bool, edit: Callable[..., Any]) -> Callable
             info.last_error = "".join(traceback.format_exception(exc)).rstrip()
             if raises:
                 raise
-            where = f"hook {info.kind!r} on {quoted(info.target)}"
+            where = f"hook {info.kind!r} on {quoted(info.path)}"
             warnings.warn(f"{where} failed: {exc!r} (recorded on ex.hooks)", HookFailedWarning, stacklevel=2)
             return None
 
@@ -193,7 +193,7 @@ def _rerun_mha(module: nn.MultiheadAttention, args: tuple[Any, ...], kwargs: dic
         return module.forward(*args, **kwargs)
 
 
-def _named_projection(root: nn.Module, target: str, module: nn.Module) -> Projection | None:
+def _named_projection(root: nn.Module, path: str, module: nn.Module) -> Projection | None:
     """The projection by name: a Linear-like child of ``PROJECTIONS``, else a sibling ``output.dense``."""
     for name in PROJECTIONS:
         try:
@@ -201,15 +201,15 @@ def _named_projection(root: nn.Module, target: str, module: nn.Module) -> Projec
         except AttributeError:
             continue
         if in_width(child) is not None:
-            return Projection("input", f"{target}.{name}".lstrip("."), child)
-    if not target:
+            return Projection("input", f"{path}.{name}".lstrip("."), child)
+    if not path:
         return None
-    parent = root.get_submodule(target.rpartition(".")[0])
+    parent = root.get_submodule(path.rpartition(".")[0])
     try:
         sibling = parent.get_submodule("output.dense")
     except AttributeError:
         return None
-    return Projection("output", target, sibling)
+    return Projection("output", path, sibling)
 
 
 def _head_count(module: nn.Module, children: bool = True) -> int | None:

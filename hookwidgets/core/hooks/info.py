@@ -12,8 +12,8 @@ from torch.utils.hooks import RemovableHandle
 
 from ..capture.store import Generation
 from ..display import display_name, quoted
-from .edits import describe_edit
 from .notes import Notes
+from .tensor_edits import describe_edit
 
 
 class TimelineEvent(NamedTuple):
@@ -23,8 +23,8 @@ class TimelineEvent(NamedTuple):
     """The step of the firing, as ``Record.step``."""
     phase: str
     """``"forward"`` or ``"backward"``."""
-    target: str
-    """The hook's path."""
+    path: str
+    """The hook's path: where it fired."""
     kind: str
     """The hook's kind."""
     call: int
@@ -49,8 +49,8 @@ class HeadPlan(NamedTuple):
 class HookInfo:
     """A live hook the explorer attached: what it does and how it fared."""
 
-    target: str
-    """The hook's path: a module path, a parameter name or an autograd node id."""
+    path: str
+    """The hook's place: a module path, a parameter name or an autograd node id (as the tree names it)."""
     kind: str
     """The hook kind, as attached."""
     action: str | Callable[..., Any] = "capture"
@@ -80,6 +80,11 @@ class HookInfo:
     _owner: weakref.ref[_Owner] | None = field(default=None, repr=False, compare=False)
 
     @property
+    def target(self) -> str:
+        """``path``, by the name ``attach()``'s first argument has."""
+        return self.path
+
+    @property
     def note(self) -> str | None:
         """Why it stays silent (e.g. "not armed: the forward ran without grad"), or that the capture budget holds
         less than one step and which of its records went; None when nothing needs saying."""
@@ -90,11 +95,11 @@ class HookInfo:
         self._notes.set_text(text)
 
     def remove(self) -> None:
-        """Remove this hook as ``ex.detach(target, kind)`` would; does nothing once it is gone, or when a later
-        ``attach()`` of the same target and kind replaced it (the replacement stays)."""
+        """Remove this hook as ``ex.detach(path, kind)`` would; does nothing once it is gone, or when a later
+        ``attach()`` of the same path and kind replaced it (the replacement stays)."""
         if self.foreign:
             raise ValueError(
-                f"the {self.kind} hook on {quoted(self.target)} is not the explorer's (foreign=True): hookwidgets "
+                f"the {self.kind} hook on {quoted(self.path)} is not the explorer's (foreign=True): hookwidgets "
                 "never removes others' hooks; call remove() on the handle its register_*_hook call returned"
             )
         owner = self._owner() if self._owner is not None else None
@@ -122,18 +127,18 @@ class HookInfo:
     def __repr__(self) -> str:
         if self.foreign:
             action = display_name(self.action_name)
-            return f"<foreign hook {self.kind} on {quoted(self.target)}: {action} (not the explorer's; left alone)>"
+            return f"<foreign hook {self.kind} on {quoted(self.path)}: {action} (not the explorer's; left alone)>"
         edit = f" + edit {[tuple(describe_edit(e)) for e in self.edit]}" if self.edit else ""
         error = ", last error: " + self.last_error.splitlines()[-1] if self.last_error else ""
         note = f", note: {self.note}" if self.note else ""
         action = display_name(self.action_name)
-        return f"<hook {self.kind} on {quoted(self.target)}: {action}{edit}, fired {self.fired}{error}{note}>"
+        return f"<hook {self.kind} on {quoted(self.path)}: {action}{edit}, fired {self.fired}{error}{note}>"
 
     def as_dict(self) -> dict[str, Any]:
-        """Plain data for display and export: ``target``, ``kind``, ``action``, ``edit``, ``fired``, ``error``,
-        ``note``, ``foreign``."""
+        """Plain data for display and export: ``path``, ``kind``, ``action``, ``edit``,
+        ``fired``, ``error``, ``note``, ``foreign``."""
         return {
-            "target": self.target,
+            "path": self.path,
             "kind": self.kind,
             "action": self.action_name,
             "edit": [describe_edit(e) for e in self.edit],

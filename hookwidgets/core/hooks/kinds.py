@@ -1,4 +1,4 @@
-"""The engine's checks on hook kinds: which a target takes, and whether a callable fits one (the facts about each kind
+"""The engine's checks on hook kinds: which a path takes, and whether a callable fits one (the facts about each kind
 are the rows of ``core/kind_table.py``)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from ..kind_table import KINDS, Kind, names, rows, user_names
 MODULE_KINDS = names(family="module")
 """The kinds valid on a module."""
 GLOBAL_KINDS = names(family="global")
-"""The kinds valid on the model itself (target ``""``), each firing for every module of the model."""
+"""The kinds valid on the model itself (path ``""``), each firing for every module of the model."""
 NODE_KINDS = names(family="node")
 """The kinds valid on an autograd node id from ``graph()``."""
 PARAM_KINDS = user_names(family="param")
@@ -22,34 +22,34 @@ PARAM_KINDS = user_names(family="param")
 
 
 def _valid(family: str, is_root: bool) -> tuple[Kind, ...]:
-    """The rows of the kinds a target of ``family`` takes (the root module also takes the global kinds)."""
+    """The rows of the kinds a path of ``family`` takes (the root module also takes the global kinds)."""
     if family in ("param", "node"):
         return rows(family=family)
     return rows(family="module") + (rows(family="global") if is_root else ())
 
 
 def valid_kinds(family: str, is_root: bool = False) -> tuple[str, ...]:
-    """Kinds a user may attach to a target of ``family`` (the root module also takes global kinds)."""
+    """Kinds a user may attach to a path of ``family`` (the root module also takes global kinds)."""
     return tuple(dict.fromkeys(k.user_name for k in _valid(family, is_root)))
 
 
-def resolve_kind(kind: str, target: str, family: str) -> Kind:
-    """The Kind for ``kind`` on a target; a ValueError listing the kinds valid there otherwise."""
-    valid = valid_kinds(family, is_root=target == "")
-    found = next((k for k in _valid(family, target == "") if k.user_name == kind), None)
+def resolve_kind(kind: str, path: str, family: str) -> Kind:
+    """The Kind for ``kind`` on a path; a ValueError listing the kinds valid there otherwise."""
+    valid = valid_kinds(family, is_root=path == "")
+    found = next((k for k in _valid(family, path == "") if k.user_name == kind), None)
     if found is None:
         what = {"param": "parameter", "node": "autograd node"}.get(family, "module")
         if isinstance(kind, str) and kind in KINDS and KINDS[kind].family == "global":
-            hint = " (global kinds fire for every module of the model: attach them to target '')"
+            hint = " (global kinds fire for every module of the model: attach them to path '')"
         elif isinstance(kind, str) and kind in KINDS and KINDS[kind].family == "node":
             hint = " (it applies to autograd node ids from ex.graph(), such as 'fc/AddmmBackward0#0')"
         elif isinstance(kind, str) and kind in KINDS:
-            hint = f" (it applies to {KINDS[kind].family} targets)"
+            hint = f" (it applies to {KINDS[kind].family} paths)"
         else:
             close = difflib.get_close_matches(str(kind), valid, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise ValueError(
-            f"hook kind {kind!r} is not valid for {what} {quoted(target)}{hint}; valid kinds there: {', '.join(valid)}"
+            f"hook kind {kind!r} is not valid for {what} {quoted(path)}{hint}; valid kinds there: {', '.join(valid)}"
         )
     return found
 

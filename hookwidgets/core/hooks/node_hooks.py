@@ -44,7 +44,7 @@ class NodeHooks:
     def __init__(self, clock: Clock, fire: Fire) -> None:
         self._clock = clock
         self._fire = fire
-        self._infos: dict[str, HookInfo] = {}  # by kind + target, in attach order
+        self._infos: dict[str, HookInfo] = {}  # by kind + path, in attach order
         self._recorder: GraphRecorder | None = None
         # hooked AccumulateGrad nodes: torch holds them only weakly, and a node let go never fires
         self._kept: dict[str, Node] = {}
@@ -54,14 +54,14 @@ class NodeHooks:
 
     def add(self, info: HookInfo, model: nn.Module) -> None:
         """Place ``info`` on every later forward's node with its id; starts the recorder with the first hook."""
-        self._infos[f"{info.kind} {info.target}"] = info
+        self._infos[f"{info.kind} {info.path}"] = info
         if self._recorder is None:
             self._recorder = GraphRecorder(model, saved_tensors=False, on_graph=self._place)
             self._recorder.start()
 
     def discard(self, info: HookInfo) -> None:
         """Forget ``info`` (its handles are removed by the registry); stops the recorder with the last hook."""
-        key = f"{info.kind} {info.target}"
+        key = f"{info.kind} {info.path}"
         if self._infos.get(key) is info:
             del self._infos[key]
             self._kept.pop(key, None)
@@ -75,9 +75,9 @@ class NodeHooks:
             return
         step = self._clock.step
         for key, info in list(self._infos.items()):
-            node = recording.find(info.target)
+            node = recording.find(info.path)
             if node is None:
-                notes.add(info, _missing_note(info.target, recording, step), NoteKind.NODE_MISSING)
+                notes.add(info, _missing_note(info.path, recording, step), NoteKind.NODE_MISSING)
                 continue
             notes.drop(info, NoteKind.NODE_MISSING)
             self._hook(key, info, node, step)
@@ -104,7 +104,7 @@ class NodeHooks:
         def node_pre(grad_outputs: tuple[Any, ...]) -> Any:
             if not info.active:
                 return None
-            firing = Firing(info.target, info.kind, step[0], next_call(info.target, info.kind, step[0]))
+            firing = Firing(info.path, info.kind, step[0], next_call(info.path, info.kind, step[0]))
             call_user = user if callable(user) else None
             return fire(info, "backward", firing, grad_outputs, _grad_outputs, call_user)
 
@@ -116,7 +116,7 @@ class NodeHooks:
         def node(grad_inputs: tuple[Any, ...], grad_outputs: tuple[Any, ...]) -> Any:
             if not info.active:
                 return None
-            firing = Firing(info.target, info.kind, step[0], next_call(info.target, info.kind, step[0]))
+            firing = Firing(info.path, info.kind, step[0], next_call(info.path, info.kind, step[0]))
             call_user = (lambda g: user(g, grad_outputs)) if callable(user) else None
             tensors_of = lambda g: {**_grad_outputs(grad_outputs), **named_tensors("grad_input", g)}  # noqa: E731
             return fire(info, "backward", firing, grad_inputs, tensors_of, call_user)

@@ -27,7 +27,7 @@ class NoteKind(enum.IntEnum):
     """The kinds of note, lowest precedence first: a hook with several shows the last one's."""
 
     ALIAS = enum.auto()
-    """Attached under another path to the same object (``model/targets.py``)."""
+    """Attached under another path to the same object (``model/paths.py``)."""
     HIDDEN_PROBABILITIES = enum.auto()
     """An attention implementation that computes no probabilities (``model/attention_sources.py``)."""
     META_STATS = enum.auto()
@@ -128,9 +128,9 @@ def note_short_steps(hooks: Iterable[Any], store: CaptureStore) -> None:
     than one step (a global kind: naming the modules); drop the note once a later step was kept whole."""
     short = store.short_steps()
     for info in hooks:
-        note = short.get((info.target, info.kind))
+        note = short.get((info.path, info.kind))
         if kind_table.has(info.spec, family="global"):  # its records are each module's
-            modules = [target for target, kind in short if kind == info.kind]
+            modules = [path for path, kind in short if kind == info.kind]
             more = f" and {len(modules) - 1} more modules" if len(modules) > 1 else ""
             note = f"{short[(modules[0], info.kind)]} (on {quoted(modules[0] or '(model)')}{more})" if modules else None
         add(info, note, NoteKind.SHORT_STEPS)
@@ -157,20 +157,20 @@ NOT_RUN = "did not run in the example forward"
 """How ``not_run_note`` begins."""
 
 
-def not_run_note(target: str, module: nn.Module) -> str:
+def not_run_note(path: str, module: nn.Module) -> str:
     """Why module hooks on a module the model never calls will not fire, and what to hook instead."""
     return (
-        f"{quoted(target)} ({display_name(type(module).__name__)}) {NOT_RUN}: its parent never calls it (it may use "
+        f"{quoted(path)} ({display_name(type(module).__name__)}) {NOT_RUN}: its parent never calls it (it may use "
         "its parameters directly, as MultiheadAttention does with out_proj, or hold modules it runs itself, as a "
         "ModuleDict does), so its module hooks will not fire there; hook the module that calls it, or its parameters "
         "(kind 'grad')"
     )
 
 
-def graph_skips_note(target: str, module: nn.Module, owner: str) -> str:
+def graph_skips_note(path: str, module: nn.Module, owner: str) -> str:
     """Why module hooks on a module that a torch.fx GraphModule (at ``owner``) never calls cannot fire."""
     return (
-        f"{quoted(target)} ({display_name(type(module).__name__)}) is never called: {quoted(owner or '(model)')} "
+        f"{quoted(path)} ({display_name(type(module).__name__)}) is never called: {quoted(owner or '(model)')} "
         "is a torch.fx GraphModule (as torch.export's ExportedProgram.module() is) whose graph calls neither it nor a "
         "module around it (no call_module node): the graph reads its parameters (get_attr) and runs their ops itself, "
         "so module hooks on it never fire; hook its parameters (kind 'grad'), an autograd node of ex.graph(), or the "
@@ -189,21 +189,21 @@ def graph_skips_global_note(skipped: dict[str, str]) -> str:
     )
 
 
-def meta_param_note(target: str, swapped: bool) -> str:
+def meta_param_note(path: str, swapped: bool) -> str:
     """Why gradient hooks on a parameter held on the meta device do not fire; ``swapped``: the example forward
     showed its module computing with another tensor in its place."""
-    scope, _, attr = target.rpartition(".")
+    scope, _, attr = path.rpartition(".")
     node = quoted(f"{scope}/AccumulateGrad#{attr}")
     if swapped:
         return (
-            f"{quoted(target)} is a placeholder on the meta device between calls: in the example forward its module "
+            f"{quoted(path)} is a placeholder on the meta device between calls: in the example forward its module "
             "computed with another tensor in its place (an offload hook, such as accelerate's cpu_offload or "
             "dispatch_model with offloaded weights, swaps the weight in for each call and puts a placeholder back "
             f"after it), so gradient hooks on the placeholder never fire; attach kind 'node' to {node} instead, the "
             "node that accumulates the weight's gradient (ex.graph() names it after the parameter)"
         )
     return (
-        f"{quoted(target)} is on the meta device, which holds no values: a forward computes with another tensor in "
+        f"{quoted(path)} is on the meta device, which holds no values: a forward computes with another tensor in "
         "its place when an offload hook (accelerate's) swaps the weight in for each call, and with none when the "
         "weights were never loaded (accelerate.init_empty_weights()), so gradient hooks on it do not fire; for an "
         f"offloaded model attach kind 'node' to {node} instead, for an empty one load its weights first"

@@ -82,13 +82,13 @@ class Registrar:
                 raise ReferenceError("the model of this explorer was garbage collected")
             self._node_hooks.add(info, root)  # placed on each forward's graph, by id
             return []
-        handles = [self._register_module(spec, obj, info, info.target, with_kwargs)]
+        handles = [self._register_module(spec, obj, info, info.path, with_kwargs)]
         if spec.full_backward:  # their firings name the forward call that tagged its nodes
             arming = BackwardArming(handles[0], info)
             handles.append(own(obj, obj.register_forward_hook(self.eager(self._check_backward_output(info, arming)))))
         if spec.name == "legacy_backward":
-            target, kind, tag_legacy_call = info.target, info.kind, self._clock.tag_legacy_call
-            tag = lambda m, args, output: tag_legacy_call(target, kind, args, output)  # noqa: E731
+            path, kind, tag_legacy_call = info.path, info.kind, self._clock.tag_legacy_call
+            tag = lambda m, args, output: tag_legacy_call(path, kind, args, output)  # noqa: E731
             handles.append(own(obj, obj.register_forward_hook(self.eager(tag))))
         return handles
 
@@ -112,7 +112,7 @@ class Registrar:
     def _check_backward_output(self, info: HookInfo, arming: BackwardArming) -> Callable[..., Any]:
         """A forward hook tagging the call's nodes for its backward firings, telling why a full backward hook
         cannot fire (dict output, no grad), and setting it aside while it cannot (``BackwardArming``)."""
-        target, kind = info.target, info.kind
+        path, kind = info.path, info.kind
         slots = callable(info.action)  # a callable's return value is checked against the tensors' positions
         note_outputs, tag_call = self._collisions.note_outputs, self._clock.tag_call
 
@@ -121,8 +121,8 @@ class Registrar:
             # view of one of these, which tells whose full backward hook it collided with.
             aside = arming.follow(output)
             tensors = tensors_in(output)
-            note_outputs(target, tensors)
-            firing = tag_call(target, kind, args, output, slots, tensors)
+            note_outputs(path, tensors)
+            firing = tag_call(path, kind, args, output, slots, tensors)
             if firing is None:
                 if aside:  # an own run, such as the attach-time check: the note is known from now on
                     notes.add(info, backward_output_note(kind, output), NoteKind.BACKWARD_OUTPUT)
@@ -131,7 +131,7 @@ class Registrar:
             if kind == "backward_pre" and not isinstance(output, (torch.Tensor, tuple)):
                 # torch's full backward hooks see only a Tensor or a tuple of them: fall back to tensor
                 # hooks so the output gradients are still recorded.
-                firing = Firing(target, kind, firing.step, firing.call)
+                firing = Firing(path, kind, firing.step, firing.call)
                 for name, tensor in named_tensors("grad_output", output).items():
                     if tensor.requires_grad:
                         tensor.register_hook(self._tensor_hook(info, firing, name, module=mod))  # type: ignore[no-untyped-call]  # unannotated in torch
@@ -139,7 +139,7 @@ class Registrar:
         return check
 
     def _register_module(
-        self, spec: Kind, module: nn.Module, info: HookInfo, target: str, with_kwargs: bool
+        self, spec: Kind, module: nn.Module, info: HookInfo, path: str, with_kwargs: bool
     ) -> RemovableHandle:
         kind, user = info.kind, info.action
         fire, forward_firing, backward_firing = self._fire, self._clock.forward_firing, self._clock.backward_firing
@@ -147,7 +147,7 @@ class Registrar:
             returns = "forward_pre_with_kwargs" if with_kwargs else None
 
             def forward_pre(mod: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
-                firing = forward_firing(target, kind)
+                firing = forward_firing(path, kind)
                 if firing is None:
                     return None
                 call_user = None
@@ -163,7 +163,7 @@ class Registrar:
 
             def forward(mod: nn.Module, args: tuple[Any, ...], *rest: Any) -> Any:
                 kwargs, output = rest if with_kwargs else (None, rest[0])
-                firing = forward_firing(target, kind, args)
+                firing = forward_firing(path, kind, args)
                 if firing is None or _stopped_recompute(firing, output):
                     return None
                 call_user = None
@@ -182,7 +182,7 @@ class Registrar:
             def backward_pre(mod: nn.Module, grad_output: tuple[Any, ...]) -> Any:
                 if not info.active or OWN_RUN.depth:  # detached (torch still runs what a forward armed), or an own run
                     return None
-                firing = backward_firing(target, kind)
+                firing = backward_firing(path, kind)
                 call_user = (lambda g: user(mod, g)) if callable(user) else None
                 return fire(info, "backward", firing, grad_output, _grad_outputs, call_user)
 
@@ -194,13 +194,13 @@ class Registrar:
             def backward(mod: nn.Module, grad_input: tuple[Any, ...], grad_output: tuple[Any, ...]) -> Any:
                 if not info.active or OWN_RUN.depth:  # detached (torch still runs what a forward armed), or an own run
                     return None
-                firing = backward_firing(target, kind)
+                firing = backward_firing(path, kind)
                 call_user = (lambda g: user(mod, g, grad_output)) if callable(user) else None
-                return _fire_full_backward(fire, info, firing, target, grad_input, grad_output, call_user)
+                return _fire_full_backward(fire, info, firing, path, grad_input, grad_output, call_user)
 
             if spec.name == "legacy_backward":
                 if full_backward_flag(flag_owner(module)) is True:  # torch's own error names neither
-                    raise ValueError(FULL_REFUSES_LEGACY.format(target=quoted(target)))
+                    raise ValueError(FULL_REFUSES_LEGACY.format(path=quoted(path)))
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", FutureWarning)
                     return own_backward(module, lambda: module.register_backward_hook(backward))
@@ -208,22 +208,22 @@ class Registrar:
                 return self.root_backward.register(backward, pre=False)
             return own_backward(module, lambda: module.register_full_backward_hook(backward))
         if spec.name == "grad":
-            return own(module, module.register_forward_hook(self.eager(self._arm_tensor_hooks(info, target))))
+            return own(module, module.register_forward_hook(self.eager(self._arm_tensor_hooks(info, path))))
         raise AssertionError(f"unhandled module kind {spec.name}")
 
-    def _arm_tensor_hooks(self, info: HookInfo, target: str) -> Callable[..., Any]:
+    def _arm_tensor_hooks(self, info: HookInfo, path: str) -> Callable[..., Any]:
         def arm(mod: nn.Module, args: Any, output: Any) -> None:
-            self._arm_outputs(info, target, args, output)
+            self._arm_outputs(info, path, args, output)
 
         return arm
 
-    def _arm_outputs(self, info: HookInfo, target: str, args: Any, output: Any) -> None:
-        """Put a tensor hook on every output tensor of one call of ``target`` that requires grad."""
+    def _arm_outputs(self, info: HookInfo, path: str, args: Any, output: Any) -> None:
+        """Put a tensor hook on every output tensor of one call of ``path`` that requires grad."""
         kind = info.kind
-        firing = self._clock.forward_firing(target, kind, args)
+        firing = self._clock.forward_firing(path, kind, args)
         if firing is None:
             return
-        firing = Firing(target, kind, firing.step, firing.call)  # its gradients are no recompute
+        firing = Firing(path, kind, firing.step, firing.call)  # its gradients are no recompute
         armed = 0
         for name, tensor in named_tensors("output", output).items():
             if tensor.requires_grad:
@@ -251,19 +251,19 @@ class Registrar:
         return tensor_hook
 
     def _register_param(self, spec: Kind, param: torch.Tensor, info: HookInfo) -> RemovableHandle:
-        target, kind, user = info.target, info.kind, info.action
+        path, kind, user = info.path, info.kind, info.action
         fire, clock = self._fire, self._clock
         if spec.name == "param_grad":
 
             def param_grad(grad: torch.Tensor) -> Any:
-                firing = Firing(target, kind, clock.step, 0)
+                firing = Firing(path, kind, clock.step, 0)
                 return fire(info, "backward", firing, grad, lambda g: {"grad": g}, user if callable(user) else None)
 
             handle: RemovableHandle = param.register_hook(param_grad)  # type: ignore[no-untyped-call]  # unannotated in torch
             return handle
 
         def post_accumulate(p: torch.Tensor) -> None:
-            firing = Firing(target, kind, clock.step, 0)
+            firing = Firing(path, kind, clock.step, 0)
             call_user = (lambda _: user(p)) if callable(user) else None
             fire(info, "backward", firing, p.grad, lambda g: {"grad": g} if g is not None else {}, call_user)
 
@@ -381,9 +381,9 @@ class BackwardArming:
 
 
 FULL_REFUSES_LEGACY = (
-    "module {target} has a full backward hook (kind 'backward' or 'global_backward', or one attached by "
+    "module {path} has a full backward hook (kind 'backward' or 'global_backward', or one attached by "
     "others; torch keeps the mark of a removed one), and torch refuses a legacy backward hook beside one; "
-    "detach those first, or compare the two with ex.compare_backward({target}), which runs each on a copy"
+    "detach those first, or compare the two with ex.compare_backward({path}), which runs each on a copy"
 )
 LEGACY_REFUSES_FULL = (
     "it has a legacy backward hook (register_backward_hook, or one removed since: torch keeps its mark), and torch "

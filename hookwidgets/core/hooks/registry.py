@@ -29,7 +29,6 @@ from .actions import check_action, named_tensors
 from .clock import Clock
 from .collisions import Collisions, is_inplace_collision
 from .dispatch import ON_ERROR, TIMELINE_CAP, Dispatch
-from .edits import normalize_edits
 from .events import Events
 from .generation import Generations
 from .head_projection import Probe
@@ -43,6 +42,7 @@ from .own_runs import own_run
 from .owned import own, owned_ids
 from .registration import Registrar
 from .root_backward import Removable
+from .tensor_edits import normalize_edits
 
 _REGISTRIES: weakref.WeakSet[HookRegistry] = weakref.WeakSet()  # every live registry of the process
 
@@ -131,12 +131,12 @@ class HookRegistry:
         root = self._root
         if root is None:
             return list(self._hooks.values())
-        others = [HookInfo(target, kind, name, foreign=True, active=False) for target, kind, name in self._foreign()]
+        others = [HookInfo(path, kind, name, foreign=True, active=False) for path, kind, name in self._foreign()]
         return list(self._hooks.values()) + others
 
-    def _records(self, target: str, kind: str) -> bool:
-        """Whether the live hook that fired at ``(target, kind)`` keeps records of its firings (capture or stats)."""
-        info = self._hooks.get((target, kind))
+    def _records(self, path: str, kind: str) -> bool:
+        """Whether the live hook that fired at ``(path, kind)`` keeps records of its firings (capture or stats)."""
+        info = self._hooks.get((path, kind))
         if info is None and has(kind, family="global"):  # a global kind's firings name each module; it is on ""
             info = self._hooks.get(("", kind))
         return info is not None and info.action in ("capture", "stats")
@@ -148,7 +148,7 @@ class HookRegistry:
 
     def attach(
         self,
-        target: str,
+        path: str,
         obj: nn.Module | torch.Tensor | str,  # a node kind's obj is the node id
         spec: Kind,
         kind: str,
@@ -158,7 +158,7 @@ class HookRegistry:
         with_kwargs: bool = False,
         probe: Probe | None = None,
     ) -> HookInfo:
-        """Attach one hook; attaching ``(target, kind)`` again replaces it rather than stacking (``probe``: a forward
+        """Attach one hook; attaching ``(path, kind)`` again replaces it rather than stacking (``probe``: a forward
         of the example inputs, where an edit finds its place by running)."""
         check_action(action)
         edits = normalize_edits(edit)
@@ -177,17 +177,17 @@ class HookRegistry:
             if spec.name != "forward" or not isinstance(obj, nn.Module):
                 raise ValueError(
                     f"('ablate_heads', …) edits an attention module's heads: attach it with kind 'forward' on the "
-                    f"attention module, not kind {kind!r} on {quoted(target)}"
+                    f"attention module, not kind {kind!r} on {quoted(path)}"
                 )
             plan, install_heads = head_ablation(
-                self._live_root(), target, obj, heads, probe
+                self._live_root(), path, obj, heads, probe
             )  # refused here when there is no place
         if action in ("stats", "print"):
             native.load_in_background()  # the kernel is ready before the hook first fires
-        self.detach(target, kind)
+        self.detach(path, kind)
         # what it sees changes in place later (post_accumulate's p.grad, which backwards accumulate into): keep a copy
         copy = copy or spec.copies
-        info = HookInfo(target, kind, action, edits, copy, spec=spec.name, with_kwargs=with_kwargs)
+        info = HookInfo(path, kind, action, edits, copy, spec=spec.name, with_kwargs=with_kwargs)
         info._heads = plan
         info._owner = weakref.ref(self)  # its remove() comes back here
         # The step tracker first: a global kind's hook on the root, put first after it, then runs before the
@@ -204,19 +204,19 @@ class HookRegistry:
                 handle.remove()
             self._drop_idle_step_tracker()
             raise
-        self._hooks[(target, kind)] = info
+        self._hooks[(path, kind)] = info
         if spec.full_backward:  # torch's views of hooked outputs must not reach the model's output
             self._registrar.root_backward.need(id(info))
         if spec.armed_by_step:
-            self._step_armed[(target, kind)] = info
+            self._step_armed[(path, kind)] = info
         return info
 
-    def detach(self, target: str | None = None, kind: str | None = None) -> list[HookInfo]:
-        """Remove the hooks matching ``target`` and ``kind`` (None matches all); returns them."""
+    def detach(self, path: str | None = None, kind: str | None = None) -> list[HookInfo]:
+        """Remove the hooks matching ``path`` and ``kind`` (None matches all); returns them."""
         removed = [
             info
             for (t, k), info in list(self._hooks.items())
-            if (target is None or t == target) and (kind is None or k == kind)
+            if (path is None or t == path) and (kind is None or k == kind)
         ]
         for info in removed:
             self._remove(info)
@@ -227,7 +227,7 @@ class HookRegistry:
     def remove(self, infos: Iterable[HookInfo]) -> list[HookInfo]:
         """Remove those of ``infos`` still attached as they are (a hook a later attach replaced is not: its
         replacement stays), as ``detach()`` does, and tell the subscribers; returns those removed."""
-        removed = [info for info in infos if self._hooks.get((info.target, info.kind)) is info]
+        removed = [info for info in infos if self._hooks.get((info.path, info.kind)) is info]
         for info in removed:
             self._remove(info)
         self._flush_pending_removals()
@@ -251,8 +251,8 @@ class HookRegistry:
                 continue
             handle.remove()  # the ledger (owned.py) puts a backward-hook flag back with the last hook needing it
         info._handles.clear()
-        self._hooks.pop((info.target, info.kind), None)
-        self._step_armed.pop((info.target, info.kind), None)
+        self._hooks.pop((info.path, info.kind), None)
+        self._step_armed.pop((info.path, info.kind), None)
         self._node_hooks.discard(info)
         self._registrar.root_backward.release(id(info), self._pending_removal if defer_root_forward else None)
 
@@ -302,7 +302,7 @@ class HookRegistry:
         self.events.end_step(self.step)  # the steps before this one are over, and this step's forward ended
 
     def _foreign(self) -> list[tuple[str, str, str]]:
-        """``(target, kind, hook name)`` of the hooks on the model that others attached."""
+        """``(path, kind, hook name)`` of the hooks on the model that others attached."""
         root = self._root
         if root is None:
             return []
@@ -319,7 +319,7 @@ class HookRegistry:
         for registry in list(_REGISTRIES):
             if registry is not self:
                 for info in list(registry._hooks.values()):
-                    entry = (info.target, info.kind, f"{info.action_name} (another explorer's)")
+                    entry = (info.path, info.kind, f"{info.action_name} (another explorer's)")
                     listed.update(dict.fromkeys((handle.id for handle in info._handles), entry))
         return listed, owned_ids()
 

@@ -21,7 +21,7 @@ from ..display import display_name
 from ..model.compiled import run_eagerly
 from ..model.inputs import Inputs, describe_inputs
 from ..model.lazy import has_lazy, materialize
-from ..model.state import preserved_state
+from ..model.preserved_state import preserved_state
 from .info import HookInfo
 from .registry import HookRegistry
 

@@ -49,9 +49,9 @@ def _note(info: HookInfo, model: nn.Module, stops: Stops, behind: dict[Node, Nod
     if kind is None or kind.phase != "backward" or kind.family not in ("module", "param"):
         return None
     if kind.family == "param":
-        param = model.get_parameter(info.target)
+        param = model.get_parameter(info.path)
         node = get_gradient_edge(param).node if param.requires_grad else None
     else:
-        node = stops.outputs.get(info.target)
+        node = stops.outputs.get(info.path)
     stop = behind.get(node) if node is not None else None
     return None if stop is None else f"{NO_GRADIENT}: {why(stop, stops)}"

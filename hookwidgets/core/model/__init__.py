@@ -1,4 +1,4 @@
-"""The model as the explorer sees it: its tree, targets and inputs, nested values, lazy modules, scopes and state.
+"""The model as the explorer sees it: its tree, hook paths and inputs, nested values, lazy modules, scopes and state.
 
 Internal: the public names are ``hookwidgets.core``'s; what is here may change without notice.
 """
@@ -9,10 +9,10 @@ from .inputs import Inputs, Target, call_model
 from .lazy import has_lazy, lazy_modules
 from .names import ParamNames
 from .nested import first_tensor, map_tensors, named_tensors, output_tensors, tensors_in
+from .paths import resolve_module, resolve_path
+from .preserved_state import preserved_state
 from .scope import ScopeTracker, hidden_ops, node_id, op_name, parse_node_id
 from .scores import Score, backward_score, class_scores, output_summary, resolve_score
-from .state import preserved_state
-from .targets import resolve_module, resolve_target
 from .tokens import Sequences, read_sequences
 from .tree import ProbeResult, TreeNode, build_tree, describe_shape, probe
 
@@ -47,8 +47,8 @@ __all__ = [
     "probe",
     "read_sequences",
     "resolve_module",
+    "resolve_path",
     "resolve_score",
-    "resolve_target",
     "run_eagerly",
     "tensors_in",
 ]

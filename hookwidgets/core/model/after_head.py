@@ -103,9 +103,9 @@ class AfterHead(TorchFunctionMode):
         if head is None or (logits is self._head and not self._ops):
             return None
         entry = self._derived.get(id(logits))
-        target = entry[1] if entry is not None and entry[0] is logits else None
-        last = max((i for i, op in enumerate(self._ops) if _fills(op.outputs, target)), default=None)
-        if target is None or last is None:
+        slot = entry[1] if entry is not None and entry[0] is logits else None
+        last = max((i for i, op in enumerate(self._ops) if _fills(op.outputs, slot)), default=None)
+        if slot is None or last is None:
             raise ValueError(
                 f"the model's logits are not made from what its output embedding {head_name} returned, so the lens "
                 "cannot read the blocks as the model reads its output: pass unembed=callable(hidden) -> logits"
@@ -120,7 +120,7 @@ class AfterHead(TorchFunctionMode):
                 for slot, value in zip(_leaves(op.outputs), _leaves(result), strict=True):
                     if isinstance(slot, _Slot) and isinstance(value, torch.Tensor):
                         values[slot] = value
-            return values[target]
+            return values[slot]
 
         again = run(head.clone())
         if again.shape != logits.shape or not torch.allclose(again, logits.detach(), equal_nan=True):

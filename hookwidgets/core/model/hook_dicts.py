@@ -48,10 +48,10 @@ def foreign_hooks(
     explorers: Mapping[int, tuple[str, str, str]] | None = None,
     hidden: Set[int] = frozenset(),
 ) -> list[tuple[str, str, str]]:
-    """``(target, kind, hook name)`` for every hook on the model whose handle id is not in ``own_ids``.
+    """``(path, kind, hook name)`` for every hook on the model whose handle id is not in ``own_ids``.
 
     Covers module hook dicts, parameter tensor and post-accumulate hooks, and the process-wide
-    global module hooks (shown on target ``""``, since they fire for this model too). ``explorers`` maps
+    global module hooks (shown on path ``""``, since they fire for this model too). ``explorers`` maps
     the handle ids of other explorers' hooks to the one entry each such hook is listed as (a global kind
     is one hook on every module); ``hidden``: ids of their machinery (step trackers), not listed.
     """

@@ -18,7 +18,7 @@ from ..display import display_name, quoted
 from .hook_dicts import HOOK_DICTS
 from .inputs import Inputs, call_model
 from .modules import modules_of
-from .state import preserved_state
+from .preserved_state import preserved_state
 
 
 def _own_tensors(module: nn.Module) -> Iterator[torch.Tensor]:
@@ -47,10 +47,10 @@ def describe_lazy(modules: dict[str, nn.Module]) -> str:
     return ", ".join(f"{quoted(path)} ({display_name(type(m).__name__)})" for path, m in modules.items())
 
 
-def unmaterialized_param(target: str) -> str:
+def unmaterialized_param(path: str) -> str:
     """Why a parameter of a lazy module takes no hook yet, and what to run first."""
     return (
-        f"parameter {quoted(target)} is not materialized yet: it belongs to a lazy module, which gives its parameters "
+        f"parameter {quoted(path)} is not materialized yet: it belongs to a lazy module, which gives its parameters "
         "their shapes in its first forward; run one first (ex.run(), or model(x)), then hook it"
     )
 

@@ -18,7 +18,7 @@ from .inputs import Inputs, call_model
 from .lazy import has_lazy, probe_copy
 from .meta import call_time_watch, holds_meta
 from .packed import packed_numel
-from .state import preserved_state
+from .preserved_state import preserved_state
 
 
 class TreeNode(TypedDict):

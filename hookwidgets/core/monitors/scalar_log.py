@@ -63,14 +63,14 @@ class ScalarLog:
         if event["type"] != "capture" or event["step"] % self.every:
             return
         step = event["step"]
-        records = self._store.step_records([(target, kind) for target, kind in event["records"]], step)
+        records = self._store.step_records([(path, kind) for path, kind in event["records"]], step)
         add_scalar, fields = self._add_scalar, self.fields
         for row in rows_of(records):
-            path = row["target"] or ROOT_NAME
+            name = row["path"] or ROOT_NAME
             for field in fields:
                 value = row.get(field)
                 if value is not None:
-                    add_scalar(f"{field}/{path}", value, step)
+                    add_scalar(f"{field}/{name}", value, step)
 
     def remove(self) -> None:
         """Write the step still open, stop logging and remove the hooks it attached; does nothing the second time."""
@@ -117,7 +117,7 @@ def stats_kinds_needed(hooks: Sequence[HookInfo]) -> list[str]:
     hooks every layer): none when a stats hook is there already, and never one attached with another action."""
     if any(info.action == "stats" for info in hooks):
         return []
-    taken = {(info.target, info.kind) for info in hooks}
+    taken = {(info.path, info.kind) for info in hooks}
     return [kind for kind in user_names(every_layer=True) if ("", kind) not in taken]
 
 

@@ -26,7 +26,7 @@ import { savedTitle } from "./text.js";
  */
 /**
  * What a selection or a search match points at: node and cluster indices, -1 for none.
- * @typedef {{node: number, cluster: number}} GraphTarget
+ * @typedef {{node: number, cluster: number}} GraphPlace
  */
 
 /**

@@ -3,7 +3,7 @@
 import { hiddenBy } from "./visible.js";
 
 /** @typedef {import("./model.js").GraphModel} GraphModel */
-/** @typedef {import("./model.js").GraphTarget} GraphTarget */
+/** @typedef {import("./model.js").GraphPlace} GraphPlace */
 
 /**
  * Matches of `query` (case-insensitive substring) in `model`, in drawing order, as selections {node, cluster}:
@@ -18,7 +18,7 @@ export function searchGraph(model, query) {
   const byId = model.view === "dataflow" || needle.includes("/") || needle.includes("#");
   const has = (/** @type {unknown} */ text) => typeof text === "string" && text.toLowerCase().includes(needle);
   const seen = new Set();
-  /** @type {GraphTarget[]} */
+  /** @type {GraphPlace[]} */
   const matches = [];
   /** @type {(node: number, cluster: number) => void} */
   const add = (node, cluster) => {
@@ -61,7 +61,7 @@ function soleNode(model, c) {
  * The drawn key of each match under `expanded`: itself, or the collapsed block that hides it.
  * @param {GraphModel} model
  * @param {Set<number>} expanded
- * @param {GraphTarget[]} matches
+ * @param {GraphPlace[]} matches
  */
 export function matchKeys(model, expanded, matches) {
   const rep = hiddenBy(model, expanded);

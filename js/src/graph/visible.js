@@ -3,7 +3,7 @@
 import { nodeScope } from "./text.js";
 
 /** @typedef {import("./model.js").GraphModel} GraphModel */
-/** @typedef {import("./model.js").GraphTarget} GraphTarget */
+/** @typedef {import("./model.js").GraphPlace} GraphPlace */
 /** Open clusters, by index. @typedef {Set<number>} Expanded */
 /**
  * A drawn item: a node, or a collapsed cluster's block; `box` is the key of the box around it.
@@ -189,7 +189,7 @@ export function collapseSubtree(model, expanded, c) {
  * What `selected` (a node id or module path) points at in `model`: {node, cluster} indices, -1 when not.
  * @param {GraphModel} model
  * @param {unknown} selected
- * @returns {GraphTarget}
+ * @returns {GraphPlace}
  */
 export function resolveSelection(model, selected) {
   const none = { node: -1, cluster: -1 };
@@ -227,7 +227,7 @@ function soleNode(model, c) {
  * The key drawn for a resolved selection under `expanded` (a collapsed ancestor's when hidden), or null.
  * @param {GraphModel} model
  * @param {Expanded} expanded
- * @param {GraphTarget} selection
+ * @param {GraphPlace} selection
  */
 export function selectionKey(model, expanded, selection) {
   const rep = hiddenBy(model, expanded);
@@ -246,7 +246,7 @@ export function selectionKey(model, expanded, selection) {
  * `expanded` opened far enough that the selection is drawn as itself, not inside a collapsed block.
  * @param {GraphModel} model
  * @param {Expanded} expanded
- * @param {GraphTarget} selection
+ * @param {GraphPlace} selection
  */
 export function revealSelection(model, expanded, selection) {
   if (selection.node >= 0) {

@@ -54,7 +54,7 @@ export function createAttributionView(model, requests) {
 
   const selection = () => {
     const value = model.get("selection") ?? {};
-    return value.target === model.get("selected") ? value : null;
+    return value.path === model.get("selected") ? value : null;
   };
 
   function updateTargets() {

@@ -22,9 +22,9 @@ const ACTIONS = [
 ];
 
 /**
- * Build the pickers. `update(path, selection, shape)` fits the edits to the selected target (its payload, null
+ * Build the pickers. `update(path, selection, shape)` fits the edits to the selected path (its payload, null
  * until Python's answer comes, and the tree's output shape); `value()` is {action, edit} for the next attach, or {error} (shown in the picker);
- * `showProblem(text)` shows an attach's error. A problem stays until the selection moves to another target or the
+ * `showProblem(text)` shows an attach's error. A problem stays until the selection moves to another path or the
  * next attach. `onChange()` is called when the user changes the action, the edit or its fields.
  * `load(hook)` shows an attached hook's action and edit. Returns {el, value, update, showProblem, load, destroy}.
  * @param {{onChange?: () => void}} [options]
@@ -58,17 +58,17 @@ export function createEditPicker({ onChange = () => {} } = {}) {
   /** @type {unknown[] | null} */
   let shape = null;
   /** @type {string | null} */
-  let target = null;
+  let shownPath = null;
 
   /**
-   * Offer the edits that fit `sel`, the payload of the target at `path`; a problem of another target's clears.
+   * Offer the edits that fit `sel`, the payload of the selection at `path`; a problem of another path's clears.
    * @param {string | null} path
    * @param {Partial<Selection> | null} sel
    * @param {unknown} outputShape
    */
   function update(path, sel, outputShape) {
-    if (path !== target) setText(problem, "");
-    target = path;
+    if (path !== shownPath) setText(problem, "");
+    shownPath = path;
     if (!sel) return; // Python's answer to a new selection comes shortly: the picker keeps its edits until then
     selection = sel;
     shape = Array.isArray(outputShape) ? outputShape : null;

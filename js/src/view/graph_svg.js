@@ -181,15 +181,15 @@ export function* drawSteps(layer, model, visible, layout, drawn, chunk = 40) {
  * `hookKinds` (the `hook_kinds` traitlet) gives their badge texts.
  * @param {Drawn} drawn
  * @param {GraphModel} model
- * @param {Map<string, string[]>} hooksByTarget
+ * @param {Map<string, string[]>} hooksByPath
  * @param {import("../kinds.js").KindTable} hookKinds
  */
-export function drawBadges(drawn, model, hooksByTarget, hookKinds) {
+export function drawBadges(drawn, model, hooksByPath, hookKinds) {
   for (const { el, rect } of drawn.values()) {
     el.querySelector(":scope > .hw-gbadges")?.remove();
-    const target = el.getAttribute("data-id") ?? el.getAttribute("data-path");
-    const kinds = target === null ? [] : (hooksByTarget.get(target) ?? []);
-    const inside = el.getAttribute("data-node-type") === "cluster" ? hooksInside(model, el.getAttribute("data-path"), hooksByTarget) : 0;
+    const place = el.getAttribute("data-id") ?? el.getAttribute("data-path");
+    const kinds = place === null ? [] : (hooksByPath.get(place) ?? []);
+    const inside = el.getAttribute("data-node-type") === "cluster" ? hooksInside(model, el.getAttribute("data-path"), hooksByPath) : 0;
     if (!kinds.length && !inside) continue;
     const [cx, cy, w, h] = rect;
     let x = cx + w / 2 - 2;
@@ -220,17 +220,17 @@ export function drawBadges(drawn, model, hooksByTarget, hookKinds) {
  * How many hooks sit inside the module at `path` (on its submodules or their nodes), itself aside.
  * @param {GraphModel} model
  * @param {string | null} path
- * @param {Map<string, string[]>} hooksByTarget
+ * @param {Map<string, string[]>} hooksByPath
  */
-function hooksInside(model, path, hooksByTarget) {
+function hooksInside(model, path, hooksByPath) {
   if (path === null) return 0;
   const prefix = path === "" ? "" : `${path}.`;
   let count = 0;
-  for (const [target, kinds] of hooksByTarget) {
-    if (target === path) continue;
-    const node = model.byId.get(target); // a node id: its module's path; else a path itself
+  for (const [place, kinds] of hooksByPath) {
+    if (place === path) continue;
+    const node = model.byId.get(place); // a node id: its module's path; else a path itself
     /** @type {string} */
-    const scope = node !== undefined ? model.clusters[model.nodes[node].cluster].path : target;
+    const scope = node !== undefined ? model.clusters[model.nodes[node].cluster].path : place;
     if (scope === path || scope.startsWith(prefix)) count += kinds.length;
   }
   return count;

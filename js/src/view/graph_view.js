@@ -25,7 +25,7 @@ import { drawBadges, drawSteps, ensureTooltip, s, tooltip } from "./graph_svg.js
 import { createPanZoom } from "./pan_zoom.js";
 
 /** @typedef {import("../graph/model.js").GraphModel} GraphModel */
-/** @typedef {import("../graph/model.js").GraphTarget} GraphTarget */
+/** @typedef {import("../graph/model.js").GraphPlace} GraphPlace */
 /** A view of the `graph` traitlet. @typedef {"autograd" | "dataflow"} Mode */
 
 /** @type {[Mode, string][]} */
@@ -49,19 +49,19 @@ export function itemBudget(width, height) {
 }
 
 /**
- * Hook kinds by target (node id or module path), from the `hooks` traitlet.
+ * Hook kinds by path (node id or module path), from the `hooks` traitlet.
  * @param {import("../payloads.js").HookItem[]} hooks
  */
-function hooksByTarget(hooks) {
+function hooksByPath(hooks) {
   /** @type {Map<string, string[]>} */
-  const byTarget = new Map();
+  const byPath = new Map();
   for (const hook of Array.isArray(hooks) ? hooks : []) {
-    if (!hook || typeof hook.target !== "string" || hook.foreign) continue;
-    const kinds = byTarget.get(hook.target) ?? [];
+    if (!hook || typeof hook.path !== "string" || hook.foreign) continue;
+    const kinds = byPath.get(hook.path) ?? [];
     if (!kinds.includes(hook.kind)) kinds.push(hook.kind);
-    byTarget.set(hook.target, kinds);
+    byPath.set(hook.path, kinds);
   }
-  return byTarget;
+  return byPath;
 }
 
 /**
@@ -132,7 +132,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
   let recording = false; // a Record graph request awaits its reply
   let destroyed = false;
   let frame = 0; // the pending requestAnimationFrame of a drawing or of the first render
-  /** @type {GraphTarget[]} */
+  /** @type {GraphPlace[]} */
   let matches = []; // the search's matches in the current view, as selections {node, cluster}
   let cursor = -1; // the match last centred on
 
@@ -186,8 +186,8 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
 
   /**
    * Lay out and draw the current view. `fit` fits the graph at a readable scale, around `focus` when it
-   * does not fit whole; `focus` alone centres on it: true for the selection, or a {node, cluster} target.
-   * @param {{fit?: boolean, focus?: boolean | GraphTarget}} [options]
+   * does not fit whole; `focus` alone centres on it: true for the selection, or a {node, cluster} place.
+   * @param {{fit?: boolean, focus?: boolean | GraphPlace}} [options]
    */
   function show({ fit = false, focus = false } = {}) {
     updateToolbar();
@@ -226,7 +226,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
             frame = requestAnimationFrame(slice);
             return;
           }
-          drawBadges(drawn, graph, hooksByTarget(model.get("hooks")), model.get("hook_kinds"));
+          drawBadges(drawn, graph, hooksByPath(model.get("hooks")), model.get("hook_kinds"));
           minimap.draw(layout, new Set(visible.boxes.map((b) => b.key)));
           highlight(graph);
           markMatches(graph);
@@ -247,12 +247,12 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
    * Pan before drawing, so each drawn slice already shows where it belongs: a fit, or centred on the focus.
    * @param {GraphModel} graph
    * @param {import("../graph/layout.js").Layout} layout
-   * @param {{fit: boolean, focus: boolean | GraphTarget}} options
+   * @param {{fit: boolean, focus: boolean | GraphPlace}} options
    */
   function place(graph, layout, { fit, focus }) {
     bounds = layout;
-    const target = focus === true ? selection(graph) : focus || null;
-    const key = target ? selectionKey(graph, openClusters(), target) : null;
+    const place = focus === true ? selection(graph) : focus || null;
+    const key = place ? selectionKey(graph, openClusters(), place) : null;
     const rect = key !== null ? layout.positions[key] : undefined;
     if (fit) panZoom.fit(layout, rect ? focusPoint(rect) : null);
     else if (rect) panZoom.centerOn(rect[0], rect[1]);
@@ -281,12 +281,12 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
   function onSelected() {
     const graph = current();
     if (!graph || !expanded[mode]) return;
-    const target = selection(graph);
-    if (target.node < 0 && target.cluster < 0) {
+    const place = selection(graph);
+    if (place.node < 0 && place.cluster < 0) {
       highlight(graph);
       return;
     }
-    const opened = revealSelection(graph, openClusters(), target);
+    const opened = revealSelection(graph, openClusters(), place);
     if (opened.size !== openClusters().size) {
       expanded[mode] = opened;
       show({ focus: true });
@@ -389,14 +389,14 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
     if (!graph || !matches.length || !expanded[mode]) return;
     cursor = cursor < 0 ? (step > 0 ? 0 : matches.length - 1) : (cursor + step + matches.length) % matches.length;
     setText(found, matchCount(matches.length, cursor, search.value.trim()));
-    const target = matches[cursor];
-    const opened = revealSelection(graph, openClusters(), target);
+    const place = matches[cursor];
+    const opened = revealSelection(graph, openClusters(), place);
     if (opened.size !== openClusters().size) {
       expanded[mode] = opened;
-      show({ focus: target }); // marked when drawn
+      show({ focus: place }); // marked when drawn
       return;
     }
-    const key = selectionKey(graph, openClusters(), target);
+    const key = selectionKey(graph, openClusters(), place);
     const item = key === null ? undefined : drawn.get(key);
     if (item) panZoom.centerOn(item.rect[0], item.rect[1]);
     markMatches(graph);
@@ -418,7 +418,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
     subscribe(model, ["change:selected"], onSelected),
     subscribe(model, ["change:hooks"], () => {
       const graph = current();
-      if (graph) drawBadges(drawn, graph, hooksByTarget(model.get("hooks")), model.get("hook_kinds"));
+      if (graph) drawBadges(drawn, graph, hooksByPath(model.get("hooks")), model.get("hook_kinds"));
     }),
     listen(record, "click", onRecord),
     listen(fitButton, "click", () => bounds && panZoom.fit(bounds)),

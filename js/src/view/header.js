@@ -107,14 +107,14 @@ export function createHeader(model, requests) {
     const failing = (model.get("hooks") ?? []).filter((hook) => hook.error && !hook.foreign);
     errors.hidden = failing.length === 0;
     setText(errors, `⚠ ${failing.length} failing ${failing.length === 1 ? "hook" : "hooks"}`);
-    setAttr(errors, "title", failing.map((hook) => `${hook.kind} on ${displayPath(hook.target)}`).join("\n"));
+    setAttr(errors, "title", failing.map((hook) => `${hook.kind} on ${displayPath(hook.path)}`).join("\n"));
   }
 
   function onErrorsClick() {
     // Jump to the first failing hook: its row and the inspector show the traceback.
     const first = (model.get("hooks") ?? []).find((hook) => hook.error && !hook.foreign);
     if (!first) return;
-    model.set("selected", first.target);
+    model.set("selected", first.path);
     model.save_changes();
   }
 

@@ -54,12 +54,12 @@ export function createInspector(model, requests) {
     h("div", { cls: "hw-section-title", text: "Captures" }),
     plots.el,
   ]);
-  // Toggles whose attach/detach was sent and not yet answered (`target\0kind` -> the timer that marks it slow):
+  // Toggles whose attach/detach was sent and not yet answered (`path\0kind` -> the timer that marks it slow):
   // their checkboxes stay disabled until the kernel's reply, however long that takes.
   /** @type {Map<string, ReturnType<typeof setTimeout>>} */
   const pending = new Map();
   /** @type {string | null} */
-  let loadedFor = null; // the target whose hook the picker last showed
+  let loadedFor = null; // the path whose hook the picker last showed
   /** @type {Set<string>} */
   const slow = new Set();
   let destroyed = false;
@@ -71,7 +71,7 @@ export function createInspector(model, requests) {
   /** The selection payload, if it describes the current selection (Python answers a click shortly after). */
   const selection = () => {
     const value = model.get("selection") ?? {};
-    return value.target === selectedPath() ? value : null;
+    return value.path === selectedPath() ? value : null;
   };
 
   function renderInfo() {
@@ -117,7 +117,7 @@ export function createInspector(model, requests) {
     const shown = [...toggles.querySelectorAll("input.hw-toggle")];
     const same =
       shown.length === kinds.length &&
-      shown.every((input, i) => input.getAttribute("data-kind") === kinds[i] && input.getAttribute("data-target") === path);
+      shown.every((input, i) => input.getAttribute("data-kind") === kinds[i] && input.getAttribute("data-path") === path);
     if (same && kinds.length > 0) {
       // The same toggles (a hook's code changed the selection payload): kept, so focus and a pending click stay put.
       syncToggles();
@@ -127,7 +127,7 @@ export function createInspector(model, requests) {
       ...kinds.map((kind) => {
         const input = h("input", {
           cls: "hw-toggle",
-          attrs: { type: "checkbox", "data-kind": kind, "data-target": path },
+          attrs: { type: "checkbox", "data-kind": kind, "data-path": path },
         });
         const title = kindTitle(model.get("hook_kinds"), kind, sel?.family);
         return h("label", { cls: "hw-toggle-label", attrs: { title } }, [input, h("span", { text: kind })]);
@@ -191,7 +191,7 @@ export function createInspector(model, requests) {
     const sel = selection();
     picker.update(path, sel, node?.shape ?? null);
     if (sel && loadedFor !== path) {
-      // A newly selected target's hook shows its action and edit: a change of one field keeps the others.
+      // A newly selected path's hook shows its action and edit: a change of one field keeps the others.
       loadedFor = path;
       const own = reattachable(path)[0];
       if (own) picker.load(own);
@@ -225,12 +225,12 @@ export function createInspector(model, requests) {
 
   /** The action or edit changed while hooks are attached here: they get it at once (one reattach message). */
   function onPickerChange() {
-    const target = selectedPath();
-    if (reattachable(target).length === 0) return; // the next toggle attaches with the new choice
+    const path = selectedPath();
+    if (reattachable(path).length === 0) return; // the next toggle attaches with the new choice
     const choice = picker.value();
     if (choice.error) return; // the picker says what is wrong; the hooks keep what they had
-    requests.send({ type: "reattach", target, action: choice.action, edit: choice.edit }).then((answer) => {
-      if (!destroyed && target === selectedPath()) picker.showProblem(answer.ok ? "" : answer.error);
+    requests.send({ type: "reattach", path, action: choice.action, edit: choice.edit }).then((answer) => {
+      if (!destroyed && path === selectedPath()) picker.showProblem(answer.ok ? "" : answer.error);
     });
   }
 
@@ -239,18 +239,18 @@ export function createInspector(model, requests) {
     const input = /** @type {HTMLInputElement} */ (event.target);
     if (!input.matches?.("input.hw-toggle")) return;
     const kind = /** @type {string} */ (input.getAttribute("data-kind"));
-    const target = /** @type {string} */ (input.getAttribute("data-target"));
+    const path = /** @type {string} */ (input.getAttribute("data-path"));
     const attaching = input.checked;
     const choice = attaching ? picker.value() : null;
     if (choice?.error) {
       input.checked = false; // the picker says what is wrong; nothing is sent
       return;
     }
-    const key = `${target}\u0000${kind}`;
+    const key = `${path}\u0000${kind}`;
     /** @type {import("../widget_model.js").Request} */
     const message = choice
-      ? { type: "attach", target, kind, action: choice.action, edit: choice.edit }
-      : { type: "detach", target, kind };
+      ? { type: "attach", path, kind, action: choice.action, edit: choice.edit }
+      : { type: "detach", path, kind };
     pending.set(
       key,
       setTimeout(() => {
@@ -267,8 +267,8 @@ export function createInspector(model, requests) {
       if (destroyed) return;
       syncToggles();
       // An attach refused (a record gone, a shape that does not fit) is said beside the edit it was about, while
-      // that target stays selected.
-      if (attaching && target === selectedPath()) picker.showProblem(answer.ok ? "" : answer.error);
+      // that path stays selected.
+      if (attaching && path === selectedPath()) picker.showProblem(answer.ok ? "" : answer.error);
     });
   }
 

@@ -11,7 +11,7 @@ const SLIDE_DELAY_MS = 150;
 /** @typedef {import("../payloads.js").PlotItem} PlotItem */
 
 /**
- * Caption text of one plot item: "title · 1×16×32×32 · step 3" (with " · call 1" for a target run twice a step).
+ * Caption text of one plot item: "title · 1×16×32×32 · step 3" (with " · call 1" for a module run twice a step).
  * @param {PlotItem} item
  */
 function caption(item) {
@@ -178,7 +178,7 @@ export function createPlots(model, requests) {
 
   function update() {
     const plots = model.get("plots") ?? {};
-    const match = plots.target === model.get("selected");
+    const match = plots.path === model.get("selected");
     // A selection change that does not change what is shown keeps the images (no flicker).
     if (plots === shown.plots && match === shown.match) return;
     shown = { plots, match };

@@ -44,7 +44,7 @@ export function createSummaryView(model, requests) {
     h("summary", { cls: "hw-section-title", text: "Summary: statistics per layer" }),
     body,
   ]);
-  let sort = { field: "target", descending: false };
+  let sort = { field: "path", descending: false };
   const images = pngUrls();
 
   /**
@@ -66,13 +66,13 @@ export function createSummaryView(model, requests) {
     const head = sortableHeader(COLUMNS, sort);
     const lines = rows.map((row) => {
       const cls = ["hw-summary-row"];
-      if (nonfinite.has(row.target)) cls.push("hw-nonfinite");
-      if (row.target === summary.first_nonfinite) cls.push("hw-first-nonfinite");
+      if (nonfinite.has(row.path)) cls.push("hw-nonfinite");
+      if (row.path === summary.first_nonfinite) cls.push("hw-first-nonfinite");
       return h(
         "tr",
-        { cls: cls.join(" "), attrs: { "data-path": row.target } },
+        { cls: cls.join(" "), attrs: { "data-path": row.path } },
         COLUMNS.map(([key]) =>
-          h("td", { text: key === "target" ? displayPath(row.target) : formatStat(key, row[key]) }),
+          h("td", { text: key === "path" ? displayPath(row.path) : formatStat(key, row[key]) }),
         ),
       );
     });
@@ -123,7 +123,7 @@ export function createSummaryView(model, requests) {
     const th = target.closest?.("th[data-field]");
     if (th) {
       const key = /** @type {string} */ (th.getAttribute("data-field"));
-      sort = { field: key, descending: sort.field === key ? !sort.descending : key !== "target" };
+      sort = { field: key, descending: sort.field === key ? !sort.descending : key !== "path" };
       renderTable(model.get("summary") ?? {});
       return;
     }
@@ -140,7 +140,7 @@ export function createSummaryView(model, requests) {
     statsNote.hidden = false;
     setText(statsNote, "Attaching stats on every layer's output and gradient…");
     const sent = everyLayerKinds(model.get("hook_kinds")).map((kind) =>
-      requests.send({ type: "attach", target: "", kind, action: "stats", edit: null }),
+      requests.send({ type: "attach", path: "", kind, action: "stats", edit: null }),
     );
     Promise.all(sent).then((answers) => {
       statsAll.disabled = false;

@@ -16,7 +16,7 @@ from hookwidgets.core.hooks.kinds import KINDS, Kind, resolve_kind, valid_kinds
 from hookwidgets.core.kind_table import names, summary_columns, user_names
 from hookwidgets.core.monitors.scalar_log import stats_kinds_needed
 from hookwidgets.widget import captures
-from hookwidgets.widget.state import kinds_payload
+from hookwidgets.widget.payloads import kinds_payload
 
 
 def test_the_lists_read_from_the_table_are_the_ones_the_engine_and_the_widget_had():

@@ -146,7 +146,7 @@ def test_statistics_of_an_empty_capture_are_counts_of_0_and_no_nan_in_the_summar
     with Explorer(model) as ex:
         ex.attach("", "global_forward", "stats")
         model(torch.randn(2, 3))
-        rows = {row["target"]: row for row in ex.summary()}
+        rows = {row["path"]: row for row in ex.summary()}
         (record,) = ex.captures["1"]["global_forward"]
     assert (record.stats["numel"], record.stats["nan"], record.stats["inf"], record.stats["norm"]) == (0, 0, 0, 0.0)
     empty = rows["1"]

@@ -102,7 +102,7 @@ def test_the_summary_is_a_layers_by_steps_heatmap_with_missing_and_nonfinite_cel
     with ex:
         rows = ex.summary()
     layers = ["features.conv", "features.act", "head.fc", "features"]
-    rows = [r for r in rows if not (r["target"] == "features" and r["step"] == 2)]  # one missing cell
+    rows = [r for r in rows if not (r["path"] == "features" and r["step"] == 2)]  # one missing cell
     fig = summary_heatmap_figure(rows, "act_norm", layers=layers)
     ax = fig.axes[0]
     data = ax.get_images()[0].get_array()
@@ -122,7 +122,7 @@ def test_the_summary_is_a_layers_by_steps_heatmap_with_missing_and_nonfinite_cel
 @pytest.mark.parametrize("dpi", [72, 96, 144])
 def test_a_long_history_writes_a_dozen_step_numbers_and_every_label_fits_the_figure(dpi):
     layers = ["encoder.layers.11.self_attention.out_projection_with_a_long_name", "head", ""]
-    rows = [{"target": t, "step": s, "grad_norm": 1.0 + s % 7} for s in range(1, 401) for t in layers]
+    rows = [{"path": t, "step": s, "grad_norm": 1.0 + s % 7} for s in range(1, 401) for t in layers]
     fig = summary_heatmap_figure(rows, "grad_norm")
     fig.set_dpi(dpi)
     ax = fig.axes[0]
@@ -144,7 +144,7 @@ def test_a_long_history_writes_a_dozen_step_numbers_and_every_label_fits_the_fig
 
 def test_a_heatmap_of_thousands_of_layers_names_evenly_spaced_rows_and_frames_every_nonfinite_cell():
     rows = [
-        {"step": step, "target": f"blocks.{i}", "grad_norm": 1.0 + i, "grad_nan": int(i % 500 == 7)}
+        {"step": step, "path": f"blocks.{i}", "grad_norm": 1.0 + i, "grad_nan": int(i % 500 == 7)}
         for step in (1, 2)
         for i in range(3000)
     ]
@@ -163,7 +163,7 @@ def test_a_heatmap_of_thousands_of_layers_names_evenly_spaced_rows_and_frames_ev
 
 @pytest.mark.parametrize("values", [[0.3], [0.3, 0.3, 0.3], [2.0, 2.0]])
 def test_a_heatmap_of_equal_positive_values_draws_on_a_log_scale_around_them(values):
-    rows = [{"target": f"layer{i}", "step": 1, "grad_norm": v} for i, v in enumerate(values)]
+    rows = [{"path": f"layer{i}", "step": 1, "grad_norm": v} for i, v in enumerate(values)]
     fig = summary_heatmap_figure(rows, "grad_norm")  # raised "Invalid vmin or vmax" when the range reached 0
     image = fig.axes[0].get_images()[0]
     low, high = image.get_clim()
@@ -173,7 +173,7 @@ def test_a_heatmap_of_equal_positive_values_draws_on_a_log_scale_around_them(val
 
 
 def test_a_narrow_heatmap_shrinks_a_long_title_to_fit_the_figure():
-    rows = [{"target": "fc", "step": 1, "grad_norm": float("nan"), "grad_nan": 1.0}]
+    rows = [{"path": "fc", "step": 1, "grad_norm": float("nan"), "grad_nan": 1.0}]
     fig = summary_heatmap_figure(rows, "grad_norm", title="gradient norm of every layer at every step")
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
@@ -230,9 +230,9 @@ def test_statistics_shading_is_drawn_behind_the_steps_that_held_nonfinite_values
 
 def test_summary_cells_are_coloured_grey_when_missing_and_magenta_when_not_finite():
     rows = [
-        {"target": "a", "step": 1, "grad_norm": 1.0},
-        {"target": "a", "step": 2, "grad_norm": float("nan")},
-        {"target": "b", "step": 1, "grad_norm": 2.0, "grad_nan": 3},  # finite statistic of a tensor with NaN
+        {"path": "a", "step": 1, "grad_norm": 1.0},
+        {"path": "a", "step": 2, "grad_norm": float("nan")},
+        {"path": "b", "step": 1, "grad_norm": 2.0, "grad_nan": 3},  # finite statistic of a tensor with NaN
     ]
     fig = summary_heatmap_figure(rows, "grad_norm", title="norms")
     rgb = _rendered(fig)
@@ -414,7 +414,7 @@ def test_model_strings_are_drawn_as_they_are_never_as_mathtext():
         bars_figure(torch.rand(3), title=NAME),
         matrix_figure(torch.rand(2, 2), title=NAME, row_labels=[NAME, "b"], column_labels=["c", NAME]),
         attention_figure(torch.rand(1, 1, 2, 2), tokens=[NAME, "t"], title=NAME),
-        summary_heatmap_figure([{"step": 1, "target": NAME, "act_norm": 1.0}], "act_norm", title=NAME),
+        summary_heatmap_figure([{"step": 1, "path": NAME, "act_norm": 1.0}], "act_norm", title=NAME),
         cam_overlay_figure(torch.rand(1, 3, 4, 4), torch.rand(1, 4, 4), title=NAME),
         update_ratio_figure(ratios),
         bucket_table_figure([bucket]),

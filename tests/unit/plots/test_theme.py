@@ -47,7 +47,7 @@ def _records(steps: int = 5, calls: int = 1) -> list[SimpleNamespace]:
 
 def _summary_rows(layers: int, steps: int = 4) -> list[dict]:
     return [
-        {"target": f"model.layers.{i}.mlp.down_proj", "step": s, "grad_norm": 1.0 + i + s}
+        {"path": f"model.layers.{i}.mlp.down_proj", "step": s, "grad_norm": 1.0 + i + s}
         for i in range(layers)
         for s in range(steps)
     ]

@@ -18,7 +18,7 @@ def backward_hook_an_in_place_op_breaks(image: torch.Tensor) -> Iterator[HookExp
     """A page-attached full backward hook on ``conv``, then the model made to modify conv's output in place."""
     model = LateInPlace()
     with HookExplorer(model, example_inputs=image) as ex:
-        browser_sends(ex.view, type="attach", target="conv", kind="backward", action="capture", edit=None)
+        browser_sends(ex.view, type="attach", path="conv", kind="backward", action="capture", edit=None)
         assert [h["kind"] for h in ex.view.hooks] == ["backward"]
         model.inplace = True
         yield ex

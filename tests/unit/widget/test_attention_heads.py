@@ -101,7 +101,7 @@ def test_live_updates_redraw_the_heads_of_a_selected_attention_module(monkeypatc
             clock[0] += live.PLOT_INTERVAL_S + live.FIRST_PLOT_COST_S / live.MAX_SHARE  # the images' turn
             model(**batch)
         kinds = [item["kind"] for item in view.plots["items"]]
-        assert view.plots["target"] == ATTENTION and kinds == ["forward", "attention"]
+        assert view.plots["path"] == ATTENTION and kinds == ["forward", "attention"]
         assert view.plots["items"][0]["step"] == 2  # the newest capture
         heads = _heads(view)
         assert heads["step"] == 2 and heads["shape"] == [1, 4, 6, 6] and heads["png"] != before["png"]

@@ -15,7 +15,7 @@ from hookwidgets.widget import protocol
 from hookwidgets.widget.attribution_panel import attribution_payload
 from hookwidgets.widget.captures import plot_items
 from hookwidgets.widget.graph_panel import graph_payload
-from hookwidgets.widget.state import hooks_payload, memory_payload, selection_payload, status_payload
+from hookwidgets.widget.payloads import hooks_payload, memory_payload, selection_payload, status_payload
 from hookwidgets.widget.summary_panel import summary_payload
 from hookwidgets.widget.training_panel import training_payload
 
@@ -37,7 +37,7 @@ def test_every_payload_is_built_from_a_headless_explorer(cnn, image):
         payloads = {
             "hooks": hooks_payload(ex.hooks),
             "selection": selection_payload(ex, "features.conv"),
-            "plots": {"target": "features.conv", "items": plot_items(ex.captures, "features.conv")},
+            "plots": {"path": "features.conv", "items": plot_items(ex.captures, "features.conv")},
             "status": status_payload("idle", "", ex.probe_classes),
             "memory": memory_payload(ex),
             "summary": summary_payload(ex),
@@ -90,7 +90,7 @@ def test_a_training_loop_in_a_thread_is_followed_live_and_the_cells_end_syncs_it
         assert errors == []
         assert "live" in states and view.status["state"] == "idle"  # pushed from the loop's thread, then the cell end
         assert [h["fired"] for h in view.hooks] == [h.fired for h in ex.hooks]
-        assert view.hooks[1] == {**view.hooks[1], "target": "features.conv", "kind": "forward", "fired": 30}
+        assert view.hooks[1] == {**view.hooks[1], "path": "features.conv", "kind": "forward", "fired": 30}
         assert view.summary["steps"][-1] == 30
 
 
@@ -114,13 +114,13 @@ def test_the_view_follows_a_handle_removed_from_python_as_it_follows_detach(cnn,
         view = ex.view
         info = ex.attach("features.conv", "forward")
         group = ex.attach("head.fc", ["forward", "grad"])
-        assert [(h["target"], h["kind"]) for h in view.hooks] == [
+        assert [(h["path"], h["kind"]) for h in view.hooks] == [
             ("features.conv", "forward"),
             ("head.fc", "forward"),
             ("head.fc", "grad"),
         ]
         info.remove()
-        assert [(h["target"], h["kind"]) for h in view.hooks] == [("head.fc", "forward"), ("head.fc", "grad")]
+        assert [(h["path"], h["kind"]) for h in view.hooks] == [("head.fc", "forward"), ("head.fc", "grad")]
         group.remove()
         assert view.hooks == []
         with ex.attach("head.fc", "backward"):

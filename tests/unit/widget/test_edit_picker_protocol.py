@@ -89,7 +89,7 @@ def test_the_selection_lists_the_modules_forward_records_newest_first(gpt2):
     view = ex.view
     browser_sets(view, selected=BLOCK)
     assert view.selection["records"] == []
-    browser_sends(view, type="attach", target=BLOCK, kind="forward")
+    browser_sends(view, type="attach", path=BLOCK, kind="forward")
     browser_sends(view, type="run", mode="forward")
     browser_sends(view, type="run", mode="forward")
     assert view.selection["records"] == [
@@ -97,7 +97,7 @@ def test_the_selection_lists_the_modules_forward_records_newest_first(gpt2):
         {"step": 1, "call": 0, "shape": [2, 8, 32]},
     ]
     assert problems(view.selection, protocol.Selection) == []
-    browser_sends(view, type="attach", target=BLOCK, kind="forward", action="stats")  # no tensors: nothing to patch
+    browser_sends(view, type="attach", path=BLOCK, kind="forward", action="stats")  # no tensors: nothing to patch
     browser_sends(view, type="run", mode="forward")
     assert [r["step"] for r in view.selection["records"]] == [2, 1]
     browser_sets(view, selected="transformer.h.1")
@@ -113,7 +113,7 @@ def test_replace_with_a_recorded_run_patches_that_output_in(gpt2):
     recorded = ex.captures[BLOCK]["forward"][-1].tensor.clone()
     ex.detach(BLOCK, "forward")
     browser_sets(view, selected=BLOCK)
-    reply = browser_sends(view, type="attach", target=BLOCK, kind="forward", edit=["replace", {"step": 1, "call": 0}])
+    reply = browser_sends(view, type="attach", path=BLOCK, kind="forward", edit=["replace", {"step": 1, "call": 0}])
     assert reply["ok"], reply
     assert view.hooks[0]["edit"] == [["replace", "tensor (2, 8, 32)"]]
     got = _logits(model, ids)
@@ -128,7 +128,7 @@ def test_mean_ablate_with_a_recorded_run_puts_in_its_batch_mean(gpt2):
     mean = ex.captures[BLOCK]["forward"][-1].tensor.mean(0, keepdim=True).clone()
     ex.detach(BLOCK, "forward")
     reply = browser_sends(
-        ex.view, type="attach", target=BLOCK, kind="forward", edit=["mean_ablate", {"step": 1, "call": 0}]
+        ex.view, type="attach", path=BLOCK, kind="forward", edit=["mean_ablate", {"step": 1, "call": 0}]
     )
     assert reply["ok"], reply
     expected = _patched(_bare(model), ids, BLOCK, lambda m, a, out: _with_first(out, mean.expand(2, -1, -1)))
@@ -151,7 +151,7 @@ def test_a_recorded_run_that_is_not_kept_or_not_a_reference_is_refused_naming_th
     ex.attach(BLOCK, "forward")
     ex.run()
     ex.detach(BLOCK, "forward")
-    reply = browser_sends(ex.view, type="attach", target=BLOCK, kind="forward", edit=["replace", ref])
+    reply = browser_sends(ex.view, type="attach", path=BLOCK, kind="forward", edit=["replace", ref])
     assert not reply["ok"] and message in reply["error"]
     assert message in ex.view.error and ex.view.status["state"] == "error"
     assert ex.hooks == []
@@ -168,7 +168,7 @@ def test_a_recorded_run_the_budget_evicted_says_so(cnn, image):
         ex.run()  # the budget keeps only the newest record: step 1's went
         assert [r.step for r in ex.captures["head.fc"]["forward"]] == [2]
         reply = browser_sends(
-            ex.view, type="attach", target="head.fc", kind="forward", edit=["mean_ablate", {"step": 1, "call": 0}]
+            ex.view, type="attach", path="head.fc", kind="forward", edit=["mean_ablate", {"step": 1, "call": 0}]
         )
         assert "mean_ablate on 'head.fc': no forward capture of step 1 (call 0)" in reply["error"]
         assert "the capture store evicted it" in reply["error"] and "memory_budget=1 bytes" in reply["error"]
@@ -179,16 +179,14 @@ def test_a_record_of_another_shape_is_refused_at_attach_with_both_shapes(gpt2):
     ex.attach(BLOCK, "forward")
     ex.run(tm.token_ids(batch=1, length=5))
     ex.detach(BLOCK, "forward")
-    reply = browser_sends(
-        ex.view, type="attach", target=BLOCK, kind="forward", edit=["replace", {"step": 1, "call": 0}]
-    )
+    reply = browser_sends(ex.view, type="attach", path=BLOCK, kind="forward", edit=["replace", {"step": 1, "call": 0}])
     assert not reply["ok"]
     assert "has shape (1, 5, 32), the hooked tensor (2, 8, 32)" in reply["error"] and ex.hooks == []
 
 
 def test_ablate_along_a_dim_from_the_picker(gpt2):
     ex, model, ids = gpt2
-    reply = browser_sends(ex.view, type="attach", target=BLOCK, kind="forward", edit=["ablate", [1, 4], -1])
+    reply = browser_sends(ex.view, type="attach", path=BLOCK, kind="forward", edit=["ablate", [1, 4], -1])
     assert reply["ok"] and _sent(ex.view.hooks[0]["edit"]) == [["ablate", [1, 4], -1]]
 
     def by_hand(m, a, out):
@@ -197,9 +195,9 @@ def test_ablate_along_a_dim_from_the_picker(gpt2):
         return _with_first(out, hidden)
 
     assert torch.allclose(_logits(model, ids), _patched(_bare(model), ids, BLOCK, by_hand), atol=1e-6)
-    reply = browser_sends(ex.view, type="attach", target=BLOCK, kind="forward", edit=["ablate", [0], 3])
+    reply = browser_sends(ex.view, type="attach", path=BLOCK, kind="forward", edit=["ablate", [0], 3])
     assert "ablate dim 3 is out of range for a tensor of shape (2, 8, 32)" in reply["error"]
-    reply = browser_sends(ex.view, type="attach", target=BLOCK, kind="forward", edit=["ablate", [8], 1])
+    reply = browser_sends(ex.view, type="attach", path=BLOCK, kind="forward", edit=["ablate", [8], 1])
     assert "ablate index 8 is out of range: the tensor has 8 indices along dim 1" in reply["error"]
 
 
@@ -220,7 +218,7 @@ def _bare(model: torch.nn.Module) -> torch.nn.Module:
 def test_ablate_heads_from_the_picker_zeroes_their_context_before_c_proj(gpt2):
     ex, model, ids = gpt2
     attn = "transformer.h.1.attn"
-    reply = browser_sends(ex.view, type="attach", target=attn, kind="forward", edit=["ablate_heads", [0, 2]])
+    reply = browser_sends(ex.view, type="attach", path=attn, kind="forward", edit=["ablate_heads", [0, 2]])
     assert reply["ok"] and _sent(ex.view.hooks[0]["edit"]) == [["ablate_heads", [0, 2]]]
     twin = _bare(model)
 
@@ -232,9 +230,9 @@ def test_ablate_heads_from_the_picker_zeroes_their_context_before_c_proj(gpt2):
 
     twin.get_submodule(f"{attn}.c_proj").register_forward_pre_hook(zero_heads)
     assert torch.allclose(_logits(model, ids), _logits(twin, ids), atol=1e-6)
-    reply = browser_sends(ex.view, type="attach", target=attn, kind="forward", edit=["ablate_heads", [4]])
+    reply = browser_sends(ex.view, type="attach", path=attn, kind="forward", edit=["ablate_heads", [4]])
     assert "head 4 is out of range, it has 4" in reply["error"]
-    reply = browser_sends(ex.view, type="attach", target=BLOCK, kind="forward", edit=["ablate_heads", [0]])
+    reply = browser_sends(ex.view, type="attach", path=BLOCK, kind="forward", edit=["ablate_heads", [0]])
     assert "on module 'transformer.h.0' (GPT2Block): no output projection found" in reply["error"]
 
 
@@ -245,7 +243,7 @@ def test_the_code_of_a_replace_from_the_picker_runs_with_the_record_bound_to_pat
     record = ex.captures[BLOCK]["forward"][-1]
     ex.detach(BLOCK, "forward")
     browser_sets(ex.view, selected=BLOCK)
-    browser_sends(ex.view, type="attach", target=BLOCK, kind="forward", edit=["replace", {"step": 1, "call": 0}])
+    browser_sends(ex.view, type="attach", path=BLOCK, kind="forward", edit=["replace", {"step": 1, "call": 0}])
     code = ex.view.selection["code"]
     assert "patches[0]" in code and "Their shapes: (2, 8, 32)." in code
     patched = _logits(model, ids)

@@ -143,11 +143,11 @@ def test_selecting_a_node_and_attaching_its_hook_from_the_browser(explorer):
     node_id = next(i for i in view.graph["autograd"]["ids"] if "AddmmBackward0" in i)
     browser_sets(view, selected=node_id)
     assert view.selected == node_id and view.error == ""
-    assert view.plots["target"] == node_id
-    browser_sends(view, type="attach", target=node_id, kind="node")
-    assert [(h["target"], h["kind"]) for h in view.hooks] == [(node_id, "node")]
+    assert view.plots["path"] == node_id
+    browser_sends(view, type="attach", path=node_id, kind="node")
+    assert [(h["path"], h["kind"]) for h in view.hooks] == [(node_id, "node")]
     browser_sets(view, selected="features.conv")  # a module clicked in the graph
-    assert view.plots["target"] == "features.conv" and view.error == ""
+    assert view.plots["path"] == "features.conv" and view.error == ""
 
 
 def _synthetic_graph(blocks: int) -> dict:

@@ -18,16 +18,16 @@ def _hook(explorer: HookExplorer, target: str, kind: str):
 
 def test_reattach_gives_the_targets_hooks_the_new_action_and_edit_in_place(explorer, cnn, image):
     view = explorer.view
-    browser_sends(view, type="attach", target="features.conv", kind="forward", action="capture", edit=None)
-    browser_sends(view, type="attach", target="features.conv", kind="grad", action="capture", edit=None)
+    browser_sends(view, type="attach", path="features.conv", kind="forward", action="capture", edit=None)
+    browser_sends(view, type="attach", path="features.conv", kind="grad", action="capture", edit=None)
     browser_sends(view, type="run")
     kept = len(explorer.captures["features.conv"]["forward"])
-    answer = browser_sends(view, type="reattach", target="features.conv", action="stats", edit=["scale", 0.0])
+    answer = browser_sends(view, type="reattach", path="features.conv", action="stats", edit=["scale", 0.0])
     assert answer["ok"], answer
     forward, grad = _hook(explorer, "features.conv", "forward"), _hook(explorer, "features.conv", "grad")
     assert (forward.action, forward.edit) == ("stats", (("scale", 0.0),))
     assert (grad.action, grad.edit) == ("stats", (("scale", 0.0),))
-    assert [h["edit"] for h in view.hooks if h["target"] == "features.conv"] == [[["scale", 0.0]]] * 2
+    assert [h["edit"] for h in view.hooks if h["path"] == "features.conv"] == [[["scale", 0.0]]] * 2
     assert len(explorer.captures["features.conv"]["forward"]) == kept  # the records are kept
     out = cnn(image)  # the new edit acts: the conv's output is zeroed, so the logits are the head's bias alone
     torch.testing.assert_close(out, cnn.head.fc.bias.expand_as(out))
@@ -35,8 +35,8 @@ def test_reattach_gives_the_targets_hooks_the_new_action_and_edit_in_place(explo
 
 def test_a_refused_reattach_leaves_the_hooks_as_they_were_and_says_why(explorer):
     view = explorer.view
-    browser_sends(view, type="attach", target="features.conv", kind="forward", action="capture", edit=["scale", 2.0])
-    answer = browser_sends(view, type="reattach", target="features.conv", action="capture", edit=["ablate", [9], 1])
+    browser_sends(view, type="attach", path="features.conv", kind="forward", action="capture", edit=["scale", 2.0])
+    answer = browser_sends(view, type="reattach", path="features.conv", action="capture", edit=["ablate", [9], 1])
     assert not answer["ok"] and "9" in answer["error"]
     hook = _hook(explorer, "features.conv", "forward")
     assert (hook.action, hook.edit) == ("capture", (("scale", 2.0),))
@@ -47,7 +47,7 @@ def test_reattach_leaves_global_and_callable_hooks_alone(explorer):
     explorer.attach("", "global_forward", action="stats")
     explorer.attach("", "forward", action=lambda module, args, output: None)
     explorer.attach("", "forward_pre", action="capture")
-    assert browser_sends(view, type="reattach", target="", action="print", edit=None)["ok"]
+    assert browser_sends(view, type="reattach", path="", action="print", edit=None)["ok"]
     actions = {h.kind: h.action for h in explorer.hooks}
     assert actions["global_forward"] == "stats" and callable(actions["forward"]) and actions["forward_pre"] == "print"
 

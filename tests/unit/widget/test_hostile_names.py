@@ -67,7 +67,7 @@ def test_widget_payloads_show_a_bidi_name_escaped_and_keep_its_path():
         browser_sets(view, selected=BIDI)
         (item,) = view.plots["items"]
         assert item["title"] == "txt\\u202eexe · output"
-        assert view.selection["target"] == BIDI  # what the page sends back names the module itself
+        assert view.selection["path"] == BIDI  # what the page sends back names the module itself
         assert view.tree["children"][0]["path"] == BIDI  # the page escapes it where it shows it
 
 

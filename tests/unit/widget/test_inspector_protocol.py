@@ -45,7 +45,7 @@ def test_attach_with_an_action_and_an_edit_from_the_pickers(explorer, cnn, image
     view = explorer.view
     plain = cnn(image)
     browser_sets(view, selected="head.fc")
-    browser_sends(view, type="attach", target="head.fc", kind="forward", action="stats", edit=["scale", 2.0])
+    browser_sends(view, type="attach", path="head.fc", kind="forward", action="stats", edit=["scale", 2.0])
     (hook,) = view.hooks
     assert (hook["action"], hook["edit"]) == ("stats", [["scale", 2.0]])
     assert "def " in view.selection["code"] and "head.fc" in view.selection["code"]
@@ -54,7 +54,7 @@ def test_attach_with_an_action_and_an_edit_from_the_pickers(explorer, cnn, image
     record = explorer.captures["head.fc"]["forward"][-1]
     assert record.tensors == {} and record.stats["max"] == pytest.approx(float(edited.max()))
 
-    browser_sends(view, type="attach", target="head.fc", kind="grad", edit=["scale", "big"])
+    browser_sends(view, type="attach", path="head.fc", kind="grad", edit=["scale", "big"])
     assert "scale" in view.error and view.status["state"] == "error"
     assert [h["kind"] for h in view.hooks] == ["forward"]
 
@@ -206,8 +206,8 @@ def test_memory_meter_and_hook_say_when_the_budget_holds_less_than_one_step(cnn,
             "the budget (2.9 KiB) holds less than one step: step 1 lost 1 'forward' record (call 0) before it "
             "ended; raise memory_budget"
         )
-        assert view.memory["short_steps"] == [{"target": "features.conv", "kind": "forward", "note": note}]
-        conv = next(h for h in view.hooks if h["target"] == "features.conv")
+        assert view.memory["short_steps"] == [{"path": "features.conv", "kind": "forward", "note": note}]
+        conv = next(h for h in view.hooks if h["path"] == "features.conv")
         assert conv["note"] == note and conv["fired"] == 1
         browser_sets(view, selected="features.conv")
         assert view.plots["items"] == []  # nothing left to draw, and no error box
@@ -219,7 +219,7 @@ def test_foreign_hooks_reach_the_view_flagged(cnn, image):
     try:
         with HookExplorer(cnn, example_inputs=image) as ex:
             (hook,) = ex.view.hooks
-            assert hook["foreign"] is True and (hook["target"], hook["kind"]) == ("head.fc", "forward")
+            assert hook["foreign"] is True and (hook["path"], hook["kind"]) == ("head.fc", "forward")
     finally:
         handle.remove()
 
@@ -302,7 +302,7 @@ def test_live_images_wait_until_their_cost_fits_the_loops_share(explorer, cnn, i
     assert drawn == [] and view.hooks[0]["fired"] == 3
     clock[0] = start + 0.3 / live.MAX_SHARE + 0.01  # 10 s into the loop: 0.3 s is 3% of it
     cnn(image)
-    assert len(drawn) == 1 and drawn[0]["target"] == "features.conv"
+    assert len(drawn) == 1 and drawn[0]["path"] == "features.conv"
     assert drawn[0]["items"][0]["step"] == 4  # the newest capture
 
 
@@ -340,7 +340,7 @@ def test_the_summary_follows_the_users_loop_on_the_images_schedule(explorer, cnn
     clock[0] += live.FIRST_PLOT_COST_S / live.MAX_SHARE  # its expected cost is 3% of the loop by now
     cnn(image)
     summary = view.summary
-    assert summary["step"] == 3 and [r["target"] for r in summary_rows(summary)][:2] == ["", "features"]
+    assert summary["step"] == 3 and [r["path"] for r in summary_rows(summary)][:2] == ["", "features"]
     assert summary["heatmap"][:8] == b"\x89PNG\r\n\x1a\n"
     assert view.status["state"] == "live"
 
@@ -399,7 +399,7 @@ def test_what_the_engine_did_on_its_own_reaches_the_view():
 
 def test_a_null_run_target_backpropagates_from_each_items_top_class(explorer):
     view = explorer.view
-    browser_sends(view, type="attach", target="head.fc", kind="grad")
+    browser_sends(view, type="attach", path="head.fc", kind="grad")
     browser_sends(view, type="run", mode="backward", target=None)  # the page's Number() gave NaN: JSON sends null
     assert view.error == "" and view.status["message"] == "step 1: forward, then backward from output · top class"
     grad = explorer.captures["head.fc"]["grad"][-1].tensors["grad_output"]
@@ -410,7 +410,7 @@ def test_a_null_run_target_backpropagates_from_each_items_top_class(explorer):
 @pytest.mark.parametrize("target", ["3x", 1.5, True, [1, 2]])
 def test_a_run_target_that_is_no_class_is_reported_and_nothing_runs(explorer, target):
     view = explorer.view
-    browser_sends(view, type="attach", target="head.fc", kind="forward")
+    browser_sends(view, type="attach", path="head.fc", kind="forward")
     browser_sends(view, type="run", mode="backward", target=target)
     expected = f'the widget sent the run target {target!r}; expected "top", "loss" or a class or token id such as 3'
     assert view.error == f"ValueError: {expected}"
@@ -455,7 +455,7 @@ def test_run_and_the_class_picker_find_the_scores_of_a_wrapped_output(image, wra
         view = ex.view
         assert [c for c, _ in view.status["top"]] == expected.indices.tolist()  # from the probe
         assert [p for _, p in view.status["top"]] == pytest.approx(expected.values.tolist(), abs=1e-4)
-        browser_sends(view, type="attach", target="fc", kind="grad")
+        browser_sends(view, type="attach", path="fc", kind="grad")
         browser_sends(view, type="run", mode="backward", target=3)
         assert view.status["message"] == "step 1: forward, then backward from output.logits · class 3"
         assert view.error == ""
@@ -546,9 +546,9 @@ def test_images_of_records_the_store_let_go_of_are_not_held(cnn, image):
 
 def test_an_error_stays_in_the_errors_panel_while_the_status_follows_the_next_action(explorer):
     view = explorer.view
-    browser_sends(view, type="attach", target="head.fc", kind="grad", edit=["scale", "big"])
+    browser_sends(view, type="attach", path="head.fc", kind="grad", edit=["scale", "big"])
     assert view.status["state"] == "error" and "scale" in view.error
-    browser_sends(view, type="attach", target="head.fc", kind="forward")  # the next action succeeds
+    browser_sends(view, type="attach", path="head.fc", kind="forward")  # the next action succeeds
     assert view.status["state"] == "idle" and view.status["message"] == ""
     assert "scale" in view.error  # still there to read until dismissed
     browser_sends(view, type="dismiss_error")

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from hookwidgets.core import KINDS
-from hookwidgets.widget.state import kinds_payload
+from hookwidgets.widget.payloads import kinds_payload
 
 JS_SOURCES = Path(__file__).parents[3] / "js" / "src"
 

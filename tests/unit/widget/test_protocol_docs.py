@@ -12,7 +12,7 @@ import traitlets
 
 from hookwidgets import HookExplorer
 from hookwidgets.widget import messages, protocol
-from hookwidgets.widget.state import status_payload
+from hookwidgets.widget.payloads import status_payload
 from hookwidgets.widget.view import ExplorerView
 
 from ._messages import browser_sends, browser_sets, in_cell, sent_by_kernel
@@ -104,9 +104,9 @@ def _session(shell: Any) -> tuple[ExplorerView, list[dict[str, Any]]]:
 
     def clicks() -> None:
         for kind in ("global_forward", "global_grad"):
-            browser_sends(view, type="attach", target="", kind=kind, action="stats")
-        browser_sends(view, type="attach", target="features.conv1", kind="forward", edit=["scale", 2.0])
-        browser_sends(view, type="attach", target="features.conv1", kind="nope")  # an error reply
+            browser_sends(view, type="attach", path="", kind=kind, action="stats")
+        browser_sends(view, type="attach", path="features.conv1", kind="forward", edit=["scale", 2.0])
+        browser_sends(view, type="attach", path="features.conv1", kind="nope")  # an error reply
         browser_sets(view, selected="features.conv1")
         browser_sends(view, type="run", target=3)
         browser_sends(view, type="run", mode="forward", train=True)

@@ -8,23 +8,23 @@ import torch
 from torch import nn
 
 from hookwidgets import HookExplorer
-from hookwidgets.widget.state import status_payload
+from hookwidgets.widget.payloads import status_payload
 
 from ._messages import browser_sends, browser_sets, page_sends, sent_by_kernel
 
 
 def test_a_request_that_succeeds_gets_an_ok_reply(explorer):
-    reply = browser_sends(explorer.view, type="attach", target="features.conv", kind="forward")
+    reply = browser_sends(explorer.view, type="attach", path="features.conv", kind="forward")
     assert reply["ok"] is True and reply["error"] == ""
     assert reply["request_id"].startswith("test-")
 
 
 def test_each_failing_request_gets_one_error_reply_and_the_page_shows_the_error(explorer):
     view = explorer.view
-    reply = browser_sends(view, type="attach", target="features.cnv", kind="forward")
+    reply = browser_sends(view, type="attach", path="features.cnv", kind="forward")
     assert reply["ok"] is False and reply["error"].startswith("KeyError: no module or parameter 'features.cnv'")
     assert view.error.startswith(reply["error"])
-    reply = browser_sends(view, type="attach", target="head.fc", kind="grad", edit=["scale", "big"])
+    reply = browser_sends(view, type="attach", path="head.fc", kind="grad", edit=["scale", "big"])
     assert reply["ok"] is False and "scale" in reply["error"]
     reply = browser_sends(view, type="run", target="three")
     assert reply["ok"] is False and "run target 'three'" in reply["error"]
@@ -73,7 +73,7 @@ def test_the_reply_comes_after_the_state_its_action_changed(explorer):
         view.observe(lambda change, name=name: order.append(name), names=name)
     view.send = lambda content, buffers=None: order.append(content["type"])  # what reaches the page, in order
     try:
-        assert browser_sends(view, type="attach", target="features.conv", kind="forward")["ok"]
+        assert browser_sends(view, type="attach", path="features.conv", kind="forward")["ok"]
         assert browser_sends(view, type="run", mode="forward")["ok"]
     finally:
         del view.send
@@ -86,7 +86,7 @@ def test_a_message_without_a_request_id_is_done_and_answered_by_nothing(explorer
     view = explorer.view
 
     def send() -> None:
-        page_sends(view, {"type": "attach", "target": "", "kind": "forward"})
+        page_sends(view, {"type": "attach", "path": "", "kind": "forward"})
 
     assert sent_by_kernel(view, send) == []
-    assert [(h["target"], h["kind"]) for h in view.hooks] == [("", "forward")]
+    assert [(h["path"], h["kind"]) for h in view.hooks] == [("", "forward")]

@@ -39,19 +39,19 @@ def test_stats_on_every_layer_fill_the_summary_table_and_heatmap(cnn, image):
         view = ex.view
         assert view.summary["rows"] == [] and "No statistics yet" in view.summary["message"]
         for hook in ("global_forward", "global_backward"):  # what "Stats on every layer" sends
-            browser_sends(view, type="attach", target="", kind=hook, action="stats", edit=None)
+            browser_sends(view, type="attach", path="", kind=hook, action="stats", edit=None)
         browser_sends(view, type="run")
         browser_sends(view, type="run")
         summary = view.summary
         assert summary["steps"] == [1, 2] and summary["step"] == 2
         rows = summary_rows(summary)
-        layers = [row["target"] for row in rows]
+        layers = [row["path"] for row in rows]
         assert layers == [p for p, _ in cnn.named_modules()]  # every layer, in execution order
-        fc = next(row for row in rows if row["target"] == "head.fc")
-        (expected,) = [r for r in ex.summary() if r["step"] == 2 and r["target"] == "head.fc"]
+        fc = next(row for row in rows if row["path"] == "head.fc")
+        (expected,) = [r for r in ex.summary() if r["step"] == 2 and r["path"] == "head.fc"]
         assert fc["act_norm"] > 0 and fc["grad_norm"] > 0
         assert fc["act_norm"] == pytest.approx(expected["act_norm"], rel=1e-6)  # 7 significant digits on the wire
-        assert summary["columns"][0] == "target" and "act_calls" not in summary["columns"]
+        assert summary["columns"][0] == "path" and "act_calls" not in summary["columns"]
         assert summary["heatmap"][:8] == PNG and summary["field"] == "grad_norm"
         assert summary["nonfinite"] == [] and summary["first_nonfinite"] is None
 

@@ -41,8 +41,8 @@ def test_a_theme_change_redraws_every_image_on_the_pages_background(cnn, image):
         view = ex.view
         assert view.theme == {"name": "light", "background": "", "foreground": ""}  # until the page reports
         ex.watch_optimizer(optimizer)
-        browser_sends(view, type="attach", target="", kind="global_grad", action="stats")
-        browser_sends(view, type="attach", target="features.conv", kind="forward", action="capture")
+        browser_sends(view, type="attach", path="", kind="global_grad", action="stats")
+        browser_sends(view, type="attach", path="features.conv", kind="forward", action="capture")
         browser_sets(view, selected="features.conv")
         for _ in range(2):  # the user's steps: statistics, captures and update ratios
             cnn(image).sum().backward()
@@ -92,7 +92,7 @@ def test_the_patching_figure_follows_the_theme():
 def test_an_odd_theme_from_the_page_draws_in_the_named_themes_colours(cnn, image):
     cnn.eval()
     with HookExplorer(cnn, example_inputs=image) as ex:
-        browser_sends(ex.view, type="attach", target="features.conv", kind="forward", action="capture")
+        browser_sends(ex.view, type="attach", path="features.conv", kind="forward", action="capture")
         browser_sets(ex.view, selected="features.conv")
         browser_sends(ex.view, type="run", target="top")
         browser_sets(ex.view, theme={"name": "dark", "background": "url(javascript:1)", "foreground": ""})

@@ -23,7 +23,7 @@ def test_view_starts_with_the_tree_and_the_offered_hook_kinds(explorer):
     kinds = [row["kind"] for row in view.hook_kinds]
     assert kinds[:5] == ["forward_pre", "forward", "backward_pre", "backward", "grad"]
     assert {"global_forward", "post_accumulate", "node_pre", "node"} <= set(kinds)
-    assert view.selection["target"] == "" and view.selection["family"] == "module"
+    assert view.selection["path"] == "" and view.selection["family"] == "module"
     assert "global_forward" in view.selection["kinds"]  # the model itself takes the global kinds
     assert view.hooks == [] and view.error == "" and view.status["state"] == "idle"
     data, _ = DisplayFormatter().format(explorer)  # what IPython shows for ``ex`` at a cell's end
@@ -35,9 +35,9 @@ def test_view_starts_with_the_tree_and_the_offered_hook_kinds(explorer):
 def test_click_toggle_run_shows_the_capture_as_png_bytes(explorer, cnn):
     view = explorer.view
     browser_sets(view, selected="features.conv")
-    browser_sends(view, type="attach", target="features.conv", kind="forward")
-    browser_sends(view, type="attach", target="features.conv", kind="grad")
-    assert [(h["target"], h["kind"], h["fired"]) for h in view.hooks] == [
+    browser_sends(view, type="attach", path="features.conv", kind="forward")
+    browser_sends(view, type="attach", path="features.conv", kind="grad")
+    assert [(h["path"], h["kind"], h["fired"]) for h in view.hooks] == [
         ("features.conv", "forward", 0),
         ("features.conv", "grad", 0),
     ]
@@ -49,7 +49,7 @@ def test_click_toggle_run_shows_the_capture_as_png_bytes(explorer, cnn):
     (record,) = explorer.captures["features.conv"]["forward"]
     assert record.tensor.shape == (2, 4, 8, 8)
     assert [h["fired"] for h in view.hooks] == [1, 1]
-    assert view.plots["target"] == "features.conv"
+    assert view.plots["path"] == "features.conv"
     items = {item["kind"]: item for item in view.plots["items"]}
     assert set(items) == {"forward", "grad"}
     assert items["forward"]["shape"] == [2, 4, 8, 8] and items["forward"]["step"] == 1
@@ -71,23 +71,23 @@ def test_selecting_another_module_shows_its_own_captures(explorer):
     browser_sends(view, type="run")
     assert view.plots["items"][0]["shape"] == [2, 4, 8, 8]
     browser_sets(view, selected="head.fc")
-    assert view.plots["target"] == "head.fc" and view.plots["items"][0]["shape"] == [2, 5]
+    assert view.plots["path"] == "head.fc" and view.plots["items"][0]["shape"] == [2, 5]
     browser_sets(view, selected="features")
-    assert view.plots == {"target": "features", "items": []}
+    assert view.plots == {"path": "features", "items": []}
 
 
 def test_detach_message_removes_the_hook(explorer, cnn):
     before = hook_state(cnn)
     view = explorer.view
-    browser_sends(view, type="attach", target="features.bn", kind="forward_pre")
-    browser_sends(view, type="detach", target="features.bn", kind="forward_pre")
+    browser_sends(view, type="attach", path="features.bn", kind="forward_pre")
+    browser_sends(view, type="detach", path="features.bn", kind="forward_pre")
     assert view.hooks == [] and explorer.hooks == []
     assert hook_state(cnn) == before
 
 
 def test_unknown_path_from_the_browser_shows_the_error_in_the_widget(explorer):
     view = explorer.view
-    browser_sends(view, type="attach", target="features.cnv", kind="forward")
+    browser_sends(view, type="attach", path="features.cnv", kind="forward")
     assert "did you mean 'features.conv'" in view.error
     assert view.status["state"] == "error"
     browser_sends(view, type="dismiss_error")
@@ -127,7 +127,7 @@ def test_python_side_attach_updates_the_view_and_close_restores_the_model(cnn, i
     ex = HookExplorer(cnn, example_inputs=image)
     view = ex.view
     ex.attach("features.act", ["forward", "grad"])
-    assert [(h["target"], h["kind"]) for h in view.hooks] == [("features.act", "forward"), ("features.act", "grad")]
+    assert [(h["path"], h["kind"]) for h in view.hooks] == [("features.act", "forward"), ("features.act", "grad")]
     ex.close()
     assert hook_state(cnn) == before
     assert view.comm is None  # the widget is closed too
@@ -142,7 +142,7 @@ def test_digits_quickstart_model_round_trip():
         conv1 = ex.tree["children"][0]["children"][0]
         assert (conv1["path"], conv1["shape"]) == ("features.conv1", [1, 16, 32, 32])
         browser_sets(ex.view, selected="features.conv1")
-        browser_sends(ex.view, type="attach", target="features.conv1", kind="forward")
+        browser_sends(ex.view, type="attach", path="features.conv1", kind="forward")
         browser_sends(ex.view, type="run")
         assert ex.captures["features.conv1"]["forward"][0].tensor.shape == (1, 16, 32, 32)
         assert ex.view.status["top"][0][0] == label  # the trained model predicts the digit
@@ -151,7 +151,7 @@ def test_digits_quickstart_model_round_trip():
 def test_backward_kinds_from_the_inspector_draw_gradient_maps(explorer):
     view = explorer.view
     browser_sets(view, selected="features.act")
-    browser_sends(view, type="attach", target="features.act", kind="backward_pre")
+    browser_sends(view, type="attach", path="features.act", kind="backward_pre")
     browser_sends(view, type="run")
     (item,) = view.plots["items"]
     assert item["kind"] == "backward_pre" and item["shape"] == [2, 4, 8, 8]
@@ -174,7 +174,7 @@ def test_script_modules_are_named_in_the_widget_and_attaching_to_one_says_why():
     note = "torch.jit.script modules take no hooks: '0.0' (and its submodules) show no shape and fire no hooks"
     assert view.error == note
     assert sorted(c for c, _ in view.status["top"]) == [0, 1, 2]  # the root still takes the probe's hook
-    browser_sends(view, type="attach", target="0.0", kind="forward")
+    browser_sends(view, type="attach", path="0.0", kind="forward")
     assert "module '0.0' is a torch.jit.script module" in view.error and view.status["state"] == "error"
     assert view.hooks == []
     ex.close()
@@ -235,7 +235,7 @@ def test_a_module_inside_a_script_module_offers_no_kinds_and_says_why():
         assert view.selection["problem"].startswith("module '1' is a torch.jit.script module: ScriptModules take")
         browser_sets(view, selected="1.0.weight")
         assert view.selection["kinds"] == ["grad", "post_accumulate"] and view.selection["problem"] == ""
-        browser_sends(view, type="attach", target="1.0.weight", kind="grad")
+        browser_sends(view, type="attach", path="1.0.weight", kind="grad")
         browser_sends(view, type="run", target=0)
         assert view.error == "" and view.hooks[0]["fired"] == 1
         assert ex.captures["1.0.weight"]["grad"][-1].tensors["grad"].shape == (8, 8)

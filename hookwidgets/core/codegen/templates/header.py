@@ -14,7 +14,7 @@ kept: list[Node]
 
 # --- generated code ---
 
-captures = defaultdict(list)  # (target, kind) -> records: dicts of detached tensors, or of statistics
+captures = defaultdict(list)  # (path, kind) -> records: dicts of detached tensors, or of statistics
 handles = []  # one RemovableHandle per registered hook
 kept = []  # autograd nodes that carry hooks and that torch alone would let go
 

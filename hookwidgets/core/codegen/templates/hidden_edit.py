@@ -3,7 +3,7 @@
 from collections.abc import Sequence
 from typing import Any
 
-from .edits import Edit, _edit
+from .edit_tensor import Edit, _edit
 from .op_nodes import _hiding, _note_scope, _scope_stack
 
 # --- generated code ---

@@ -53,8 +53,8 @@ def test_round_trip_keeps_every_tensor_field_and_the_store_order(tmp_path):
 
     assert written == tmp_path / "caps.safetensors"
     assert sidecar_path(written) == tmp_path / "caps.safetensors.json"
-    assert [(r["target"], r["kind"], r["step"], r["call"]) for r in loaded] == [
-        (r.target, r.kind, r.step, r.call) for r in records
+    assert [(r["path"], r["kind"], r["step"], r["call"]) for r in loaded] == [
+        (r.path, r.kind, r.step, r.call) for r in records
     ]
     for got, record in zip(loaded, records, strict=True):
         assert got["stale"] is False
@@ -136,7 +136,7 @@ def test_exporting_again_replaces_both_files(tmp_path):
     export_captures(_store(make_record("a", "forward", 1, 0, {"output": torch.ones(2)}, copy=True)), path)
     export_captures(_store(make_record("b", "forward", 5, 0, {"output": torch.zeros(3)}, copy=True)), path)
     (loaded,) = load_captures(path)
-    assert loaded["target"] == "b"
+    assert loaded["path"] == "b"
     assert torch.equal(loaded["tensors"][0]["tensor"], torch.zeros(3))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["caps.safetensors", "caps.safetensors.json"]
 
@@ -187,7 +187,7 @@ def test_explorer_export_round_trips_its_captures(tmp_path, cnn, image):
         path = ex.export(tmp_path / "caps.safetensors")
         forward = ex.captures["features.conv"]["forward"][0].tensor
     loaded = load_captures(path)
-    assert [(r["target"], r["kind"], r["step"]) for r in loaded] == [
+    assert [(r["path"], r["kind"], r["step"]) for r in loaded] == [
         ("features.conv", "forward", 1),
         ("features.conv", "grad", 1),
     ]

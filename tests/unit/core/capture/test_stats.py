@@ -226,7 +226,7 @@ def test_a_container_and_its_last_child_share_one_reduction_per_step(monkeypatch
             model(torch.randn(5, 3))
         # per step: outputs of 0, 1.0, 1.1 (= the output of 1 and of the model): three reductions, five records
         assert len(calls) == 6
-        rows = {(r["step"], r["target"]): r for r in ex.summary()}
+        rows = {(r["step"], r["path"]): r for r in ex.summary()}
         assert rows[(2, "")]["act_norm"] == rows[(2, "1.1")]["act_norm"] == rows[(2, "1")]["act_norm"]
         assert rows[(1, "")]["act_norm"] != rows[(2, "")]["act_norm"]
 

@@ -28,7 +28,7 @@ def test_eviction_crosses_targets_and_kinds_in_arrival_order():
     assert sorted(store) == ["a", "b"]
     assert list(store["a"]) == ["grad"]
     assert store.latest("a", "forward") is None
-    assert store.latest("b", "grad").target == "b"
+    assert store.latest("b", "grad").path == "b"
 
 
 def test_a_record_larger_than_the_budget_is_kept_alone():
@@ -38,10 +38,10 @@ def test_a_record_larger_than_the_budget_is_kept_alone():
     assert [r.step for r in store["a"]["forward"]] == [2]
 
 
-def test_unknown_target_lists_the_targets_with_captures():
+def test_unknown_path_lists_the_paths_with_captures():
     store = CaptureStore()
     store.add(_record("layer1"))
-    with pytest.raises(KeyError, match="no captures for target 'layer2'; targets with captures: 'layer1'"):
+    with pytest.raises(KeyError, match="no captures for path 'layer2'; paths with captures: 'layer1'"):
         store["layer2"]
 
 
@@ -188,7 +188,7 @@ def test_stats_records_are_never_evicted_by_the_byte_budget():
     assert [r.step for r in ex.captures["1"]["forward"]] == [50]
     assert ex.captures.nbytes == MIB and ex.captures.evicted == 49
     records, counts = ex.captures.snapshot()
-    assert [(r.target, r.step) for r in records[-3:]] == [("0", 49), ("0", 50), ("1", 50)]  # arrival order
+    assert [(r.path, r.step) for r in records[-3:]] == [("0", 49), ("0", 50), ("1", 50)]  # arrival order
     assert counts["records"] == 51
     ex.close()
 
@@ -235,10 +235,10 @@ def test_clear_of_one_target_keeps_the_others_in_arrival_order():
     store.add(_record("a", step=2))
     store.add(_stats_record("b", step=2))
     store.clear("a")
-    assert [(r.target, r.step) for r in store.snapshot()[0]] == [("b", 1), ("b", 2)]
+    assert [(r.path, r.step) for r in store.snapshot()[0]] == [("b", 1), ("b", 2)]
     store.add(_record("c", step=3))
     store.add(_record("c", step=4))  # the budget still counts b's bytes: b's capture goes first
-    assert [(r.target, r.step) for r in store.snapshot()[0]] == [("b", 2), ("c", 3), ("c", 4)]
+    assert [(r.path, r.step) for r in store.snapshot()[0]] == [("b", 2), ("c", 3), ("c", 4)]
 
 
 def test_a_budget_smaller_than_one_step_is_said_on_the_hook_in_the_summary_and_by_the_key_error():
@@ -256,11 +256,12 @@ def test_a_budget_smaller_than_one_step_is_said_on_the_hook_in_the_summary_and_b
     )
     assert first.fired == 1 and first.note == expected
     assert second.note is None
-    assert ex.captures.summary()["short_steps"] == [{"target": "0", "kind": "forward", "note": expected}]
+    short = [{"path": "0", "kind": "forward", "note": expected}]
+    assert ex.captures.summary()["short_steps"] == short
     with pytest.raises(KeyError) as caught:
         ex.captures["0"]
     assert caught.value.args[0] == (
-        f"no captures for target '0': its records were all evicted: {expected}; targets with captures: '1'"
+        f"no captures for path '0': its records were all evicted: {expected}; paths with captures: '1'"
     )
     ex.close()
 
@@ -310,7 +311,7 @@ def test_evictions_across_steps_are_not_a_short_step():
         model(torch.randn(1, 4))
     assert ex.hooks[0].note is None and ex.captures.summary()["short_steps"] == []
     ex.captures.clear()
-    with pytest.raises(KeyError, match=r"^\"no captures for target '0'; targets with captures: none yet"):
+    with pytest.raises(KeyError, match=r"^\"no captures for path '0'; paths with captures: none yet"):
         ex.captures["0"]
     ex.close()
 

@@ -12,7 +12,7 @@ from torch import nn
 
 from hookwidgets.core import Explorer, HookInfo
 from hookwidgets.core.codegen.generate import hook_code
-from hookwidgets.core.hooks.edits import apply_edits
+from hookwidgets.core.hooks.tensor_edits import apply_edits
 from tests.conftest import GLOBAL_DICTS, HOOK_DICTS, TupleOut
 from tests.unit.core.graph.test_scoping import CASES as SCOPING_CASES
 from tests.unit.core.graph.test_scoping import Outer

@@ -18,7 +18,7 @@ from hookwidgets.core.capture.stats import tensor_stats
 from hookwidgets.core.codegen import templates
 from hookwidgets.core.codegen.generate import RESERVED, hook_code
 from hookwidgets.core.codegen.sections import MARKER, edit_names, edit_section, rename, section, unannotated
-from hookwidgets.core.hooks.edits import EDIT_NAMES, apply_edits
+from hookwidgets.core.hooks.tensor_edits import EDIT_NAMES, apply_edits
 from tests.conftest import GLOBAL_DICTS
 from tests.unit.core.graph.test_scoping import mlp
 
@@ -32,7 +32,7 @@ def _module(name: str):
 def test_every_template_imports_without_registering_a_hook_and_emits_code_that_compiles():
     assert NAMES == [
         "dict_output",
-        "edits",
+        "edit_tensor",
         "every_module",
         "header",
         "heads",
@@ -118,7 +118,7 @@ def test_the_model_is_renamed_where_it_is_a_variable_only():
 
 def test_the_template_edits_are_the_engines():
     assert edit_names() == list(EDIT_NAMES)
-    edits = _module("edits")
+    edits = _module("edit_tensor")
     generator = torch.Generator().manual_seed(0)
     value = {"a": (torch.randn(2, 5, 3, generator=generator), [torch.arange(4)]), "b": None}
     half = torch.tensor([70000.0, 3.0, float("inf"), float("nan")]).half()

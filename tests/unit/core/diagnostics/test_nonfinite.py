@@ -52,8 +52,8 @@ def test_summary_has_activation_and_gradient_stats_per_layer_and_step():
         for _ in range(2):
             model(x).sum().backward()
         rows = ex.summary()
-    assert [(r["step"], r["target"]) for r in rows] == [(s, t) for s in (1, 2) for t in ("", "0", "1", "2")]
-    relu = next(r for r in rows if r["step"] == 1 and r["target"] == "1")
+    assert [(r["step"], r["path"]) for r in rows] == [(s, t) for s in (1, 2) for t in ("", "0", "1", "2")]
+    relu = next(r for r in rows if r["step"] == 1 and r["path"] == "1")
     act = torch.relu(model[0](x)).detach()
     assert relu["act_norm"] == pytest.approx(torch.linalg.vector_norm(act).item())
     assert relu["act_zero_fraction"] == pytest.approx((act == 0).float().mean().item())
@@ -68,7 +68,7 @@ def test_summary_orders_say_where_nan_appeared_first_in_forward_and_in_backward(
     with Explorer(model) as ex:
         ex.attach("", ["global_forward", "global_grad"], action="stats")
         model(x).sum().backward()
-        rows = {r["target"]: r for r in ex.summary()}
+        rows = {r["path"]: r for r in ex.summary()}
         assert [rows[p]["act_order"] for p in ("0", "1", "2", "")] == [0, 1, 2, 3]  # the order forwards finish
         # the order gradients arrive; the root's output is its last child's tensor, whose hook was armed first
         assert [rows[p]["grad_order"] for p in ("2", "", "1", "0")] == [0, 1, 2, 3]
@@ -79,8 +79,8 @@ def test_summary_orders_say_where_nan_appeared_first_in_forward_and_in_backward(
         step = [r for r in ex.summary() if r["step"] == 2]
         assert first_nonfinite_row(step) == "2"  # the root's output holds the NaN too, but later
     grad_only = [  # finite activations; the gradient of "a" (which arrives last) and of "b" hold Inf
-        {"target": "a", "act_nan": 0, "act_inf": 0, "act_order": 0, "grad_nan": 0, "grad_inf": 3, "grad_order": 1},
-        {"target": "b", "act_nan": 0, "act_inf": 0, "act_order": 1, "grad_nan": 0, "grad_inf": 1, "grad_order": 0},
+        {"path": "a", "act_nan": 0, "act_inf": 0, "act_order": 0, "grad_nan": 0, "grad_inf": 3, "grad_order": 1},
+        {"path": "b", "act_nan": 0, "act_inf": 0, "act_order": 1, "grad_nan": 0, "grad_inf": 1, "grad_order": 0},
     ]
     assert first_nonfinite_row(grad_only) == "b"
 
@@ -156,7 +156,7 @@ def test_summary_rows_of_a_module_called_twice_cover_both_calls():
         ex.attach("", ["global_forward"], action="stats")
         ex.attach("log", "forward", action="stats")  # a second kind on the same column counts the calls once
         ex.run(x)
-        (row,) = [r for r in ex.summary() if r["target"] == "log"]
+        (row,) = [r for r in ex.summary() if r["path"] == "log"]
     both = torch.cat([torch.log(x - 2.0), torch.log(x + 2.0)], dim=1)
     finite = both[both.isfinite()]
     assert row["act_calls"] == 2

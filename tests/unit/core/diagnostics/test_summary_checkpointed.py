@@ -47,8 +47,8 @@ def aggregates(model: nn.Module, step) -> tuple[list[dict], dict, dict, list]:
         log.remove()
         fired = {(h.target, h.kind): h.fired for h in ex.own_hooks}
         records = [r for r in ex.captures.snapshot()[0] if r.stats is not None]
-        target = records[0].target  # the first module to finish a forward
-        figure = stats_figure([r for r in records if r.target == target and r.kind == "global_forward"])
+        target = records[0].path  # the first module to finish a forward
+        figure = stats_figure([r for r in records if r.path == target and r.kind == "global_forward"])
         points = [v for line in figure.axes[0].lines for v in line.get_xydata().ravel().tolist()]
         return ex.summary(), writer.scalars, fired, points
 
@@ -70,7 +70,7 @@ def test_a_checkpointed_gpt2_gives_the_aggregates_of_the_same_run_without_checkp
         warnings.simplefilter("ignore", UserWarning)  # transformers: use_cache=True is incompatible with checkpoints
         checkpointed = aggregates(model, step)
     rows, scalars, fired, points = checkpointed
-    assert any(r["target"] == "transformer.h.0.mlp.c_fc" and r["act_calls"] == 1 for r in rows)
+    assert any(r["path"] == "transformer.h.0.mlp.c_fc" and r["act_calls"] == 1 for r in rows)
     assert rows == _approx(plain[0])
     assert scalars == pytest.approx(plain[1], rel=1e-5, abs=1e-6)
     assert fired == plain[2]

@@ -36,7 +36,7 @@ def test_the_frame_holds_the_summary_rows_with_their_columns_and_values():
     assert isinstance(rows, list) and isinstance(frame, pandas.DataFrame)  # the default is as before
     assert len(frame) == len(rows) == 2 * 4  # one row per layer and step (the model itself is path "")
     columns = list(dict.fromkeys(name for row in rows for name in row))
-    assert list(frame.columns) == columns and columns[:2] == ["step", "target"]
+    assert list(frame.columns) == columns and columns[:2] == ["step", "path"]
     assert "grad_norm" in columns and "act_zero_fraction" in columns
     for row, (_, framed) in zip(rows, frame.iterrows(), strict=True):
         assert all(same(row.get(name), framed[name]) for name in columns), row
@@ -45,7 +45,7 @@ def test_the_frame_holds_the_summary_rows_with_their_columns_and_values():
 def test_an_empty_summary_is_a_frame_with_its_key_columns():
     with Explorer(mlp()) as ex:
         frame = ex.summary(as_frame=True)
-    assert frame.empty and list(frame.columns) == ["step", "target"]
+    assert frame.empty and list(frame.columns) == ["step", "path"]
 
 
 def test_without_pandas_the_error_names_it_and_how_to_install_it(monkeypatch):

@@ -141,7 +141,7 @@ def test_a_backward_through_two_forwards_names_each_gradient_by_the_step_that_ma
             for record in records:
                 got = record.tensors.get("grad_output.0", record.tensor)
                 torch.testing.assert_close(got, expected[(record.step, record.call)], msg=f"{kind} {record}")
-            events = [(e.step, e.call) for e in ex.timeline if e.target == "l" and e.kind == kind]
+            events = [(e.step, e.call) for e in ex.timeline if e.path == "l" and e.kind == kind]
             assert events == [(r.step, r.call) for r in records], kind  # the timeline says the same
 
 

@@ -95,7 +95,7 @@ def test_a_recomputed_forward_is_a_record_of_the_original_call(reentrant, calls,
             for kind in kinds:
                 labels = [(r.step, r.call, r.recompute) for r in ex.captures[target][kind]]
                 assert labels == (forward if kind.startswith("forward") else gradient), f"{kind} on {target!r}"
-        assert [(e.step, e.call, e.recompute) for e in ex.timeline if e.target == "block" and e.kind == "forward"] == (
+        assert [(e.step, e.call, e.recompute) for e in ex.timeline if e.path == "block" and e.kind == "forward"] == (
             forward
         )
         for record in ex.captures["block"]["forward"]:  # a recompute computes the same values again

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.hooks.edits import VALID_FORMS, apply_edits, normalize_edits
+from hookwidgets.core.hooks.tensor_edits import VALID_FORMS, apply_edits, normalize_edits
 
 
 def edited(value, edit):

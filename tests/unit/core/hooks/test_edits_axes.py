@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.hooks.edits import apply_edits, normalize_edits
+from hookwidgets.core.hooks.tensor_edits import apply_edits, normalize_edits
 from hookwidgets.examples.vit import DigitsViT
 from tests import transformer_models as tm
 from tests.conftest import hook_state
@@ -266,7 +266,7 @@ def test_a_replaced_output_is_a_fresh_tensor_and_keeps_the_graph_with_zero_gradi
 
 
 def test_the_widgets_edit_parser_passes_the_new_forms_through():
-    from hookwidgets.widget.state import parse_edit
+    from hookwidgets.widget.message_values import parse_edit
 
     assert normalize_edits(parse_edit(["ablate", [3, 1], -1])) == (("ablate", (1, 3), -1),)
     assert normalize_edits(parse_edit(["ablate_heads", [2, 0]])) == (("ablate_heads", (0, 2)),)

@@ -46,7 +46,7 @@ def test_attach_and_detach_are_events_with_the_hooks_as_plain_data():
                 "type": "attached",
                 "hooks": [
                     {
-                        "target": "0",
+                        "path": "0",
                         "kind": kind,
                         "action": "stats",
                         "edit": [],
@@ -142,7 +142,13 @@ def test_a_failing_hook_is_an_error_event():
         with pytest.warns(UserWarning, match="failed"):
             model(torch.randn(1, 4))
         assert _of(events, "error") == [
-            {"type": "error", "target": "2", "kind": "forward", "step": 1, "message": "ValueError: bad value"}
+            {
+                "type": "error",
+                "path": "2",
+                "kind": "forward",
+                "step": 1,
+                "message": "ValueError: bad value",
+            }
         ]
 
 
@@ -156,11 +162,11 @@ def test_a_collision_is_a_detached_and_an_error_event(image):
         with pytest.warns(UserWarning, match="collides with the in-place"), pytest.raises(RuntimeError):
             model(image)
         (detached,) = _of(events, "detached")
-        assert detached["reason"] == "collision" and [(h["target"], h["kind"]) for h in detached["hooks"]] == [
+        assert detached["reason"] == "collision" and [(h["path"], h["kind"]) for h in detached["hooks"]] == [
             ("conv", "backward")
         ]
         (error,) = _of(events, "error")
-        assert (error["target"], error["kind"], error["step"]) == ("conv", "backward", None)
+        assert (error["path"], error["kind"], error["step"]) == ("conv", "backward", None)
         assert error["message"] == ex.diagnostics[0]
         assert [(h.target, h.kind) for h in ex.own_hooks] == [("fc", "forward")]
 

@@ -56,7 +56,7 @@ def test_each_generate_call_is_one_generation_whose_steps_carry_their_decode_ind
             assert generation["tokens"] == [[tokenizer.convert_ids_to_tokens(row)] for row in fed]
         ex.export(tmp_path / "caps.safetensors")
     sidecar = json.loads((tmp_path / "caps.safetensors.json").read_text())
-    roots = [r["generation"] for r in sidecar["records"] if r["target"] == ""]
+    roots = [r["generation"] for r in sidecar["records"] if r["path"] == ""]
     assert roots == [g._asdict() if g is not None else None for g in expected]
     assert sidecar["generations"][0]["tokens"] == generations[0]["tokens"]
     assert hook_state(model) == state and config_state(model) == config

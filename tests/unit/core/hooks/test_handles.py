@@ -142,7 +142,7 @@ def test_the_subscribers_hear_a_remove_as_they_hear_a_detach(mlp, x):
         info.remove()
         group.remove()
         detached = [e for e in events if e["type"] == "detached"]
-        assert [(e["reason"], [(h["target"], h["kind"]) for h in e["hooks"]]) for e in detached] == [
+        assert [(e["reason"], [(h["path"], h["kind"]) for h in e["hooks"]]) for e in detached] == [
             ("detach", [("0", "forward")]),
             ("detach", [("2", "forward"), ("2", "grad")]),  # one event for the group
         ]

@@ -21,7 +21,7 @@ def test_forward_and_forward_pre_capture_the_module_tensors(cnn, image):
         (fwd,) = ex.captures["features.conv"]["forward"]
     assert list(pre.tensors) == ["args.0"] and torch.equal(pre.tensor, image)
     assert list(fwd.tensors) == ["output"] and fwd.tensor.shape == (2, 4, 8, 8)
-    assert (fwd.target, fwd.kind, fwd.step, fwd.call) == ("features.conv", "forward", 1, 0)
+    assert (fwd.path, fwd.kind, fwd.step, fwd.call) == ("features.conv", "forward", 1, 0)
     assert not fwd.tensor.requires_grad and fwd.tensor.grad_fn is None  # detached
     assert fwd.nbytes == 2 * 4 * 8 * 8 * 4
     assert out.shape == (2, 5)

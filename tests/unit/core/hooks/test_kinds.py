@@ -166,7 +166,7 @@ def test_kind_invalid_for_the_target_lists_the_valid_kinds(mlp):
             ValueError, match=r"'post_accumulate' is not valid for module '0'.*valid kinds there: forward_pre"
         ):
             ex.attach("0", "post_accumulate")
-        with pytest.raises(ValueError, match="attach them to target ''"):
+        with pytest.raises(ValueError, match="attach them to path ''"):
             ex.attach("0", "global_forward")
         with pytest.raises(ValueError, match="valid kinds there: grad, post_accumulate"):
             ex.attach("0.weight", "forward")
@@ -205,7 +205,7 @@ def test_timeline_orders_forward_then_backward_firings(mlp, x):
         ex.attach("0", ["forward", "backward"])
         ex.attach("2", ["forward", "backward"])
         ex.run(x, target=lambda out: out.sum())
-        events = [(e.step, e.phase, e.target, e.kind) for e in ex.timeline]
+        events = [(e.step, e.phase, e.path, e.kind) for e in ex.timeline]
     assert events == [
         (1, "forward", "0", "forward"),
         (1, "forward", "2", "forward"),
@@ -321,7 +321,7 @@ def test_global_grad_stats_fill_the_gradient_columns_of_the_summary():
     with Explorer(model) as ex:
         ex.attach("", ["global_forward", "global_grad"], action="stats")
         model(torch.randn(3, 4)).sum().backward()
-        rows = {row["target"]: row for row in ex.summary()}
+        rows = {row["path"]: row for row in ex.summary()}
         assert set(rows) == {"", "0", "1", "2"}
         assert all(row["grad_norm"] > 0 and row["act_norm"] > 0 for row in rows.values())
 

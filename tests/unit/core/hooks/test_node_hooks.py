@@ -197,7 +197,7 @@ def test_module_and_node_hooks_share_one_timeline_in_execution_order():
         ex.attach("2/AddmmBackward0#0", "node_pre")
         ex.attach("2", "forward")
         model(x).sum().backward()
-        assert [(e.phase, e.target, e.kind) for e in ex.timeline] == [
+        assert [(e.phase, e.path, e.kind) for e in ex.timeline] == [
             ("forward", "2", "forward"),
             ("backward", "2/AddmmBackward0#0", "node_pre"),
             ("backward", "1", "grad"),

@@ -76,4 +76,4 @@ def test_global_kinds_record_a_shared_module_under_its_first_name(explorer):
     explorer.attach("", "global_forward")
     explorer.run()
     assert set(explorer.captures) == {"", "layers", "layers.0", "layers.1"}
-    assert [e.target for e in explorer.timeline] == ["layers.0", "layers.1", "layers", ""]
+    assert [e.path for e in explorer.timeline] == ["layers.0", "layers.1", "layers", ""]

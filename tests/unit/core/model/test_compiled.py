@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import GLOBAL_KINDS, KINDS, CaptureStore, Explorer, HookRegistry
-from hookwidgets.widget.state import hooks_payload
+from hookwidgets.widget.payloads import hooks_payload
 from tests.conftest import hook_state
 
 # The explorer warns that hooks added after compiling are ignored by default; torch warns that global

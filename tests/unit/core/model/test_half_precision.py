@@ -54,13 +54,13 @@ def test_stats_are_computed_wider_than_the_model_and_captures_keep_its_dtype(dty
         ex.attach("", ["global_forward", "global_grad"], action="stats")
         forward, grad = ex.attach("transformer.h.0.mlp", ["forward", "grad"])
         ex.run(target="top")
-        rows = {row["target"]: row for row in ex.summary()}
+        rows = {row["path"]: row for row in ex.summary()}
         assert ex.captures.latest(forward.target, "forward").tensor.dtype == dtype
         assert ex.captures.latest(grad.target, "grad").tensor.dtype == dtype
     for path, norm in expected.items():
         assert rows[path]["act_norm"] == pytest.approx(norm, rel=1e-6), path  # the dtype's own sum is off by ~1e-3
     for row in rows.values():
-        assert all(math.isfinite(v) for v in row.values() if isinstance(v, float)), row["target"]
+        assert all(math.isfinite(v) for v in row.values() if isinstance(v, float)), row["path"]
     assert sum("grad_norm" in row for row in rows.values()) > len(rows) // 2
     assert hook_state(model) == before
 

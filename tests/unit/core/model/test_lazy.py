@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer, build_tree, probe
-from hookwidgets.core.model.state import preserved_state
+from hookwidgets.core.model.preserved_state import preserved_state
 from tests.conftest import hook_state
 
 

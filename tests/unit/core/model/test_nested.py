@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core.attribution.tap import LayerTap
-from hookwidgets.core.hooks.edits import apply_edits
+from hookwidgets.core.hooks.tensor_edits import apply_edits
 from hookwidgets.core.model.nested import first_tensor, map_tensors, named_tensors, tensors_in
 
 

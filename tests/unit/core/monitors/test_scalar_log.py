@@ -45,7 +45,7 @@ def expected(rows: list[dict], every: int = 1) -> dict[tuple[str, int], float]:
     for row in rows:
         if row["step"] % every:
             continue
-        path = row["target"] or "(model)"
+        path = row["path"] or "(model)"
         for side in ("act", "grad"):
             for statistic in STATISTICS:
                 value = row.get(f"{side}_{statistic}")

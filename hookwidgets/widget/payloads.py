@@ -16,8 +16,8 @@ from ..core.hooks.kinds import valid_kinds
 from ..core.hooks.registry import HookInfo
 from ..core.kind_table import KINDS
 from ..core.model.lazy import unmaterialized_param
+from ..core.model.paths import resolve_path
 from ..core.model.scores import output_summary
-from ..core.model.targets import resolve_target
 from ..core.model.tree import SCRIPTED_ROOT
 from .attribution_methods import methods_note, offered_methods
 from .edit_choices import NO_OFFERS, edit_offers
@@ -86,29 +86,29 @@ OUTPUT_FIELDS = ("kind", "tensor", "shape", "words", "positions", "decoder", "lo
 
 def memory_payload(explorer: Explorer) -> Memory:
     """The ``memory`` traitlet: what the capture store holds against its budget, and ``short_steps``, the hooks
-    whose records went before their own step ended (``{"target", "kind", "note"}``: the budget holds less)."""
+    whose records went before their own step ended (``{"path", "kind", "note"}``: the budget holds less)."""
     summary = explorer.captures.summary()
     return {
         "bytes": summary["nbytes"],
         "budget": summary["budget"],
         "records": summary["records"],
         "evicted": summary["evicted"],
-        "short_steps": summary["short_steps"],
+        "short_steps": [{"path": s["path"], "kind": s["kind"], "note": s["note"]} for s in summary["short_steps"]],
     }
 
 
-def selection_payload(explorer: Explorer, target: str) -> Selection:
-    """The ``selection`` traitlet: what ``target`` is, the hook kinds valid there, details and code."""
+def selection_payload(explorer: Explorer, path: str) -> Selection:
+    """The ``selection`` traitlet: what ``path`` is, the hook kinds valid there, details and code."""
     if isinstance(explorer.model, torch.jit.ScriptModule):  # torch refuses even get_submodule there: no kinds
-        return _nothing_at(target, SCRIPTED_ROOT)
+        return _nothing_at(path, SCRIPTED_ROOT)
     try:
-        family, obj = resolve_target(explorer.model, target)
+        family, obj = resolve_path(explorer.model, path)
     except (KeyError, TypeError) as exc:
-        return _nothing_at(target, _text(exc))
-    kinds = list(valid_kinds(family, is_root=target == ""))
-    problem = _scripted_problem(explorer, target, obj) if family == "module" else ""
+        return _nothing_at(path, _text(exc))
+    kinds = list(valid_kinds(family, is_root=path == ""))
+    problem = _scripted_problem(explorer, path, obj) if family == "module" else ""
     if family == "param" and isinstance(obj, torch.Tensor) and is_lazy(obj):
-        problem = unmaterialized_param(target)
+        problem = unmaterialized_param(path)
     if problem:
         kinds = []  # every kind would fail on it; a module's parameters' chips still lead to theirs
     details: list[list[str]] = []
@@ -116,8 +116,8 @@ def selection_payload(explorer: Explorer, target: str) -> Selection:
     if family == "module" and isinstance(obj, torch.nn.Module):
         details.append(["Class", display_name(type(obj).__name__)])
         for name, param in obj.named_parameters(recurse=False):
-            path = f"{target}.{name}" if target else name
-            params.append({"name": name, "path": path, "shape": _shape(param), "trainable": param.requires_grad})
+            chip = f"{path}.{name}" if path else name
+            params.append({"name": name, "path": chip, "shape": _shape(param), "trainable": param.requires_grad})
     elif family == "param" and isinstance(obj, torch.Tensor):
         shape = _shape(obj)
         details += [
@@ -126,14 +126,14 @@ def selection_payload(explorer: Explorer, target: str) -> Selection:
             ["Trainable", "yes" if obj.requires_grad else "no (requires_grad=False: no gradient hooks fire)"],
         ]
     else:
-        details += _node_details(explorer, target)
-    own = [h for h in explorer.hooks if h.target == target and not h.foreign]
+        details += _node_details(explorer, path)
+    own = [h for h in explorer.hooks if h.path == path and not h.foreign]
     code = hook_code(own, model=explorer.model) if own else ""
-    methods = offered_methods(explorer, target) if family == "module" else []
+    methods = offered_methods(explorer, path) if family == "module" else []
     module = obj if family == "module" and isinstance(obj, torch.nn.Module) else None
-    offers = edit_offers(explorer, target, module) if module is not None and kinds else NO_OFFERS
+    offers = edit_offers(explorer, path, module) if module is not None and kinds else NO_OFFERS
     return {
-        "target": target,
+        "path": path,
         "family": family,
         "kinds": kinds,
         "details": details,
@@ -142,14 +142,14 @@ def selection_payload(explorer: Explorer, target: str) -> Selection:
         "problem": problem,
         **offers,
         "attribution_methods": methods,
-        "attribution_note": methods_note(explorer, target, methods) if family == "module" else "",
+        "attribution_note": methods_note(explorer, path, methods) if family == "module" else "",
     }
 
 
-def _nothing_at(target: str, problem: str) -> Selection:
-    """The selection of a target that takes no hook, and why."""
+def _nothing_at(path: str, problem: str) -> Selection:
+    """The selection of a path that takes no hook, and why."""
     return {
-        "target": target,
+        "path": path,
         "family": "none",
         "kinds": [],
         "details": [],
@@ -170,18 +170,18 @@ def _shape(param: torch.Tensor) -> list[int] | None:
     return None if is_lazy(param) else list(param.shape)
 
 
-def _scripted_problem(explorer: Explorer, target: str, module: Any) -> str:
-    """Why the module at ``target`` takes no hooks when it is, or is inside, a torch.jit.script module; else ""."""
-    outer = next((p for p in explorer.unwatched if p == "" or target == p or target.startswith(p + ".")), None)
+def _scripted_problem(explorer: Explorer, path: str, module: Any) -> str:
+    """Why the module at ``path`` takes no hooks when it is, or is inside, a torch.jit.script module; else ""."""
+    outer = next((p for p in explorer.unwatched if p == "" or path == p or path.startswith(p + ".")), None)
     if outer is None and not isinstance(module, torch.jit.ScriptModule):
         return ""
     where = (
         "is a torch.jit.script module"
-        if outer in (None, target)
+        if outer in (None, path)
         else f"is inside the torch.jit.script module {quoted(outer)}"
     )
     return (
-        f"module {quoted(target)} {where}: ScriptModules take no hooks; hook a module around it, or its parameters "
+        f"module {quoted(path)} {where}: ScriptModules take no hooks; hook a module around it, or its parameters "
         "(kind 'grad'), or explore it before scripting"
     )
 
@@ -206,50 +206,3 @@ def _node_details(explorer: Explorer, node_id: str) -> list[list[str]]:
 def _text(exc: BaseException) -> str:
     """An exception's message without the quotes KeyError adds."""
     return exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-
-
-def parse_edit(edit: Any) -> Any:
-    """The ``edit=`` value for an edit the browser sent as a list (``["scale", 2]``); None for none."""
-    if edit is None or edit == [] or edit == "":
-        return None
-    if isinstance(edit, list) and edit and isinstance(edit[0], str):
-        return tuple(edit)
-    raise ValueError(f"the widget sent an edit {edit!r}; expected a list such as ['scale', 2.0]")
-
-
-def score_choice(value: Any, what: str = "target") -> int | str:
-    """A target the page picked: "top" (also for null), "loss", or an integer class or token id (see
-    ``class_choice``); a ValueError naming the forms for anything else."""
-    if value == "loss":
-        return "loss"
-    try:
-        chosen = class_choice(value, what)
-    except ValueError:
-        raise ValueError(
-            f'the widget sent the {what} {value!r}; expected "top", "loss" or a class or token id such as 3'
-        ) from None
-    return "top" if chosen is None else chosen
-
-
-def position_choice(value: Any) -> int | None:
-    """The sequence position the page picked: None for null (the last position), else an integer (negative counts
-    from the end); a ValueError for anything else."""
-    if value is None:
-        return None
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise ValueError(f"the widget sent the run position {value!r}; expected an integer such as -1, or null")
-
-
-def class_choice(value: Any, what: str = "class") -> int | None:
-    """A class the page picked: None for "top" or null (the page's ``Number()`` of an empty choice is NaN,
-    which JSON sends as null), else an integer class index; a ValueError for anything else (1.5, "3x")."""
-    if value is None or value == "top":
-        return None
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise ValueError(f'the widget sent the {what} {value!r}; expected "top" or a class index such as 3')

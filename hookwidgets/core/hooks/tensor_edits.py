@@ -246,9 +246,9 @@ def check_patch_shape(name: str, patch: tuple[Any, ...], shape: tuple[Any, ...])
         )
 
 
-def check_edits_fit(edits: tuple[Edit, ...], shape: tuple[Any, ...], target: str) -> None:
+def check_edits_fit(edits: tuple[Edit, ...], shape: tuple[Any, ...], path: str) -> None:
     """At attach: a ValueError when an ablate or patch edit does not fit the output shape ``shape`` the probe saw at
-    ``target`` (the example inputs'), naming both, rather than an error at every firing."""
+    ``path`` (the example inputs'), naming both, rather than an error at every firing."""
     for edit in edits:
         try:
             if edit[0] == "ablate":
@@ -256,7 +256,7 @@ def check_edits_fit(edits: tuple[Edit, ...], shape: tuple[Any, ...], target: str
             elif edit[0] in PRIMARY:
                 check_patch_shape(edit[0], tuple(edit[1].shape), shape)
         except (IndexError, ValueError) as exc:
-            raise ValueError(f"{exc} — the output of {target!r} on the example inputs") from None
+            raise ValueError(f"{exc} — the output of {path!r} on the example inputs") from None
 
 
 def _ablate(t: torch.Tensor, channels: tuple[int, ...], dim: int | None) -> torch.Tensor:

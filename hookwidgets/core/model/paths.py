@@ -1,4 +1,5 @@
-"""Resolve user-given target names (module paths) to objects, with close-match errors."""
+"""Resolve the paths of hooks' places (module paths, parameter names, autograd node ids) to objects, with
+close-match errors."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def resolve_module(model: nn.Module, path: str) -> nn.Module:
             ", …" if len(candidates) > 8 else ""
         )
     else:
-        hint = "; it has no submodules, so only '' (the model itself) can be a target"
+        hint = "; it has no submodules, so only '' (the model itself) can be a module path"
     raise KeyError(f"no module {quoted(path)} in {display_name(type(model).__name__)}{hint}")
 
 
@@ -60,42 +61,42 @@ def submodule_or_none(model: nn.Module, path: str) -> nn.Module | None:
     return module
 
 
-def resolve_target(model: nn.Module, target: str) -> tuple[str, nn.Module | nn.Parameter | str]:
+def resolve_path(model: nn.Module, path: str) -> tuple[str, nn.Module | nn.Parameter | str]:
     """``("module", module)``, ``("param", parameter)`` or ``("node", id)`` for a path; a KeyError with close matches.
 
     Inside a ``torch.compile`` wrapper the path may leave out torch's ``_orig_mod`` step, as the compiled
     model's attributes do (``"fc2"`` for ``"_orig_mod.fc2"``).
     """
-    if not isinstance(target, str):
-        raise TypeError(f"a target must be a string such as 'layer1.0.conv1', not {type(target).__name__}")
-    module = submodule_or_none(model, target)
+    if not isinstance(path, str):
+        raise TypeError(f"a path must be a string such as 'layer1.0.conv1', not {type(path).__name__}")
+    module = submodule_or_none(model, path)
     if module is not None:
         return "module", module
     params = dict(model.named_parameters(remove_duplicate=False))
-    if target in params:
-        return "param", params[target]
-    inside = through_compiled(model, target)
+    if path in params:
+        return "param", params[path]
+    inside = through_compiled(model, path)
     if inside is not None and (submodule_or_none(model, inside) is not None or inside in params):
-        return resolve_target(model, inside)
-    if _is_node_id(target):
-        return "node", target
-    parametrized = _parametrized_hint(model, target, params)
+        return resolve_path(model, inside)
+    if _is_node_id(path):
+        return "node", path
+    parametrized = _parametrized_hint(model, path, params)
     if parametrized:
         raise KeyError(parametrized)
     candidates = [p for p in module_paths(model) if p] + list(params)
     short = {without_compiled_steps(c): c for c in candidates if COMPILED_INNER in c.split(".")}
-    close = difflib.get_close_matches(target, candidates + [c for c in short if c], n=3, cutoff=0.5)
+    close = difflib.get_close_matches(path, candidates + [c for c in short if c], n=3, cutoff=0.5)
     close = list(dict.fromkeys(short.get(c, c) for c in close))  # named as the tree names them
     hint = (
         " — did you mean " + " or ".join(quoted(c) for c in close) + "?"
         if close
         else (
-            "; targets are module paths such as "
+            "; paths are module paths such as "
             + ", ".join(quoted(c) for c in candidates[:4])
             + ", parameter names, '' for the model itself, or autograd node ids from ex.graph()"
         )
     )
-    raise KeyError(f"no module or parameter {quoted(target)} in {display_name(type(model).__name__)}{hint}")
+    raise KeyError(f"no module or parameter {quoted(path)} in {display_name(type(model).__name__)}{hint}")
 
 
 def through_compiled(model: nn.Module, path: str) -> str | None:
@@ -135,18 +136,18 @@ def alias_note(given: str, first: str) -> str:
     )
 
 
-def _is_node_id(target: str) -> bool:
-    """Whether ``target`` has the form of an autograd node id, ``"<scope>/<op>#<ordinal>"``."""
+def _is_node_id(path: str) -> bool:
+    """Whether ``path`` has the form of an autograd node id, ``"<scope>/<op>#<ordinal>"``."""
     try:
-        parse_node_id(target)
+        parse_node_id(path)
     except ValueError:
         return False
     return True
 
 
-def _parametrized_hint(model: nn.Module, target: str, params: dict[str, nn.Parameter]) -> str | None:
+def _parametrized_hint(model: nn.Module, path: str, params: dict[str, nn.Parameter]) -> str | None:
     """For a tensor a parametrization computes (``weight_norm``'s weight): what can be hooked instead."""
-    owner_path, _, name = target.rpartition(".")
+    owner_path, _, name = path.rpartition(".")
     owner = submodule_or_none(model, owner_path)
     parametrizations = getattr(owner, "parametrizations", None)
     if not isinstance(parametrizations, nn.ModuleDict) or name not in parametrizations:
@@ -157,7 +158,7 @@ def _parametrized_hint(model: nn.Module, target: str, params: dict[str, nn.Param
         display_name(type(m).__name__) for m in cast(nn.ModuleList, parametrizations[name])
     )  # a ParametrizationList
     return (
-        f"{quoted(target)} is no parameter: a parametrization ({kinds}) computes it from "
+        f"{quoted(path)} is no parameter: a parametrization ({kinds}) computes it from "
         f"{', '.join(map(quoted, originals))}; hook those parameters (kind 'grad'), or the module {quoted(base)}, "
         f"whose forward output is the computed {display_name(name)}"
     )

@@ -8,7 +8,7 @@ from torch import nn
 
 from hookwidgets.core import _torch
 from hookwidgets.core.model.modules import modules_of
-from hookwidgets.core.model.state import preserved_state
+from hookwidgets.core.model.preserved_state import preserved_state
 
 
 class Writes(nn.Module):

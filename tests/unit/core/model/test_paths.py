@@ -3,7 +3,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.model.targets import resolve_module, resolve_target
+from hookwidgets.core.model.paths import resolve_module, resolve_path
 
 
 def test_resolves_nested_paths_and_the_root(cnn):
@@ -61,8 +61,8 @@ def test_resolving_a_parametrized_name_does_not_compute_it():
     computed = []
     model[0].parametrizations.weight.register_forward_hook(lambda *args: computed.append(1))
     with pytest.raises(KeyError, match="is no parameter: a parametrization"):
-        resolve_target(model, "0.weight")
+        resolve_path(model, "0.weight")
     with pytest.raises(KeyError, match="no module '0.weight'"):
         resolve_module(model, "0.weight")
     assert computed == []
-    assert resolve_target(model, "0.parametrizations.weight") == ("module", model[0].parametrizations.weight)
+    assert resolve_path(model, "0.parametrizations.weight") == ("module", model[0].parametrizations.weight)
