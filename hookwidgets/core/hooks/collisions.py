@@ -9,6 +9,7 @@ hooks note the outputs each call made, so the error's modified view names the mo
 
 from __future__ import annotations
 
+import re
 import types
 import warnings
 import weakref
@@ -27,7 +28,9 @@ from .info import HookInfo
 
 T = TypeVar("T")
 
-_INPLACE_VIEW_ERROR = "BackwardHookFunction is a view and is being modified inplace"
+# torch 2.13 names the node by its Function (BackwardHookFunction); torch 2.11 by its backward node's class
+# (BackwardHookFunctionBackward), as seen on a CUDA machine.
+_INPLACE_VIEW_ERROR = re.compile(r"BackwardHookFunction(?:Backward)? is a view and is being modified inplace")
 
 
 class Collisions:
@@ -141,7 +144,7 @@ class Collisions:
 
 def is_inplace_collision(exc: BaseException | None) -> TypeGuard[RuntimeError]:
     """True for torch's error when an in-place op modifies the output a full backward hook wrapped."""
-    return isinstance(exc, RuntimeError) and _INPLACE_VIEW_ERROR in str(exc)
+    return isinstance(exc, RuntimeError) and _INPLACE_VIEW_ERROR.search(str(exc)) is not None
 
 
 def inplace_culprit(exc: BaseException, model: nn.Module) -> str | None:
