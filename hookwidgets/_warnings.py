@@ -1,7 +1,7 @@
 """The warnings hookwidgets emits: one base class, ``HookwidgetsWarning``, and a class per situation.
 
 Each class also derives from the standard category the warning had before it had a class of its own
-(``UserWarning``, ``RuntimeWarning`` or ``DeprecationWarning``), so filters written for those keep working;
+(``UserWarning`` or ``RuntimeWarning``), so filters written for those keep working;
 ``warnings.filterwarnings("ignore", category=hookwidgets.HookwidgetsWarning)`` silences them all. Kept free of
 torch so that ``import hookwidgets`` stays light.
 """
@@ -14,7 +14,6 @@ __all__ = [
     "CompiledModelWarning",
     "FixedModeWarning",
     "HookFailedWarning",
-    "HookwidgetsDeprecationWarning",
     "HookwidgetsWarning",
     "InplaceCollisionWarning",
     "MaterializedWarning",
@@ -81,7 +80,3 @@ class BlankMapWarning(HookwidgetsWarning, UserWarning):
 
 class UnwatchedModulesWarning(HookwidgetsWarning, UserWarning):
     """``first_nonfinite`` could not watch ScriptModules (they take no hooks), so NaN/Inf may have begun inside one."""
-
-
-class HookwidgetsDeprecationWarning(HookwidgetsWarning, DeprecationWarning):
-    """A name or keyword that still works but goes in a later release; the message says what to use instead."""

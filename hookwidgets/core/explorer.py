@@ -26,7 +26,7 @@ from .attribution.tokens import token_ids
 from .capture.export import export_captures
 from .capture.store import DEFAULT_MEMORY_BUDGET, CaptureStore
 from .codegen.generate import hook_code
-from .diagnostics.compare import BackwardComparison, compare_backward, former_keywords
+from .diagnostics.compare import BackwardComparison, compare_backward, path_as_target_refused
 from .diagnostics.lens import LogitLens, logit_lens
 from .diagnostics.nonfinite import first_nonfinite, summary_rows
 from .diagnostics.patching import DEFAULT_BATCH, Metric, Progress, patch_sweep
@@ -489,7 +489,7 @@ class Explorer:
             lambda kinds: cast(HookGroup, self.attach("", kinds, action="stats")),  # a list of kinds: a HookGroup
         )
 
-    @former_keywords
+    @path_as_target_refused
     def compare_backward(
         self, layer: str, inputs: Inputs | None = None, target: Target = None, *, position: int | None = None
     ) -> BackwardComparison:

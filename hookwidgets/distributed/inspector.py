@@ -14,7 +14,6 @@ from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.hooks import RemovableHandle
 
-from .._renamed import renamed
 from .checks import INSPECTED, require_ddp, require_no_comm_hook, require_process_group
 from .compression import RoundTrip, round_trip_for
 from .logs import RECORDS, RankLog, load_records, sort_records
@@ -129,7 +128,6 @@ class DDPInspector:
         """Why writing the log failed, if it did (training went on without it)."""
         return self._recorder.log.error if self._recorder.log is not None else None
 
-    @renamed(kind="records")
     def gather(self, dst: int | None = 0, records: str = "bucket") -> list[dict[str, Any]] | None:
         """Every rank's ``records`` (``bucket`` or ``ready``) on rank ``dst`` (None on the others), or on every rank
         with ``dst=None``. A collective: every rank of the model's process group must call it, at the same point.
@@ -151,7 +149,6 @@ class DDPInspector:
         return sort_records([r for rank_records in every for r in rank_records])
 
     @staticmethod
-    @renamed(kind="records")
     def load(log_dir: str | os.PathLike, records: str | None = "bucket", *, last_run: bool = True) -> list[dict]:
         """Every rank's ``records`` (``bucket``, ``ready`` or None for both) from ``log_dir``, as ``gather`` gives
         them."""

@@ -10,8 +10,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .._renamed import renamed
-
 RANK_FILE = re.compile(r"rank(\d+)\.jsonl")
 RECORDS = ("bucket", "ready")  # the records a log line or a gather can hold: per bucket, per gradient ready
 
@@ -44,7 +42,6 @@ class RankLog:
             self._file.close()
 
 
-@renamed(kind="records")
 def load_records(log_dir: str | os.PathLike, records: str | None = "bucket", *, last_run: bool = True) -> list[dict]:
     """Every rank's ``records`` (``bucket``, ``ready`` or None for both) from ``log_dir``, sorted.
 

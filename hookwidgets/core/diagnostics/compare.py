@@ -20,8 +20,6 @@ from torch.nn.utils.prune import BasePruningMethod
 from torch.nn.utils.spectral_norm import SpectralNorm
 from torch.nn.utils.weight_norm import WeightNorm
 
-from ..._renamed import take_old
-from ..._warnings import HookwidgetsDeprecationWarning
 from .._torch import global_module_hooks, set_full_backward_flag
 from ..hooks.collisions import inplace_culprit, is_inplace_collision
 from ..kind_table import names
@@ -48,7 +46,7 @@ class BackwardComparison:
     """
 
     layer: str
-    """The module's path (``target``, its former name, still reads it with a DeprecationWarning)."""
+    """The module's path."""
     legacy_grad_input: Grads | None
     """What the legacy hook saw as grad_input (a tuple of tensors or None), or None when it did not fire."""
     full_grad_input: Grads | None
@@ -65,16 +63,6 @@ class BackwardComparison:
     """Explanations, and torch's warnings."""
     legacy_slots: list[str] = field(default_factory=list)
     """What each legacy grad_input slot is the gradient of, e.g. ``["bias", "input", "weight.T"]``."""
-
-    @property
-    def target(self) -> str:
-        """The module's path under its former name (deprecated: read ``layer``)."""
-        warnings.warn(
-            "BackwardComparison.target is deprecated: read .layer (target= names the score to explain)",
-            HookwidgetsDeprecationWarning,
-            stacklevel=2,
-        )
-        return self.layer
 
     def table(self) -> list[dict[str, Any]]:
         """One row per grad_input slot, then per grad_output slot: ``slot``, ``legacy_shape``, ``full_shape``,
@@ -99,10 +87,9 @@ class BackwardComparison:
         return rows
 
 
-def former_keywords(function: F) -> F:
-    """Let ``function(owner, layer, inputs, target)`` (owner: a model or an explorer) take its former keywords,
-    each with a DeprecationWarning: ``target=`` naming a module when no layer is given (now ``layer=``), and
-    ``score=`` (now ``target=``, the score to explain, as in ``run``)."""
+def path_as_target_refused(function: F) -> F:
+    """Refuse ``function(owner, target=<a module path>)`` (owner: a model or an explorer) with no layer: the module
+    goes in ``layer=``, ``target=`` is the score (a TypeError saying so, where Python's would only miss ``layer``)."""
 
     @functools.wraps(function)
     def call(owner: Any, *args: Any, **kwargs: Any) -> Any:
@@ -110,16 +97,16 @@ def former_keywords(function: F) -> F:
         if not args and "layer" not in kwargs and isinstance(path, str):
             model = owner if isinstance(owner, nn.Module) else getattr(owner, "model", None)
             if isinstance(model, nn.Module) and submodule_or_none(model, path) is not None:
-                why = " (target= is the score to explain, as in run())"
-                kwargs["layer"] = take_old(function, kwargs, "target", "layer", stacklevel=3, why=why)
-        if "score" in kwargs:
-            kwargs["target"] = take_old(function, kwargs, "score", "target", stacklevel=3)
+                raise TypeError(
+                    f"{function.__qualname__}() got target={path!r}, a module path, and no layer: target= is the "
+                    f"score; pass the module as layer={path!r}"
+                )
         return function(owner, *args, **kwargs)
 
     return call  # type: ignore[return-value]
 
 
-@former_keywords
+@path_as_target_refused
 def compare_backward(
     model: nn.Module, layer: str, inputs: Inputs, target: Target = None, *, position: int | None = None
 ) -> BackwardComparison:

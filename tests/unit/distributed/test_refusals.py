@@ -133,25 +133,16 @@ def test_load_keeps_the_last_run_of_a_reused_log_dir(group, tmp_path):
     assert [s["hook"] for s in starts if s["kind"] == "start"] == ["allreduce_hook"] * 2
 
 
-def test_records_selects_bucket_or_ready_records_and_kind_is_its_deprecated_former_name(group, tmp_path):
+def test_records_selects_bucket_or_ready_records(group, tmp_path):
     ddp = DDP(_model())
     with DDPInspector(ddp, log_dir=tmp_path) as insp:
         _step(ddp)
         buckets, ready = insp.gather(), insp.gather(records="ready")
         assert {r["kind"] for r in buckets} == {"bucket"} and {r["kind"] for r in ready} == {"ready"}
-        with pytest.warns(DeprecationWarning, match="is deprecated") as caught:
-            assert insp.gather(kind="ready") == ready
-        (warning,) = caught
-        assert str(warning.message) == "DDPInspector.gather(kind=...) is deprecated: pass records= instead"
-        assert warning.filename == __file__  # points at the caller's line
     both = DDPInspector.load(tmp_path, records=None)
     assert DDPInspector.load(tmp_path) == buckets and DDPInspector.load(tmp_path, records="ready") == ready
     assert sorted(both, key=lambda r: r["kind"]) == sorted(buckets + ready, key=lambda r: r["kind"])
-    for load, name in ((DDPInspector.load, "DDPInspector.load"), (load_records, "load_records")):
-        with pytest.warns(DeprecationWarning, match=rf"^{name}\(kind=...\) is deprecated: pass records= instead$"):
-            assert load(tmp_path, kind=None) == both
-        with pytest.raises(TypeError, match=r"got records= and kind=, its former name: pass records= only"):
-            load(tmp_path, records="ready", kind="ready")
+    assert load_records(tmp_path, records=None) == both
 
 
 def test_load_errors_name_the_log_dir(tmp_path):

@@ -249,40 +249,30 @@ def _same_comparison(a, b) -> None:
         assert all(torch.equal(x, y) for x, y in zip(getattr(a, name), getattr(b, name), strict=True)), name
 
 
-def test_layer_is_the_module_and_target_the_score_and_the_former_keywords_still_work_with_a_warning(mlp):
+def test_layer_is_the_module_and_target_the_score(mlp):
     x = torch.randn(4, 3, requires_grad=True)
     score = lambda out: (out[:, 0] * 3).sum()  # noqa: E731
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # the new names warn about nothing
+        warnings.simplefilter("error")  # the names warn about nothing
         expected = compare_backward(mlp, layer="1", inputs=x, target=score)
         with Explorer(mlp, example_inputs=x) as ex:
             _same_comparison(ex.compare_backward(layer="1", target=score), expected)
     assert expected.layer == "1" and torch.equal(expected.full_grad_output[0], torch.tensor([[3.0, 0.0]]).expand(4, 2))
-    layer_was_target = (
-        "compare_backward(target=...) is deprecated: pass layer= instead (target= is the score to explain, as in run())"
-    )
-    target_was_score = "compare_backward(score=...) is deprecated: pass target= instead"
-    calls = [
-        (lambda: compare_backward(mlp, target="1", inputs=x, score=score), [layer_was_target, target_was_score]),
-        (lambda: compare_backward(mlp, "1", x, score=score), [target_was_score]),
-    ]
-    for call, messages in calls:
-        with pytest.warns(DeprecationWarning, match="is deprecated") as caught:
-            _same_comparison(call(), expected)
-        assert [str(w.message) for w in caught] == messages
-        assert all(w.filename == __file__ for w in caught)  # each points at the caller's line
-    with Explorer(mlp, example_inputs=x) as ex, pytest.warns(DeprecationWarning, match="is deprecated") as caught:
-        _same_comparison(ex.compare_backward(target="1", score=score), expected)
-    assert [str(w.message).split(" is ")[0] for w in caught] == [
-        "Explorer.compare_backward(target=...)",
-        "Explorer.compare_backward(score=...)",
-    ]
-    with pytest.warns(DeprecationWarning, match=r"BackwardComparison.target is deprecated: read .layer"):
-        assert expected.target == "1"
-    with pytest.raises(TypeError, match=r"got target= and score=, its former name: pass target= only"):
-        compare_backward(mlp, "1", x, target=score, score=score)
     with pytest.raises(TypeError, match="layer"):  # a score that names no module is not taken for the layer
         compare_backward(mlp, inputs=x, target="top")
+
+
+def test_a_module_path_as_target_with_no_layer_is_refused_naming_layer(mlp):
+    x = torch.randn(4, 3, requires_grad=True)
+    said = r"got target='1', a module path, and no layer: target= is the score; pass the module as layer='1'$"
+    with pytest.raises(TypeError, match=r"^compare_backward\(\) " + said):
+        compare_backward(mlp, target="1", inputs=x)
+    with (
+        Explorer(mlp, example_inputs=x) as ex,
+        pytest.raises(TypeError, match=r"^Explorer.compare_backward\(\) " + said),
+    ):
+        ex.compare_backward(target="1")
+    assert not hasattr(compare_backward(mlp, "1", x), "target")  # the result names the module .layer only
 
 
 @dataclass
