@@ -57,8 +57,8 @@ from torch import nn
 from hookwidgets.core import Explorer
 from hookwidgets.core.gc_pause import no_gc
 from hookwidgets.core.graph.record import GraphRecorder, output_roots, record_graph
-from hookwidgets.core.graph.saved import read_saved
 from hookwidgets.core.graph.recorded import RecordedGraph
+from hookwidgets.core.graph.saved import read_saved
 from hookwidgets.core.graph.walk import walk_graph
 from hookwidgets.core.model.names import ParamNames
 from hookwidgets.core.model.scope import Call, ScopeTracker

@@ -39,7 +39,18 @@ from .capture.export import load_captures
 from .capture.native import status as native_status
 from .capture.store import CaptureStore, Generation, Record
 from .diagnostics.compare import BackwardComparison, compare_backward
+from .diagnostics.lens import LogitLens
 from .explorer import Explorer
+from .graph.plain import (
+    Dataflow,
+    DataflowEdge,
+    DataflowNode,
+    GraphCluster,
+    GraphData,
+    GraphEdge,
+    GraphNode,
+    SavedTensor,
+)
 from .hooks.actions import BUILTIN_ACTIONS
 from .hooks.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS
 from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
@@ -47,7 +58,7 @@ from .hooks.tensor_edits import EDIT_NAMES
 from .kind_table import KINDS, Kind
 from .model.paths import resolve_module, resolve_path
 from .model.scores import Score
-from .model.tree import build_tree, probe
+from .model.tree import TreeNode, build_tree, probe
 from .monitors.optim import UpdateRatioMonitor
 from .monitors.packaging import PackageReport, default_intern, package_report
 from .monitors.scalar_log import ScalarLog
@@ -71,9 +82,16 @@ __all__ = [
     "BlankMapWarning",
     "CaptureStore",
     "CompiledModelWarning",
+    "Dataflow",
+    "DataflowEdge",
+    "DataflowNode",
     "Explorer",
     "FixedModeWarning",
     "Generation",
+    "GraphCluster",
+    "GraphData",
+    "GraphEdge",
+    "GraphNode",
     "HookFailedWarning",
     "HookGroup",
     "HookInfo",
@@ -81,16 +99,19 @@ __all__ = [
     "HookwidgetsWarning",
     "InplaceCollisionWarning",
     "Kind",
+    "LogitLens",
     "MaterializedWarning",
     "PackageReport",
     "PartialGraphWarning",
     "PatchSkippedWarning",
     "ProbeFailedWarning",
     "Record",
+    "SavedTensor",
     "ScalarLog",
     "Score",
     "SubscriberWarning",
     "TimelineEvent",
+    "TreeNode",
     "UnwatchedModulesWarning",
     "UpdateRatioMonitor",
     "ViewUpdateWarning",

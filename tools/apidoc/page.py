@@ -12,7 +12,7 @@ import inspect
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, is_typeddict
 
 from .source import attributes, constants, fields, own_doc, package_classes, public_names, returns, signature
 
@@ -111,6 +111,8 @@ def heading(entry: Entry) -> tuple[str, list[tuple[str, str]]]:
         return f"### `{entry.name}{returns(obj)}`", []
     if inspect.isclass(obj) and issubclass(obj, BaseException):  # a warning or error: its bases say what it is
         return f"### `class {entry.name}({', '.join(base.__name__ for base in obj.__bases__)})`", []
+    if inspect.isclass(obj) and is_typeddict(obj):  # a dict of known keys: its fields are the table below
+        return f"### `class {entry.name}(TypedDict)`", []
     params, named = signature(obj, is_member)
     if inspect.isclass(obj):
         return f"### `class {entry.name}({params})`", named

@@ -9,7 +9,7 @@ import importlib
 import inspect
 import re
 import textwrap
-from typing import Any
+from typing import Any, is_typeddict
 
 LONGEST_VALUE = 80  # characters of a value written out; a longer one is described by its type and length
 
@@ -124,8 +124,10 @@ def documented_assignments(body: list[ast.stmt], owner: str | None = None) -> li
 
 
 def fields(cls: type) -> list[tuple[str, str, str | None]]:
-    """(name, type, docstring) of each public field of a dataclass or named tuple."""
-    if dataclasses.is_dataclass(cls):
+    """(name, type, docstring) of each public field of a dataclass, named tuple or TypedDict."""
+    if is_typeddict(cls):
+        names = list(cls.__annotations__.items())
+    elif dataclasses.is_dataclass(cls):
         names = [(f.name, f.type) for f in dataclasses.fields(cls)]
     elif hasattr(cls, "_fields"):
         names = [(name, cls.__annotations__.get(name, "")) for name in cls._fields]

@@ -26,14 +26,23 @@ class TreeNode(TypedDict):
     is unknown yet), packed weights, its first output's shape and dtype (None: not probed), and its children."""
 
     path: str
+    """The module's path (empty for the model itself)."""
     name: str
+    """The last part of the path (the model's class name for the root)."""
     cls: str
+    """The module's class name."""
     trainable: int | None
+    """Parameters with ``requires_grad`` in its subtree, each counted once; None while a lazy one's size is unknown."""
     frozen: int | None
+    """Parameters without ``requires_grad`` in its subtree, packed weights included; None as above."""
     packed: int
+    """Of those, the weights a quantized module keeps packed (no parameter of its own)."""
     shape: list[int | str] | None
+    """Its first output's shape in the shape probe (a str for a size that is not a number); None: not probed."""
     dtype: str | None
+    """That output's dtype, without ``torch.``; None: not probed."""
     children: list[TreeNode]
+    """Its child modules, in registration order."""
 
 
 @dataclass
