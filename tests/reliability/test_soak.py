@@ -147,7 +147,7 @@ def check_bounded(ex: HookExplorer, pushes: Counter[str]) -> None:
     timeline = ex.timeline
     assert len(timeline) == TIMELINE and timeline[-1].step == STEPS
     assert pushes["live"] >= 10, f"live updates ran {pushes['live']} times in {STEPS} steps"
-    assert ex.view.plots.get("target") == "features.conv" and ex.view.plots["items"]
+    assert ex.view.plots.get("path") == "features.conv" and ex.view.plots["items"]
     for info in ex.hooks:
         assert info.last_error is None, f"{info}: {info.last_error}"
         assert info.fired >= STEPS, f"{info} fired {info.fired} times in {STEPS} steps"
