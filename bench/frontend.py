@@ -228,7 +228,7 @@ _WATCH_TREE = """
 _CLICK_BADGE = """
 async ({path, kind}) => {
   const explorer = document.querySelector('.hw-explorer:not([data-bench-old])');
-  const toggle = explorer.querySelector(`input.hw-toggle[data-kind="${kind}"][data-target="${path}"]`);
+  const toggle = explorer.querySelector(`input.hw-toggle[data-kind="${kind}"][data-path="${path}"]`);
   const badge = () => explorer.querySelector(`.hw-row[data-path="${path}"] .hw-badge[data-kind="${kind}"]`);
   if (!toggle || toggle.checked || badge()) throw new Error(`toggle ${kind} on ${path} not ready`);
   const start = performance.now();
@@ -247,7 +247,7 @@ async ({path, kind}) => {
 _UNCLICK = """
 async ({path, kind}) => {
   const explorer = document.querySelector('.hw-explorer:not([data-bench-old])');
-  const toggle = explorer.querySelector(`input.hw-toggle[data-kind="${kind}"][data-target="${path}"]`);
+  const toggle = explorer.querySelector(`input.hw-toggle[data-kind="${kind}"][data-path="${path}"]`);
   toggle.click();
   const gone = () => !explorer.querySelector(`.hw-row[data-path="${path}"] .hw-badge[data-kind="${kind}"]`);
   while (!(gone() && !toggle.disabled && !toggle.checked)) await new Promise((r) => setTimeout(r, 10));
@@ -475,7 +475,7 @@ def click_badge(session: Session, loads: int) -> Figure:
     layer, kind = "features.conv2", "forward"
     explorer = page.locator(".hw-explorer:not([data-bench-old])")
     explorer.locator(f'.hw-row[data-path="{layer}"]').click()
-    explorer.locator(f'input.hw-toggle[data-kind="{kind}"][data-target="{layer}"]').wait_for()
+    explorer.locator(f'input.hw-toggle[data-kind="{kind}"][data-path="{layer}"]').wait_for()
     values = []
     for i in range(WARMUP_PAIRS + loads):
         ms = page.evaluate(_CLICK_BADGE, {"path": layer, "kind": kind})

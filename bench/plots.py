@@ -46,7 +46,7 @@ def summary_rows() -> tuple[list[dict], list[str]]:
     layers = [""] + [f"layer{i // 15 + 1}.{i % 15}.downsample.{i % 3}" for i in range(LAYERS - 1)]
     generator = torch.Generator().manual_seed(1)
     norms = (torch.rand(LAYERS, STEPS, generator=generator) + 0.1).tolist()
-    rows = [{"target": t, "step": s + 1, "grad_norm": norms[i][s]} for s in range(STEPS) for i, t in enumerate(layers)]
+    rows = [{"path": t, "step": s + 1, "grad_norm": norms[i][s]} for s in range(STEPS) for i, t in enumerate(layers)]
     return rows, layers
 
 
