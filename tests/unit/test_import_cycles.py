@@ -8,6 +8,8 @@ from pathlib import Path
 
 import hookwidgets
 
+from ._import_graph import cycles
+
 ROOT = Path(hookwidgets.__file__).resolve().parent
 
 
@@ -50,43 +52,8 @@ def _imported(name: str) -> set[str]:
     return edges
 
 
-def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan's, iteratively)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found = []
-    for start in sorted(graph):
-        if start in index:
-            continue
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        work = [(start, iter(sorted(graph[start])))]
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while (member := stack.pop()) != node:
-                    component.append(member)
-                if component:
-                    found.append(sorted([*component, node]))
-    return found
-
-
 def test_hookwidgets_has_no_import_cycle():
-    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the finder finds one
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the finder finds one
     assert len(SOURCES) > 100 and "hookwidgets.widget.view" in _imported("hookwidgets.widget.explorer")
-    cycles = _cycles({name: _imported(name) for name in SOURCES})
-    assert cycles == [], f"import cycles (TYPE_CHECKING imports count): {cycles}"
+    found = cycles({name: _imported(name) for name in SOURCES})
+    assert found == [], f"import cycles (TYPE_CHECKING imports count): {found}"

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import hookwidgets.core
 
+from .._import_graph import cycles
+
 
 def test_core_imports_torch_only():
     code = (
@@ -142,41 +144,8 @@ def test_core_imports_go_one_way_down_the_layers():
 
 
 def test_core_has_no_import_cycle():
-    graph = {name: _edges(name) for name in SOURCES}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    cycles = []
-    for start in graph:  # Tarjan's strongly connected components, iteratively
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    work.append((child, iter(sorted(graph[child]))))
-                elif child in stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    cycles.append(sorted(component))
-    assert cycles == [], f"import cycles in core (TYPE_CHECKING imports count): {cycles}"
+    found = cycles({name: _edges(name) for name in SOURCES})
+    assert found == [], f"import cycles in core (TYPE_CHECKING imports count): {found}"
 
 
 def test_core_never_imports_display_libraries():
