@@ -67,14 +67,14 @@ MID_BACKWARD = [
 
 
 @pytest.mark.filterwarnings("ignore:Full backward hook is firing")  # torch's, in the user's own backward
-@pytest.mark.parametrize(("target", "kind"), MID_BACKWARD)
-def test_a_user_hook_failing_mid_backward_is_recorded_and_the_backward_goes_on(x, target, kind):
+@pytest.mark.parametrize(("path", "kind"), MID_BACKWARD)
+def test_a_user_hook_failing_mid_backward_is_recorded_and_the_backward_goes_on(x, path, kind):
     model = mlp()
     expected = reference_grads(model, x)
     before = all_hook_state(model)
     with Explorer(model, example_inputs=x) as ex:
         later = ex.attach("fc1", "grad")  # fires after the failing hook in the backward
-        failing = ex.attach(target, kind, action=broken)
+        failing = ex.attach(path, kind, action=broken)
         attached = all_hook_state(model)
         with pytest.warns(UserWarning, match=rf"hook '{kind}' on '[^']*' failed: RuntimeError\('disk full'\)"):
             model(x).sum().backward()
@@ -88,20 +88,20 @@ def test_a_user_hook_failing_mid_backward_is_recorded_and_the_backward_goes_on(x
 
 
 @pytest.mark.filterwarnings("ignore:Full backward hook is firing")
-@pytest.mark.parametrize(("target", "kind"), MID_BACKWARD)
-def test_on_error_raise_propagates_a_mid_backward_failure_and_the_model_stays_usable(x, target, kind):
+@pytest.mark.parametrize(("path", "kind"), MID_BACKWARD)
+def test_on_error_raise_propagates_a_mid_backward_failure_and_the_model_stays_usable(x, path, kind):
     model = mlp()
     expected = reference_grads(model, x)
     before = all_hook_state(model)
     with Explorer(model, example_inputs=x, on_error="raise") as ex:
         later = ex.attach("fc1", "grad")
-        failing = ex.attach(target, kind, action=broken)
+        failing = ex.attach(path, kind, action=broken)
         attached = all_hook_state(model)
         with pytest.raises(RuntimeError, match="disk full"):
             model(x).sum().backward()
         assert failing.last_error.endswith("RuntimeError: disk full")
         assert all_hook_state(model) == attached, diff_keys(attached, all_hook_state(model))
-        ex.detach(target, kind)
+        ex.detach(path, kind)
         model.zero_grad(set_to_none=True)
         model(x).sum().backward()  # the next step works
         assert_grads(model, expected)
@@ -124,13 +124,13 @@ class InterruptOnce:
             raise KeyboardInterrupt
 
 
-@pytest.mark.parametrize(("target", "kind"), [("fc2", "forward"), ("fc2", "backward"), ("fc2.weight", "grad")])
-def test_keyboard_interrupt_in_a_hook_during_a_run_removes_temporary_hooks_at_once(x, target, kind):
+@pytest.mark.parametrize(("path", "kind"), [("fc2", "forward"), ("fc2", "backward"), ("fc2.weight", "grad")])
+def test_keyboard_interrupt_in_a_hook_during_a_run_removes_temporary_hooks_at_once(x, path, kind):
     model = mlp()
     before = all_hook_state(model)
     ex = Explorer(model, example_inputs=x)
     interrupt = InterruptOnce()
-    ex.attach(target, kind, action=interrupt)
+    ex.attach(path, kind, action=interrupt)
     ex.attach("fc1", ["forward", "grad"])
     ex.attach("", "global_forward", action="stats")
     ex.attach(*NODE)
@@ -142,7 +142,7 @@ def test_keyboard_interrupt_in_a_hook_during_a_run_removes_temporary_hooks_at_on
     assert all_hook_state(model) == attached, diff_keys(attached, all_hook_state(model))
     assert_same_values(values, model_values(model), "interrupted run")
     kept = [(h.target, h.kind) for h in ex.hooks]
-    assert kept == [(target, kind), ("fc1", "forward"), ("fc1", "grad"), ("", "global_forward"), NODE]
+    assert kept == [(path, kind), ("fc1", "forward"), ("fc1", "grad"), ("", "global_forward"), NODE]
 
     fired = {(h.target, h.kind): h.fired for h in ex.hooks}
     ex.run(x, target=0, record_graph=True)  # usable after, with the same hooks

@@ -41,7 +41,7 @@ def same_as_explorer(model: nn.Module, x: torch.Tensor, attach, patches=None) ->
 
 
 @pytest.mark.parametrize(
-    ("build", "target"),
+    ("build", "path"),
     [
         (tm.gpt2, "transformer.h.0.attn"),
         (tm.llama, "model.layers.1.self_attn"),
@@ -49,9 +49,9 @@ def same_as_explorer(model: nn.Module, x: torch.Tensor, attach, patches=None) ->
         (tm.bert, "bert.encoder.layer.1.attention"),
     ],
 )
-def test_ablate_heads_code_zeroes_the_same_slice_before_the_projection(build, target):
+def test_ablate_heads_code_zeroes_the_same_slice_before_the_projection(build, path):
     model, x = build().eval(), tm.token_ids()
-    source = same_as_explorer(model, x, lambda ex: ex.attach(target, "forward", edit=("ablate_heads", [0, 2])))
+    source = same_as_explorer(model, x, lambda ex: ex.attach(path, "forward", edit=("ablate_heads", [0, 2])))
     assert "def _zero_heads(" in source and "prepend=True))" in source.split("# Hook 1")[-1]
 
 

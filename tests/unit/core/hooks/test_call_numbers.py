@@ -39,20 +39,20 @@ def by_call(records) -> dict[int, torch.Tensor]:
 
 
 @pytest.mark.parametrize(
-    ("target", "kinds"),
+    ("path", "kinds"),
     [
         ("l", ["backward_pre", "backward", "grad"]),
         ("", ["global_backward_pre", "global_backward", "global_grad"]),
     ],
 )
-def test_backward_kinds_number_calls_in_forward_order_like_grad(target, kinds):
+def test_backward_kinds_number_calls_in_forward_order_like_grad(path, kinds):
     torch.manual_seed(0)
     model, x = Twice(), torch.randn(2, 4, requires_grad=True)
     expected = expected_output_grads(model, x)
     model.zero_grad(set_to_none=True)
     before = hook_state(model)
     with Explorer(model, x) as ex:
-        ex.attach(target, kinds)
+        ex.attach(path, kinds)
         ex.run(x, target=0)
         for kind in kinds:
             records = ex.captures["l"][kind]
@@ -120,20 +120,20 @@ def expected_by_step(model: Twice, x1: torch.Tensor, x2: torch.Tensor) -> dict[t
 
 
 @pytest.mark.parametrize(
-    ("target", "kinds"),
+    ("path", "kinds"),
     [
         ("l", ["backward_pre", "backward", "grad"]),
         ("l", ["legacy_backward", "grad"]),  # torch refuses legacy and full backward hooks on one module
         ("", ["global_backward_pre", "global_backward", "global_grad"]),
     ],
 )
-def test_a_backward_through_two_forwards_names_each_gradient_by_the_step_that_made_it(target, kinds):
+def test_a_backward_through_two_forwards_names_each_gradient_by_the_step_that_made_it(path, kinds):
     torch.manual_seed(0)
     model, x1, x2 = Twice(), torch.randn(2, 4, requires_grad=True), torch.randn(2, 4, requires_grad=True)
     expected = expected_by_step(model, x1, x2)
     with Explorer(model, x1) as ex, warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # legacy_backward is kept for comparison only
-        ex.attach(target, kinds)
+        ex.attach(path, kinds)
         two_forwards_one_backward(model, x1, x2)
         for kind in kinds:
             records = ex.captures["l"][kind]
@@ -185,21 +185,21 @@ def test_a_second_backward_through_a_kept_graph_names_the_same_calls_the_model_i
 
 
 @pytest.mark.parametrize(
-    ("target", "kinds"),
+    ("path", "kinds"),
     [
         ("l", ["backward_pre", "backward", "grad"]),
         ("l", ["legacy_backward", "grad"]),
         ("", ["global_backward_pre", "global_backward", "global_grad"]),
     ],
 )
-def test_a_backward_run_by_a_worker_that_ran_forwards_of_its_own_names_the_forward_that_built_the_graph(target, kinds):
+def test_a_backward_run_by_a_worker_that_ran_forwards_of_its_own_names_the_forward_that_built_the_graph(path, kinds):
     # the worker's own step (2) began at a higher autograd number than any node of step 1, made on the main thread
     torch.manual_seed(0)
     model, x1, x2 = Twice(), torch.randn(2, 4, requires_grad=True), torch.randn(2, 4, requires_grad=True)
     expected = expected_by_step(model, x1, x2)
     with Explorer(model) as ex, warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
-        ex.attach(target, kinds)
+        ex.attach(path, kinds)
         main_loss = model(x1)[:, 0].pow(2).sum()  # step 1, on this thread
 
         def worker() -> None:

@@ -36,10 +36,10 @@ def logits(out):
     return out if isinstance(out, torch.Tensor) else out.logits
 
 
-def edited_run(model: nn.Module, inputs, target: str, edit, example: bool = True) -> torch.Tensor:
+def edited_run(model: nn.Module, inputs, path: str, edit, example: bool = True) -> torch.Tensor:
     before = hook_state(model)
     with Explorer(model, example_inputs=inputs if example else None) as ex:
-        info = ex.attach(target, "forward", edit=edit)
+        info = ex.attach(path, "forward", edit=edit)
         out = logits(model(inputs))
         assert info.last_error is None
     assert hook_state(model) == before  # the model's hook dicts as found after detach
@@ -50,7 +50,7 @@ def edited_run(model: nn.Module, inputs, target: str, edit, example: bool = True
 
 
 @pytest.mark.parametrize(
-    ("build", "inputs", "target", "projection"),
+    ("build", "inputs", "path", "projection"),
     [
         (tm.gpt2, tm.token_ids, "transformer.h.0.attn", "transformer.h.0.attn.c_proj"),  # a child Conv1D
         (tm.llama, tm.token_ids, "model.layers.1.self_attn", "model.layers.1.self_attn.o_proj"),  # a child Linear
@@ -60,10 +60,10 @@ def edited_run(model: nn.Module, inputs, target: str, edit, example: bool = True
         (tm.bert, tm.token_ids, "bert.encoder.layer.1.attention", "bert.encoder.layer.1.attention.output.dense"),
     ],
 )
-def test_ablate_heads_zeroes_the_heads_slice_of_the_context_before_the_projection(build, inputs, target, projection):
+def test_ablate_heads_zeroes_the_heads_slice_of_the_context_before_the_projection(build, inputs, path, projection):
     model, x = build().eval(), inputs()
     clean = logits(model(x))
-    out = edited_run(model, x, target, ("ablate_heads", [1, 3]))
+    out = edited_run(model, x, path, ("ablate_heads", [1, 3]))
     dim = 8  # width 32, 4 heads
     ref = reference(model, x, model.get_submodule(projection), "pre", lambda m, a: (zero_heads(a[0], [1, 3], dim),))
     assert torch.allclose(out, ref, atol=1e-6)

@@ -86,7 +86,7 @@ def gives_grad(param):
     return param.grad
 
 
-# (target, kind, callable, input requires grad, with_kwargs, exception type, torch's message)
+# (path, kind, callable, input requires grad, with_kwargs, exception type, torch's message)
 CASES = [
     ("mid", "grad", wrong_size, True, False, RuntimeError, "hook 'wrong_size' has changed the size of value"),
     (
@@ -212,9 +212,9 @@ def gradients(model: nn.Module, x: torch.Tensor) -> dict[str, torch.Tensor | Non
     return grads, out.detach()
 
 
-@pytest.mark.parametrize(("target", "kind", "fn", "needs", "with_kwargs", "error", "message"), CASES, ids=IDS)
+@pytest.mark.parametrize(("path", "kind", "fn", "needs", "with_kwargs", "error", "message"), CASES, ids=IDS)
 def test_a_return_value_torch_refuses_is_recorded_and_the_backward_completes_as_without_the_hook(
-    target, kind, fn, needs, with_kwargs, error, message
+    path, kind, fn, needs, with_kwargs, error, message
 ):
     model = net()
     expected, expected_out = gradients(copy.deepcopy(model), inputs(needs))
@@ -222,7 +222,7 @@ def test_a_return_value_torch_refuses_is_recorded_and_the_backward_completes_as_
         warnings.simplefilter("always")
         if kind == "legacy_backward" or kind.startswith("node"):
             ex.graph(inputs(needs))  # node ids come from the recorded graph
-        (info,) = ex.attach(target, [kind], fn, with_kwargs=with_kwargs)
+        (info,) = ex.attach(path, [kind], fn, with_kwargs=with_kwargs)
         got, out = gradients(model, inputs(needs))  # no error escapes the user's own backward
         assert info.fired >= 1
         assert info.last_error is not None and message in info.last_error, info.last_error
@@ -238,9 +238,9 @@ def test_a_return_value_torch_refuses_is_recorded_and_the_backward_completes_as_
     torch.testing.assert_close(out, expected_out)
 
 
-@pytest.mark.parametrize(("target", "kind", "fn", "needs", "with_kwargs", "error", "message"), CASES, ids=IDS)
+@pytest.mark.parametrize(("path", "kind", "fn", "needs", "with_kwargs", "error", "message"), CASES, ids=IDS)
 def test_with_on_error_raise_the_same_error_propagates_with_torchs_message(
-    target, kind, fn, needs, with_kwargs, error, message
+    path, kind, fn, needs, with_kwargs, error, message
 ):
     model = net()
     with Explorer(model, on_error="raise") as ex:
@@ -248,7 +248,7 @@ def test_with_on_error_raise_the_same_error_propagates_with_torchs_message(
             ex.graph(inputs(needs))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            (info,) = ex.attach(target, [kind], fn, with_kwargs=with_kwargs)
+            (info,) = ex.attach(path, [kind], fn, with_kwargs=with_kwargs)
             with pytest.raises(error, match=re.escape(message)):
                 gradients(model, inputs(needs))
         assert info.last_error is not None and message in info.last_error
