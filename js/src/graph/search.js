@@ -1,6 +1,6 @@
 /** Graph search: the nodes and modules whose name or path holds a query, and the keys that draw them; pure, no DOM. */
 
-import { hiddenBy } from "./visible.js";
+import { hiddenBy, soleNode } from "./visible.js";
 
 /** @typedef {import("./model.js").GraphModel} GraphModel */
 /** @typedef {import("./model.js").GraphPlace} GraphPlace */
@@ -41,20 +41,6 @@ export function searchGraph(model, query) {
     }
   }
   return matches;
-}
-
-/**
- * The first node in cluster `c`'s subtree, which holds one.
- * @param {GraphModel} model
- * @param {number} c
- * @returns {number}
- */
-function soleNode(model, c) {
-  for (let k = c; ; ) {
-    const cluster = model.clusters[k];
-    if (cluster.nodes.length) return cluster.nodes[0];
-    k = /** @type {number} */ (cluster.children.find((child) => model.clusters[child].total > 0));
-  }
 }
 
 /**

@@ -215,7 +215,7 @@ export function resolveSelection(model, selected) {
  * @param {number} c
  * @returns {number}
  */
-function soleNode(model, c) {
+export function soleNode(model, c) {
   for (let k = c; ; ) {
     const cluster = model.clusters[k];
     if (cluster.nodes.length) return cluster.nodes[0];
