@@ -34,6 +34,11 @@ class TimelineEvent(NamedTuple):
     generation: Generation | None = None
     """For a step of a generation (``generate()``), which generation and decode index, as ``Record.generation``."""
 
+    @property
+    def target(self) -> str:
+        """``path``, by the name ``attach()``'s first argument has (as ``HookInfo.target``)."""
+        return self.path
+
 
 class HeadPlan(NamedTuple):
     """Where a head ablation's hook goes: ``place`` ``input`` (a pre-hook on the projection at ``path``), ``output``
