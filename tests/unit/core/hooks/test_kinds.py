@@ -212,7 +212,7 @@ def test_timeline_orders_forward_then_backward_firings(mlp, x):
         (1, "backward", "2", "backward"),
         (1, "backward", "0", "backward"),
     ]
-    assert [e.target for e in ex.timeline] == ["0", "2", "2", "0"]  # DESIGN.md's name for the place, as HookInfo's
+    assert [e.target for e in ex.timeline] == ["0", "2", "2", "0"]  # attach()'s name for the place, as HookInfo.target
 
 
 def test_keyboard_interrupt_in_a_hook_propagates_and_close_still_restores(mlp, x):
