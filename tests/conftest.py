@@ -110,6 +110,18 @@ class SmallCNN(nn.Module):
         return self.head(self.features(x))
 
 
+class Aliased(nn.Module):
+    """``first`` is ``layers[0]`` registered a second time: one module under two names."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+        self.first = self.layers[0]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers(x)
+
+
 class SharedBlock(nn.Module):
     """One Linear called twice per forward (weight sharing)."""
 

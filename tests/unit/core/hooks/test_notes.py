@@ -9,7 +9,7 @@ from torch import nn
 
 from hookwidgets.core import Explorer
 from hookwidgets.core.hooks.notes import NOT_ARMED, STEP_NOT_ARMED
-from tests.conftest import hook_state
+from tests.conftest import Aliased, hook_state
 
 
 def inplace_model():
@@ -356,18 +356,6 @@ def test_graph_records_again_without_the_broken_hook_and_runs_no_forward_just_to
             graph = ex.graph()
         assert "error" not in graph and not broken.active and ex.own_hooks == []
         assert model.forwards == 2  # the one that met the collision, then the whole graph's
-
-
-class Aliased(nn.Module):
-    """``first`` is ``layers[0]`` registered a second time."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.layers = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
-        self.first = self.layers[0]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.layers(x)
 
 
 def test_a_note_of_one_kind_never_takes_away_a_note_of_another():

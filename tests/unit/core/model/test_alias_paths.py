@@ -7,18 +7,7 @@ import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
-
-
-class Aliased(nn.Module):
-    """``first`` is ``layers[0]`` registered a second time; ``tied`` shares ``layers[0]``'s weight."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.layers = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
-        self.first = self.layers[0]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.layers(x)
+from tests.conftest import Aliased
 
 
 @pytest.fixture
