@@ -77,6 +77,7 @@ class Explorer:
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         offload: str | None = None,
         on_error: str = "record",
+        collective: bool = False,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise TypeError(f"HookExplorer needs a torch.nn.Module, got {type(model).__name__}")
@@ -86,6 +87,9 @@ class Explorer:
         of the example inputs, their lengths, and a vision transformer's patch grid; the views label sequence axes
         with them."""
         self._model: nn.Module | None = model
+        self.collective = collective
+        """True when every rank of a distributed job makes the same explorer calls in the same order, so the
+        explorer's own runs and the reductions of sharded statistics may issue collectives; False by default."""
         self._model_name = display_name(type(model).__name__)  # for messages
         self._module_count = sum(1 for _ in model.modules())
         self.example_inputs = example_inputs

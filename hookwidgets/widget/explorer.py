@@ -38,6 +38,7 @@ class HookExplorer(Explorer):
         memory_budget: int = DEFAULT_MEMORY_BUDGET,
         offload: str | None = None,
         on_error: str = "record",
+        collective: bool = False,
     ) -> None:
         super().__init__(
             model,
@@ -47,6 +48,7 @@ class HookExplorer(Explorer):
             memory_budget=memory_budget,
             offload=offload,
             on_error=on_error,
+            collective=collective,
         )
         self._controller = ViewController(self)  # follows the explorer's events once the view is open
 
