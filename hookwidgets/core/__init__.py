@@ -56,6 +56,7 @@ from .hooks.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS
 from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
 from .hooks.tensor_edits import EDIT_NAMES
 from .kind_table import KINDS, Kind
+from .model.distributed import DistributedRunError
 from .model.paths import resolve_module, resolve_path
 from .model.scores import Score
 from .model.tree import TreeNode, build_tree, probe
@@ -85,6 +86,7 @@ __all__ = [
     "Dataflow",
     "DataflowEdge",
     "DataflowNode",
+    "DistributedRunError",
     "Explorer",
     "FixedModeWarning",
     "Generation",

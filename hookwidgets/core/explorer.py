@@ -87,9 +87,6 @@ class Explorer:
         of the example inputs, their lengths, and a vision transformer's patch grid; the views label sequence axes
         with them."""
         self._model: nn.Module | None = model
-        self.collective = collective
-        """True when every rank of a distributed job makes the same explorer calls in the same order, so the
-        explorer's own runs and the reductions of sharded statistics may issue collectives; False by default."""
         self._model_name = display_name(type(model).__name__)  # for messages
         self._module_count = sum(1 for _ in model.modules())
         self.example_inputs = example_inputs
@@ -97,7 +94,8 @@ class Explorer:
         self.captures = CaptureStore(memory_budget, offload)
         """The ``CaptureStore``: ``ex.captures[path][kind]`` is a list of ``Record``s, newest last."""
         self._registry = HookRegistry(model, self.captures, on_error=on_error)
-        self._runner = Runner(self._registry)  # every run of the model, with what its analysis needs
+        # every run of the model, with what its analysis needs (on a model sharded across ranks: collective or none)
+        self._runner = Runner(self._registry, collective=bool(collective))
         self._watches = OptimizerWatches()  # from watch_optimizer()
         self._logs = ScalarLogs()  # from log_to()
         self._finalizer: weakref.finalize[..., Explorer] = weakref.finalize(
@@ -155,6 +153,18 @@ class Explorer:
         finally:
             if handle is not None:
                 handle.remove()
+
+    @property
+    def collective(self) -> bool:
+        """True when every rank of a distributed job makes the same explorer calls in the same order, so the
+        explorer's own runs and the reductions of sharded statistics may issue collectives; False by default: on a
+        model sharded across ranks (FSDP, DDP, DTensor), the probe and attach's checks are skipped and said in
+        ``diagnostics``, and a run the user asks for raises ``DistributedRunError``."""
+        return self._runner.collective
+
+    @collective.setter
+    def collective(self, value: bool) -> None:
+        self._runner.collective = bool(value)
 
     @property
     def tokens(self) -> list[list[str]] | None:
@@ -217,8 +227,9 @@ class Explorer:
     @property
     def diagnostics(self) -> list[str]:
         """Each feature this torch turns off and why, then explanations of hooks the explorer had to detach (e.g.
-        an in-place op broke a backward hook)."""
-        return [*torch_features_off().values(), *self._registry.collisions.explanations]
+        an in-place op broke a backward hook, or a run skipped on a model sharded across ranks)."""
+        skipped = self._runner.skipped.values()
+        return [*torch_features_off().values(), *self._registry.collisions.explanations, *skipped]
 
     @property
     def step(self) -> int:
@@ -267,7 +278,14 @@ class Explorer:
     def _check_node_id(self, node_id: str) -> None:
         """A KeyError with close ids when the recorded graph (recorded now if it can be) lacks ``node_id``."""
         # not on a model with lazy modules: recording a graph would materialize them
-        if self._graph.data is None and self.example_inputs is not None and not has_lazy(self.model):
+        # nor on one sharded across ranks, unless every rank attaches the same (collective)
+        ready = self._graph.data is None and self.example_inputs is not None
+        model = self.model
+        if (
+            ready
+            and not self._runner.would_skip(runner.NODE_CHECK, model)
+            and not self._runner.alone(runner.NODE_CHECK, model)
+        ):
             with contextlib.suppress(Exception):  # no graph to check against: the hook's note will tell
                 self.graph()
         self._graph.check(node_id, self._model_name)

@@ -38,6 +38,7 @@ from .notes import (
     graph_skips_note,
     meta_param_note,
     not_run_note,
+    unchecked_note,
 )
 from .registry import HookRegistry
 from .runner import COLLISION_CHECK, FORWARD_CHECK, STOP_CHECK, Runner
@@ -71,6 +72,7 @@ def attach(
     _refuse(path, obj, family, specs)
     if family == "node":
         check_node(path)
+    skips = runner.skips
     forward = forward_probe(runner, model, example)
     infos: list[HookInfo] = []
     try:  # all or nothing: a kind refused halfway takes back the kinds of this call attached before it
@@ -84,6 +86,9 @@ def attach(
         raise
     _note(model, infos, specs, obj, given, probed, "forward" in kinds)
     _note_stopped_gradients(runner, model, example, infos)
+    if runner.skips != skips:  # a check ran no forward: the model is sharded across ranks (runner.py)
+        for info in infos:
+            notes.add(info, unchecked_note(list(runner.skipped.values())[-1]), NoteKind.UNCHECKED)
     return infos
 
 

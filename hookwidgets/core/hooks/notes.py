@@ -36,6 +36,9 @@ class NoteKind(enum.IntEnum):
     """The model's last forward needed no grad: no gradient comes back through it."""
     NOT_RUN = enum.auto()
     """The module did not run in the example forward; goes once the hook fires."""
+    UNCHECKED = enum.auto()
+    """attach()'s check by a forward was skipped on a model sharded across ranks (``model/distributed.py``); goes
+    once the hook fires."""
     CANNOT_FIRE = enum.auto()
     """The hook can never fire there: a torch.fx graph never calls the module, a parameter on the meta device."""
     COMPILED = enum.auto()
@@ -60,7 +63,7 @@ class NoteKind(enum.IntEnum):
     """The capture budget holds less than one step: shown beside the note of highest precedence, not instead."""
 
 
-UNTIL_FIRED = (NoteKind.NOT_RUN, NoteKind.COMPILED)
+UNTIL_FIRED = (NoteKind.NOT_RUN, NoteKind.UNCHECKED, NoteKind.COMPILED)
 """The kinds of note that say why a hook may not fire: they go when it fires."""
 
 
@@ -155,6 +158,11 @@ def note_armed(hooks: Iterable[Any], output: Any) -> None:
 
 NOT_RUN = "did not run in the example forward"
 """How ``not_run_note`` begins."""
+
+
+def unchecked_note(why: str) -> str:
+    """What attach() could not check on a model sharded across ranks (``why``: the skip, with the fix)."""
+    return f"not checked by a forward at attach (an in-place op breaking it, its edit's fit, a node id): {why}"
 
 
 def not_run_note(path: str, module: nn.Module) -> str:

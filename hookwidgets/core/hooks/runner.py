@@ -19,6 +19,7 @@ from torch import nn
 from ..._warnings import MaterializedWarning
 from ..display import display_name
 from ..model.compiled import run_eagerly
+from ..model.distributed import Distributed, DistributedRunError, find_distributed, skipped
 from ..model.inputs import Inputs, describe_inputs
 from ..model.lazy import has_lazy, materialize
 from ..model.preserved_state import preserved_state
@@ -57,10 +58,14 @@ class Analysis(NamedTuple):
     runs again (``"detach"``); or torch's error stays (``"raise"``: ``run()``, whose step tracker explains it)."""
     quiet: bool = False
     """Leave out torch's warnings about the explorer's backward hooks, which their notes say once."""
+    alone: Literal["refuse", "skip"] = "refuse"
+    """On a model sharded across ranks, unless every rank makes the same calls (``collective``): an analysis the
+    user asked for raises ``DistributedRunError``; the shape probe and attach's checks are skipped, and said."""
 
 
 # The explorer's analyses, each with what it needs (``Explorer`` runs each through ``Runner.run``).
-PROBE = Analysis("the shape probe", lazy="itself", state="itself", collisions="raise")  # no grad, a lazy one copied
+# no grad, a lazy one copied
+PROBE = Analysis("the shape probe", lazy="itself", state="itself", collisions="raise", alone="skip")
 RUN = Analysis("run()", own=False, grad=True, collisions="raise", quiet=True)
 GRAPH = Analysis("graph()", state="itself")  # record_graph keeps the state and enables grad itself
 FIRST_NONFINITE = Analysis("first_nonfinite()", state="itself")
@@ -69,9 +74,10 @@ LENS = Analysis("logit_lens()", grad=False)
 PATCH_SWEEP = Analysis("patch_sweep()", grad=False)
 ATTRIBUTION = Analysis("the attribution run", state="itself")  # each method keeps the state it changes
 COMPARE_BACKWARD = Analysis("compare_backward()", state="itself", collisions="raise")  # on copies, hooks of its own
-COLLISION_CHECK = Analysis("attach()", lazy="skip", grad=True, quiet=True)
-STOP_CHECK = Analysis("attach()", lazy="skip", grad=True)
-FORWARD_CHECK = Analysis("attach()", lazy="skip", grad=False)
+COLLISION_CHECK = Analysis("attach()'s check of full backward hooks", lazy="skip", grad=True, quiet=True, alone="skip")
+STOP_CHECK = Analysis("attach()'s check of stopped gradients", lazy="skip", grad=True, alone="skip")
+FORWARD_CHECK = Analysis("attach()'s forward of the example inputs", lazy="skip", grad=False, alone="skip")
+NODE_CHECK = Analysis("attach()'s graph recording, which checks a node id", lazy="skip", alone="skip")  # GRAPH's skip
 
 
 class Runner:
@@ -79,8 +85,13 @@ class Runner:
 
     It holds no model: each call names it, so the explorer lets go of the model at ``close()``."""
 
-    def __init__(self, registry: HookRegistry) -> None:
+    def __init__(self, registry: HookRegistry, collective: bool = False) -> None:
         self._registry = registry
+        self.collective = collective
+        """Every rank makes the same calls: runs on a model sharded across ranks go ahead (``Explorer.collective``)."""
+        self.skipped: dict[str, str] = {}
+        """Why each own run skipped on a model sharded across ranks was skipped, by analysis name, the latest last."""
+        self.skips = 0  # how many were skipped: attach() notes its hooks when one of its checks was
 
     def run(
         self,
@@ -95,6 +106,8 @@ class Runner:
         """Run ``body`` on ``model`` as ``analysis`` needs; ``inputs``: what its forward runs, with which a lazy model
         is materialized first. None when a check is skipped. ``reported``, ``attaching``: as
         ``Collisions.without_colliding``'s."""
+        if self.alone(analysis, model) is not None:
+            return None
         if analysis.lazy != "itself" and has_lazy(model):
             if analysis.lazy == "skip":
                 return None  # the run that meets what the check looks for says it
@@ -119,8 +132,22 @@ class Runner:
             return self._registry.collisions.without_colliding(attempt, reported=reported, attaching=attaching)
 
     def would_skip(self, analysis: Analysis, model: nn.Module) -> bool:
-        """Whether ``run(analysis, model, …)`` skips the body (a check on a model with lazy modules)."""
+        """Whether ``run(analysis, model, …)`` skips the body as a check on a model with lazy modules (one sharded
+        across ranks: ``alone``)."""
         return analysis.lazy == "skip" and has_lazy(model)
+
+    def alone(self, analysis: Analysis, model: nn.Module) -> Distributed | None:
+        """The wrapper that keeps ``analysis`` from running on this rank alone (skipped and said, or a
+        ``DistributedRunError``), or None: not sharded across ranks, or ``collective``."""
+        found = None if self.collective else find_distributed(model)
+        if found is None:
+            return None
+        if analysis.alone == "refuse":
+            raise DistributedRunError(found, analysis.name)
+        self.skipped.pop(analysis.name, None)  # the latest last
+        self.skipped[analysis.name] = skipped(found, analysis.name)
+        self.skips += 1
+        return found
 
     @contextlib.contextmanager
     def own_run(self, model: nn.Module) -> Iterator[None]:

@@ -1,0 +1,162 @@
+"""Rank functions for the tests of explorers on models sharded across ranks (module level: spawned processes import
+them). Each returns plain data; the tests assert on it."""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+from torch.distributed.tensor import Shard, distribute_tensor, init_device_mesh
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+from hookwidgets.core import DistributedRunError, Explorer
+
+STEPS = 3
+
+
+def make_blocks() -> nn.Module:
+    """Two residual-free MLP blocks and a head, the same on every rank."""
+    torch.manual_seed(0)
+
+    def block(width: int) -> nn.Module:
+        return nn.Sequential(nn.Linear(width, 16), nn.GELU(), nn.Linear(16, 16))
+
+    return nn.Sequential(block(8), block(16), nn.Linear(16, 4))
+
+
+def fsdp2(model: nn.Module, mesh: Any = None) -> nn.Module:
+    """``fully_shard`` on each block, then on the model."""
+    for child in list(model)[:2]:
+        fully_shard(child, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    return model
+
+
+def batch(rank: int, step: int) -> torch.Tensor:
+    return torch.randn(6, 8, generator=torch.Generator().manual_seed(100 * step + rank))
+
+
+def train(model: nn.Module, rank: int) -> list[float]:
+    """STEPS SGD steps on rank-specific data: the loss of each."""
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    losses = []
+    for step in range(STEPS):
+        opt.zero_grad(set_to_none=True)
+        loss = model(batch(rank, step)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def hook_counts(model: nn.Module) -> dict[str, tuple[int, ...]]:
+    """How many hooks each module and parameter holds, by path."""
+    counts: dict[str, tuple[int, ...]] = {}
+    for path, module in model.named_modules():
+        dicts = (module._forward_hooks, module._forward_pre_hooks, module._backward_hooks, module._backward_pre_hooks)
+        counts[path] = tuple(len(d) for d in dicts)
+    for name, param in model.named_parameters():
+        counts[name] = (len(param._post_accumulate_grad_hooks or {}), len(param._backward_hooks or {}))
+    return counts
+
+
+def refusals(ex: Explorer) -> dict[str, str]:
+    """The message of each run the user asks for, refused on this rank alone ("" when it ran)."""
+    calls: dict[str, Callable[[], Any]] = {
+        "run": lambda: ex.run(target=0),
+        "graph": lambda: ex.graph(),
+        "first_nonfinite": lambda: ex.first_nonfinite(),
+        "attribute": lambda: ex.attribute(method="saliency", target=0),
+        "compare_backward": lambda: ex.compare_backward("1"),
+        "logit_lens": lambda: ex.logit_lens(unembed=lambda h: h),
+    }
+    said = {}
+    for name, call in calls.items():
+        try:
+            call()
+            said[name] = ""
+        except DistributedRunError as exc:
+            said[name] = str(exc)
+    return said
+
+
+def fsdp_explorer_on_rank_0(rank: int, world: int) -> dict[str, Any]:
+    """An explorer with example inputs on rank 0 only, hooks attached, then training on both ranks: the losses equal
+    those of the same training without it, and the model's hooks are as found after close()."""
+    plain = fsdp2(make_blocks())
+    expected = train(plain, rank)
+    model = fsdp2(make_blocks())
+    result: dict[str, Any] = {"expected": expected}
+    if rank == 0:
+        ex = Explorer(model, example_inputs=torch.randn(2, 8))
+        result["probe_shape"] = ex.tree["shape"]
+        backward = ex.attach("1", ["backward", "backward_pre"], action="stats")
+        global_backward = ex.attach("", "global_backward", action="stats")
+        result["notes"] = [info.note for info in [*backward, global_backward]]
+        result["refusals"] = refusals(ex)
+        result["diagnostics"] = ex.diagnostics
+        result["losses"] = train(model, rank)
+        result["after_training"] = [info.note for info in [*backward, global_backward]]
+        result["summary_paths"] = sorted({row["path"] for row in ex.summary()})
+        ex.close()
+    else:
+        result["losses"] = train(model, rank)
+    result["hooks_as_found"] = hook_counts(model) == hook_counts(plain)
+    return result
+
+
+def fsdp_collective(rank: int, world: int) -> dict[str, Any]:
+    """An explorer with collective=True and example inputs on every rank: the probe and a run happen on both in
+    step, and give the same on both; global_backward on FSDP2 modules draws no warning."""
+    model = fsdp2(make_blocks())
+    x = torch.randn(2, 8, generator=torch.Generator().manual_seed(7))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ex = Explorer(model, example_inputs=x, collective=True)
+        ex.attach("", "global_backward", action="stats")
+        output = ex.run(target=0)
+        losses = train(model, rank)
+        ex.close()
+    return {
+        "probe": ex.probe_output["shape"],
+        "output": output.tolist(),
+        "losses": losses,
+        "warnings": [str(w.message) for w in caught],
+        "diagnostics": ex.diagnostics,
+    }
+
+
+def detection(rank: int, world: int) -> dict[str, Any]:
+    """DDP and a DTensor parameter across 2 ranks: the explorer on rank 0 only skips its probe and refuses run();
+    DDP over a group of one rank and FSDP2 over a mesh of one rank are not refused."""
+    x = torch.randn(2, 8)
+    found: dict[str, Any] = {}
+    ddp = DDP(make_blocks())
+    mesh = init_device_mesh("cpu", (world,))
+    holder = make_blocks()
+    holder[2].weight = nn.Parameter(distribute_tensor(holder[2].weight.detach(), mesh, [Shard(0)]))
+    singles = [dist.new_group([r]) for r in range(world)]  # every rank makes every group
+    solo_ddp = DDP(make_blocks(), process_group=singles[rank])
+    solo_fsdp = fsdp2(make_blocks(), mesh=init_device_mesh("cpu", (world, 1), mesh_dim_names=("r", "dp"))["dp"])
+    if rank == 0:
+        for name, model in (("ddp", ddp), ("dtensor", holder)):
+            with Explorer(model, example_inputs=x) as ex:
+                with contextlib.suppress(DistributedRunError) as refused:
+                    ex.run()
+                found[name] = {"diagnostics": ex.diagnostics, "refused": str(refused) if refused else ""}
+                try:
+                    ex.run()
+                except DistributedRunError as exc:
+                    found[name]["refused"] = str(exc)
+                    found[name]["found"] = tuple(exc.found)
+        for name, model in (("solo_ddp", solo_ddp), ("solo_fsdp", solo_fsdp)):
+            with Explorer(model, example_inputs=x) as ex:
+                found[name] = {"diagnostics": ex.diagnostics, "run": tuple(ex.run().shape)}
+    dist.barrier()
+    return found

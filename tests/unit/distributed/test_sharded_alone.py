@@ -1,0 +1,69 @@
+"""An explorer on one rank of a 2-rank FSDP2 job (gloo, spawned processes): it never runs the model alone, says so,
+and the job's losses and hooks are as without it; with collective=True every rank runs in step."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.distributed._ddp_ranks import run_ranks
+from tests.unit.distributed._sharded_workers import fsdp_collective, fsdp_explorer_on_rank_0
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory):
+    return run_ranks(fsdp_explorer_on_rank_0, tmp_path_factory.mktemp("fsdp"), timeout=90)
+
+
+@pytest.fixture(scope="module")
+def collective(tmp_path_factory):
+    return run_ranks(fsdp_collective, tmp_path_factory.mktemp("fsdp_collective"), timeout=90)
+
+
+def test_the_job_completes_with_the_losses_of_a_run_without_the_explorer(alone):
+    for result in alone:
+        assert result["losses"] == result["expected"]
+        assert result["hooks_as_found"]
+
+
+def test_the_probe_is_skipped_and_said(alone):
+    first = alone[0]
+    assert first["probe_shape"] is None
+    (said,) = [d for d in first["diagnostics"] if d.startswith("the shape probe was skipped")]
+    assert "FSDP2 (fully_shard) at the model itself spans 2 ranks" in said
+    assert "collective=True on every rank" in said
+
+
+def test_hooks_whose_attach_checks_were_skipped_say_so_until_they_fire(alone):
+    first = alone[0]
+    for note in first["notes"]:
+        assert note.startswith("not checked by a forward at attach")
+        assert "check of full backward hooks was skipped" in note
+        assert "spans 2 ranks" in note
+    # they fired in training: what is left is another note (the first layer's inputs need no grad)
+    assert first["after_training"][:2] == [None, None]
+    assert first["after_training"][2].startswith("grad_input of '0.0' is all None")
+    assert {"", "0", "1", "2"} <= set(first["summary_paths"])
+
+
+def test_runs_the_user_asks_for_are_refused_with_the_wrapper_path_ranks_and_fix(alone):
+    refusals = alone[0]["refusals"]
+    assert set(refusals) == {"run", "graph", "first_nonfinite", "attribute", "compare_backward", "logit_lens"}
+    for name, message in refusals.items():
+        assert message.startswith(f"{name}()" if name not in {"attribute"} else "the attribution run"), message
+        assert "FSDP2 (fully_shard) at the model itself spans 2 ranks on this rank alone" in message
+        assert "create the explorer with collective=True on every rank" in message
+
+
+def test_collective_runs_on_every_rank_in_step_with_the_same_results(collective):
+    first, second = collective
+    assert first["probe"] == second["probe"] == [2, 4]
+    assert first["output"] == second["output"]
+    assert first["losses"] != second["losses"]  # each rank trained on its own data
+    assert not [d for d in first["diagnostics"] + second["diagnostics"] if "skipped" in d]
+
+
+def test_global_backward_on_fsdp2_modules_draws_no_view_warning(collective):
+    for result in collective:
+        assert not [w for w in result["warnings"] if "view" in w], result["warnings"]
