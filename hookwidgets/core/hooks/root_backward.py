@@ -7,6 +7,9 @@ full backward kinds on the model itself run as torch's would, but its output goe
 (its backward gives grad_output); its inputs go through an identity function as torch's do (its backward gives
 grad_input). While any full backward hook of the explorer is attached, the alias also takes the views such hooks
 made that reach the model's output. Values, order and gradients are torch's; only in-place ops on the output work.
+
+The same alias keeps those views out of the output of a module whose own forward hook warns at a view (FSDP2's, which
+would say at every forward that an in-place op drops its pre-backward hook): a forward hook of ours runs before it.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from .._torch import is_view
+from ..model.distributed import view_averse
 from ..model.nested import map_tensors, tensors_in
 from .owned import own
 
@@ -173,6 +177,9 @@ class RootBackward:
         pre = root.register_forward_pre_hook(self._eager(self._begin))
         alias = root.register_forward_hook(self._eager(self._alias), always_call=True)  # keeps _calls balanced
         self._handles = [own(root, pre), own(root, alias)]
+        unview = self._eager(_unviewed)
+        for module in view_averse(root):  # before its own forward hooks, which would see the views
+            self._handles.append(own(module, module.register_forward_hook(unview, prepend=True)))
 
     def release(self, key: int, later: list[Removable] | None = None) -> None:
         """The hook ``key`` went: once none is left, the model's hooks for the alias go too (``later``: put in that
@@ -253,6 +260,16 @@ class _Drop:
 
     def remove(self) -> None:
         self._owner._drop()
+
+
+def _unviewed(module: nn.Module, args: tuple[Any, ...], output: Any) -> Any:
+    """``module``'s output with the views full backward hooks made in it aliased (no view), or None if none."""
+    views = _unique_views(output, set()) if torch.is_grad_enabled() else []
+    if not views:
+        return None
+    aliases = OutputAlias.apply(_Call(module, [], [], len(args)), *views)  # type: ignore[no-untyped-call]  # torch's Function.apply is unannotated
+    by_id = {id(t): a for t, a in zip(views, aliases, strict=True)}
+    return map_tensors(output, lambda t: by_id.get(id(t), t))
 
 
 def _unique_views(output: Any, taken: set[int]) -> list[torch.Tensor]:

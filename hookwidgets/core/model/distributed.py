@@ -50,6 +50,13 @@ def find_distributed(model: nn.Module) -> Distributed | None:
     return None
 
 
+def view_averse(model: nn.Module) -> list[nn.Module]:
+    """The modules of ``model`` whose own forward hook warns at every forward when their output is a view: FSDP2's
+    (``fully_shard``), whose post-forward hook says an in-place op on a view would drop its pre-backward hook."""
+    kind = _class("torch.distributed.fsdp", "FSDPModule")
+    return [] if kind is None else [module for module in model.modules() if isinstance(module, kind)]
+
+
 def refusal(found: Distributed, what: str) -> str:
     """Why ``what`` (an explorer run the user asked for) does not run on this model, and the fix."""
     return (
