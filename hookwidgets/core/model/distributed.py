@@ -123,3 +123,4 @@ class DistributedRunError(RuntimeError):
     def __init__(self, found: Distributed, what: str) -> None:
         super().__init__(refusal(found, what))
         self.found = found
+        """``(wrapper, path, world)``: what the wrapper is, its module path (or the DTensor's name), how many ranks."""

@@ -3,7 +3,6 @@ them). Each returns plain data; the tests assert on it."""
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.distributed.fsdp import fully_shard
+from torch.distributed.fsdp import FullyShardedDataParallel, fully_shard
 from torch.distributed.tensor import Shard, distribute_tensor, init_device_mesh
 from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -133,11 +132,13 @@ def fsdp_collective(rank: int, world: int) -> dict[str, Any]:
 
 
 def detection(rank: int, world: int) -> dict[str, Any]:
-    """DDP and a DTensor parameter across 2 ranks: the explorer on rank 0 only skips its probe and refuses run();
-    DDP over a group of one rank and FSDP2 over a mesh of one rank are not refused."""
+    """DDP, FSDP (FullyShardedDataParallel, inside a Sequential) and a DTensor parameter across 2 ranks: the
+    explorer on rank 0 only skips its probe and refuses run(); DDP over a group of one rank and FSDP2 over a mesh of
+    one rank are not refused."""
     x = torch.randn(2, 8)
     found: dict[str, Any] = {}
     ddp = DDP(make_blocks())
+    fsdp1 = nn.Sequential(FullyShardedDataParallel(make_blocks(), device_id=torch.device("cpu")))
     mesh = init_device_mesh("cpu", (world,))
     holder = make_blocks()
     holder[2].weight = nn.Parameter(distribute_tensor(holder[2].weight.detach(), mesh, [Shard(0)]))
@@ -145,11 +146,9 @@ def detection(rank: int, world: int) -> dict[str, Any]:
     solo_ddp = DDP(make_blocks(), process_group=singles[rank])
     solo_fsdp = fsdp2(make_blocks(), mesh=init_device_mesh("cpu", (world, 1), mesh_dim_names=("r", "dp"))["dp"])
     if rank == 0:
-        for name, model in (("ddp", ddp), ("dtensor", holder)):
+        for name, model in (("ddp", ddp), ("fsdp1", fsdp1), ("dtensor", holder)):
             with Explorer(model, example_inputs=x) as ex:
-                with contextlib.suppress(DistributedRunError) as refused:
-                    ex.run()
-                found[name] = {"diagnostics": ex.diagnostics, "refused": str(refused) if refused else ""}
+                found[name] = {"diagnostics": ex.diagnostics, "shape": ex.tree["shape"]}
                 try:
                     ex.run()
                 except DistributedRunError as exc:
