@@ -70,9 +70,9 @@ def attach(
     given, path = path, first_name(model, family, obj) or path  # one name per module or parameter
     specs = [resolve_kind(k, path, family) for k in kinds]  # all validated before any is attached
     _refuse(path, obj, family, specs)
+    skips = runner.skips
     if family == "node":
         check_node(path)
-    skips = runner.skips
     forward = forward_probe(runner, model, example)
     infos: list[HookInfo] = []
     try:  # all or nothing: a kind refused halfway takes back the kinds of this call attached before it

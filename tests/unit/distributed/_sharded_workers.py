@@ -14,6 +14,7 @@ from torch.distributed.fsdp import FullyShardedDataParallel, fully_shard
 from torch.distributed.tensor import Shard, distribute_tensor, init_device_mesh
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+from hookwidgets import HookExplorer
 from hookwidgets.core import DistributedRunError, Explorer
 
 STEPS = 3
@@ -74,6 +75,8 @@ def refusals(ex: Explorer) -> dict[str, str]:
         "attribute": lambda: ex.attribute(method="saliency", target=0),
         "compare_backward": lambda: ex.compare_backward("1"),
         "logit_lens": lambda: ex.logit_lens(unembed=lambda h: h),
+        "patch_sweep": lambda: ex.patch_sweep(ex.example_copy(), ex.example_copy(), layers=["0"]),
+        "gradcam": lambda: ex.gradcam("0", target=0),
     }
     said = {}
     for name, call in calls.items():
@@ -97,13 +100,16 @@ def fsdp_explorer_on_rank_0(rank: int, world: int) -> dict[str, Any]:
         result["probe_shape"] = ex.tree["shape"]
         backward = ex.attach("1", ["backward", "backward_pre"], action="stats")
         global_backward = ex.attach("", "global_backward", action="stats")
-        result["notes"] = [info.note for info in [*backward, global_backward]]
+        node = ex.attach("2/AddmmBackward0#0", "node", action="stats")  # no graph recorded to check the id against
+        result["notes"] = [info.note for info in [*backward, global_backward, node]]
         result["refusals"] = refusals(ex)
         result["diagnostics"] = ex.diagnostics
         result["losses"] = train(model, rank)
-        result["after_training"] = [info.note for info in [*backward, global_backward]]
+        result["after_training"] = [info.note for info in [*backward, global_backward, node]]
         result["summary_paths"] = sorted({row["path"] for row in ex.summary()})
         ex.close()
+        with HookExplorer(model, example_inputs=torch.randn(2, 8)) as shown:  # the widget runs nothing either
+            result["widget_tree"] = shown.view is not None and shown.tree["shape"] is None
     else:
         result["losses"] = train(model, rank)
     result["hooks_as_found"] = hook_counts(model) == hook_counts(plain)

@@ -29,6 +29,7 @@ def test_the_job_completes_with_the_losses_of_a_run_without_the_explorer(alone):
 
 def test_the_probe_is_skipped_and_said(alone):
     first = alone[0]
+    assert first["widget_tree"]  # a HookExplorer and its view ran no forward either
     assert first["probe_shape"] is None
     (said,) = [d for d in first["diagnostics"] if d.startswith("the shape probe was skipped")]
     assert "FSDP2 (fully_shard) at the model itself spans 2 ranks" in said
@@ -39,19 +40,28 @@ def test_hooks_whose_attach_checks_were_skipped_say_so_until_they_fire(alone):
     first = alone[0]
     for note in first["notes"]:
         assert note.startswith("not checked by a forward at attach")
-        assert "check of full backward hooks was skipped" in note
         assert "spans 2 ranks" in note
+    assert [n.split(": ")[1].split(" was skipped")[0] for n in first["notes"]] == [
+        "attach()'s check of full backward hooks",
+        "attach()'s check of full backward hooks",
+        "attach()'s check of full backward hooks",
+        "attach()'s graph recording, which checks a node id",
+    ]
     # they fired in training: what is left is another note (the first layer's inputs need no grad)
     assert first["after_training"][:2] == [None, None]
     assert first["after_training"][2].startswith("grad_input of '0.0' is all None")
+    assert first["after_training"][3] is None
     assert {"", "0", "1", "2"} <= set(first["summary_paths"])
 
 
 def test_runs_the_user_asks_for_are_refused_with_the_wrapper_path_ranks_and_fix(alone):
     refusals = alone[0]["refusals"]
-    assert set(refusals) == {"run", "graph", "first_nonfinite", "attribute", "compare_backward", "logit_lens"}
+    assert set(refusals) == {
+        "run", "graph", "first_nonfinite", "attribute", "gradcam", "compare_backward", "logit_lens", "patch_sweep"
+    }  # fmt: skip
     for name, message in refusals.items():
-        assert message.startswith(f"{name}()" if name not in {"attribute"} else "the attribution run"), message
+        attribution = name in {"attribute", "gradcam"}
+        assert message.startswith("the attribution run" if attribution else f"{name}()"), message
         assert "FSDP2 (fully_shard) at the model itself spans 2 ranks on this rank alone" in message
         assert "create the explorer with collective=True on every rank" in message
 
