@@ -30,8 +30,8 @@ class Distributed(NamedTuple):
 
 def find_distributed(model: nn.Module) -> Distributed | None:
     """The first distributed wrapper of ``model`` (in module order) spanning more than one rank, or None."""
-    if not torch.distributed.is_available():
-        return None
+    if not torch.distributed.is_available() or not torch.distributed.is_initialized():
+        return None  # no process group: no wrapper can issue a collective (the common case, at no cost)
     kinds = _wrapper_types()
     dtensor = _class("torch.distributed.tensor", "DTensor")
     if not kinds and dtensor is None:

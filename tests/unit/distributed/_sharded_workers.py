@@ -118,7 +118,9 @@ def fsdp_explorer_on_rank_0(rank: int, world: int) -> dict[str, Any]:
 
 def fsdp_collective(rank: int, world: int) -> dict[str, Any]:
     """An explorer with collective=True and example inputs on every rank: the probe and a run happen on both in
-    step, and give the same on both; global_backward on FSDP2 modules draws no warning."""
+    step, and give the same on both, the training after them the losses of one without them; global_backward on
+    FSDP2 modules draws no warning."""
+    expected = train(fsdp2(make_blocks()), rank)
     model = fsdp2(make_blocks())
     x = torch.randn(2, 8, generator=torch.Generator().manual_seed(7))
     with warnings.catch_warnings(record=True) as caught:
@@ -132,9 +134,15 @@ def fsdp_collective(rank: int, world: int) -> dict[str, Any]:
         "probe": ex.probe_output["shape"],
         "output": output.tolist(),
         "losses": losses,
+        "expected": expected,
         "warnings": [str(w.message) for w in caught],
         "diagnostics": ex.diagnostics,
     }
+
+
+def fsdp_runs(rank: int, world: int) -> dict[str, Any]:
+    """Both FSDP2 cases in one job: the explorer on rank 0 alone, then with collective=True on every rank."""
+    return {"alone": fsdp_explorer_on_rank_0(rank, world), "collective": fsdp_collective(rank, world)}
 
 
 def detection(rank: int, world: int) -> dict[str, Any]:

@@ -6,19 +6,24 @@ from __future__ import annotations
 import pytest
 
 from tests.unit.distributed._ddp_ranks import run_ranks
-from tests.unit.distributed._sharded_workers import fsdp_collective, fsdp_explorer_on_rank_0
+from tests.unit.distributed._sharded_workers import fsdp_runs
 
 pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture(scope="module")
-def alone(tmp_path_factory):
-    return run_ranks(fsdp_explorer_on_rank_0, tmp_path_factory.mktemp("fsdp"), timeout=90)
+def runs(tmp_path_factory):
+    return run_ranks(fsdp_runs, tmp_path_factory.mktemp("fsdp"), timeout=90)
 
 
-@pytest.fixture(scope="module")
-def collective(tmp_path_factory):
-    return run_ranks(fsdp_collective, tmp_path_factory.mktemp("fsdp_collective"), timeout=90)
+@pytest.fixture
+def alone(runs):
+    return [result["alone"] for result in runs]
+
+
+@pytest.fixture
+def collective(runs):
+    return [result["collective"] for result in runs]
 
 
 def test_the_job_completes_with_the_losses_of_a_run_without_the_explorer(alone):
@@ -71,6 +76,8 @@ def test_collective_runs_on_every_rank_in_step_with_the_same_results(collective)
     assert first["probe"] == second["probe"] == [2, 4]
     assert first["output"] == second["output"]
     assert first["losses"] != second["losses"]  # each rank trained on its own data
+    for result in collective:
+        assert result["losses"] == result["expected"]  # the runs left the model as found
     assert not [d for d in first["diagnostics"] + second["diagnostics"] if "skipped" in d]
 
 
