@@ -30,6 +30,17 @@ def make_blocks() -> nn.Module:
     return nn.Sequential(block(8), block(16), nn.Linear(16, 4))
 
 
+class SelfAttention(nn.Module):
+    """One self-attention layer: what ``attention()`` records."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.attn(x, x, x)[0]
+
+
 def fsdp2(model: nn.Module, mesh: Any = None) -> nn.Module:
     """``fully_shard`` on each block, then on the model."""
     for child in list(model)[:2]:
@@ -158,6 +169,7 @@ def detection(rank: int, world: int) -> dict[str, Any]:
     holder[2].weight = nn.Parameter(distribute_tensor(holder[2].weight.detach(), mesh, [Shard(0)]))
     singles = [dist.new_group([r]) for r in range(world)]  # every rank makes every group
     solo_ddp = DDP(make_blocks(), process_group=singles[rank])
+    attention = DDP(SelfAttention())
     solo_fsdp = fsdp2(make_blocks(), mesh=init_device_mesh("cpu", (world, 1), mesh_dim_names=("r", "dp"))["dp"])
     if rank == 0:
         for name, model in (("ddp", ddp), ("fsdp1", fsdp1), ("dtensor", holder)):
@@ -168,6 +180,11 @@ def detection(rank: int, world: int) -> dict[str, Any]:
                 except DistributedRunError as exc:
                     found[name]["refused"] = str(exc)
                     found[name]["found"] = tuple(exc.found)
+        with Explorer(attention, example_inputs=torch.randn(1, 3, 8)) as ex:
+            try:
+                ex.attention()
+            except DistributedRunError as exc:
+                found["attention"] = str(exc)
         for name, model in (("solo_ddp", solo_ddp), ("solo_fsdp", solo_fsdp)):
             with Explorer(model, example_inputs=x) as ex:
                 found[name] = {"diagnostics": ex.diagnostics, "run": tuple(ex.run().shape)}

@@ -26,6 +26,10 @@ def test_ddp_over_two_ranks_is_found_at_the_model_itself(found):
     assert any(d.startswith("the shape probe was skipped") for d in ddp["diagnostics"])
 
 
+def test_attention_is_refused_too(found):
+    assert found["attention"].startswith("attention() would run a forward of a model whose DDP")
+
+
 def test_fsdp1_is_found_where_it_sits(found):
     fsdp1 = found["fsdp1"]
     assert fsdp1["found"] == ("FSDP (FullyShardedDataParallel)", "0", 2)
