@@ -108,9 +108,7 @@ def _grad_stats(rank: int, collective: bool) -> dict[str, Any]:
     with counted() as explored:
         _train(model, rank, reference)
         synced = ex.sync_stats() if collective else None
-    records = {
-        name: [(r.step, r.stats, r.scope) for r in ex.captures[name]["post_accumulate"]] for name in PARAMS
-    }
+    records = {name: [(r.step, r.stats, r.scope) for r in ex.captures[name]["post_accumulate"]] for name in PARAMS}
     notes = {name: next(h.note for h in ex.hooks if h.path == name) for name in PARAMS}
     ex.close()
     return {

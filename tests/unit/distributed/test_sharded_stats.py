@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 
 import pytest
-import torch
 from torch import nn
 
 from hookwidgets.core import Explorer
