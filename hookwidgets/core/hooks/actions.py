@@ -123,7 +123,7 @@ def perform(
             lay, queued = sharded.plan(primary) if sharded is not None else (layout(primary), False)
             primary = local_tensor(primary)
             if lay.shards > 1 and not queued and noted is not None:
-                notes.add(noted, LOCAL_SHARD_STATS, NoteKind.SHARDED)
+                notes.add(noted, LOCAL_SHARD_STATS, NoteKind.LOCAL_SHARD)
         reduce = memo.stats if memo is not None else tensor_stats
         stats = reduce(primary) if primary is not None else None
         if stats is not None and primary is not None and primary.is_complex():

@@ -184,3 +184,108 @@ def all_runs(rank: int, world: int) -> dict[str, Any]:
         "one_rank": fsdp_one_rank_explorer(rank, world),
         "tensor_parallel": tensor_parallel_stats(rank, world, collective=True),
     }
+
+
+def _plain_grads(rank: int, step: int) -> dict[str, torch.Tensor]:
+    """This rank's gradients of the unsharded model on its batch of ``step``: FSDP2's before the reduce-scatter."""
+    torch.manual_seed(0)
+    plain = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3))
+    plain(_batch(rank, step)).pow(2).mean().backward()
+    return {name: p.grad for name, p in plain.named_parameters()}
+
+
+def _tensor_hooks(model: nn.Module) -> list[Any]:
+    """The tensor and post-accumulate hooks on every sharded parameter and on FSDP2's unsharded ones."""
+    found = []
+    for name, p in model.named_parameters():
+        found.append(
+            (name, list((p._backward_hooks or {}).items()), list((p._post_accumulate_grad_hooks or {}).items()))
+        )
+    for module in (model, model[0]):
+        for state in module._get_fsdp_state()._fsdp_param_group.fsdp_params:
+            unsharded = getattr(state, "_unsharded_param", None)
+            if unsharded is not None:
+                found.append((state._param_fqn, list((unsharded._backward_hooks or {}).items())))
+    return found
+
+
+def fsdp_param_hooks(rank: int, world: int) -> dict[str, Any]:
+    """grad and post_accumulate hooks on FSDP2-sharded parameters: what they saw against the unsharded gradients and the
+    reduced shards, their notes, a backward without gradient sync, and the hooks left as found after close()."""
+    from tests.conftest import hook_state
+
+    model = fsdp_model()
+    ex = Explorer(model)
+    ex.attach("0.weight", "grad")  # before any forward: FSDP2 has made no unsharded Parameter yet
+    ex.attach("2.weight", "post_accumulate")
+    shards: list[torch.Tensor] = []
+    _train(model, rank, lambda step: shards.append(model.get_parameter("2.weight").grad.to_local().clone()))
+    grads = [r.tensor for r in ex.captures["0.weight"]["grad"]]
+    posts = [r.tensor for r in ex.captures["2.weight"]["post_accumulate"]]
+    expected = [_plain_grads(rank, step) for step in range(STEPS)]
+    model.zero_grad(set_to_none=True)
+    model.set_requires_gradient_sync(False)  # gradient accumulation: no reduce-scatter, so no post_accumulate
+    model(_batch(rank, 0)).pow(2).mean().backward()
+    model.set_requires_gradient_sync(True)
+    counts = {"grad": len(ex.captures["0.weight"]["grad"]), "post": len(ex.captures["2.weight"]["post_accumulate"])}
+    notes = {h.path: h.note for h in ex.hooks}
+    ex.close()
+    first_left = _tensor_hooks(model)
+    ours_left = [
+        (path, name)
+        for (path, name), hooks in hook_state(model).items()
+        if isinstance(hooks, list) and any(getattr(fn, "__module__", "").startswith("hookwidgets") for _, fn in hooks)
+    ]
+    # FSDP2 has made its unsharded Parameters and state-dict hooks now: a second explorer leaves everything as found
+    before = hook_state(model)
+    again = Explorer(model)
+    again.attach("2.bias", "grad")  # placed on the unsharded Parameter at once
+    armed = [entry[0] for entry in _tensor_hooks(model) if len(entry) == 2 and entry[1]]
+    model.zero_grad(set_to_none=True)
+    model(_batch(rank, 0)).pow(2).mean().backward()
+    bias = [r.tensor for r in again.captures["2.bias"]["grad"]]
+    again.close()
+    return {
+        "grads_match": [torch.equal(g, e["0.weight"]) for g, e in zip(grads, expected, strict=True)],
+        "grad_types": sorted({type(g).__name__ for g in grads}),
+        "post_types": sorted({type(p).__name__ for p in posts}),
+        "posts_match": [torch.equal(p.to_local(), s) for p, s in zip(posts, shards, strict=True)],
+        "counts": counts,
+        "notes": notes,
+        "first_left": [entry for entry in first_left if any(entry[1:])],
+        "ours_left": ours_left,
+        "armed": armed,
+        "bias_match": [torch.equal(b, expected[0]["2.bias"]) for b in bias],
+        "hooks_as_found": hook_state(model) == before,
+        "tensor_hooks_left": [entry for entry in _tensor_hooks(model) if any(entry[1:])],
+    }
+
+
+def fsdp1_refusals(rank: int, world: int) -> dict[str, str]:
+    """What attaching grad and post_accumulate to an FSDP1 original parameter (use_orig_params=True) raises."""
+    import warnings
+
+    from torch.distributed.fsdp import FullyShardedDataParallel
+
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # FSDP1's deprecation
+        model = FullyShardedDataParallel(
+            nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3)),
+            use_orig_params=True,
+            device_id=torch.device("cpu"),
+        )
+    ex = Explorer(model)
+    refused = {}
+    for kind in ("grad", "post_accumulate"):
+        try:
+            ex.attach("_fsdp_wrapped_module.0.weight", kind)
+        except ValueError as exc:
+            refused[kind] = str(exc)
+    ex.close()
+    return refused
+
+
+def param_runs(rank: int, world: int) -> dict[str, Any]:
+    """The sharded-parameter scenarios in one pair of processes."""
+    return {"fsdp2": fsdp_param_hooks(rank, world), "fsdp1": fsdp1_refusals(rank, world)}
