@@ -15,7 +15,6 @@ from torch.distributed.tensor import DeviceMesh, DTensor, Partial, init_device_m
 from torch.distributed.tensor.parallel import ColwiseParallel, parallelize_module
 
 from hookwidgets.core import Explorer
-from hookwidgets.core.capture.stats import tensor_stats
 
 STEPS = 3
 PARAMS = ("0.weight", "2.weight", "2.bias")  # 2.weight (3, 6) and 2.bias (3,) split unevenly over 2 ranks: 2 and 1
@@ -34,6 +33,22 @@ COLLECTIVES = (
     "scatter",
     "reduce",
 )
+
+
+def tensor_stats(t: torch.Tensor) -> dict[str, float]:
+    """The statistics a stats record holds, of a finite tensor, computed here in float64 as the reference."""
+    x = t.detach().double().reshape(-1)
+    return {
+        "mean": x.mean().item(),
+        "std": x.std(correction=0).item(),
+        "min": x.min().item(),
+        "max": x.max().item(),
+        "norm": x.norm().item(),
+        "zero_fraction": (x == 0).double().mean().item(),
+        "nan": 0,
+        "inf": 0,
+        "numel": x.numel(),
+    }
 
 
 def fsdp_model() -> nn.Module:
