@@ -174,22 +174,35 @@ def tensor_parallel_stats(rank: int, world: int, collective: bool) -> dict[str, 
     partial = nn.Sequential(_PartialOut(mesh))
     ex = Explorer(model, collective=collective)
     ex.attach("1", "forward", action="stats")  # the Tanh: its output is the model's, a DTensor sharded as the Linear's
+    ex.attach("0.weight", "grad", action="stats")  # a DTensor parameter autograd sees itself: its gradient, sharded
     other = Explorer(partial, collective=collective)
     other.attach("0", "forward", action="stats")
-    full = []
+    full, grads = [], []
     with counted() as explored:
         for step in range(STEPS):
             out = model(torch.randn(3, 4, generator=torch.Generator().manual_seed(step)))  # the same input everywhere
             full.append(tensor_stats(out.full_tensor()))
+            model.zero_grad(set_to_none=True)
+            out.to_local().pow(2).sum().backward()
+            grads.append(tensor_stats(model[0].weight.grad.full_tensor()))
             partial(torch.full((2,), float(rank + 1)))
         synced = ex.sync_stats() if collective else None
         if collective:
             other.sync_stats()
     records = [(r.step, r.stats, r.scope) for r in ex.captures["1"]["forward"]]
+    grad_records = [(r.step, r.stats, r.scope) for r in ex.captures["0.weight"]["grad"]]
     partial_scopes = sorted({r.scope or "" for r in other.captures["0"]["forward"]})
     ex.close()
     other.close()
-    return {"records": records, "full": full, "synced": synced, "explored": explored, "partial": partial_scopes}
+    return {
+        "records": records,
+        "full": full,
+        "grad_records": grad_records,
+        "grads": grads,
+        "synced": synced,
+        "explored": explored,
+        "partial": partial_scopes,
+    }
 
 
 def all_runs(rank: int, world: int) -> dict[str, Any]:

@@ -77,15 +77,20 @@ def test_stats_hooks_on_one_rank_never_issue_a_collective(runs):
     assert ranks[0]["scopes"] == ["local shard 0 of 2"]
 
 
-def test_tensor_parallel_activation_stats_are_the_full_outputs(runs):
+def test_tensor_parallel_activation_and_gradient_stats_are_the_full_tensors(runs):
     ranks = [run["tensor_parallel"] for run in runs]
     for rank, run in enumerate(ranks):
         assert [step for step, _, _ in run["records"]] == list(range(1, workers.STEPS + 1))
         for (_, stats, scope), full in zip(run["records"], run["full"], strict=True):
             assert scope == "full tensor (reduced over 2 ranks)"
             assert _close(stats, full), (rank, stats, full)
-        assert run["synced"] == 1
-        assert run["explored"]["all_gather"] == workers.STEPS
+        # a DTensor parameter that autograd sees itself (tensor parallel): its grad hook's stats are the full gradient's
+        assert [step for step, _, _ in run["grad_records"]] == list(range(1, workers.STEPS + 1))
+        for (_, stats, scope), full in zip(run["grad_records"], run["grads"], strict=True):
+            assert scope == "full tensor (reduced over 2 ranks)"
+            assert _close(stats, full), (rank, stats, full)
+        assert run["synced"] == 2  # the last step's two records
+        assert run["explored"]["all_gather"] == workers.STEPS  # one per step for both hooks
         # a Partial DTensor holds pending sums: its statistics stay local and say why
         [partial] = run["partial"]
         assert partial.startswith(f"local partial value {rank} of 2 (a Partial DTensor")
