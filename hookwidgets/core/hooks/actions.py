@@ -122,8 +122,10 @@ def perform(
         if primary is not None and is_dtensor(primary):  # its local shard's, never a collective from a hook
             lay, queued = sharded.plan(primary) if sharded is not None else (layout(primary), False)
             primary = local_tensor(primary)
-            if lay.shards > 1 and not queued and noted is not None:
+            if noted is not None and lay.shards > 1 and not queued:
                 notes.add(noted, LOCAL_SHARD_STATS, NoteKind.LOCAL_SHARD)
+            elif noted is not None and queued:  # collective set since: reduced from now on
+                notes.drop(noted, NoteKind.LOCAL_SHARD)
         reduce = memo.stats if memo is not None else tensor_stats
         stats = reduce(primary) if primary is not None else None
         if stats is not None and primary is not None and primary.is_complex():
