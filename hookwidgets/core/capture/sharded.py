@@ -104,6 +104,14 @@ class ShardedStats:
         with self._lock:
             self._pending.append((record, lay, key))
 
+    def abandon(self) -> None:
+        """Leave the queued statistics the local shard's, as their scope then says (the explorer closes: no step
+        comes to reduce them)."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        for record, lay, _ in pending:
+            record.scope = local_scope(lay, False)
+
     def reduce(self) -> int:
         """Reduce every queued statistic to its full tensor's with one all-gather over the default process group;
         returns how many were reduced. Every rank must call it at the same point (it is a collective)."""
@@ -112,8 +120,9 @@ class ShardedStats:
         if not pending:
             return 0
         if not self.collective():  # turned off since they were queued: they stay the local shard's
-            for record, lay, _ in pending:
-                record.scope = local_scope(lay, False)
+            with self._lock:
+                self._pending = pending + self._pending
+            self.abandon()
             return 0
         dist = torch.distributed
         packed = torch.tensor(

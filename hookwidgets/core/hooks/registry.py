@@ -256,6 +256,7 @@ class HookRegistry:
         """Remove every hook this registry added and drop the model. Safe to call more than once."""
         self.detach()
         self._flush_pending_removals()
+        self._dispatch.sharded.abandon()  # no step comes to reduce them: their scope says they stay local
 
     def _remove(self, info: HookInfo, defer_root_forward: bool = False) -> None:
         """Remove one hook's handles; inside the root's forward-hook loop, defer touching its dict."""

@@ -127,3 +127,15 @@ def test_reduce_without_collective_issues_none(monkeypatch):
     sharded.queue(record, lay, "output")
     assert sharded.reduce() == 0
     assert record.scope == "local shard 1 of 2"
+
+
+def test_abandoned_statistics_say_they_stay_local():
+    sharded = ShardedStats()
+    sharded.collective = lambda: True
+    lay = layout(_Placed(_Mesh([0, 1], [0]), (Shard(0),)))
+    record = Record("a", "forward", 1, 0, {}, stats=tensor_stats(torch.ones(2)), scope=local_scope(lay, True))
+    sharded.queue(record, lay, "output")
+    assert record.scope == "local shard 0 of 2, reduced to the full tensor's at the next step"
+    sharded.abandon()  # the explorer closed before the next step
+    assert record.scope == "local shard 0 of 2"
+    assert sharded.reduce() == 0
