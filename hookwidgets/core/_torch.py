@@ -278,6 +278,37 @@ def is_view(tensor: torch.Tensor) -> bool:
     return HAS_VIEW_TEST and _is_view is not None and bool(_is_view(tensor))
 
 
+# --- FSDP2's state of a parameter it shards: the full-shape Parameter autograd sees ---------------------------
+# fully_shard keeps, per parameter, an FSDPParam (torch/distributed/fsdp/_fully_shard/_fsdp_param.py) holding the
+# sharded DTensor Parameter the module shows between steps (``sharded_param``) and the full-shape Parameter it puts in
+# the module during forward and backward (``_unsharded_param``, made at the first all-gather, the same object after).
+_FSDP_STATE = "_get_fsdp_state"
+
+
+def fsdp2_param_state(root: nn.Module, param: torch.Tensor) -> Any | None:
+    """FSDP2's state of ``param``, a sharded parameter of a module of ``root`` that ``fully_shard`` wrapped; None
+    where FSDP2 does not shard it, or where this torch keeps that state elsewhere."""
+    for module in root.modules():
+        get_state = getattr(module, _FSDP_STATE, None)
+        if not callable(get_state):
+            continue
+        try:
+            group = getattr(get_state(), "_fsdp_param_group", None)
+        except Exception:  # a private API whose failure only means: not found here
+            continue
+        for state in getattr(group, "fsdp_params", None) or ():
+            if getattr(state, "sharded_param", None) is param:
+                return state
+    return None
+
+
+def fsdp2_unsharded_param(state: Any) -> torch.Tensor | None:
+    """The full-shape Parameter FSDP2 puts in the module for forward and backward (``fsdp2_param_state``); None before
+    the first all-gather made it."""
+    unsharded = getattr(state, "_unsharded_param", None)
+    return unsharded if isinstance(unsharded, torch.Tensor) else None
+
+
 def off() -> dict[str, str]:
     """Each feature this torch turns off, and why (empty on a torch with every API above)."""
     facts = (

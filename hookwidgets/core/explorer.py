@@ -96,6 +96,7 @@ class Explorer:
         self._registry = HookRegistry(model, self.captures, on_error=on_error)
         # every run of the model, with what its analysis needs (on a model sharded across ranks: collective or none)
         self._runner = Runner(self._registry, collective=bool(collective))
+        self._registry.sharded.collective = _collective_of(weakref.ref(self))  # read as each step begins
         self._watches = OptimizerWatches()  # from watch_optimizer()
         self._logs = ScalarLogs()  # from log_to()
         self._finalizer: weakref.finalize[..., Explorer] = weakref.finalize(
@@ -643,6 +644,18 @@ class Explorer:
         fresh: Inputs = map_tensors(self.example_inputs, _fresh_copy)
         return fresh
 
+    def sync_stats(self) -> int:
+        """Reduce the DTensor statistics recorded since the last step began to their full tensors' now, in one
+        collective; returns how many records it reduced. Each step's are reduced as the next step begins: call this
+        on every rank, at the same point, for the last step's (a collective one rank issues alone hangs the job)."""
+        if not self.collective:
+            raise RuntimeError(
+                "sync_stats() issues a collective every rank must take part in, and this explorer was made with "
+                "collective=False: make it with collective=True on every rank (all ranks then make the same explorer "
+                "calls); until then the statistics of DTensors are the local shard's, as their scope says"
+            )
+        return self._registry.reduce_stats()
+
     def close(self) -> None:
         """Remove every hook the explorer added (the model's hook dicts are as before) and let go of the model."""
         self._logs.close()  # first: each writes the step still open
@@ -661,6 +674,16 @@ def _close_all(close_hooks: Callable[[], None], watches: OptimizerWatches) -> No
     """The explorer's finalizer: close its optimizer monitors, then remove its hooks (it holds no explorer)."""
     watches.close()  # lets go of the optimizers
     close_hooks()
+
+
+def _collective_of(explorer: weakref.ref[Explorer]) -> Callable[[], bool]:
+    """The explorer's ``collective`` as it is when read, through a weak reference (the registry holds no explorer)."""
+
+    def collective() -> bool:
+        found = explorer()
+        return found is not None and found.collective
+
+    return collective
 
 
 def _fresh_copy(tensor: torch.Tensor) -> torch.Tensor:

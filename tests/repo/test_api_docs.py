@@ -80,5 +80,5 @@ def test_a_heading_writes_the_real_signature():
     assert title == '### `sample(a, b="x", /, c=source.LONGEST_VALUE, *, d=None, **rest) -> int`'
     assert named == [("source.LONGEST_VALUE", str(source.LONGEST_VALUE))]
     title, _ = page.heading(page.Entry("m", "Record", Record))  # private fields left out
-    fields = "path, kind, step, call, tensors={}, stats=None, recompute=False, generation=None"
+    fields = "path, kind, step, call, tensors={}, stats=None, recompute=False, generation=None, scope=None"
     assert title == f"### `class Record({fields})`"

@@ -143,6 +143,7 @@ def _record_entry(record: Record) -> dict[str, Any]:
         "stale": record.stale,
         "nbytes": record.nbytes,
         "stats": record.stats,
+        "scope": record.scope,
         "tensors": [],
     }
 

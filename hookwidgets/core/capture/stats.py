@@ -8,6 +8,7 @@ import weakref
 
 import torch
 
+from .dtensor import is_dtensor, local_tensor
 from .native import fused_sums
 
 STAT_KEYS = ("mean", "std", "min", "max", "norm", "zero_fraction", "nan", "inf", "numel")
@@ -24,7 +25,8 @@ def tensor_stats(t: torch.Tensor) -> dict[str, float]:
     count the non-finite ones; ``zero_fraction`` is the share of all elements equal to zero. std is the
     population std (``unbiased=False``). Computed in float32 (float64 for float64 input); complex
     tensors are summarised by their magnitudes. Counts are ints. On the CPU one pass of a C kernel
-    (``native.py``) takes the place of the torch reductions, with the same results.
+    (``native.py``) takes the place of the torch reductions, with the same results. A DTensor's are its local
+    shard's, taken with no collective (``sharded.py`` reduces them across ranks).
     """
     numel = t.numel()
     if numel == 0:
@@ -32,6 +34,8 @@ def tensor_stats(t: torch.Tensor) -> dict[str, float]:
     nonzero: float  # an int from the kernel, a float from the torch reductions
     x = t
     fused = fused_sums(x)  # the common case: a CPU float tensor, read in place with no new tensor objects
+    if fused is None and is_dtensor(t):  # its own reductions would issue collectives, from inside a hook
+        return tensor_stats(local_tensor(t))
     if fused is None:
         x = t.detach()
         if x.is_complex():
@@ -186,8 +190,9 @@ def combine_stats(a: dict[str, float], b: dict[str, float]) -> dict[str, float]:
     if finite:
         parts = [(f, s) for f, s in ((fa, a), (fb, b)) if f]
         mean = sum(f * s["mean"] for f, s in parts) / finite
-        squares = sum(f * (s["std"] ** 2 + s["mean"] ** 2) for f, s in parts) / finite
-        std = math.sqrt(max(squares - mean * mean, 0.0))
+        # each part's spread about the common mean (Chan et al.): no E[x**2] - mean**2 to cancel
+        spread = sum(f * (s["std"] ** 2 + (s["mean"] - mean) ** 2) for f, s in parts) / finite
+        std = math.sqrt(spread)
         norm = math.sqrt(sum(s["norm"] ** 2 for _, s in parts))
         mn, mx = min(s["min"] for _, s in parts), max(s["max"] for _, s in parts)
     zeros = a["zero_fraction"] * a["numel"] + b["zero_fraction"] * b["numel"]

@@ -62,6 +62,10 @@ class Record:
     generation: Generation | None = None
     """For a step of a generation (``generate()``): which generation and which decode index (0: the prompt step);
     else None. A prompt step is known as such when the next step comes: its records say it from then on."""
+    scope: str | None = None
+    """What ``stats`` cover when that is not the whole tensor seen: for a DTensor, ``"local shard r of n"`` (this
+    rank's shard only), ``"full tensor (reduced over n ranks)"`` once reduced across ranks, or why a Partial one
+    cannot be; None for a plain tensor."""
     _versions: dict[str, int] = field(default_factory=dict, repr=False)
     _prints: dict[str, fingerprint.Print] = field(default_factory=dict, repr=False)  # see fingerprint.take
     _copy_done: Any = field(default=None, repr=False)  # a CUDA event while an offload copy is in flight

@@ -93,6 +93,7 @@ def summary_rows(store: CaptureStore) -> list[dict[str, Any]]:
     gradient arrived (0 first): where a NaN appeared first. A module called several times in a step
     gets statistics over all its calls, as if their tensors were one (``act_calls``/``grad_calls`` say
     how many): a NaN in any call shows, not only in the last. A forward a checkpoint recomputes counts once.
+    Statistics of a DTensor add ``act_scope``/``grad_scope``: what they cover (``Record.scope``).
     """
     return rows_of(store.snapshot()[0])
 
@@ -121,6 +122,8 @@ def rows_of(records: Iterable[Record]) -> list[dict[str, Any]]:
                 continue
             row[f"{prefix}_{field}"] = stats[field]
         row[f"{prefix}_calls"] = calls + 1
+        if record.scope is not None:  # a DTensor's: the local shard's, or the full tensor's once reduced
+            row[f"{prefix}_scope"] = record.scope
         if f"{prefix}_order" not in row:
             order = arrivals.get((record.step, prefix), 0)
             row[f"{prefix}_order"] = order

@@ -8,6 +8,8 @@ from typing import Any, cast
 
 import torch
 
+from ..capture.dtensor import is_dtensor, local_tensor
+from ..capture.sharded import ShardedStats, layout, local_scope
 from ..capture.stats import StatsMemo, tensor_stats
 from ..capture.store import CaptureStore, Generation, Record, make_record
 from ..model.nested import named_tensors as named_tensors  # re-exported: hooks and registration import it here
@@ -23,6 +25,12 @@ META_STATS = (
     "its tensors are on the meta device, which holds shapes and no values (the model's weights are meta: built "
     "under accelerate.init_empty_weights() or on device='meta'), so its records have no statistics; the capture "
     "action keeps the meta tensors, with their shapes"
+)
+
+LOCAL_SHARD_STATS = (
+    "its tensors are DTensors sharded across ranks: its statistics are this rank's local shard's (each record's "
+    "scope says so), since their reduction to the full tensor's is a collective every rank must take part in; make "
+    "the explorer with collective=True on every rank to reduce them once per step"
 )
 
 
@@ -62,6 +70,7 @@ def perform(
     noted: Any = None,
     generation: Generation | None = None,
     skipped: Callable[[PatchShapeError], None] | None = None,
+    sharded: ShardedStats | None = None,
 ) -> Any:
     """Run one firing; returns what the hook should return to torch (None leaves values unchanged).
 
@@ -70,6 +79,7 @@ def perform(
     shares the statistics of a tensor that several hooks see; ``noted`` (the hook's ``HookInfo``) gets a note
     when the stats action meets a meta tensor, which has no values. ``generation``: the step's place in a generation;
     on a decode step a replace or mean_ablate tensor that does not fit is left out (``skipped`` is told why).
+    ``sharded`` queues a DTensor's local statistics for their reduction across ranks, when every rank takes part.
     """
     if callable(action):
         return call_user(editable) if call_user is not None else None  # torch's own return semantics
@@ -103,27 +113,37 @@ def perform(
             )
         )
     elif action == "stats":
-        primary = next((t for t in tensors.values() if t is not None), None)
+        name, primary = next(((n, t) for n, t in tensors.items() if t is not None), ("", None))
         if primary is not None and primary.is_meta:  # shapes and no values: nothing to summarize
             primary = None
             if noted is not None:
                 notes.add(noted, META_STATS, NoteKind.META_STATS)
+        lay, queued = None, False
+        if primary is not None and is_dtensor(primary):  # its local shard's, never a collective from a hook
+            lay, queued = sharded.plan(primary) if sharded is not None else (layout(primary), False)
+            primary = local_tensor(primary)
+            if noted is not None and lay.shards > 1 and not queued:
+                notes.add(noted, LOCAL_SHARD_STATS, NoteKind.LOCAL_SHARD)
+            elif noted is not None and queued:  # collective set since: reduced from now on
+                notes.drop(noted, NoteKind.LOCAL_SHARD)
         reduce = memo.stats if memo is not None else tensor_stats
         stats = reduce(primary) if primary is not None else None
         if stats is not None and primary is not None and primary.is_complex():
             stats = {**stats, "magnitude": True}  # the statistics are of |x|: said wherever they are shown
-        store.add(
-            Record(
-                firing.path,
-                firing.kind,
-                firing.step,
-                firing.call,
-                {},
-                stats=stats,
-                recompute=firing.recompute,
-                generation=generation,
-            )
+        record = Record(
+            firing.path,
+            firing.kind,
+            firing.step,
+            firing.call,
+            {},
+            stats=stats,
+            recompute=firing.recompute,
+            generation=generation,
+            scope=local_scope(lay, queued) if lay is not None else None,
         )
+        store.add(record)
+        if queued and sharded is not None and lay is not None and stats is not None:
+            sharded.queue(record, lay, name)
     elif action == "print":
         print(describe_firing(firing, tensors))
     return edited if edits else None
@@ -143,12 +163,14 @@ def describe_firing(firing: Firing, tensors: Mapping[str, torch.Tensor | None]) 
         if t.is_meta:
             parts.append(f"{described} on the meta device (no values)")
             continue
-        stats = tensor_stats(t)
+        stats = tensor_stats(t)  # a DTensor's local shard's, said after the values
+        scope = local_scope(layout(t), False) if is_dtensor(t) else None
         parts.append(
             f"{described}{' magnitude' if t.is_complex() else ''} "
             f"mean={stats['mean']:.4g} std={stats['std']:.4g} min={stats['min']:.4g} max={stats['max']:.4g}"
             + (f" nan={int(stats['nan'])}" if stats["nan"] else "")
             + (f" inf={int(stats['inf'])}" if stats["inf"] else "")
+            + (f" ({scope})" if scope else "")
         )
     again = " (recompute)" if firing.recompute else ""
     where = f"[step {firing.step}] {firing.path or '(model)'} {firing.kind} call {firing.call}{again}"

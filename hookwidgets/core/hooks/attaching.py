@@ -26,7 +26,7 @@ from ..model.nested import tensors_in
 from ..model.packed import holds_packed
 from ..model.paths import alias_note, first_name, resolve_path, without_compiled_steps
 from ..model.tree import SCRIPTED_ROOT, ProbeResult
-from . import notes
+from . import notes, sharded_params
 from .collisions import is_inplace_collision
 from .info import HookInfo
 from .kinds import resolve_kind
@@ -70,6 +70,10 @@ def attach(
     given, path = path, first_name(model, family, obj) or path  # one name per module or parameter
     specs = [resolve_kind(k, path, family) for k in kinds]  # all validated before any is attached
     _refuse(path, obj, family, specs)
+    if family == "param" and isinstance(obj, torch.Tensor):
+        refused = sharded_params.refusal(model, path, obj, specs)
+        if refused is not None:
+            raise ValueError(refused)
     skips = runner.skips
     if family == "node":
         check_node(path)
@@ -196,6 +200,9 @@ def _note(
         elif spec.family == "param" and obj.is_meta:  # gradient hooks: a meta tensor takes part in no backward
             swapped = probed is not None and path in probed.swapped
             notes.add(info, meta_param_note(path, swapped), NoteKind.CANNOT_FIRE)
+        elif spec.family == "param" and sharded_params.fsdp2_state(model, obj) is not None:
+            fsdp = sharded_params.FSDP2_GRAD_NOTE if spec.name == "param_grad" else sharded_params.FSDP2_POST_NOTE
+            notes.add(info, fsdp, NoteKind.FSDP_PARAM)  # which gradient it sees, and when
         elif spec.family != "module":
             continue
         elif path in skipped:  # found in the graph: it can never fire, not only in the example forward

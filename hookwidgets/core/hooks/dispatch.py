@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from ..._warnings import HookFailedWarning, PatchSkippedWarning
+from ..capture.sharded import ShardedStats
 from ..capture.stats import StatsMemo
 from ..capture.store import CaptureStore, Generation
 from ..display import quoted
@@ -40,6 +41,8 @@ class Dispatch:
         self.timeline: deque[TimelineEvent] = deque(maxlen=TIMELINE_CAP)
         self.memo = StatsMemo()
         """Statistics of a tensor several hooks see in one step; cleared as each step begins."""
+        self.sharded = ShardedStats()
+        """The step's DTensor statistics queued for their one reduction across ranks (``capture/sharded.py``)."""
         self.generation_of: Callable[[int], Generation | None] = _none
         """Where a step stands in a generation (the registry's ``Generations.of``)."""
         self.events: Events | None = None
@@ -88,6 +91,7 @@ class Dispatch:
                 info,
                 generation,
                 lambda exc: _skipped_patch(info, exc),
+                self.sharded,
             )
             if call_user is not None and result is not None:
                 where = f"the {info.kind!r} hook on {quoted(firing.path)}"

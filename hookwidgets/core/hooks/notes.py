@@ -32,6 +32,11 @@ class NoteKind(enum.IntEnum):
     """An attention implementation that computes no probabilities (``model/attention_sources.py``)."""
     META_STATS = enum.auto()
     """Statistics of a tensor on the meta device, which holds no values (``actions.py``)."""
+    FSDP_PARAM = enum.auto()
+    """A gradient hook on a parameter FSDP2 shards: which gradient it sees, and when (``sharded_params.py``)."""
+    LOCAL_SHARD = enum.auto()
+    """Statistics of a DTensor's local shard only: their reduction across ranks needs ``collective=True``
+    (``actions.py``)."""
     STEP_NOT_ARMED = enum.auto()
     """The model's last forward needed no grad: no gradient comes back through it."""
     NOT_RUN = enum.auto()

@@ -39,6 +39,7 @@ from .notes import GRAD_NOT_ARMED, NoteKind, backward_output_note, input_grad_no
 from .own_runs import OWN_RUN
 from .owned import flag_owner, own, own_backward
 from .root_backward import RootBackward
+from .sharded_params import UnshardedGrad, fsdp2_state
 
 
 class Registrar:
@@ -259,6 +260,10 @@ class Registrar:
                 firing = Firing(path, kind, clock.step, 0)
                 return fire(info, "backward", firing, grad, lambda g: {"grad": g}, user if callable(user) else None)
 
+            root = self._root_ref()
+            state = fsdp2_state(root, param) if root is not None else None
+            if state is not None and root is not None:  # autograd sees FSDP2's unsharded Parameter, never the DTensor
+                return UnshardedGrad(root, state, param_grad, self.eager)
             handle: RemovableHandle = param.register_hook(param_grad)  # type: ignore[no-untyped-call]  # unannotated in torch
             return handle
 

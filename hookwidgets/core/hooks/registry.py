@@ -20,6 +20,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from ..capture import native
+from ..capture.sharded import ShardedStats
 from ..capture.store import CaptureStore, Generation
 from ..display import quoted
 from ..kind_table import Kind, has
@@ -70,7 +71,7 @@ class HookRegistry:
         """Its ``CaptureStore``."""
         self.timeline: deque[TimelineEvent] = self._dispatch.timeline
         """Its ``TimelineEvent``s, the newest kept: what ``Explorer.timeline`` lists."""
-        self.clock = Clock(on_step=self._dispatch.memo.clear)  # a step's statistics are shared only within it
+        self.clock = Clock(on_step=self._step_began)
         """Its ``Clock`` (``hooks/clock.py``): the steps and call numbers of its firings;
         ``clock.kept_steps()`` lists the steps whose numbering it still keeps, the newest 16."""
         self._root_ref = weakref.ref(root)  # hooks live on the model and hold the registry: no cycle back
@@ -96,6 +97,22 @@ class HookRegistry:
             root, self.clock, self._dispatch, self.collisions, self._model_wide, self._node_hooks, self._begin_step
         )
         _REGISTRIES.add(self)
+
+    @property
+    def sharded(self) -> ShardedStats:
+        """The DTensor statistics queued for their reduction across ranks (``capture/sharded.py``); its
+        ``collective()`` says whether every rank takes part."""
+        return self._dispatch.sharded
+
+    def _step_began(self) -> None:
+        """Once per step, as it begins (the clock's ``on_step``): what each step starts with."""
+        self._dispatch.memo.clear()  # a step's statistics are shared only within it
+        self.reduce_stats()  # every rank's model call begins a step in step with the others'
+
+    def reduce_stats(self) -> int:
+        """Reduce the DTensor statistics queued since the last call to their full tensors' in one collective, when
+        every rank takes part; returns how many. Runs as each step begins; every rank must call it at once."""
+        return self._dispatch.sharded.reduce()
 
     @property
     def on_error(self) -> str:
@@ -239,6 +256,7 @@ class HookRegistry:
         """Remove every hook this registry added and drop the model. Safe to call more than once."""
         self.detach()
         self._flush_pending_removals()
+        self._dispatch.sharded.abandon()  # no step comes to reduce them: their scope says they stay local
 
     def _remove(self, info: HookInfo, defer_root_forward: bool = False) -> None:
         """Remove one hook's handles; inside the root's forward-hook loop, defer touching its dict."""

@@ -179,3 +179,17 @@ def test_combined_statistics_equal_those_of_the_tensors_concatenated():
         assert combined[key] == pytest.approx(value, rel=1e-5), key
     empty = combine_stats(tensor_stats(torch.tensor([math.nan])), tensor_stats(torch.tensor([math.inf])))
     assert math.isnan(empty["mean"]) and empty["nan"] == 1 and empty["inf"] == 1 and empty["numel"] == 2
+
+
+def test_summary_rows_say_what_a_dtensors_statistics_cover():
+    from hookwidgets.core import Record
+    from hookwidgets.core.diagnostics.nonfinite import rows_of
+
+    stats = {"mean": 1.0, "std": 0.0, "min": 1.0, "max": 1.0, "norm": 2.0, "zero_fraction": 0.0, "nan": 0, "inf": 0}
+    records = [
+        Record("a", "forward", 1, 0, {}, stats={**stats, "numel": 4}, scope="local shard 0 of 2"),
+        Record("b", "forward", 1, 0, {}, stats={**stats, "numel": 4}),
+    ]
+    rows = {row["path"]: row for row in rows_of(records)}
+    assert rows["a"]["act_scope"] == "local shard 0 of 2"
+    assert "act_scope" not in rows["b"]  # a plain tensor's cover it whole
