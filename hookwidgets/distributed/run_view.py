@@ -401,7 +401,7 @@ class RunView:
                     for name in SUMMARY_FIELDS:
                         value = float(mo.field(moments[layer], name))
                         row[f"{prefix}_{name}"] = int(value) if name in ("nan", "inf") else value
-                rows.extend(by_path.values())
+                rows.extend(by_path[path] for path in sorted(by_path))  # as ex.summary(): by path
         if as_frame:
             import pandas
 
