@@ -13,6 +13,8 @@ from .run_format import LOCAL as LOCAL_SHARD
 
 NUMEL, NAN, INF, FINITE, MEAN, M2, NORM2, ZEROS, MIN, MAX, RECORDS, LOCAL = range(12)
 WIDTH = 12
+COLUMNS = ("numel", "nan", "inf", "mean", "std", "min", "max", "norm", "zero_fraction", "flags")
+"""The frame columns ``of_rows`` reads."""
 FIELDS = ("mean", "std", "min", "max", "norm", "zero_fraction", "numel", "nan", "inf", "nonfinite", "local")
 """The fields a run view reads: ``tensor_stats``' statistics and counts, ``nonfinite`` (NaN and Inf), and ``local``:
 the share of the records whose statistics were of this rank's local shard only (a sharded tensor not reduced)."""
@@ -37,7 +39,7 @@ def of_rows(columns: dict[str, np.ndarray], groups: np.ndarray, count: int) -> n
     rows[:, MIN] = np.where(has, columns["min"], np.nan)
     rows[:, MAX] = np.where(has, columns["max"], np.nan)
     rows[:, RECORDS] = 1.0
-    rows[:, LOCAL] = (columns["flags"] & LOCAL_SHARD) > 0 if "flags" in columns else 0.0
+    rows[:, LOCAL] = (columns["flags"] & LOCAL_SHARD) > 0
     return combine(rows, groups, count)
 
 
@@ -46,6 +48,10 @@ def combine(parts: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray:
     out = np.zeros((count, WIDTH))
     if not len(parts):
         out[:, MIN] = out[:, MAX] = np.nan
+        return out
+    if np.bincount(groups, minlength=count).max() == 1:  # the usual case: one record a group, nothing to combine
+        out[:, MIN] = out[:, MAX] = np.nan
+        out[groups] = parts
         return out
     for column in (NUMEL, NAN, INF, FINITE, NORM2, ZEROS, RECORDS, LOCAL):
         out[:, column] = np.bincount(groups, parts[:, column], count)

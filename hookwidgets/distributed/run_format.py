@@ -217,12 +217,14 @@ def decode_data(payload: bytes, where: str) -> tuple[dict[str, Any], dict[str, n
         values = np.frombuffer(payload, numpy_type, count, at)
         at += nbytes
         if encoding == CONSTANT:
-            values = np.broadcast_to(values, (rows,))
+            values = np.full(rows, values[0], numpy_type)
         elif encoding == RANGE:
             values = values[0] + np.arange(rows, dtype=np.int64)
         columns[name] = values
     missing = [name for name in REQUIRED if name not in columns]
     if missing or (flags & MIXED) != ("step" in columns):
         raise FormatError(f"{where}: a data frame without its {', '.join(missing) or 'step'} column")
+    if "flags" not in columns:
+        columns["flags"] = np.zeros(rows, np.uint8)
     head = {"step": step, "began": began, "wall": wall, "rows": rows, "flags": flags}
     return head, columns
