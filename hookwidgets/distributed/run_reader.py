@@ -249,6 +249,23 @@ class RankFile:
             self._frames.popitem(last=False)
         return head, columns
 
+    def data_many(self, positions: np.ndarray) -> dict[str, np.ndarray] | None:
+        """The DATA frames at ``positions`` decoded together, each column ``(len(positions), rows)``; None when they
+        differ in length or layout (then ``data()`` reads each)."""
+        entries = self.entries[positions]
+        length = int(entries["length"][0])
+        if len(entries) < 2 or (entries["length"] != length).any():
+            return None
+        raw = b"".join(self._read(int(offset), length) for offset in entries["offset"])
+        if len(raw) != length * len(entries):
+            raise ValueError(f"{self.path}: a frame its index lists is cut short")
+        frames = np.frombuffer(raw, np.uint8).reshape(len(entries), length)
+        where = f"{self.path} (frames at bytes {int(entries['offset'][0])}…{int(entries['offset'][-1])})"
+        columns = fmt.decode_many(frames, entries["step"], where)
+        if columns is not None and len(columns["key"][0]) and int(columns["key"].max()) >= len(self.keys):
+            raise ValueError(f"{where}: a row names key {int(columns['key'].max())}, but only {len(self.keys)} keys")
+        return columns
+
     def frames_of(self, step: int) -> np.ndarray:
         """Positions in ``entries`` of the DATA frames holding rows of ``step``."""
         entries = self.entries

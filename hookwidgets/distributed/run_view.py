@@ -240,7 +240,9 @@ class RunView:
         count = len(self._layers)
         parts: dict[str, list[np.ndarray]] = {}
         groups: list[np.ndarray] = []
-        for p, (rank, step) in enumerate(pairs):
+        slow = self._read_together(pairs, layer, parts, groups)
+        for p in slow:
+            rank, step = pairs[p]
             log, mapping = self._files[rank], self._key_layers[rank]
             for i in log.frames_of(step):
                 head, columns = log.data(int(i))
@@ -261,6 +263,40 @@ class RunView:
             )
         merged = {name: np.concatenate(values) for name, values in parts.items()}
         return mo.of_rows(merged, np.concatenate(groups), len(pairs) * count).reshape(len(pairs), count, mo.WIDTH)
+
+    def _read_together(
+        self, pairs: list[tuple[int, int]], layer: int | None, parts: dict[str, list[np.ndarray]], groups: list
+    ) -> list[int]:
+        """Read the pairs of a rank whose steps are each one frame of one layout in one go (``data_many``), into
+        ``parts`` and ``groups``; the positions in ``pairs`` left to read frame by frame."""
+        count = len(self._layers)
+        by_rank: dict[int, list[int]] = {}
+        for p, (rank, _) in enumerate(pairs):
+            by_rank.setdefault(rank, []).append(p)
+        slow: list[int] = []
+        for rank, chosen in by_rank.items():
+            log, mapping = self._files[rank], self._key_layers[rank]
+            entries = log.entries
+            positions = np.searchsorted(entries["step"], [pairs[p][1] for p in chosen])
+            positions = np.minimum(positions, max(len(entries) - 1, 0))
+            single = (
+                len(chosen) > 1
+                and len(entries)
+                and not (entries["flags"] & MIXED).any()
+                and (entries["step"][positions] == [pairs[p][1] for p in chosen]).all()
+                and (np.diff(entries["step"]) > 0).all()
+            )
+            columns = log.data_many(positions) if single else None
+            if columns is None:
+                slow.extend(chosen)
+                continue
+            layers = mapping[columns["key"]] + (np.array(chosen)[:, None] * count)
+            keep = None if layer is None else (layers % count) == layer
+            for name in mo.COLUMNS:
+                values = columns[name]
+                parts.setdefault(name, []).append(values.reshape(-1) if keep is None else values[keep])
+            groups.append(layers.reshape(-1) if keep is None else layers[keep])
+        return slow
 
     def _pairs(self, pairs: list[tuple[int, int]]) -> np.ndarray:
         """``_read_pairs`` through the cache of recent ``(rank, step)`` moments."""

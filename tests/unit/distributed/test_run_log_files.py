@@ -345,3 +345,23 @@ def test_statistics_of_a_local_shard_are_said_per_layer(tmp_path):
     data = fmt.frame(fmt.DATA, fmt.data_payload(1, 0.0, 0.1, columns)[0])
     _crafted(tmp_path, fmt.json_frame(fmt.HEADER, HEADER), fmt.json_frame(fmt.NAMES, names), data)
     assert hookwidgets.open_run(tmp_path).layer_steps("local", rank=0).tolist() == [[1.0], [0.0]]
+
+
+def test_a_backward_finishing_after_the_next_step_began_is_logged_under_its_step(tmp_path):
+    m = model()
+    with Explorer(m) as ex:
+        ex.attach("", ["global_forward", "global_grad"], action="stats")
+        ex.record_to(tmp_path)
+        first = m(torch.randn(3, 4))
+        second = m(torch.randn(3, 4))  # step 2 began: step 1's forward records are written, its backward not yet
+        (first.sum() + 2 * second.sum()).backward()  # both steps' gradients arrive in step 2
+        m(torch.randn(3, 4)).sum().backward()
+        expected = ex.summary()
+    run = hookwidgets.open_run(tmp_path)
+    assert run.steps == [1, 2, 3]
+    rows = [r for r in run.summary() if r["rank"] == 0]
+    assert [(r["step"], r["path"]) for r in rows] == [(r["step"], r["path"]) for r in expected]
+    for row, want in zip(rows, expected, strict=True):
+        assert row["grad_norm"] == pytest.approx(want["grad_norm"], rel=1e-6), row["path"]
+    steps = run.layer_steps("norm", rank=0)  # the frames read together, and one by one
+    assert steps[:, :1].tolist() == run.layer_steps("norm", rank=0, steps=[1]).tolist()
