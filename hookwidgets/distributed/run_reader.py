@@ -31,6 +31,10 @@ _OPTIONAL: dict[str, tuple[type, ...]] = {
 }
 
 
+class NotBegun(ValueError):
+    """A rank file without its header yet (empty, or its first frame cut short): a writer beginning."""
+
+
 class RankFile:
     """A rank's ``rank<r>.hwlog`` and ``.hwidx``: header, row keys, the index of its DATA frames, its notes."""
 
@@ -51,7 +55,8 @@ class RankFile:
         self._fd = os.open(path, os.O_RDONLY)
         self.refresh()
         if not self.header:
-            raise ValueError(f"{path}: no header frame: not a hookwidgets run log, or its writer has not begun")
+            self.close()
+            raise NotBegun(f"{path.name} holds no whole header frame yet: its writer is beginning, or stopped then")
 
     def close(self) -> None:
         os.close(self._fd)

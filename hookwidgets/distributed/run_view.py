@@ -29,7 +29,7 @@ from . import moments as mo
 from .logs import RANK_FILE as DDP_FILE
 from .logs import load_records
 from .run_format import MIXED
-from .run_reader import RankFile
+from .run_reader import NotBegun, RankFile
 from .run_writer import tree_shape
 
 if TYPE_CHECKING:
@@ -61,8 +61,10 @@ class RunView:
         self.log_dir: Path = folder
         """The directory."""
         self.notes: list[str] = []
-        """What the reader skipped or could not show, and why (a cut-off last frame, a log at its size budget, rank
-        files of another run)."""
+        """What the reader skipped or could not show, and why (rank files of another run, or without their header
+        yet, a missing tree); each rank's own notes are in ``all_notes()``."""
+        self._waiting: dict[int, Path] = {}  # rank files without their header yet: tried again by refresh()
+        self._run: tuple[int, str | None] = (0, None)  # the run's world size and launcher's run id
         self._files = self._open(folder)
         self.world: int = next(iter(self._files.values())).header["world"]
         """The job's world size, as the ranks' headers say."""
@@ -95,22 +97,43 @@ class RunView:
             )
         files: dict[int, RankFile] = {}
         for rank, path in found:
-            log = RankFile(path)
-            if log.header["rank"] != rank:
-                raise ValueError(f"{path}: its header says rank {log.header['rank']}, its name rank {rank}")
-            files[rank] = log
+            log = self._rank_file(rank, path)
+            if log is not None:
+                files[rank] = log
+        if not files:
+            raise FileNotFoundError(f"no rank log in {str(folder)!r} has its header yet: open it once a step ran")
         newest = max(files.values(), key=lambda f: f.header.get("started") or 0.0).header
-        world, run_id = newest["world"], newest.get("run_id")
+        self._run = (newest["world"], newest.get("run_id"))
         for rank, log in list(files.items()):
-            other = log.header["world"] != world or (run_id is not None and log.header.get("run_id") != run_id)
-            if other:
-                self.notes.append(
-                    f"{log.path.name} is from another run (world {log.header['world']}, run id "
-                    f"{log.header.get('run_id')!r}) than the newest rank log: left out"
-                )
-                log.close()
+            if not self._same_run(log):
                 del files[rank]
         return files
+
+    def _rank_file(self, rank: int, path: Path) -> RankFile | None:
+        """``path`` opened; None, noted and kept to try again on ``refresh()``, while it has no header yet."""
+        try:
+            log = RankFile(path)
+        except NotBegun as exc:
+            self._waiting[rank] = path
+            if str(exc) not in self.notes:
+                self.notes.append(str(exc))
+            return None
+        if log.header["rank"] != rank:
+            log.close()
+            raise ValueError(f"{path}: its header says rank {log.header['rank']}, its name rank {rank}")
+        return log
+
+    def _same_run(self, log: RankFile) -> bool:
+        """Whether ``log`` belongs to the run (world size and launcher's run id); noted and closed when not."""
+        world, run_id = self._run
+        if log.header["world"] == world and (run_id is None or log.header.get("run_id") == run_id):
+            return True
+        self.notes.append(
+            f"{log.path.name} is from another run (world {log.header['world']}, run id "
+            f"{log.header.get('run_id')!r}) than the newest rank log: left out"
+        )
+        log.close()
+        return False
 
     def _tree(self) -> dict[str, Any] | None:
         """The structure file all ranks name; a ValueError naming the first path where two ranks' trees differ."""
@@ -147,8 +170,20 @@ class RunView:
 
     # -- following the files
     def refresh(self) -> bool:
-        """Read what every rank's files gained since the last read; whether any step's records came."""
+        """Read what every rank's files gained since the last read (and the rank files that got their header);
+        whether any step's records came."""
         oldest: int | None = None  # the oldest step the new frames hold rows of: cached moments from it on are stale
+        for rank, path in sorted(self._waiting.items()):
+            log = self._rank_file(rank, path)
+            if log is None:
+                continue
+            del self._waiting[rank]
+            if self._same_run(log):
+                self._files = dict(sorted({**self._files, rank: log}.items()))
+                self.tree = self._tree()  # a ValueError naming the first path where its tree differs
+                if len(log.entries):
+                    low = int(log.entries["min_step"].min())
+                    oldest = low if oldest is None else min(oldest, low)
         for log in self._files.values():
             before = len(log.entries)
             if log.refresh():

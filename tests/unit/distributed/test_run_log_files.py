@@ -365,3 +365,33 @@ def test_a_backward_finishing_after_the_next_step_began_is_logged_under_its_step
         assert row["grad_norm"] == pytest.approx(want["grad_norm"], rel=1e-6), row["path"]
     steps = run.layer_steps("norm", rank=0)  # the frames read together, and one by one
     assert steps[:, :1].tolist() == run.layer_steps("norm", rank=0, steps=[1]).tolist()
+
+
+def test_a_rank_file_without_its_header_yet_is_said_and_read_once_it_has_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    m = model()
+    with Explorer(m) as ex:
+        ex.attach("", "global_forward", action="stats")
+        ex.record_to(tmp_path)
+        train(m, 2)
+    (tmp_path / "rank1.hwlog").write_bytes(b"")  # rank 1's writer is beginning
+    run = hookwidgets.open_run(tmp_path)
+    assert run.ranks == [0] and run.steps == [1, 2]
+    assert run.notes == ["rank1.hwlog holds no whole header frame yet: its writer is beginning, or stopped then"]
+    assert run.refresh() is False and len(run.notes) == 1
+    monkeypatch.setenv("RANK", "1")
+    with Explorer(m) as ex:
+        ex.attach("", "global_forward", action="stats")
+        ex.record_to(tmp_path)
+        train(m, 3)
+    assert run.refresh() is True
+    assert run.ranks == [0, 1] and run.steps == [1, 2, 3] and run.latest == {0: 2, 1: 3}
+    norms = run.rank_layers(3, "norm")  # rank 0 logged no step 3
+    assert np.isnan(norms[0]).all() and not np.isnan(norms[1]).any()
+
+
+def test_a_directory_whose_rank_files_have_no_header_yet_is_a_file_not_found_error(tmp_path):
+    (tmp_path / "rank0.hwlog").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match="has its header yet"):
+        hookwidgets.open_run(tmp_path)
