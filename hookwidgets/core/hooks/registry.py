@@ -111,6 +111,8 @@ class HookRegistry:
         """Once per step, as it begins (the clock's ``on_step``): what each step starts with."""
         self._dispatch.memo.clear()  # a step's statistics are shared only within it
         self.reduce_stats()  # every rank's model call begins a step in step with the others'
+        for listener in self.step_listeners:  # the run log: after the reduction, so it writes the full tensors'
+            listener(self.clock.steps_seen)
 
     def reduce_stats(self) -> int:
         """Reduce the DTensor statistics queued since the last call to their full tensors' in one collective, when
@@ -293,11 +295,6 @@ class HookRegistry:
             for handle in self._step_handles:
                 handle.remove()
             self._step_handles.clear()
-
-    def _step_began(self) -> None:
-        self._dispatch.memo.clear()  # a step's statistics are shared only within it
-        for listener in self.step_listeners:
-            listener(self.clock.steps_seen)
 
     def _begin_root_call(self, args: Any, kwargs: dict[str, Any]) -> None:
         """The step tracker's pre-hook: begin the step, and read the token ids of a generation's step."""
