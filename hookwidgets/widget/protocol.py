@@ -249,6 +249,41 @@ class Graph(TypedDict):
     error: str
 
 
+# The run view (``hookwidgets.open_run(log_dir)`` displayed): its own traitlets, ``RUN_TRAITLETS``.
+
+
+class FirstNonfinite(TypedDict):
+    step: int
+    rank: int
+    path: str
+    phase: str
+
+
+class RunState(TypedDict):
+    source: str
+    ranks: list[int]
+    steps: list[int]
+    fields: list[str]
+    field: str
+    step: int | None
+    first_nonfinite: FirstNonfinite | None
+    notes: list[str]
+    live: bool
+    message: str
+
+
+class Grid(TypedDict):
+    title: str
+    row_name: str
+    column_name: str
+    rows: list[str]
+    columns: list[str]
+    column_steps: list[int]
+    values: bytes
+    flags: bytes
+    mark: list[int] | None
+
+
 TRAITLETS: dict[str, Any] = {
     "tree": TreeNode,
     "selected": str,
@@ -269,6 +304,20 @@ TRAITLETS: dict[str, Any] = {
     "theme": Theme,
 }
 """Each traitlet of ``ExplorerView`` and the shape of its value."""
+
+
+RUN_TRAITLETS: dict[str, Any] = {
+    "tree": TreeNode,
+    "selected": str,
+    "field": str,
+    "step": int,
+    "run": RunState,
+    "heatmap": Grid,
+    "ranks_view": Grid,
+    "error": str,
+}
+"""Each traitlet of the run view (``RunWidget``) and the shape of its value; the page writes ``selected``, ``field``
+and ``step`` (-1: the default step)."""
 
 
 # Messages from the page (``model.send``). Each carries a ``request_id`` and gets exactly one ``Reply``.

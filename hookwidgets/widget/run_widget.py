@@ -1,0 +1,151 @@
+"""The run view: a ``RunView`` displayed (``hookwidgets.open_run(log_dir)`` ending a cell), following the log live.
+
+``run_widget(run)`` is the one widget of a run (created on first display); a daemon thread polls ``run.refresh()``
+and pushes what changed, until the widget is closed. The payloads are built by ``run_payloads.py``.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import anywidget
+import traitlets
+
+from .protocol import Grid, RunState, TreeNode
+from .run_payloads import grid_of_ranks, grid_of_steps, run_state
+from .view import Synced, _bundle, _synced
+
+if TYPE_CHECKING:
+    from ..distributed import RunView
+
+POLL_INTERVAL_S = 1.0
+"""How often the view reads the log again: a new step reaches the page within about this long."""
+
+
+class RunWidget(anywidget.AnyWidget):
+    """What the browser shows of a run log: module tree, layers × steps heatmap, ranks × layers of one step."""
+
+    _esm = _bundle("widget.js")  # the explorer's bundle: its entry renders this view for a model with `run`
+    _css = _bundle("widget.css")
+
+    tree: Synced[TreeNode] = _synced(traitlets.Dict())
+    """The module tree of the log's structure file."""
+    selected = traitlets.Unicode("").tag(sync=True)
+    """The layer the user clicked (tree row, heatmap row, ranks view column); written by the browser."""
+    field = traitlets.Unicode("").tag(sync=True)
+    """The statistic the heatmaps show; written by the browser's picker (``""``: the run's default)."""
+    step = traitlets.Int(-1).tag(sync=True)
+    """The step the ranks view shows; written by a click on a heatmap column (-1: the first non-finite's, else the
+    newest)."""
+    run: Synced[RunState] = _synced(traitlets.Dict({}))
+    """What the log holds: ranks, steps, fields, the first non-finite, notes on what was skipped."""
+    heatmap: Synced[Grid] = _synced(traitlets.Dict({}))
+    """Layers × steps of the chosen field, reduced over ranks, as float32 values the page draws and reads on hover."""
+    ranks_view: Synced[Grid] = _synced(traitlets.Dict({}))
+    """Ranks × layers of the chosen field at the chosen step."""
+    error = traitlets.Unicode("").tag(sync=True)
+    """Why the log could not be read or drawn; ``""`` when it could."""
+
+    def close(self) -> None:
+        """Stop following the log and close the widget."""
+        stop = getattr(self, "_hw_stop", None)
+        if stop is not None:
+            stop()
+        super().close()
+
+
+class RunController:
+    """Keeps a ``RunWidget`` in step with its ``RunView``: the page's choices redraw, a poll thread follows the log."""
+
+    def __init__(self, run: RunView, interval: float = POLL_INTERVAL_S) -> None:
+        self._run = run
+        self._lock = threading.Lock()  # the poll thread and the page's choices both push
+        self._stopped = threading.Event()
+        self._shown_error = ""
+        self.widget = RunWidget()
+        self.widget._hw_stop = self.stop  # type: ignore[attr-defined]
+        self.push()
+        this = weakref.ref(self)
+        self.widget.observe(lambda change: (c := this()) and c.push(), names=["field", "step"])
+        self.widget.observe(lambda change: (c := this()) and c.select(change["new"]), names=["selected"])
+        self._thread = threading.Thread(target=_poll, args=(this, self._stopped, interval), daemon=True)
+        self._thread.name = "hookwidgets-run-view"
+        self._thread.start()
+
+    @property
+    def following(self) -> bool:
+        """Whether the view still follows the log."""
+        return not self._stopped.is_set()
+
+    def stop(self) -> None:
+        """Stop following the log (the widget shows what it last read)."""
+        self._stopped.set()
+        with self._lock:
+            if self.widget.run:
+                self.widget.run = {**self.widget.run, "live": False}
+
+    def push(self) -> None:
+        """Send the run's state and both grids as the page chose them; an error is shown in the widget."""
+        widget = self.widget
+        with self._lock:
+            try:
+                state = run_state(self._run, widget.field or None, widget.step if widget.step >= 0 else None)
+                state["live"] = self.following
+                first = state["first_nonfinite"]
+                mark = (first["path"], first["step"], first["rank"]) if first is not None else None
+                heatmap = grid_of_steps(self._run, state["field"], mark=mark)
+                ranks = grid_of_ranks(self._run, state["field"], state["step"], mark=mark)
+            except Exception as exc:  # shown in the widget; the kernel and the poll go on
+                self._show_error(f"could not read the run log: {type(exc).__name__}: {exc}")
+                return
+            if not widget.tree:
+                widget.tree = self._run.tree
+            widget.run = state
+            widget.heatmap = heatmap
+            widget.ranks_view = ranks
+            self._show_error("")
+
+    def select(self, path: str) -> None:
+        """A layer was clicked: nothing to redraw in the kernel (the page marks it); kept for symmetry."""
+
+    def poll(self) -> None:
+        """Read the log again; push when it grew."""
+        try:
+            changed = self._run.refresh()
+        except Exception as exc:
+            self._show_error(f"could not read the run log: {type(exc).__name__}: {exc}")
+            return
+        if changed or changed is None:
+            self.push()
+
+    def _show_error(self, text: str) -> None:
+        if text != self._shown_error:
+            self.widget.error = text
+            self._shown_error = text
+
+
+def _poll(controller: weakref.ref[RunController], stopped: threading.Event, interval: float) -> None:
+    """The poll thread: holds the controller weakly, so a dropped view ends it too."""
+    while not stopped.wait(interval):
+        this = controller()
+        if this is None:
+            return
+        this.poll()
+        del this
+
+
+# Weak both ways: the widget holds its controller (which holds the run), and a closed widget frees both.
+_CONTROLLERS: weakref.WeakKeyDictionary[Any, weakref.ref[RunController]] = weakref.WeakKeyDictionary()
+
+
+def run_widget(run: RunView) -> RunWidget:
+    """The widget of ``run``, created on first use (displaying a run twice shows the same widget twice); a new one
+    once that one is closed."""
+    known = _CONTROLLERS.get(run)
+    controller = known() if known is not None else None
+    if controller is None or controller.widget.comm is None:
+        controller = RunController(run)
+        _CONTROLLERS[run] = weakref.ref(controller)
+    return controller.widget
