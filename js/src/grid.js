@@ -56,7 +56,7 @@ export function decodeGrid(grid) {
 }
 
 /**
- * The colour scale of recorded, finite values: their range, on a log scale when all are positive and span more than
+ * The colour scale of the values recorded without NaN/Inf: their range, on a log scale when all are positive and span more than
  * a factor of 10. `low`/`high` are null when there is no such value.
  * @param {Float32Array} values
  * @param {Uint8Array} flags
@@ -66,7 +66,7 @@ export function colorScale(values, flags) {
   let high = -Infinity;
   for (let i = 0; i < values.length; i++) {
     const v = values[i];
-    if (flags[i] === FLAG_MISSING || !Number.isFinite(v)) continue;
+    if (flags[i] !== FLAG_VALUE || !Number.isFinite(v)) continue; // NaN/Inf cells are magenta, off the scale
     if (v < low) low = v;
     if (v > high) high = v;
   }

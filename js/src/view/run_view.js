@@ -4,7 +4,7 @@
 
 import { displayName } from "../format.js";
 import { columnOfStep, nonfiniteText } from "../grid.js";
-import { h, listen, setText } from "./dom.js";
+import { h, listen, setAttr, setText } from "./dom.js";
 import { createGridCanvas } from "./grid_canvas.js";
 import { createModuleTree } from "./tree_view.js";
 import "./run.css";
@@ -92,7 +92,7 @@ export function renderRun({ model, el }) {
   function renderRunState() {
     const run = model.get("run") ?? {};
     setText(source, displayName(run.source ?? ""));
-    source.title = displayName(run.source ?? "");
+    setAttr(source, "title", run.source ?? "");
     const steps = run.steps ?? [];
     const span = steps.length > 0 ? ` (${steps[0]}–${steps[steps.length - 1]})` : "";
     const rankCount = (run.ranks ?? []).length;
