@@ -256,6 +256,7 @@ class FirstNonfinite(TypedDict):
     step: int
     rank: int
     path: str
+    kind: str
     phase: str
 
 
@@ -263,6 +264,8 @@ class RunState(TypedDict):
     source: str
     ranks: list[int]
     steps: list[int]
+    kinds: list[str]
+    kind: str
     fields: list[str]
     field: str
     step: int | None
@@ -278,7 +281,6 @@ class Grid(TypedDict):
     column_name: str
     rows: list[str]
     columns: list[str]
-    column_steps: list[int]
     values: bytes
     flags: bytes
     mark: list[int] | None
@@ -309,6 +311,7 @@ TRAITLETS: dict[str, Any] = {
 RUN_TRAITLETS: dict[str, Any] = {
     "tree": TreeNode,
     "selected": str,
+    "kind": str,
     "field": str,
     "step": int,
     "run": RunState,
@@ -316,8 +319,8 @@ RUN_TRAITLETS: dict[str, Any] = {
     "ranks_view": Grid,
     "error": str,
 }
-"""Each traitlet of the run view (``RunWidget``) and the shape of its value; the page writes ``selected``, ``field``
-and ``step`` (-1: the default step)."""
+"""Each traitlet of the run view (``RunWidget``) and the shape of its value; the page writes ``selected``, ``kind``,
+``field`` and ``step`` (-1: the default step)."""
 
 
 # Messages from the page (``model.send``). Each carries a ``request_id`` and gets exactly one ``Reply``.

@@ -14,7 +14,7 @@ import anywidget
 import traitlets
 
 from .protocol import Grid, RunState, TreeNode
-from .run_payloads import grid_of_ranks, grid_of_steps, run_state
+from .run_payloads import grid_of_ranks, grid_of_steps, run_state, run_tree
 from .view import Synced, _bundle, _synced
 
 if TYPE_CHECKING:
@@ -34,8 +34,11 @@ class RunWidget(anywidget.AnyWidget):
     """The module tree of the log's structure file."""
     selected = traitlets.Unicode("").tag(sync=True)
     """The layer the user clicked (tree row, heatmap row, ranks view column); written by the browser."""
+    kind = traitlets.Unicode("").tag(sync=True)
+    """The hook kind whose layers the grids show (e.g. ``global_forward``, ``global_grad``); written by the browser's
+    picker (``""``: the first NaN/Inf's kind, else the first kind logged)."""
     field = traitlets.Unicode("").tag(sync=True)
-    """The statistic the heatmaps show; written by the browser's picker (``""``: the run's default)."""
+    """The statistic the grids show; written by the browser's picker (``""``: ``norm``)."""
     step = traitlets.Int(-1).tag(sync=True)
     """The step the ranks view shows; written by a click on a heatmap column (-1: the first non-finite's, else the
     newest)."""
@@ -61,15 +64,14 @@ class RunController:
 
     def __init__(self, run: RunView, interval: float = POLL_INTERVAL_S) -> None:
         self._run = run
-        self._lock = threading.Lock()  # the poll thread and the page's choices both push
+        self._lock = threading.RLock()  # the poll thread reads the log while the page's choices push: one at a time
         self._stopped = threading.Event()
         self._shown_error = ""
         self.widget = RunWidget()
         self.widget._hw_stop = self.stop  # type: ignore[attr-defined]
         self.push()
         this = weakref.ref(self)
-        self.widget.observe(lambda change: (c := this()) and c.push(), names=["field", "step"])
-        self.widget.observe(lambda change: (c := this()) and c.select(change["new"]), names=["selected"])
+        self.widget.observe(lambda change: (c := this()) and c.push(), names=["kind", "field", "step"])
         self._thread = threading.Thread(target=_poll, args=(this, self._stopped, interval), daemon=True)
         self._thread.name = "hookwidgets-run-view"
         self._thread.start()
@@ -91,34 +93,33 @@ class RunController:
         widget = self.widget
         with self._lock:
             try:
-                state = run_state(self._run, widget.field or None, widget.step if widget.step >= 0 else None)
+                step = widget.step if widget.step >= 0 else None
+                state = run_state(self._run, widget.kind or None, widget.field or None, step)
                 state["live"] = self.following
-                first = state["first_nonfinite"]
-                mark = (first["path"], first["step"], first["rank"]) if first is not None else None
-                heatmap = grid_of_steps(self._run, state["field"], mark=mark)
-                ranks = grid_of_ranks(self._run, state["field"], state["step"], mark=mark)
+                first, kind, field = state["first_nonfinite"], state["kind"], state["field"]
+                heatmap = grid_of_steps(self._run, kind, field, first)
+                ranks = grid_of_ranks(self._run, kind, field, state["step"], first)
+                tree = run_tree(self._run)
             except Exception as exc:  # shown in the widget; the kernel and the poll go on
                 self._show_error(f"could not read the run log: {type(exc).__name__}: {exc}")
                 return
-            if not widget.tree:
-                widget.tree = self._run.tree
+            if tree != widget.tree:
+                widget.tree = tree
             widget.run = state
             widget.heatmap = heatmap
             widget.ranks_view = ranks
             self._show_error("")
 
-    def select(self, path: str) -> None:
-        """A layer was clicked: nothing to redraw in the kernel (the page marks it); kept for symmetry."""
-
     def poll(self) -> None:
         """Read the log again; push when it grew."""
-        try:
-            changed = self._run.refresh()
-        except Exception as exc:
-            self._show_error(f"could not read the run log: {type(exc).__name__}: {exc}")
-            return
-        if changed or changed is None:
-            self.push()
+        with self._lock:
+            try:
+                changed = self._run.refresh()
+            except Exception as exc:  # shown in the widget; the next poll tries again
+                self._show_error(f"could not read the run log: {type(exc).__name__}: {exc}")
+                return
+            if changed or changed is None:
+                self.push()
 
     def _show_error(self, text: str) -> None:
         if text != self._shown_error:

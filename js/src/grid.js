@@ -120,14 +120,23 @@ export function cellAt(x, y, width, height, rows, columns) {
 }
 
 /**
- * The column showing `step`: the first whose last step (`columnSteps`) is at or after it; null when none.
- * @param {number[] | null | undefined} columnSteps
+ * The column of the heatmap showing `step` (its columns are labelled by step); null when it is not shown.
+ * @param {string[] | null | undefined} columns
  * @param {number | null | undefined} step
  */
-export function columnOfStep(columnSteps, step) {
-  if (!Array.isArray(columnSteps) || step === null || step === undefined) return null;
-  const at = columnSteps.findIndex((last) => last >= step);
+export function columnOfStep(columns, step) {
+  if (!Array.isArray(columns) || step === null || step === undefined) return null;
+  const at = columns.indexOf(String(step));
   return at < 0 ? null : at;
+}
+
+/**
+ * The step of a heatmap column (null for a label that is not a step).
+ * @param {string | null | undefined} label
+ */
+export function stepOfColumn(label) {
+  const step = Number(label);
+  return label !== null && label !== undefined && label !== "" && Number.isInteger(step) ? step : null;
 }
 
 /**
@@ -178,7 +187,7 @@ function label(name, value) {
  */
 export function nonfiniteText(first) {
   if (!first) return "";
-  return `First NaN/Inf: step ${first.step}, rank ${first.rank}, in ${displayPath(first.path)} (${first.phase})`;
+  return `First NaN/Inf: step ${first.step}, rank ${first.rank}, in ${displayPath(first.path)} (${first.kind}, ${first.phase})`;
 }
 
 /**

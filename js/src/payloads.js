@@ -304,6 +304,7 @@
  * @property {number} step
  * @property {number} rank
  * @property {string} path
+ * @property {string} kind
  * @property {string} phase
  */
 
@@ -312,6 +313,8 @@
  * @property {string} source
  * @property {number[]} ranks
  * @property {number[]} steps
+ * @property {string[]} kinds
+ * @property {string} kind
  * @property {string[]} fields
  * @property {string} field
  * @property {number | null} step
@@ -328,7 +331,6 @@
  * @property {string} column_name
  * @property {string[]} rows
  * @property {string[]} columns
- * @property {number[]} column_steps
  * @property {DataView} values
  * @property {DataView} flags
  * @property {number[] | null} mark
@@ -468,6 +470,7 @@
  * @typedef {object} RunTraitlets
  * @property {Partial<TreeNode>} tree
  * @property {string} selected
+ * @property {string} kind
  * @property {string} field
  * @property {number} step
  * @property {Partial<RunState>} run

@@ -11,6 +11,7 @@ import {
   colorScale,
   columnOfStep,
   decodeGrid,
+  stepOfColumn,
   gridHeight,
   nonfiniteText,
   viridis,
@@ -22,7 +23,7 @@ function payload(rows, columns, values, flags, extra = {}) {
   values.forEach((x, i) => v.setFloat32(i * 4, x, true));
   const f = new DataView(new ArrayBuffer(flags.length));
   flags.forEach((x, i) => f.setUint8(i, x));
-  return { title: "", row_name: "layer", column_name: "step", rows, columns, column_steps: [], values: v, flags: f, mark: null, ...extra };
+  return { title: "", row_name: "layer", column_name: "step", rows, columns, values: v, flags: f, mark: null, ...extra };
 }
 
 test("decodeGrid reads row-major float32 values and flags; buffers too short read as an empty grid", () => {
@@ -85,12 +86,15 @@ test("cellText escapes what does not print in a module name", () => {
   assert.equal(cellText(decoded, 0, 0, "act_norm"), "layer a\\u202eb · step 0 · act_norm = 1");
 });
 
-test("columnOfStep finds the column whose run of steps holds the step", () => {
-  assert.equal(columnOfStep([1, 3, 5], 2), 1);
-  assert.equal(columnOfStep([1, 3, 5], 5), 2);
-  assert.equal(columnOfStep([1, 3, 5], 6), null);
-  assert.equal(columnOfStep([1, 3, 5], null), null);
+test("columnOfStep and stepOfColumn go between a step and its heatmap column", () => {
+  assert.equal(columnOfStep(["3", "4", "6"], 4), 1);
+  assert.equal(columnOfStep(["3", "4", "6"], 5), null);
+  assert.equal(columnOfStep(["3"], null), null);
   assert.equal(columnOfStep(undefined, 1), null);
+  assert.equal(stepOfColumn("12"), 12);
+  assert.equal(stepOfColumn("layers.0"), null);
+  assert.equal(stepOfColumn(""), null);
+  assert.equal(stepOfColumn(undefined), null);
 });
 
 test("gridHeight gives few rows room and many rows at least 2 px each", () => {
@@ -103,7 +107,7 @@ test("gridHeight gives few rows room and many rows at least 2 px each", () => {
 test("nonfiniteText states step, rank, module and phase", () => {
   assert.equal(nonfiniteText(null), "");
   assert.equal(
-    nonfiniteText({ step: 2, rank: 1, path: "layers.0.mlp", phase: "forward" }),
-    "First NaN/Inf: step 2, rank 1, in layers.0.mlp (forward)",
+    nonfiniteText({ step: 2, rank: 1, path: "layers.0.mlp", kind: "global_forward", phase: "forward" }),
+    "First NaN/Inf: step 2, rank 1, in layers.0.mlp (global_forward, forward)",
   );
 });

@@ -3,7 +3,7 @@
  * as the kernel reads it again. */
 
 import { displayName } from "../format.js";
-import { columnOfStep, nonfiniteText } from "../grid.js";
+import { columnOfStep, nonfiniteText, stepOfColumn } from "../grid.js";
 import { h, listen, setAttr, setText } from "./dom.js";
 import { createGridCanvas } from "./grid_canvas.js";
 import { createModuleTree } from "./tree_view.js";
@@ -48,6 +48,7 @@ export function renderRun({ model, el }) {
   const message = h("div", { cls: "hw-hint hw-run-message", attrs: { hidden: true } });
   const errorText = h("pre", { cls: "hw-error-text" });
   const error = h("div", { cls: "hw-error", attrs: { role: "alert", hidden: true } }, [errorText]);
+  const kind = h("select", { cls: "hw-run-kind", attrs: { "aria-label": "Hook kind shown" } });
   const field = h("select", { cls: "hw-run-field", attrs: { "aria-label": "Statistic shown" } });
   const tree = createModuleTree(runTree(model));
   const heatmap = createGridCanvas({
@@ -55,9 +56,9 @@ export function renderRun({ model, el }) {
     label: "statistic per layer and step",
     hint: "Hover a cell to read its value; click a column to see that step per rank.",
     onPick: (row, column) => {
-      const steps = model.get("heatmap")?.column_steps ?? [];
+      const step = stepOfColumn(model.get("heatmap")?.columns?.[column]);
       const layer = model.get("heatmap")?.rows?.[row];
-      if (steps[column] !== undefined) model.set("step", steps[column]);
+      if (step !== null) model.set("step", step);
       if (layer !== undefined) model.set("selected", layer);
       model.save_changes();
     },
@@ -74,7 +75,7 @@ export function renderRun({ model, el }) {
     },
   });
   const plots = h("div", { cls: "hw-pane hw-run-plots" }, [
-    h("div", { cls: "hw-run-bar" }, [h("label", { text: "statistic " }, [field])]),
+    h("div", { cls: "hw-run-bar" }, [h("label", { text: "kind " }, [kind]), h("label", { text: "statistic " }, [field])]),
     heatmap.el,
     ranks.el,
   ]);
@@ -106,11 +107,21 @@ export function renderRun({ model, el }) {
     notes.hidden = (run.notes ?? []).length === 0;
     setText(message, run.message ?? "");
     message.hidden = !run.message;
-    const fields = run.fields ?? [];
-    if ([...field.options].map((o) => o.value).join("\n") !== fields.join("\n")) {
-      field.replaceChildren(...fields.map((f) => h("option", { attrs: { value: f }, text: f })));
+    options(kind, run.kinds ?? [], run.kind ?? "");
+    options(field, run.fields ?? [], run.field ?? "");
+  }
+
+  /**
+   * Fill `select` with `values` (only when they changed: an open picker stays open) and choose `chosen`.
+   * @param {HTMLSelectElement} select
+   * @param {string[]} values
+   * @param {string} chosen
+   */
+  function options(select, values, chosen) {
+    if ([...select.options].map((o) => o.value).join("\n") !== values.join("\n")) {
+      select.replaceChildren(...values.map((v) => h("option", { attrs: { value: v }, text: v })));
     }
-    field.value = run.field ?? "";
+    select.value = chosen;
   }
 
   function renderGrids() {
@@ -119,7 +130,7 @@ export function renderRun({ model, el }) {
     const selected = model.get("selected") ?? "";
     const heat = model.get("heatmap");
     const row = heat?.rows?.indexOf(selected) ?? -1;
-    const column = columnOfStep(heat?.column_steps, run.step);
+    const column = columnOfStep(heat?.columns, run.step);
     heatmap.show(heat, shown, { highlightRow: row >= 0 ? row : null, highlightColumn: column });
     ranks.show(model.get("ranks_view"), shown);
   }
@@ -139,16 +150,22 @@ export function renderRun({ model, el }) {
     ["change:error", renderError],
   ];
   subscriptions.forEach(([event, callback]) => model.on(event, callback));
-  const offField = listen(field, "change", () => {
-    model.set("field", field.value);
-    model.save_changes();
-  });
+  const offPickers = [
+    listen(kind, "change", () => {
+      model.set("kind", kind.value);
+      model.save_changes();
+    }),
+    listen(field, "change", () => {
+      model.set("field", field.value);
+      model.save_changes();
+    }),
+  ];
   renderRunState();
   renderGrids();
   renderError();
   return () => {
     subscriptions.forEach(([event, callback]) => model.off(event, callback));
-    offField();
+    offPickers.forEach((off) => off());
     tree.destroy();
     heatmap.destroy();
     ranks.destroy();
