@@ -101,7 +101,7 @@ class RunController:
                 ranks = grid_of_ranks(self._run, kind, field, state["step"], first)
                 tree = run_tree(self._run)
             except Exception as exc:  # shown in the widget; the kernel and the poll go on
-                self._show_error(f"could not read the run log: {type(exc).__name__}: {exc}")
+                self._show_error(f"could not show the run log: {type(exc).__name__}: {exc}")
                 return
             if tree != widget.tree:
                 widget.tree = tree

@@ -177,8 +177,17 @@ export function cellText(decoded, row, column, field) {
  * @param {string | undefined} value
  */
 function label(name, value) {
-  const shown = name === "layer" ? displayPath(value ?? "") : String(value ?? "");
+  const shown = axisLabel(name, value);
   return name ? `${name} ${shown}` : shown;
+}
+
+/**
+ * A row's or column's label as shown: a layer's path as `displayPath` shows it (the root "(model)"), others as sent.
+ * @param {string | undefined} name what the rows or columns are (`row_name`, `column_name`)
+ * @param {string | undefined} value
+ */
+export function axisLabel(name, value) {
+  return name === "layer" ? displayPath(value ?? "") : String(value ?? "");
 }
 
 /**

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
+  axisLabel,
   FLAG_MISSING,
   FLAG_NONFINITE,
   FLAG_VALUE,
@@ -110,4 +111,17 @@ test("nonfiniteText states step, rank, module and phase", () => {
     nonfiniteText({ step: 2, rank: 1, path: "layers.0.mlp", kind: "global_forward", phase: "forward" }),
     "First NaN/Inf: step 2, rank 1, in layers.0.mlp (global_forward, forward)",
   );
+});
+
+test("axisLabel shows a layer's path as the tree does, the root as (model), other labels as sent", () => {
+  assert.equal(axisLabel("layer", ""), "(model)");
+  assert.equal(axisLabel("layer", "enc.0"), "enc.0");
+  assert.equal(axisLabel("step", "12"), "12");
+  assert.equal(axisLabel("rank", undefined), "");
+});
+
+test("cellText reads a run log's counts and fractions as the summary table does", () => {
+  const decoded = decodeGrid(payload(["a"], ["1", "2"], [3, 0.25], [FLAG_VALUE, FLAG_VALUE]));
+  assert.equal(cellText(decoded, 0, 0, "nonfinite"), "layer a · step 1 · nonfinite = 3");
+  assert.equal(cellText(decoded, 0, 1, "zero_fraction"), "layer a · step 2 · zero_fraction = 25.0%");
 });

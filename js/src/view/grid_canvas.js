@@ -1,7 +1,7 @@
 /** A grid of values drawn on a canvas at the screen's pixel ratio, its value under the mouse read from the values sent
  * with it (no kernel round trip), a click picking a cell; redrawn on resize, theme and pixel-ratio changes. */
 
-import { cellAt, cellColor, cellText, colorScale, decodeGrid, gridHeight, rampCss } from "../grid.js";
+import { axisLabel, cellAt, cellColor, cellText, colorScale, decodeGrid, gridHeight, rampCss } from "../grid.js";
 import { formatStat } from "../summary.js";
 import { pageTheme } from "../theme.js";
 import { h, listen, onThemeChange, setText } from "./dom.js";
@@ -161,8 +161,9 @@ export function createGridCanvas({ cls, label, hint, onPick }) {
       highlightRow = options.highlightRow ?? null;
       highlightColumn = options.highlightColumn ?? null;
       setText(title, grid?.title ?? "");
-      setText(first, grid?.columns?.[0] ?? "");
-      setText(last, decoded.columns > 1 ? (grid?.columns?.[decoded.columns - 1] ?? "") : "");
+      const columnLabel = (/** @type {number} */ j) => axisLabel(grid?.column_name, grid?.columns?.[j]);
+      setText(first, decoded.columns > 0 ? columnLabel(0) : "");
+      setText(last, decoded.columns > 1 ? columnLabel(decoded.columns - 1) : "");
       draw();
     },
     /** The payload shown, decoded (what hover reads). */

@@ -129,7 +129,8 @@ export function renderRun({ model, el }) {
     const shown = run.field ?? "";
     const selected = model.get("selected") ?? "";
     const heat = model.get("heatmap");
-    const row = heat?.rows?.indexOf(selected) ?? -1;
+    // The tree's default selection is the root (""): a row is outlined once the user picks a layer.
+    const row = selected === "" ? -1 : (heat?.rows?.indexOf(selected) ?? -1);
     const column = columnOfStep(heat?.columns, run.step);
     heatmap.show(heat, shown, { highlightRow: row >= 0 ? row : null, highlightColumn: column });
     ranks.show(model.get("ranks_view"), shown);

@@ -1,0 +1,171 @@
+"""The run view in a real JupyterLab: ``hookwidgets.open_run(log_dir)`` of a log written in the kernel shows the
+module tree with the first NaN/Inf marked and stated, a heatmap that fits a 600 px window and reads the log's value
+under the mouse, sharp at a pixel ratio of 2, legible in light and dark, and a step written after it is shown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import nbformat
+import pytest
+from playwright.sync_api import Browser, Locator
+
+from ._lab import Lab
+from ._server import JupyterServer
+from .test_layout import OUTSIDE, _left_area
+from .test_theme import LOW_CONTRAST
+from .test_transformers import _theme
+
+pytestmark = pytest.mark.e2e
+
+# A small training loop on one process writing its run log; the third step's input holds a NaN, which reaches the
+# first Linear's output and everything after it.
+WRITE_LOG = """
+import tempfile
+import torch
+from torch import nn
+from hookwidgets.core import Explorer
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.Sequential(nn.Linear(8, 8), nn.Tanh()), nn.Linear(8, 2))
+ex = Explorer(model)
+ex.attach("", ["global_forward", "global_grad"], action="stats")
+log_dir = tempfile.mkdtemp(prefix="hw-run-")
+ex.record_to(log_dir)
+
+def train_step(k):
+    x = torch.randn(3, 4)
+    if k == 2:
+        x[0, 0] = float("nan")
+    model.zero_grad()
+    model(x).sum().backward()
+    ex.run_log.flush()
+
+for k in range(5):
+    train_step(k)
+"""
+OPEN = """
+import hookwidgets
+run = hookwidgets.open_run(log_dir)
+run
+"""
+# What the page should read under the mouse: the log's norm of each forward layer in each step, as the page
+# writes a number (4 significant digits).
+EXPECTED = """
+rows = [k for k, layer in enumerate(run.layers) if layer["kind"] == "global_forward"]
+norms = run.layer_steps("norm")[rows].astype("float32")
+expected = {
+    "paths": [run.layers[k]["path"] for k in rows],
+    "steps": run.steps,
+    "text": [[f"{float(v):.4g}" for v in row] for row in norms],
+    "first": {key: run.first_nonfinite()[key] for key in ("step", "rank", "path", "kind", "phase")},
+}
+"""
+# The canvas's device pixels against its CSS size.
+PIXELS = "(canvas) => [window.devicePixelRatio, canvas.width, canvas.height, canvas.clientWidth, canvas.clientHeight]"
+SIDEWAYS = "(root) => [root.scrollWidth, root.clientWidth, document.scrollingElement.scrollWidth, innerWidth]"
+NARROW = {"width": 600, "height": 1400}  # a narrow window, tall enough that the whole view is in the screenshot
+
+
+def _hover(canvas: Locator, row: int, column: int, rows: int, columns: int) -> None:
+    box = canvas.bounding_box()
+    assert box is not None
+    canvas.page.mouse.move(box["x"] + (column + 0.5) * box["width"] / columns, box["y"] + (row + 0.5) * box["height"] / rows)
+
+
+def _narrow_checks(lab: Lab, ratio: int, grid: tuple[int, int]) -> None:
+    """At 600 px, light then dark: inside the notebook's pane with no sideways scroll, each canvas as many device
+    pixels as its CSS box times ``ratio`` (sharp), text at 4.5:1; a screenshot of each, a cell hovered."""
+    page = lab.page
+    page.set_viewport_size(NARROW)
+    _left_area(lab, shown=False)  # a narrow screen: the file browser closed, as a user there keeps it
+    view = page.locator(".hw-run")
+    heat = view.locator(".hw-run-heatmap canvas.hw-grid-canvas")
+    for theme in ("JupyterLab Light", "JupyterLab Dark"):
+        _theme(lab, theme)
+        page.wait_for_timeout(300)  # the notebook lays out at the new width
+        where = f"{theme}, 600 px, pixel ratio {ratio}"
+        assert view.evaluate(OUTSIDE)["outside"] == [], where
+        wide, width, page_wide, window = view.evaluate(SIDEWAYS)
+        assert wide <= width and page_wide <= window, where
+        pane = view.bounding_box()
+        assert pane is not None and pane["width"] <= 600, where
+        for canvas in (heat, view.locator(".hw-run-ranks canvas.hw-grid-canvas")):
+            dpr, w, h, css_w, css_h = canvas.evaluate(PIXELS)
+            assert dpr == ratio and w == round(css_w * ratio) and h == round(css_h * ratio), where
+            assert css_w >= 0.8 * pane["width"], where  # the grids take the pane's width below the tree
+        low = view.evaluate(LOW_CONTRAST)
+        assert low == [], f"text under 4.5:1, {where}:\n" + "\n".join(low)
+        _hover(heat, 0, 0, *grid)
+        view.scroll_into_view_if_needed()
+        shade = "light" if theme.endswith("Light") else "dark"
+        view.screenshot(path=str(lab.artifacts_dir / f"run-view-{shade}-600-x{ratio}.png"))
+
+
+def test_the_run_view_shows_a_logs_layers_steps_and_ranks_and_follows_it(
+    lab: Lab, chromium_browser: Browser, jupyter_server: JupyterServer
+) -> None:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(WRITE_LOG), nbformat.v4.new_code_cell(OPEN)])
+    path = lab.write_notebook("run-view.ipynb", nb)
+    lab.open_notebook(path)
+    lab.run_all(path, timeout=180)
+    page = lab.page
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    view = page.locator(".hw-run")
+    view.wait_for(timeout=30_000)
+    heat = view.locator(".hw-run-heatmap canvas.hw-grid-canvas")
+    readout = view.locator(".hw-run-heatmap .hw-grid-readout")
+    with lab.kernel(path) as kernel:
+        kernel.evaluate(EXPECTED)
+        expected: dict[str, Any] = kernel.evaluate_json("expected")
+        first, paths, steps = expected["first"], expected["paths"], expected["steps"]
+
+        # the log's module tree, the first NaN/Inf's module marked and stated
+        view.locator(f'.hw-row.hw-row-failed[data-path="{first["path"]}"]').wait_for(timeout=10_000)
+        assert view.locator('.hw-row[data-path="1.0"]').count() == 1  # a nested module, its parent open
+        assert view.locator(".hw-run-nonfinite").inner_text() == (
+            f"First NaN/Inf: step {first['step']}, rank {first['rank']}, in {first['path']} "
+            f"({first['kind']}, {first['phase']})"
+        )
+        assert view.locator(".hw-run-counts").inner_text() == f"1 rank · 5 steps ({steps[0]}–{steps[-1]})"
+        assert view.locator("select.hw-run-kind").input_value() == first["kind"]
+
+        # the value under the mouse is the log's, with no kernel round trip
+        for row, column in ((0, 0), (len(paths) - 1, len(steps) - 1), (1, steps.index(first["step"]))):
+            _hover(heat, row, column, len(paths), len(steps))
+            held = " · held NaN/Inf" if steps[column] == first["step"] else ""
+            name = paths[row] or "(model)"  # the root module, as the page names it
+            text = f"layer {name} · step {steps[column]} · norm = {expected['text'][row][column]}{held}"
+            assert readout.inner_text() == text
+
+        # a click on a step's column shows that step per rank
+        _hover(heat, 0, 1, len(paths), len(steps))
+        page.mouse.down()
+        page.mouse.up()
+        ranks_title = view.locator(".hw-run-ranks .hw-grid-title")
+        ranks_title.filter(has_text=f"at step {steps[1]}").wait_for(timeout=10_000)
+
+        # a step written after the view opened reaches it
+        kernel.evaluate("train_step(5)")
+        view.locator(".hw-run-counts").filter(has_text="6 steps").wait_for(timeout=15_000)
+        assert view.locator(".hw-run-heatmap .hw-grid-last").inner_text() == str(steps[-1] + 1)
+
+    grid = (len(paths), len(steps) + 1)
+    try:
+        _narrow_checks(lab, 1, grid)
+        # a HiDPI screen: the same notebook in a page at two device pixels per CSS pixel (it runs again)
+        context = chromium_browser.new_context(viewport=NARROW, device_scale_factor=2)
+        try:
+            hidpi = Lab(context.new_page(), jupyter_server, lab.artifacts_dir)
+            hidpi.page.set_default_timeout(30_000)
+            hidpi.open_notebook(path)
+            hidpi.run_all(path, timeout=180)
+            hidpi.page.locator(".hw-run .hw-run-heatmap canvas.hw-grid-canvas").wait_for(timeout=30_000)
+            _narrow_checks(hidpi, 2, (len(paths), len(steps)))
+            _theme(hidpi, "JupyterLab Light")
+        finally:
+            context.close()
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})
+        _left_area(lab, shown=True)
+        _theme(lab, "JupyterLab Light")
