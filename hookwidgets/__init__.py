@@ -25,15 +25,18 @@ __all__ = [
     "Explorer",
     "HookExplorer",
     "HookwidgetsWarning",
+    "RunView",
     "__version__",
     "disable_display",
     "enable_display",
     "load_ipython_extension",
+    "open_run",
     "unload_ipython_extension",
 ]
 
 if TYPE_CHECKING:
     from .core.explorer import Explorer
+    from .distributed.run_view import RunView, open_run
     from .widget.explorer import HookExplorer
 
 
@@ -75,4 +78,8 @@ def __getattr__(name: str) -> Any:
         from .core.explorer import Explorer
 
         return Explorer
+    if name in ("open_run", "RunView"):  # the run log reader: torch and numpy, imported when first asked for
+        from .distributed import run_view
+
+        return getattr(run_view, name)
     raise AttributeError(f"module 'hookwidgets' has no attribute {name!r}")

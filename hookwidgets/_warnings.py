@@ -20,6 +20,7 @@ __all__ = [
     "PartialGraphWarning",
     "PatchSkippedWarning",
     "ProbeFailedWarning",
+    "RunLogWarning",
     "SubscriberWarning",
     "UnwatchedModulesWarning",
     "ViewUpdateWarning",
@@ -80,3 +81,7 @@ class BlankMapWarning(HookwidgetsWarning, UserWarning):
 
 class UnwatchedModulesWarning(HookwidgetsWarning, UserWarning):
     """``first_nonfinite`` could not watch ScriptModules (they take no hooks), so NaN/Inf may have begun inside one."""
+
+
+class RunLogWarning(HookwidgetsWarning, RuntimeWarning):
+    """A run log (``record_to``) stopped writing: its size budget was reached, or a write failed; training goes on."""

@@ -121,6 +121,8 @@ class Explorer:
         and their submodules show no shape and fire no hooks; attaching a module hook there raises a ValueError."""
         self.ddp_inspector: Any = None
         """The ``DDPInspector`` of the latest ``watch_ddp()``, or None."""
+        self.run_log: Any = None
+        """The ``hookwidgets.distributed.RunLog`` of the latest ``record_to()``, or None."""
         self._graph = RecordedGraph()
         self._probed = self._probe()
         self._tree = build_tree(model, self._probed)
@@ -599,6 +601,36 @@ class Explorer:
         self._registry.events.watching("ddp")
         return inspector
 
+    def record_to(self, log_dir: str | os.PathLike[str], every: int = 1, *, max_bytes: int | None = None) -> Any:
+        """Write this rank's hook records to the run log in ``log_dir`` (a ``hookwidgets.distributed.RunLog``): their
+        statistics (a capture's computed from its tensor), path, kind, phase and call, one frame per step as the next
+        step begins, every ``every`` steps; ``hookwidgets.open_run(log_dir)`` reads every rank's.
+
+        Call it on every rank; ranks, world size and node come from torch.distributed (rank 0 of 1 without it).
+        ``max_bytes``: this rank's size budget (default 1 GiB), where the log stops. A new call replaces the last log;
+        ``ex.close()`` writes the open step and closes it.
+        """
+        # Imported here: core stays torch-only, and the run log is the distributed layer's.
+        from ..distributed.run_writer import DEFAULT_MAX_BYTES, RunLog
+
+        log = RunLog(log_dir, dict(self.tree), every, DEFAULT_MAX_BYTES if max_bytes is None else max_bytes)
+        self._stop_run_log()
+        self.run_log = log
+        self.captures.taps += (log.tap,)
+        self._registry.step_listeners.append(log.on_step)
+        return log
+
+    def _stop_run_log(self) -> None:
+        """Close the open run log and take it off the store and the clock."""
+        log = self.run_log
+        if log is None:
+            return
+        self.run_log = None
+        self.captures.taps = tuple(tap for tap in self.captures.taps if tap != log.tap)
+        listeners = self._registry.step_listeners
+        listeners[:] = [listener for listener in listeners if listener != log.on_step]
+        log.close()
+
     def watch_optimizer(
         self, optimizer: torch.optim.Optimizer | None = None, *, scope: str = "local", every: int = 1
     ) -> UpdateRatioMonitor:
@@ -628,6 +660,7 @@ class Explorer:
     def close(self) -> None:
         """Remove every hook the explorer added (the model's hook dicts are as before) and let go of the model."""
         self._logs.close()  # first: each writes the step still open
+        self._stop_run_log()
         self._registry.events.close()  # subscribers hear no more
         self._finalizer()
         self._model = None

@@ -34,6 +34,7 @@ CATEGORIES = {
     "PatchSkippedWarning": UserWarning,
     "BlankMapWarning": UserWarning,
     "UnwatchedModulesWarning": UserWarning,
+    "RunLogWarning": RuntimeWarning,
 }
 """Each warning class and the category its warnings had before they had a class of their own."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -202,9 +202,14 @@ class CaptureStore(Mapping[str, dict[str, list[Record]]]):
         self._emptied: dict[str, str] = {}  # path -> the limit that evicted its last record
         self._by_path: dict[str, OrderedDict[str, deque[Record]]] = {}
         self._lock = threading.Lock()
+        self.taps: tuple[Callable[[Record], None], ...] = ()
+        """Called with each record as it is added, on the firing's thread (the run log of ``record_to``); a tap must
+        not raise."""
 
     def add(self, record: Record) -> None:
-        """Keep ``record``; evict the oldest records until the store fits its budget again."""
+        """Keep ``record``; evict the oldest records until the store fits its budget again; then tell the taps."""
+        for tap in self.taps:
+            tap(record)
         size = record.nbytes
         with self._lock:
             kinds = self._by_path.get(record.path)

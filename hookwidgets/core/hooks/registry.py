@@ -70,9 +70,12 @@ class HookRegistry:
         """Its ``CaptureStore``."""
         self.timeline: deque[TimelineEvent] = self._dispatch.timeline
         """Its ``TimelineEvent``s, the newest kept: what ``Explorer.timeline`` lists."""
-        self.clock = Clock(on_step=self._dispatch.memo.clear)  # a step's statistics are shared only within it
+        self.clock = Clock(on_step=self._step_began)
         """Its ``Clock`` (``hooks/clock.py``): the steps and call numbers of its firings;
         ``clock.kept_steps()`` lists the steps whose numbering it still keeps, the newest 16."""
+        self.step_listeners: list[Callable[[int], None]] = []
+        """Called in order with the new step's number as each step begins (the steps before it are over), on the
+        thread beginning it with the clock's lock held: the run log writes the steps before it there."""
         self._root_ref = weakref.ref(root)  # hooks live on the model and hold the registry: no cycle back
         self._hooks: dict[tuple[str, str], HookInfo] = {}
         self._step_armed: dict[tuple[str, str], HookInfo] = {}  # the hooks of the kinds a step arms (armed_by_step)
@@ -272,6 +275,11 @@ class HookRegistry:
             for handle in self._step_handles:
                 handle.remove()
             self._step_handles.clear()
+
+    def _step_began(self) -> None:
+        self._dispatch.memo.clear()  # a step's statistics are shared only within it
+        for listener in self.step_listeners:
+            listener(self.clock.steps_seen)
 
     def _begin_root_call(self, args: Any, kwargs: dict[str, Any]) -> None:
         """The step tracker's pre-hook: begin the step, and read the token ids of a generation's step."""

@@ -1,0 +1,88 @@
+"""Statistics of several records taken as one tensor, vectorized: a layer's calls, or one layer across ranks.
+
+A record's statistics become additive moments (counts, finite count, mean, sum of squared deviations, squared
+norm, zeros, min, max); groups of them combine exactly (the mean-shift form, so one record gives back its own std)
+and give back the fields of ``tensor_stats``: what ``combine_stats`` computes for two, for any number at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+NUMEL, NAN, INF, FINITE, MEAN, M2, NORM2, ZEROS, MIN, MAX, RECORDS = range(11)
+WIDTH = 11
+FIELDS = ("mean", "std", "min", "max", "norm", "zero_fraction", "numel", "nan", "inf", "nonfinite")
+"""The fields a run view reads: ``tensor_stats``' statistics and counts, and ``nonfinite`` (NaN and Inf)."""
+
+
+def of_rows(columns: dict[str, np.ndarray], groups: np.ndarray, count: int) -> np.ndarray:
+    """The moments ``(count, WIDTH)`` of each group of rows (``groups``: a group number per row)."""
+    numel = columns["numel"].astype(np.float64)
+    nan, inf = columns["nan"].astype(np.float64), columns["inf"].astype(np.float64)
+    finite = np.maximum(numel - nan - inf, 0.0)
+    has = np.isfinite(columns["mean"].astype(np.float64)) & (finite > 0)
+    mean = np.where(has, columns["mean"], 0.0)
+    std = np.where(has, columns["std"], 0.0)
+    norm = columns["norm"].astype(np.float64)
+    rows = np.empty((len(numel), WIDTH))
+    rows[:, NUMEL], rows[:, NAN], rows[:, INF] = numel, nan, inf
+    rows[:, FINITE] = np.where(has, finite, 0.0)
+    rows[:, MEAN] = mean
+    rows[:, M2] = std * std * rows[:, FINITE]
+    rows[:, NORM2] = np.where(np.isfinite(norm), norm * norm, 0.0)
+    rows[:, ZEROS] = np.nan_to_num(columns["zero_fraction"].astype(np.float64)) * numel
+    rows[:, MIN] = np.where(has, columns["min"], np.nan)
+    rows[:, MAX] = np.where(has, columns["max"], np.nan)
+    rows[:, RECORDS] = 1.0
+    return combine(rows, groups, count)
+
+
+def combine(parts: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray:
+    """Moments ``(N, WIDTH)`` combined by group into ``(count, WIDTH)``."""
+    out = np.zeros((count, WIDTH))
+    if not len(parts):
+        out[:, MIN] = out[:, MAX] = np.nan
+        return out
+    for column in (NUMEL, NAN, INF, FINITE, NORM2, ZEROS, RECORDS):
+        out[:, column] = np.bincount(groups, parts[:, column], count)
+    finite = parts[:, FINITE]
+    total = out[:, FINITE]
+    safe = np.where(total > 0, total, 1.0)
+    out[:, MEAN] = np.bincount(groups, finite * parts[:, MEAN], count) / safe
+    shift = parts[:, MEAN] - out[groups, MEAN]
+    out[:, M2] = np.bincount(groups, parts[:, M2] + finite * shift * shift, count)
+    low = np.full(count, np.inf)
+    high = np.full(count, -np.inf)
+    np.fmin.at(low, groups, parts[:, MIN])
+    np.fmax.at(high, groups, parts[:, MAX])
+    none = total <= 0
+    out[:, MIN] = np.where(none, np.nan, low)
+    out[:, MAX] = np.where(none, np.nan, high)
+    return out
+
+
+def stack(parts: np.ndarray) -> np.ndarray:
+    """Moments ``(K, G, WIDTH)`` combined over the first axis (ranks) into ``(G, WIDTH)``."""
+    k, g, _ = parts.shape
+    return combine(parts.reshape(k * g, WIDTH), np.tile(np.arange(g), k), g)
+
+
+def field(moments: np.ndarray, name: str) -> np.ndarray:
+    """One field of ``FIELDS`` from moments ``(..., WIDTH)``; NaN where no record is."""
+    if name not in FIELDS:
+        raise ValueError(f"unknown field {name!r}: choose one of {', '.join(FIELDS)}")
+    finite, numel = moments[..., FINITE], moments[..., NUMEL]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = {
+            "mean": lambda: np.where(finite > 0, moments[..., MEAN], np.nan),
+            "std": lambda: np.where(finite > 0, np.sqrt(np.maximum(moments[..., M2], 0) / finite), np.nan),
+            "min": lambda: moments[..., MIN],
+            "max": lambda: moments[..., MAX],
+            "norm": lambda: np.sqrt(moments[..., NORM2]),
+            "zero_fraction": lambda: np.where(numel > 0, moments[..., ZEROS] / np.where(numel > 0, numel, 1), 0.0),
+            "numel": lambda: numel,
+            "nan": lambda: moments[..., NAN],
+            "inf": lambda: moments[..., INF],
+            "nonfinite": lambda: moments[..., NAN] + moments[..., INF],
+        }[name]()
+    return np.where(moments[..., RECORDS] > 0, value, np.nan)
