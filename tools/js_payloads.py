@@ -87,7 +87,9 @@ def render() -> str:
     """The text of js/src/payloads.js."""
     shapes = [obj for obj in vars(protocol).values() if is_typeddict(obj) and obj.__module__.startswith("hookwidgets.")]
     traitlets = [f" * @property {{{_initial(name, shape)}}} {name}" for name, shape in protocol.TRAITLETS.items()]
-    run = [f" * @property {{{_initial(name, shape, RunWidget)}}} {name}" for name, shape in protocol.RUN_TRAITLETS.items()]
+    run = [
+        f" * @property {{{_initial(name, shape, RunWidget)}}} {name}" for name, shape in protocol.RUN_TRAITLETS.items()
+    ]
     sent = _union([shape.__name__ for shape in protocol.MESSAGES.values()])
     blocks = [
         HEAD.rstrip("\n"),

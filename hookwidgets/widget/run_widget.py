@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anywidget
@@ -51,11 +52,13 @@ class RunWidget(anywidget.AnyWidget):
     error = traitlets.Unicode("").tag(sync=True)
     """Why the log could not be read or drawn; ``""`` when it could."""
 
+    on_close: Callable[[], None] | None = None
+    """What stops the view following its log (its controller's ``stop``); the widget holds its controller by it."""
+
     def close(self) -> None:
         """Stop following the log and close the widget."""
-        stop = getattr(self, "_hw_stop", None)
-        if stop is not None:
-            stop()
+        if self.on_close is not None:
+            self.on_close()
         super().close()
 
 
@@ -68,10 +71,10 @@ class RunController:
         self._stopped = threading.Event()
         self._shown_error = ""
         self.widget = RunWidget()
-        self.widget._hw_stop = self.stop  # type: ignore[attr-defined]
+        self.widget.on_close = self.stop
         self.push()
         this = weakref.ref(self)
-        self.widget.observe(lambda change: (c := this()) and c.push(), names=["kind", "field", "step"])
+        self.widget.observe(lambda change: _push(this), names=["kind", "field", "step"])
         self._thread = threading.Thread(target=_poll, args=(this, self._stopped, interval), daemon=True)
         self._thread.name = "hookwidgets-run-view"
         self._thread.start()
@@ -118,13 +121,20 @@ class RunController:
             except Exception as exc:  # shown in the widget; the next poll tries again
                 self._show_error(f"could not read the run log: {type(exc).__name__}: {exc}")
                 return
-            if changed or changed is None:
+            if changed:
                 self.push()
 
     def _show_error(self, text: str) -> None:
         if text != self._shown_error:
             self.widget.error = text
             self._shown_error = text
+
+
+def _push(controller: weakref.ref[RunController]) -> None:
+    """The page chose another kind, field or step: draw it (the widget holds its controller weakly here)."""
+    this = controller()
+    if this is not None:
+        this.push()
 
 
 def _poll(controller: weakref.ref[RunController], stopped: threading.Event, interval: float) -> None:

@@ -70,7 +70,9 @@ NARROW = {"width": 600, "height": 1400}  # a narrow window, tall enough that the
 def _hover(canvas: Locator, row: int, column: int, rows: int, columns: int) -> None:
     box = canvas.bounding_box()
     assert box is not None
-    canvas.page.mouse.move(box["x"] + (column + 0.5) * box["width"] / columns, box["y"] + (row + 0.5) * box["height"] / rows)
+    canvas.page.mouse.move(
+        box["x"] + (column + 0.5) * box["width"] / columns, box["y"] + (row + 0.5) * box["height"] / rows
+    )
 
 
 def _narrow_checks(lab: Lab, ratio: int, grid: tuple[int, int]) -> None:

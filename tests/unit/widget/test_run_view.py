@@ -14,12 +14,19 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from IPython.core.formatters import DisplayFormatter
 from torch import nn
 
 from hookwidgets import open_run
 from hookwidgets.core import Explorer
-from hookwidgets.widget.run_payloads import FLAG_MISSING, FLAG_NONFINITE, FLAG_VALUE, grid_of_ranks, grid_of_steps
-from hookwidgets.widget.run_payloads import run_state
+from hookwidgets.widget.run_payloads import (
+    FLAG_MISSING,
+    FLAG_NONFINITE,
+    FLAG_VALUE,
+    grid_of_ranks,
+    grid_of_steps,
+    run_state,
+)
 from hookwidgets.widget.run_widget import RunWidget, run_widget
 
 from ._messages import browser_sets
@@ -116,8 +123,7 @@ def test_the_heatmap_is_the_logs_values_with_no_record_and_nan_flagged(logged):
 def test_displaying_a_run_shows_its_widget_and_the_pages_choices_redraw_it(logged):
     log_dir, _ = logged
     run = open_run(log_dir)
-    bundle = run._repr_mimebundle_()
-    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    data, _ = DisplayFormatter().format(run)  # what IPython shows for ``run`` at a cell's end
     widget = run_widget(run)
     assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == widget.model_id  # one widget a run
     assert data["text/plain"] == repr(run)
