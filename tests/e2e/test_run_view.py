@@ -18,28 +18,37 @@ from .test_transformers import _theme
 
 pytestmark = pytest.mark.e2e
 
-# A small training loop on one process writing its run log; the third step's input holds a NaN, which reaches the
-# first Linear's output and everything after it.
+# Two ranks of a data-parallel job, simulated in one process (each names itself by RANK and writes its own log, as a
+# launcher's ranks do); rank 1's batch of the third step holds a NaN, which reaches its first Linear's output.
 WRITE_LOG = """
+import copy
+import os
 import tempfile
 import torch
 from torch import nn
 from hookwidgets.core import Explorer
 
 torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(4, 8), nn.Sequential(nn.Linear(8, 8), nn.Tanh()), nn.Linear(8, 2))
-ex = Explorer(model)
-ex.attach("", ["global_forward", "global_grad"], action="stats")
 log_dir = tempfile.mkdtemp(prefix="hw-run-")
-ex.record_to(log_dir)
+base = nn.Sequential(nn.Linear(4, 8), nn.Sequential(nn.Linear(8, 8), nn.Tanh()), nn.Linear(8, 2))
+ranks = []
+for rank in (0, 1):
+    os.environ.update(RANK=str(rank), WORLD_SIZE="2")
+    model = copy.deepcopy(base)
+    ex = Explorer(model)
+    ex.attach("", ["global_forward", "global_grad"], action="stats")
+    ex.record_to(log_dir)
+    ranks.append((model, ex))
+del os.environ["RANK"], os.environ["WORLD_SIZE"]
 
 def train_step(k):
-    x = torch.randn(3, 4)
-    if k == 2:
-        x[0, 0] = float("nan")
-    model.zero_grad()
-    model(x).sum().backward()
-    ex.run_log.flush()
+    for rank, (model, ex) in enumerate(ranks):
+        x = torch.randn(3, 4)
+        if k == 2 and rank == 1:
+            x[0, 0] = float("nan")
+        model.zero_grad()
+        model(x).sum().backward()
+        ex.run_log.flush()
 
 for k in range(5):
     train_step(k)
@@ -49,16 +58,18 @@ import hookwidgets
 run = hookwidgets.open_run(log_dir)
 run
 """
-# What the page should read under the mouse: the log's norm of each forward layer in each step, as the page
-# writes a number (4 significant digits).
+# What the page should read under the mouse: the log's norm of each forward layer in each step over both ranks, and
+# on each rank at the first NaN's step, as the page writes a number (4 significant digits).
 EXPECTED = """
 rows = [k for k, layer in enumerate(run.layers) if layer["kind"] == "global_forward"]
 norms = run.layer_steps("norm")[rows].astype("float32")
+first = run.first_nonfinite()
 expected = {
     "paths": [run.layers[k]["path"] for k in rows],
     "steps": run.steps,
     "text": [[f"{float(v):.4g}" for v in row] for row in norms],
-    "first": {key: run.first_nonfinite()[key] for key in ("step", "rank", "path", "kind", "phase")},
+    "first": {key: first[key] for key in ("step", "rank", "path", "kind", "phase")},
+    "ranks": [[f"{float(v):.4g}" for v in row] for row in run.rank_layers(first["step"], "norm")[:, rows]],
 }
 """
 # The canvas's device pixels against its CSS size.
@@ -68,6 +79,8 @@ NARROW = {"width": 600, "height": 1400}  # a narrow window, tall enough that the
 
 
 def _hover(canvas: Locator, row: int, column: int, rows: int, columns: int) -> None:
+    """Move the mouse over the middle of a cell of ``canvas``, a grid of ``rows`` × ``columns``."""
+    canvas.scroll_into_view_if_needed()
     box = canvas.bounding_box()
     assert box is not None
     canvas.page.mouse.move(
@@ -112,7 +125,7 @@ def test_the_run_view_shows_a_logs_layers_steps_and_ranks_and_follows_it(
     lab.open_notebook(path)
     lab.run_all(path, timeout=180)
     page = lab.page
-    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.set_viewport_size({"width": 1400, "height": 1400})
     view = page.locator(".hw-run")
     view.wait_for(timeout=30_000)
     heat = view.locator(".hw-run-heatmap canvas.hw-grid-canvas")
@@ -129,7 +142,7 @@ def test_the_run_view_shows_a_logs_layers_steps_and_ranks_and_follows_it(
             f"First NaN/Inf: step {first['step']}, rank {first['rank']}, in {first['path']} "
             f"({first['kind']}, {first['phase']})"
         )
-        assert view.locator(".hw-run-counts").inner_text() == f"1 rank · 5 steps ({steps[0]}–{steps[-1]})"
+        assert view.locator(".hw-run-counts").inner_text() == f"2 ranks · 5 steps ({steps[0]}–{steps[-1]})"
         assert view.locator("select.hw-run-kind").input_value() == first["kind"]
 
         # the value under the mouse is the log's, with no kernel round trip
@@ -139,6 +152,12 @@ def test_the_run_view_shows_a_logs_layers_steps_and_ranks_and_follows_it(
             name = paths[row] or "(model)"  # the root module, as the page names it
             text = f"layer {name} · step {steps[column]} · norm = {expected['text'][row][column]}{held}"
             assert readout.inner_text() == text
+
+        # the ranks view opens at the first NaN's step: rank 1's value there, under the mouse
+        ranks = view.locator(".hw-run-ranks canvas.hw-grid-canvas")
+        _hover(ranks, 1, 0, 2, len(paths))
+        rank_text = f"rank 1 · layer {paths[0] or '(model)'} · norm = {expected['ranks'][1][0]}"
+        assert view.locator(".hw-run-ranks .hw-grid-readout").inner_text() == rank_text + " · held NaN/Inf"
 
         # a click on a step's column shows that step per rank
         _hover(heat, 0, 1, len(paths), len(steps))

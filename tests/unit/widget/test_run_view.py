@@ -120,6 +120,35 @@ def test_the_heatmap_is_the_logs_values_with_no_record_and_nan_flagged(logged):
     assert ranks["mark"] is None  # the first NaN/Inf is a forward output, of another step
 
 
+def test_the_ranks_view_marks_the_rank_and_layer_that_went_non_finite_first(tmp_path, monkeypatch):
+    for rank in (0, 1):  # two ranks of one job, written one after the other: each names itself by RANK
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        torch.manual_seed(0)
+        model = Branchy()
+        ex = Explorer(model)
+        ex.attach("", "global_forward", action="stats")
+        ex.record_to(tmp_path)
+        for k in range(3):
+            x = torch.randn(3, 4)
+            if k == NAN_STEP and rank == 1:
+                x[1, 2] = float("inf")
+            model(x)
+        ex.close()
+    run = open_run(tmp_path)
+    first = run_state(run)["first_nonfinite"]
+    assert first is not None and (first["rank"], first["path"]) == (1, "fc")
+    grid = grid_of_ranks(run, "global_forward", "norm", first["step"], first)
+    assert grid["rows"] == ["0", "1"] and grid["mark"] == [1, grid["columns"].index("fc")]
+    values, flags = _cells(grid)
+    rows = _rows(run, "global_forward")
+    np.testing.assert_array_equal(values, run.rank_layers(first["step"], "norm")[:, rows].astype(np.float32))
+    assert [int(f) for f in flags[:, grid["columns"].index("fc")]] == [FLAG_VALUE, FLAG_NONFINITE]
+    heat = grid_of_steps(run, "global_forward", "norm", first)
+    _, flags = _cells(heat)
+    assert flags[heat["rows"].index("fc"), heat["columns"].index(str(first["step"]))] == FLAG_NONFINITE  # over ranks
+
+
 def test_displaying_a_run_shows_its_widget_and_the_pages_choices_redraw_it(logged):
     log_dir, _ = logged
     run = open_run(log_dir)
