@@ -10,6 +10,7 @@ import nbformat
 import pytest
 from playwright.sync_api import Browser, Locator
 
+from ._browser import STATIC, widget_page
 from ._lab import Lab
 from ._server import JupyterServer
 from .test_layout import OUTSIDE, _left_area
@@ -190,3 +191,74 @@ def test_the_run_view_shows_a_logs_layers_steps_and_ranks_and_follows_it(
         page.set_viewport_size({"width": 1400, "height": 1000})
         _left_area(lab, shown=True)
         _theme(lab, "JupyterLab Light")
+
+
+# The bundle's render() in a bare page with a stand-in for a run view's model: a module named like markup, an error.
+_BARE = """
+async (bundle) => {
+  const url = URL.createObjectURL(new Blob([bundle], {type: 'text/javascript'}));
+  const widget = (await import(url)).default;
+  const evil = '<img src=x onerror=alert(1)>';
+  const node = (path, cls, children = []) => ({
+    path, name: path === '' ? cls : path, cls, trainable: 0, frozen: 0, packed: 0, shape: null, dtype: null, children,
+  });
+  const cells = (n, flag) => {
+    const values = new DataView(new ArrayBuffer(4 * n));
+    const flags = new DataView(new ArrayBuffer(n));
+    for (let i = 0; i < n; i++) { values.setFloat32(4 * i, i + 1, true); flags.setUint8(i, flag); }
+    return {values, flags};
+  };
+  const state = {
+    tree: node('', 'Net', [node(evil, 'Linear')]), selected: '', kind: '', field: '', step: -1, error: '',
+    run: {source: evil, ranks: [0, 1], steps: [1, 2], kinds: ['global_forward'], kind: 'global_forward',
+          fields: ['norm'], field: 'norm', step: 2, notes: [evil], live: true, message: '',
+          first_nonfinite: {step: 2, rank: 1, path: evil, kind: 'global_forward', phase: 'forward'}},
+    heatmap: {title: evil, row_name: 'layer', column_name: 'step', rows: [evil], columns: ['1', '2'],
+              ...cells(2, 1), mark: [0, 1]},
+    ranks_view: {title: '', row_name: 'rank', column_name: 'layer', rows: ['0', '1'], columns: [evil],
+                 ...cells(2, 2), mark: [1, 0]},
+  };
+  const listeners = new Map();
+  const model = {
+    get: (key) => state[key],
+    set(key, value) { state[key] = value; for (const cb of [...(listeners.get('change:' + key) ?? [])]) cb(); },
+    save_changes() {}, send() {},
+    on(event, cb) { if (!listeners.has(event)) listeners.set(event, new Set()); listeners.get(event).add(cb); },
+    off(event, cb) { listeners.get(event)?.delete(cb); },
+    listening: () => [...listeners.values()].reduce((n, set) => n + set.size, 0),
+  };
+  const cell = document.createElement('div');
+  document.body.append(cell);
+  const cleanup = widget.render({model, el: cell});
+  window.hw = {model, cleanup, evil};
+}
+"""
+
+
+def test_the_run_views_names_are_text_its_error_shown_and_its_cleanup_complete(chromium_browser: Browser) -> None:
+    with widget_page(chromium_browser) as page:
+        page.evaluate(_BARE, (STATIC / "widget.js").read_text())
+        evil = page.evaluate("() => hw.evil")
+        view = page.locator(".hw-run")
+        view.locator(".hw-row.hw-row-failed").wait_for()
+        assert view.locator(".hw-row.hw-row-failed .hw-name").inner_text() == evil  # marked, named as text
+        assert view.locator(".hw-run-source").inner_text() == evil
+        assert view.locator(".hw-run-notes").inner_text() == evil
+        assert view.locator(".hw-run-heatmap .hw-grid-title").inner_text() == evil
+        assert view.locator(".hw-run-nonfinite").inner_text().endswith(f"in {evil} (global_forward, forward)")
+        _hover(view.locator(".hw-run-ranks canvas.hw-grid-canvas"), 1, 0, 2, 1)
+        assert (
+            view.locator(".hw-run-ranks .hw-grid-readout").inner_text()
+            == f"rank 1 · layer {evil} · norm = 2 · held NaN/Inf"
+        )
+        assert page.evaluate("() => document.querySelectorAll('img[src=\"x\"]').length") == 0
+
+        assert view.locator(".hw-error").is_hidden()
+        page.evaluate("() => hw.model.set('error', 'could not read the run log: OSError: gone')")
+        assert view.locator(".hw-error").inner_text() == "could not read the run log: OSError: gone"
+
+        page.evaluate("() => hw.cleanup()")
+        assert page.evaluate("() => hw.model.listening()") == 0
+        assert page.evaluate("() => document.querySelectorAll('.hw-run').length") == 0
+        page.evaluate("() => hw.model.set('run', {})")  # nothing listens, nothing breaks
+        assert page.hw_errors == []  # type: ignore[attr-defined]
