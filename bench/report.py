@@ -53,6 +53,7 @@ BENCHES: dict[str, list[str]] = {
     "attention": [],
     "token_attribution": [],
     "interp": [],
+    "run_log": [],  # writes a ~9 GB synthetic log to the temp dir, then removes it
 }
 """Every benchmark ``make bench`` runs, in this order, with its flags."""
 

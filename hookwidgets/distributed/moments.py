@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-NUMEL, NAN, INF, FINITE, MEAN, M2, NORM2, ZEROS, MIN, MAX, RECORDS = range(11)
-WIDTH = 11
-FIELDS = ("mean", "std", "min", "max", "norm", "zero_fraction", "numel", "nan", "inf", "nonfinite")
-"""The fields a run view reads: ``tensor_stats``' statistics and counts, and ``nonfinite`` (NaN and Inf)."""
+from .run_format import LOCAL as LOCAL_SHARD
+
+NUMEL, NAN, INF, FINITE, MEAN, M2, NORM2, ZEROS, MIN, MAX, RECORDS, LOCAL = range(12)
+WIDTH = 12
+COLUMNS = ("numel", "nan", "inf", "mean", "std", "min", "max", "norm", "zero_fraction", "flags")
+"""The frame columns ``of_rows`` reads."""
+FIELDS = ("mean", "std", "min", "max", "norm", "zero_fraction", "numel", "nan", "inf", "nonfinite", "local")
+"""The fields a run view reads: ``tensor_stats``' statistics and counts, ``nonfinite`` (NaN and Inf), and ``local``:
+the share of the records whose statistics were of this rank's local shard only (a sharded tensor not reduced)."""
 
 
 def of_rows(columns: dict[str, np.ndarray], groups: np.ndarray, count: int) -> np.ndarray:
@@ -34,6 +39,7 @@ def of_rows(columns: dict[str, np.ndarray], groups: np.ndarray, count: int) -> n
     rows[:, MIN] = np.where(has, columns["min"], np.nan)
     rows[:, MAX] = np.where(has, columns["max"], np.nan)
     rows[:, RECORDS] = 1.0
+    rows[:, LOCAL] = (columns["flags"] & LOCAL_SHARD) > 0
     return combine(rows, groups, count)
 
 
@@ -43,7 +49,11 @@ def combine(parts: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray:
     if not len(parts):
         out[:, MIN] = out[:, MAX] = np.nan
         return out
-    for column in (NUMEL, NAN, INF, FINITE, NORM2, ZEROS, RECORDS):
+    if np.bincount(groups, minlength=count).max() == 1:  # the usual case: one record a group, nothing to combine
+        out[:, MIN] = out[:, MAX] = np.nan
+        out[groups] = parts
+        return out
+    for column in (NUMEL, NAN, INF, FINITE, NORM2, ZEROS, RECORDS, LOCAL):
         out[:, column] = np.bincount(groups, parts[:, column], count)
     finite = parts[:, FINITE]
     total = out[:, FINITE]
@@ -84,5 +94,6 @@ def field(moments: np.ndarray, name: str) -> np.ndarray:
             "nan": lambda: moments[..., NAN],
             "inf": lambda: moments[..., INF],
             "nonfinite": lambda: moments[..., NAN] + moments[..., INF],
+            "local": lambda: moments[..., LOCAL] / np.maximum(moments[..., RECORDS], 1),
         }[name]()
     return np.where(moments[..., RECORDS] > 0, value, np.nan)

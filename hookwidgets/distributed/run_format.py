@@ -190,9 +190,12 @@ def read_json(payload: bytes, where: str) -> Any:
         raise FormatError(f"{where}: the frame holds no JSON the writer made ({type(exc).__name__})") from None
 
 
-def decode_data(payload: bytes, where: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """A DATA payload: its head (``step``, ``began``, ``wall``, ``rows``, ``flags``) and its columns, each expanded to
-    one value per row."""
+Layout = list[tuple[str, np.dtype, int, int, int]]
+"""A DATA payload's columns: name, dtype, encoding, where its bytes begin in the payload, how many."""
+
+
+def layout(payload: bytes, where: str) -> tuple[tuple[int, int, int, int, float, float], Layout]:
+    """A DATA payload's head ``(ncols, flags, rows, step, began, wall)`` and its columns' layout, each checked."""
     if len(payload) < DATA_HEAD.size:
         raise FormatError(f"{where}: a data frame of {len(payload)} bytes is shorter than its head")
     version, ncols, flags, rows, step, began, wall = DATA_HEAD.unpack_from(payload)
@@ -203,26 +206,86 @@ def decode_data(payload: bytes, where: str) -> tuple[dict[str, Any], dict[str, n
     at = DATA_HEAD.size + ncols * COLUMN_ENTRY.size
     if at > len(payload):
         raise FormatError(f"{where}: the column directory runs past the frame's end")
-    columns: dict[str, np.ndarray] = {}
+    found: Layout = []
     for k in range(ncols):
         code, dtype, encoding, nbytes = COLUMN_ENTRY.unpack_from(payload, DATA_HEAD.size + k * COLUMN_ENTRY.size)
         if code >= len(COLUMNS) or dtype >= len(DTYPES) or encoding > RANGE:
             raise FormatError(f"{where}: column {k} has code {code}, dtype {dtype}, encoding {encoding}: unknown")
         name, numpy_type = COLUMNS[code], np.dtype(DTYPES[dtype])
         count = rows if encoding == ARRAY else 1
-        if nbytes != count * numpy_type.itemsize or at + nbytes > len(payload) or name in columns:
+        if nbytes != count * numpy_type.itemsize or at + nbytes > len(payload) or any(c[0] == name for c in found):
             raise FormatError(f"{where}: column {name!r} holds {nbytes} bytes, not {count} values of {numpy_type}")
         if encoding == RANGE and (name != "key" or numpy_type.kind == "f"):
             raise FormatError(f"{where}: column {name!r} cannot be a range")
-        values = np.frombuffer(payload, numpy_type, count, at)
+        found.append((name, numpy_type, encoding, at, nbytes))
         at += nbytes
+    names = {c[0] for c in found}
+    missing = [name for name in REQUIRED if name not in names]
+    if missing or bool(flags & MIXED) != ("step" in names):
+        raise FormatError(f"{where}: a data frame without its {', '.join(missing) or 'step'} column")
+    return (ncols, flags, rows, step, began, wall), found
+
+
+def decode_data(payload: bytes, where: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """A DATA payload: its head (``step``, ``began``, ``wall``, ``rows``, ``flags``) and its columns, each expanded to
+    one value per row."""
+    (_, flags, rows, step, began, wall), columns_at = layout(payload, where)
+    columns: dict[str, np.ndarray] = {}
+    for name, numpy_type, encoding, at, _ in columns_at:
+        values = np.frombuffer(payload, numpy_type, rows if encoding == ARRAY else 1, at)
         if encoding == CONSTANT:
-            values = np.broadcast_to(values, (rows,))
+            values = np.full(rows, values[0], numpy_type)
         elif encoding == RANGE:
             values = values[0] + np.arange(rows, dtype=np.int64)
         columns[name] = values
-    missing = [name for name in REQUIRED if name not in columns]
-    if missing or (flags & MIXED) != ("step" in columns):
-        raise FormatError(f"{where}: a data frame without its {', '.join(missing) or 'step'} column")
+    if "flags" not in columns:
+        columns["flags"] = np.zeros(rows, np.uint8)
     head = {"step": step, "began": began, "wall": wall, "rows": rows, "flags": flags}
     return head, columns
+
+
+_PAYLOAD_HEAD = np.dtype(
+    [("version", "u1"), ("ncols", "u1"), ("flags", "<u2"), ("rows", "<u4"), ("step", "<i8"), ("b", "<f8"), ("w", "<f8")]
+)
+
+
+def decode_many(frames: np.ndarray, steps: np.ndarray, where: str) -> dict[str, np.ndarray] | None:
+    """Frames of one length and one column layout, ``(n, length)`` bytes, decoded at once: each column as ``(n, rows)``;
+    None when they differ in layout (then each is decoded alone). ``steps``: the index's step of each, checked."""
+    n, length = frames.shape
+    payload = frames[0, FRAME_HEAD.size :].tobytes()
+    (ncols, flags, rows, _, _, _), columns_at = layout(payload, where)
+    head = frames[:, : FRAME_HEAD.size].copy()
+    if (head[:, :4] != np.frombuffer(MAGIC, np.uint8)).any() or (head[:, 4] != DATA).any():
+        raise FormatError(f"{where}: one of the frames read together is no data frame")
+    lengths, crcs = head[:, 8:12].copy().view("<u4")[:, 0], head[:, 12:16].copy().view("<u4")[:, 0]
+    if (lengths != length - FRAME_HEAD.size).any():
+        raise FormatError(f"{where}: one of the frames read together has another length than its index entry")
+    for k in range(n):  # zlib reads the bytes in place: no copy per frame
+        if zlib.crc32(frames[k, FRAME_HEAD.size :].data) != int(crcs[k]):
+            raise FormatError(f"{where}: frame {k} read together: its checksum does not match its bytes")
+    heads = frames[:, FRAME_HEAD.size : FRAME_HEAD.size + DATA_HEAD.size].copy().view(_PAYLOAD_HEAD)[:, 0]
+    directory = frames[:, FRAME_HEAD.size + DATA_HEAD.size : FRAME_HEAD.size + DATA_HEAD.size + ncols * 8]
+    if (
+        flags & MIXED
+        or (heads["version"] != VERSION).any()
+        or (heads["ncols"] != ncols).any()
+        or (heads["flags"] != flags).any()
+        or (heads["rows"] != rows).any()
+        or (directory != directory[0]).any()
+    ):
+        return None
+    if (heads["step"] != steps).any():
+        raise FormatError(f"{where}: a frame's step differs from its index entry's")
+    columns: dict[str, np.ndarray] = {}
+    for name, numpy_type, encoding, at, nbytes in columns_at:
+        start = FRAME_HEAD.size + at
+        values = frames[:, start : start + nbytes].copy().view(numpy_type)  # (n, rows) or (n, 1)
+        if encoding == CONSTANT:
+            values = np.broadcast_to(values, (n, rows))
+        elif encoding == RANGE:
+            values = values.astype(np.int64) + np.arange(rows, dtype=np.int64)
+        columns[name] = values
+    if "flags" not in columns:
+        columns["flags"] = np.zeros((n, rows), np.uint8)
+    return columns

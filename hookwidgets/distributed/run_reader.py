@@ -17,7 +17,8 @@ import numpy as np
 
 from . import run_format as fmt
 
-FRAME_CACHE = 64  # decoded DATA frames kept per rank (a view redraws the newest steps often)
+_NAMES_SEEN: dict[bytes, list[tuple[str, str, str, int]]] = {}  # a names frame's payload -> its keys, checked
+FRAME_CACHE = 2  # decoded DATA frames kept per rank (the view caches what it computes from them)
 _HEADER_FIELDS: dict[str, tuple[type, ...]] = {"rank": (int,), "world": (int,), "tree": (str,)}
 _OPTIONAL: dict[str, tuple[type, ...]] = {
     "node_rank": (int,),
@@ -76,18 +77,20 @@ class RankFile:
 
     def _new_entries(self, size: int) -> np.ndarray:
         """The whole index entries past those read, each inside the frames file and after the last one."""
-        try:
-            index_size = self.index_path.stat().st_size
+        try:  # opened for each read, not held: two descriptors a rank would not fit 1024 on 512 ranks
+            fd = os.open(self.index_path, os.O_RDONLY)
         except FileNotFoundError:
             return np.zeros(0, fmt.INDEX_ENTRY)  # no index: the frames are read from the .hwlog itself
-        whole = (index_size - len(fmt.INDEX_MAGIC)) // fmt.INDEX_ENTRY.itemsize
-        if whole <= self._all:
-            return np.zeros(0, fmt.INDEX_ENTRY)
-        with self.index_path.open("rb") as handle:
-            if self._all == 0 and handle.read(len(fmt.INDEX_MAGIC)) != fmt.INDEX_MAGIC:
+        try:
+            whole = (os.fstat(fd).st_size - len(fmt.INDEX_MAGIC)) // fmt.INDEX_ENTRY.itemsize
+            if whole <= self._all:
+                return np.zeros(0, fmt.INDEX_ENTRY)
+            if self._all == 0 and os.pread(fd, len(fmt.INDEX_MAGIC), 0) != fmt.INDEX_MAGIC:
                 raise ValueError(f"{self.index_path}: not a hookwidgets run log index (its first bytes differ)")
-            handle.seek(len(fmt.INDEX_MAGIC) + self._all * fmt.INDEX_ENTRY.itemsize)
-            raw = handle.read((whole - self._all) * fmt.INDEX_ENTRY.itemsize)
+            at = len(fmt.INDEX_MAGIC) + self._all * fmt.INDEX_ENTRY.itemsize
+            raw = os.pread(fd, (whole - self._all) * fmt.INDEX_ENTRY.itemsize, at)
+        finally:
+            os.close(fd)
         entries = np.frombuffer(raw, fmt.INDEX_ENTRY, len(raw) // fmt.INDEX_ENTRY.itemsize)
         ends = entries["offset"].astype(np.int64) + entries["length"]
         starts = np.concatenate([[self._end], ends[:-1]])
@@ -132,7 +135,7 @@ class RankFile:
         if kind == fmt.HEADER:
             self.header = _checked_header(value, where)
         elif kind == fmt.NAMES:
-            self._names(value, where)
+            self._names(value, where, payload)
         elif value.get("stopped") == "max_bytes":
             self.stopped = "max_bytes"
             self._say(
@@ -142,20 +145,29 @@ class RankFile:
         elif value.get("closed") is True:
             self.stopped = "closed"
 
-    def _names(self, value: dict[str, Any], where: str) -> None:
+    def _names(self, value: dict[str, Any], where: str, payload: bytes) -> None:
         first, keys = value.get("first"), value.get("keys")
         if first != len(self.keys) or not isinstance(keys, list):
             raise ValueError(f"{where}: a names frame that does not continue the keys before it")
+        known = _NAMES_SEEN.get(payload)
+        if known is not None:  # every rank declares the same keys: checked once
+            self.keys.extend(known)
+            return
         for key in keys:
             if not (
-                isinstance(key, list)
+                type(key) is list
                 and len(key) == 4
-                and all(isinstance(part, str) for part in key[:3])
-                and isinstance(key[3], int)
-                and not isinstance(key[3], bool)
+                and type(key[0]) is str
+                and type(key[1]) is str
+                and type(key[2]) is str
+                and type(key[3]) is int
             ):
                 raise ValueError(f"{where}: a row key {str(key)[:80]!r} is not [path, kind, phase, call]")
-            self.keys.append((key[0], key[1], key[2], key[3]))
+        checked = [(key[0], key[1], key[2], key[3]) for key in keys]
+        if len(_NAMES_SEEN) >= 64:
+            _NAMES_SEEN.clear()
+        _NAMES_SEEN[payload] = checked
+        self.keys.extend(checked)
 
     def _scan_tail(self, size: int) -> None:
         """Frames after the indexed ones (no index, or the writer stopped before writing an entry); a cut-off last
@@ -215,7 +227,7 @@ class RankFile:
             self.notes.append(text)
 
     def data(self, i: int) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """DATA frame ``i`` (by position in ``entries``): its head and columns, each row's ``step`` included."""
+        """DATA frame ``i`` (by position in ``entries``): its head and columns (``step`` only when ``MIXED``)."""
         cached = self._frames.get(i)
         if cached is not None:
             self._frames.move_to_end(i)
@@ -232,12 +244,27 @@ class RankFile:
         keys = columns["key"]
         if len(keys) and int(keys.max()) >= len(self.keys):
             raise ValueError(f"{where}: a row names key {int(keys.max())}, but only {len(self.keys)} keys are declared")
-        if "step" not in columns:
-            columns["step"] = np.broadcast_to(np.int64(head["step"]), (head["rows"],))
         self._frames[i] = (head, columns)
         if len(self._frames) > FRAME_CACHE:
             self._frames.popitem(last=False)
         return head, columns
+
+    def data_many(self, positions: np.ndarray) -> dict[str, np.ndarray] | None:
+        """The DATA frames at ``positions`` decoded together, each column ``(len(positions), rows)``; None when they
+        differ in length or layout (then ``data()`` reads each)."""
+        entries = self.entries[positions]
+        length = int(entries["length"][0])
+        if len(entries) < 2 or (entries["length"] != length).any():
+            return None
+        raw = b"".join(self._read(int(offset), length) for offset in entries["offset"])
+        if len(raw) != length * len(entries):
+            raise ValueError(f"{self.path}: a frame its index lists is cut short")
+        frames = np.frombuffer(raw, np.uint8).reshape(len(entries), length)
+        where = f"{self.path} (frames at bytes {int(entries['offset'][0])}…{int(entries['offset'][-1])})"
+        columns = fmt.decode_many(frames, entries["step"], where)
+        if columns is not None and len(columns["key"][0]) and int(columns["key"].max()) >= len(self.keys):
+            raise ValueError(f"{where}: a row names key {int(columns['key'].max())}, but only {len(self.keys)} keys")
+        return columns
 
     def frames_of(self, step: int) -> np.ndarray:
         """Positions in ``entries`` of the DATA frames holding rows of ``step``."""

@@ -28,6 +28,7 @@ from ..core.kind_table import summary_columns
 from . import moments as mo
 from .logs import RANK_FILE as DDP_FILE
 from .logs import load_records
+from .run_format import MIXED
 from .run_reader import RankFile
 from .run_writer import tree_shape
 
@@ -71,7 +72,10 @@ class RunView:
         self._layer_of: dict[tuple[str, str], int] = {}
         self._key_layers: dict[int, np.ndarray] = {}  # rank -> layer of each of its row keys
         self._steps = np.zeros(0, np.int64)
-        self._cache: OrderedDict[tuple[int | None, int], np.ndarray] = OrderedDict()
+        self._chunks: dict[tuple[tuple[str, str, str, int], ...], np.ndarray] = {}
+        self._synced: dict[int, int] = {}  # rank -> its index entries taken into steps
+        self._cache: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()  # (rank, step) -> layer moments
+        self._reduced_cache: dict[int, np.ndarray] = {}  # step -> layer moments over every rank
         self._sync()
 
     # -- what is in the directory
@@ -154,6 +158,8 @@ class RunView:
             return False
         for key in [key for key in self._cache if key[1] >= oldest]:
             del self._cache[key]
+        for step in [step for step in self._reduced_cache if step >= oldest]:
+            del self._reduced_cache[step]
         self._sync()
         return True
 
@@ -163,9 +169,14 @@ class RunView:
         for rank, log in self._files.items():
             mapping = self._key_layers.get(rank, np.zeros(0, np.int64))
             if len(mapping) < len(log.keys):
-                extra = [self._layer(path, kind, phase) for path, kind, phase, _ in log.keys[len(mapping) :]]
-                self._key_layers[rank] = np.concatenate([mapping, np.array(extra, np.int64)])
-            steps += [log.entries["step"], log.entries["min_step"]]
+                chunk = tuple(log.keys[len(mapping) :])
+                extra = self._chunks.get(chunk)  # ranks declare the same keys: each list is mapped once
+                if extra is None:
+                    extra = self._chunks[chunk] = np.array([self._layer(p, k, ph) for p, k, ph, _ in chunk], np.int64)
+                self._key_layers[rank] = np.concatenate([mapping, extra])
+            new = log.entries[self._synced.get(rank, 0) :]  # only the entries since the last sync: a step stays cheap
+            self._synced[rank] = len(log.entries)
+            steps += [new["step"], new["min_step"]]
         self._steps = np.unique(np.concatenate(steps)).astype(np.int64)
 
     def _layer(self, path: str, kind: str, phase: str) -> int:
@@ -223,42 +234,108 @@ class RunView:
         return [*self.notes, *(n for log in self._files.values() for n in log.notes)]
 
     # -- numbers
-    def _rank_step(self, rank: int, step: int) -> np.ndarray:
-        """Rank ``rank``'s layer moments in ``step``, ``(len(layers), WIDTH)`` (cached)."""
-        key = (rank, step)
-        hit = self._cache.get(key)
+    def _read_pairs(self, pairs: list[tuple[int, int]], layer: int | None = None) -> np.ndarray:
+        """The layer moments of each ``(rank, step)`` of ``pairs``, ``(len(pairs), len(layers), WIDTH)``, computed
+        in one vectorized pass over their frames' rows (only ``layer``'s rows when given)."""
         count = len(self._layers)
-        if hit is not None and len(hit) == count:
-            self._cache.move_to_end(key)
-            return hit
-        log = self._files[rank]
-        mapping = self._key_layers[rank]
-        parts, groups = [], []
-        for i in log.frames_of(step):
-            _, columns = log.data(int(i))
-            rows = columns["step"] == step
-            chosen = {name: values[rows] for name, values in columns.items()}
-            parts.append(chosen)
-            groups.append(mapping[chosen["key"]])
-        if parts:
-            merged = {name: np.concatenate([p[name] for p in parts]) for name in parts[0]}
-            result = mo.of_rows(merged, np.concatenate(groups), count)
-        else:
-            result = mo.combine(np.zeros((0, mo.WIDTH)), np.zeros(0, np.int64), count)
-        self._cache[key] = result
-        if len(self._cache) > LAYER_CACHE:
-            self._cache.popitem(last=False)
-        return result
+        parts: dict[str, list[np.ndarray]] = {}
+        groups: list[np.ndarray] = []
+        slow = self._read_together(pairs, layer, parts, groups)
+        for p in slow:
+            rank, step = pairs[p]
+            log, mapping = self._files[rank], self._key_layers[rank]
+            for i in log.frames_of(step):
+                head, columns = log.data(int(i))
+                chosen = mapping[columns["key"]]
+                keep = None
+                if head["flags"] & MIXED:
+                    keep = columns["step"] == step
+                if layer is not None:
+                    keep = chosen == layer if keep is None else keep & (chosen == layer)
+                if keep is not None:
+                    chosen = chosen[keep]
+                for name in mo.COLUMNS:
+                    parts.setdefault(name, []).append(columns[name] if keep is None else columns[name][keep])
+                groups.append(chosen + p * count)
+        if not groups:
+            return mo.combine(np.zeros((0, mo.WIDTH)), np.zeros(0, np.int64), len(pairs) * count).reshape(
+                len(pairs), count, mo.WIDTH
+            )
+        merged = {name: np.concatenate(values) for name, values in parts.items()}
+        return mo.of_rows(merged, np.concatenate(groups), len(pairs) * count).reshape(len(pairs), count, mo.WIDTH)
 
-    def _reduced_step(self, step: int) -> np.ndarray:
-        """Every rank's layer moments in ``step`` combined (cached until a refresh brings rows of it)."""
-        key = (None, step)
-        hit = self._cache.get(key)
-        if hit is not None and len(hit) == len(self._layers):
-            return hit
-        result = mo.stack(np.stack([self._rank_step(rank, step) for rank in self._files]))
-        self._cache[key] = result
-        return result
+    def _read_together(
+        self, pairs: list[tuple[int, int]], layer: int | None, parts: dict[str, list[np.ndarray]], groups: list
+    ) -> list[int]:
+        """Read the pairs of a rank whose steps are each one frame of one layout in one go (``data_many``), into
+        ``parts`` and ``groups``; the positions in ``pairs`` left to read frame by frame."""
+        count = len(self._layers)
+        by_rank: dict[int, list[int]] = {}
+        for p, (rank, _) in enumerate(pairs):
+            by_rank.setdefault(rank, []).append(p)
+        slow: list[int] = []
+        for rank, chosen in by_rank.items():
+            log, mapping = self._files[rank], self._key_layers[rank]
+            entries = log.entries
+            positions = np.searchsorted(entries["step"], [pairs[p][1] for p in chosen])
+            positions = np.minimum(positions, max(len(entries) - 1, 0))
+            single = (
+                len(chosen) > 1
+                and len(entries)
+                and not (entries["flags"] & MIXED).any()
+                and (entries["step"][positions] == [pairs[p][1] for p in chosen]).all()
+                and (np.diff(entries["step"]) > 0).all()
+            )
+            columns = log.data_many(positions) if single else None
+            if columns is None:
+                slow.extend(chosen)
+                continue
+            layers = mapping[columns["key"]] + (np.array(chosen)[:, None] * count)
+            keep = None if layer is None else (layers % count) == layer
+            for name in mo.COLUMNS:
+                values = columns[name]
+                parts.setdefault(name, []).append(values.reshape(-1) if keep is None else values[keep])
+            groups.append(layers.reshape(-1) if keep is None else layers[keep])
+        return slow
+
+    def _pairs(self, pairs: list[tuple[int, int]]) -> np.ndarray:
+        """``_read_pairs`` through the cache of recent ``(rank, step)`` moments."""
+        count = len(self._layers)
+        missing = [pair for pair in pairs if pair not in self._cache or len(self._cache[pair]) != count]
+        for k in range(0, len(missing), LAYER_CACHE // 2):  # in chunks that the cache holds
+            chunk = missing[k : k + LAYER_CACHE // 2]
+            for pair, moments in zip(chunk, self._read_pairs(chunk), strict=True):
+                self._cache[pair] = moments
+                if len(self._cache) > LAYER_CACHE:
+                    self._cache.popitem(last=False)
+        out = np.empty((len(pairs), count, mo.WIDTH))
+        for k, pair in enumerate(pairs):
+            hit = self._cache.get(pair)
+            out[k] = hit if hit is not None else self._read_pairs([pair])[0]  # pushed out by a bigger request
+        return out
+
+    def _reduced(self, steps: list[int]) -> np.ndarray:
+        """Every rank's layer moments of each step combined, ``(len(steps), len(layers), WIDTH)`` (cached per step
+        until a refresh brings rows of it)."""
+        count, ranks = len(self._layers), list(self._files)
+        out = np.empty((len(steps), count, mo.WIDTH))
+        missing = []
+        for k, step in enumerate(steps):
+            hit = self._reduced_cache.get(step)
+            if hit is not None and len(hit) == count:
+                out[k] = hit
+            else:
+                missing.append(k)
+        chunk = max(1, LAYER_CACHE // max(len(ranks), 1))
+        for at in range(0, len(missing), chunk):
+            which = missing[at : at + chunk]
+            moments = self._read_pairs([(rank, steps[k]) for k in which for rank in ranks])  # (S·R, L, W)
+            by_step = moments.reshape(len(which), len(ranks), count, mo.WIDTH).transpose(0, 2, 1, 3)
+            groups = np.repeat(np.arange(len(which) * count), len(ranks))
+            reduced = mo.combine(by_step.reshape(-1, mo.WIDTH), groups, len(which) * count)
+            for j, k in enumerate(which):
+                out[k] = self._reduced_cache[steps[k]] = reduced[j * count : (j + 1) * count]
+        return out
 
     def _check_rank(self, rank: int) -> None:
         if rank not in self._files:
@@ -285,15 +362,15 @@ class RunView:
         mo.field(np.zeros((0, mo.WIDTH)), field)  # an unknown field: its ValueError before any reading
         if rank is not None:
             self._check_rank(rank)
-        columns = [self._reduced_step(s) if rank is None else self._rank_step(rank, s) for s in chosen]
-        if not columns:
+        if not chosen:
             return np.zeros((len(self._layers), 0))
-        return mo.field(np.stack(columns, axis=1), field)
+        moments = self._reduced(chosen) if rank is None else self._pairs([(rank, step) for step in chosen])
+        return mo.field(moments, field).T
 
     def rank_layers(self, step: int, field: str) -> np.ndarray:
         """``field`` of each layer on each rank in ``step``: ``(len(ranks), len(layers))`` (one frame per rank)."""
         self._check_steps([step])
-        return mo.field(np.stack([self._rank_step(rank, step) for rank in self._files]), field)
+        return mo.field(self._pairs([(rank, step) for rank in self._files]), field)
 
     def per_rank(self, path: str, field: str, *, kind: str | None = None, steps: Any = None) -> np.ndarray:
         """``field`` of the module ``path`` on each rank in each step: ``(len(ranks), len(steps))``.
@@ -304,11 +381,10 @@ class RunView:
         layer = self._find_layer(path, field, kind)
         name = field.split("_", 1)[1] if field.startswith(("act_", "grad_")) else field
         chosen = self._check_steps(steps)
-        out = np.full((len(self._files), len(chosen)), np.nan)
-        for r, rank in enumerate(self._files):
-            for s, step in enumerate(chosen):
-                out[r, s] = mo.field(self._rank_step(rank, step)[layer], name)
-        return out
+        mo.field(np.zeros((0, mo.WIDTH)), name)  # an unknown field: its ValueError before any reading
+        pairs = [(rank, step) for rank in self._files for step in chosen]
+        moments = self._read_pairs(pairs, layer)[:, layer]  # only that layer's rows: no cache needed
+        return mo.field(moments, name).reshape(len(self._files), len(chosen))
 
     def _find_layer(self, path: str, field: str, kind: str | None) -> int:
         kinds = [k for p, k, _ in self._layers if p == path]
@@ -388,7 +464,7 @@ class RunView:
         columns = summary_columns()
         rows: list[dict[str, Any]] = []
         for step in chosen:
-            per_rank = {rank: self._rank_step(rank, step) for rank in ranks}
+            per_rank = dict(zip(ranks, self._pairs([(rank, step) for rank in ranks]), strict=True))
             reduced = mo.stack(np.stack(list(per_rank.values())))
             every: list[tuple[int | None, np.ndarray]] = [*per_rank.items(), (None, reduced)]
             for who, moments in every:

@@ -22,12 +22,13 @@ import time
 import warnings
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
 from .._warnings import RunLogWarning
+from ..core.capture.recomputes import once_each
 from ..core.capture.stats import tensor_stats
 from ..core.capture.store import Record
 from ..core.kind_table import KINDS
@@ -37,6 +38,19 @@ DEFAULT_MAX_BYTES = 2**30
 """A rank's log stops growing at this many bytes (1 GiB): about 60 000 steps of stats on 300 modules, both sides."""
 PHASES = {k.user_name: k.phase for k in KINDS.values()}
 _STAT_NAMES = (*fmt.STATS, *fmt.COUNTS)
+
+
+class _Row(NamedTuple):
+    """A record waiting for its step's frame: a stats record's ``Record`` (read at the boundary) or a capture's
+    statistics."""
+
+    path: str
+    kind: str
+    step: int
+    call: int
+    recompute: bool
+    stats: Any
+    flags: int
 
 
 def rank_identity() -> dict[str, Any]:
@@ -187,7 +201,7 @@ class _Writer:
         self.full = self.closed = False
         self.nbytes = 0
         self._lock = threading.Lock()
-        self._pending: list[tuple[tuple[str, str, int], int, Any, int]] = []  # key, step, Record or stats, flags
+        self._pending: list[_Row] = []
         self._keys: dict[tuple[str, str, int], int] = {}
         self._began: dict[int, float] = {}  # step -> its start (Unix time), for the steps not written yet
         self._data = open(path, "wb", buffering=0)  # noqa: SIM115  # held open across steps; one write per frame
@@ -205,7 +219,8 @@ class _Writer:
             if primary is not None:  # a capture: its statistics now, before anything changes the tensor in place
                 stats = None if primary.is_meta else tensor_stats(primary)
                 flags |= fmt.MAGNITUDE if primary.is_complex() else 0
-            self._pending.append(((record.path, record.kind, record.call), record.step, stats, flags))
+            row = _Row(record.path, record.kind, record.step, record.call, record.recompute, stats, flags)
+            self._pending.append(row)
         except Exception as exc:  # a log must never break the user's forward or backward
             self._fail(f"a record of {record.kind!r} on {record.path!r} could not be logged: {exc!r}")
 
@@ -224,9 +239,10 @@ class _Writer:
             except Exception as exc:
                 self._fail(f"writing {self._data.name} failed: {exc!r}")
 
-    def _flush(self, pending: list[tuple[tuple[str, str, int], int, Any, int]], now: float) -> None:
+    def _flush(self, pending: list[_Row], now: float) -> None:
+        pending = once_each(pending)  # a forward a checkpoint recomputed is one forward
         keys = self._keys
-        new = [key for key in dict.fromkeys(row[0] for row in pending) if key not in keys]
+        new = [key for key in dict.fromkeys((row.path, row.kind, row.call) for row in pending) if key not in keys]
         if new:
             first = len(keys)
             keys.update((key, first + k) for k, key in enumerate(new))
@@ -236,7 +252,7 @@ class _Writer:
         n = len(pending)
         values = np.full((len(_STAT_NAMES), n), np.nan)
         flags = np.zeros(n, np.int64)
-        for k, (_, _, stats, flag) in enumerate(pending):
+        for k, (*_, stats, flag) in enumerate(pending):
             if isinstance(stats, Record):
                 stats = stats.stats
                 flag |= fmt.MAGNITUDE if stats is not None and stats.get("magnitude") else 0
@@ -247,9 +263,9 @@ class _Writer:
                 values[:, k] = [stats[name] for name in _STAT_NAMES]
                 flag |= fmt.LOCAL if str(stats.get("scope", "")).startswith("local") else 0
             flags[k] = flag
-        steps = np.array([row[1] for row in pending], np.int64)
+        steps = np.array([row.step for row in pending], np.int64)
         step, min_step = int(steps.max()), int(steps.min())
-        columns: dict[str, np.ndarray] = {"key": np.array([keys[row[0]] for row in pending], np.int64)}
+        columns: dict[str, np.ndarray] = {"key": np.array([keys[row.path, row.kind, row.call] for row in pending])}
         if min_step != step:
             columns["step"] = steps
         columns["flags"] = flags

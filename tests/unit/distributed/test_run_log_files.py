@@ -310,3 +310,58 @@ def test_rank_files_of_an_older_run_are_left_out_and_said(logged, monkeypatch):
     run = hookwidgets.open_run(log_dir)
     assert run.ranks == [0] and run.world == 1
     assert run.notes == ["rank1.hwlog is from another run (world 2, run id None) than the newest rank log: left out"]
+
+
+class _Checkpointed(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = nn.Sequential(nn.Linear(4, 8), nn.Tanh())
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.head(torch.utils.checkpoint.checkpoint(self.block, x, use_reentrant=False))
+
+
+def test_a_forward_a_checkpoint_recomputes_is_logged_once(tmp_path):
+    torch.manual_seed(0)
+    m = _Checkpointed()
+    with Explorer(m) as ex:
+        ex.attach("", "global_forward", action="stats")
+        ex.record_to(tmp_path)
+        x = torch.randn(3, 4, requires_grad=True)
+        m(x).sum().backward()
+        assert any(r.recompute for r in ex.captures["block.0"]["global_forward"])
+        expected = {r["path"]: r for r in ex.summary()}
+    rows = {r["path"]: r for r in hookwidgets.open_run(tmp_path).summary() if r["rank"] == 0}
+    assert rows.keys() == expected.keys()
+    for path, row in rows.items():
+        assert row["act_norm"] == pytest.approx(expected[path]["act_norm"], rel=1e-6)
+
+
+def test_statistics_of_a_local_shard_are_said_per_layer(tmp_path):
+    names = {"first": 0, "keys": [["a", "post_accumulate", "backward", 0], ["b", "post_accumulate", "backward", 0]]}
+    columns = {"key": np.arange(2), "flags": np.array([fmt.LOCAL, 0]), "numel": np.full(2, 4)}
+    columns |= {"nan": np.zeros(2, int), "inf": np.zeros(2, int)} | {name: np.ones(2) for name in fmt.STATS}
+    data = fmt.frame(fmt.DATA, fmt.data_payload(1, 0.0, 0.1, columns)[0])
+    _crafted(tmp_path, fmt.json_frame(fmt.HEADER, HEADER), fmt.json_frame(fmt.NAMES, names), data)
+    assert hookwidgets.open_run(tmp_path).layer_steps("local", rank=0).tolist() == [[1.0], [0.0]]
+
+
+def test_a_backward_finishing_after_the_next_step_began_is_logged_under_its_step(tmp_path):
+    m = model()
+    with Explorer(m) as ex:
+        ex.attach("", ["global_forward", "global_grad"], action="stats")
+        ex.record_to(tmp_path)
+        first = m(torch.randn(3, 4))
+        second = m(torch.randn(3, 4))  # step 2 began: step 1's forward records are written, its backward not yet
+        (first.sum() + 2 * second.sum()).backward()  # both steps' gradients arrive in step 2
+        m(torch.randn(3, 4)).sum().backward()
+        expected = ex.summary()
+    run = hookwidgets.open_run(tmp_path)
+    assert run.steps == [1, 2, 3]
+    rows = [r for r in run.summary() if r["rank"] == 0]
+    assert [(r["step"], r["path"]) for r in rows] == [(r["step"], r["path"]) for r in expected]
+    for row, want in zip(rows, expected, strict=True):
+        assert row["grad_norm"] == pytest.approx(want["grad_norm"], rel=1e-6), row["path"]
+    steps = run.layer_steps("norm", rank=0)  # the frames read together, and one by one
+    assert steps[:, :1].tolist() == run.layer_steps("norm", rank=0, steps=[1]).tolist()
