@@ -263,6 +263,7 @@ class FirstNonfinite(TypedDict):
 class RunState(TypedDict):
     source: str
     ranks: list[int]
+    rank: str
     steps: list[int]
     kinds: list[str]
     kind: str
@@ -314,13 +315,14 @@ RUN_TRAITLETS: dict[str, Any] = {
     "kind": str,
     "field": str,
     "step": int,
+    "rank": str,
     "run": RunState,
     "heatmap": Grid,
     "ranks_view": Grid,
     "error": str,
 }
 """Each traitlet of the run view (``RunWidget``) and the shape of its value; the page writes ``selected``, ``kind``,
-``field`` and ``step`` (-1: the default step)."""
+``field``, ``step`` (-1: the default step) and ``rank`` (the heatmap's: ``"all"``, a rank, or ``""``: the default)."""
 
 
 # Messages from the page (``model.send``). Each carries a ``request_id`` and gets exactly one ``Reply``.

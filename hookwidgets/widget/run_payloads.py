@@ -16,17 +16,29 @@ if TYPE_CHECKING:
     from ..distributed import RunView
 
 HEATMAP_STEPS = 200
-"""The layers × steps heatmap shows at most this many of the newest steps (each reads every rank's frame once)."""
+"""The layers × steps heatmap shows at most this many of the newest steps."""
+ALL_RANKS_FRAMES = 4000
+"""The heatmap takes every rank's records as one by default while that reads at most this many frames (ranks ×
+steps shown, ~0.4 ms each); past it, it shows one rank (the first NaN/Inf's, else the first), and "all" is a choice."""
+ALL = "all"
+"""The heatmap's rank choice that takes every rank's records as one."""
 FIELDS = ["norm", "mean", "std", "min", "max", "zero_fraction", "nonfinite"]
 """The statistics the view offers (``RunView.layer_steps`` reads them); ``norm`` first, the default."""
 FLAG_MISSING, FLAG_VALUE, FLAG_NONFINITE = 0, 1, 2
 """A cell's flag: no record; a value; a tensor that held NaN/Inf."""
 
 
-def run_state(run: RunView, kind: str | None = None, field: str | None = None, step: int | None = None) -> RunState:
-    """The ``run`` traitlet: what the log holds, the kind, field and step shown (defaults filled in: the first
-    NaN/Inf's kind and step, else the first kind logged and the newest step), the first NaN/Inf."""
+def run_state(
+    run: RunView, kind: str | None = None, field: str | None = None, step: int | None = None, rank: str | None = None
+) -> RunState:
+    """The ``run`` traitlet: what the log holds, the kind, field, step and heatmap rank shown (defaults filled in: the
+    first NaN/Inf's kind and step, else the first kind logged and the newest step; every rank as one while that is
+    cheap), the first NaN/Inf."""
     first = first_nonfinite(run)
+    ranks = list(run.ranks)
+    if rank != ALL and not (rank is not None and rank.isdigit() and int(rank) in ranks):
+        cheap = len(ranks) * min(len(run.steps), HEATMAP_STEPS) <= ALL_RANKS_FRAMES
+        rank = ALL if cheap or not ranks else str(first["rank"] if first is not None else ranks[0])
     kinds = list(dict.fromkeys(layer["kind"] for layer in run.layers))
     if kind not in kinds:
         kind = first["kind"] if first is not None and first["kind"] in kinds else (kinds[0] if kinds else "")
@@ -35,7 +47,8 @@ def run_state(run: RunView, kind: str | None = None, field: str | None = None, s
         step = first["step"] if first is not None and first["step"] in steps else (steps[-1] if steps else None)
     return {
         "source": str(run.log_dir),
-        "ranks": list(run.ranks),
+        "ranks": ranks,
+        "rank": rank,
         "steps": steps,
         "kinds": kinds,
         "kind": kind,
@@ -80,19 +93,24 @@ def run_tree(run: RunView) -> TreeNode:
     return root
 
 
-def grid_of_steps(run: RunView, kind: str, field: str, first: FirstNonfinite | None = None) -> Grid:
-    """Layers (of ``kind``) × the newest ``HEATMAP_STEPS`` steps of ``field``, every rank's records taken as one;
-    ``first`` (the first NaN/Inf) is marked when it is in it."""
+def grid_of_steps(run: RunView, kind: str, field: str, rank: str = ALL, first: FirstNonfinite | None = None) -> Grid:
+    """Layers (of ``kind``) × the newest ``HEATMAP_STEPS`` steps of ``field``, of one ``rank`` or of every rank's
+    records taken as one (``ALL``); ``first`` (the first NaN/Inf) is marked when it is in it."""
     steps = run.steps[-HEATMAP_STEPS:]
     rows = [k for k, layer in enumerate(run.layers) if layer["kind"] == kind]
     paths = [run.layers[k]["path"] for k in rows]
-    values, flags = _cells(lambda name: run.layer_steps(name, steps=steps)[rows] if steps else np.zeros((0, 0)), field)
+    which = None if rank == ALL else int(rank)
+    values, flags = _cells(
+        lambda name: run.layer_steps(name, rank=which, steps=steps)[rows] if steps else np.zeros((0, 0)), field
+    )
     mark = None
-    if first is not None and first["kind"] == kind and first["path"] in paths and first["step"] in steps:
+    shown = first is not None and (which is None or first["rank"] == which) and first["kind"] == kind
+    if first is not None and shown and first["path"] in paths and first["step"] in steps:
         mark = [paths.index(first["path"]), steps.index(first["step"])]
     older = f", the newest {len(steps)} of {len(run.steps)} steps" if len(steps) < len(run.steps) else ""
+    over = "over all ranks" if which is None else f"on rank {which}"
     return {
-        "title": f"{field} of {kind} per layer and step, over all ranks{older}",
+        "title": f"{field} of {kind} per layer and step, {over}{older}",
         "row_name": "layer",
         "column_name": "step",
         "rows": paths,

@@ -43,6 +43,9 @@ class RunWidget(anywidget.AnyWidget):
     step = traitlets.Int(-1).tag(sync=True)
     """The step the ranks view shows; written by a click on a heatmap column (-1: the first non-finite's, else the
     newest)."""
+    rank = traitlets.Unicode("").tag(sync=True)
+    """The heatmap's rank: ``"all"`` (every rank's records as one), a rank as text, or ``""``: all while that reads
+    few frames, else the first NaN/Inf's rank (see ``run_payloads.ALL_RANKS_FRAMES``); written by the browser."""
     run: Synced[RunState] = _synced(traitlets.Dict({}))
     """What the log holds: ranks, steps, fields, the first non-finite, notes on what was skipped."""
     heatmap: Synced[Grid] = _synced(traitlets.Dict({}))
@@ -74,7 +77,7 @@ class RunController:
         self.widget.on_close = self.stop
         self.push()
         this = weakref.ref(self)
-        self.widget.observe(lambda change: _push(this), names=["kind", "field", "step"])
+        self.widget.observe(lambda change: _push(this), names=["kind", "field", "step", "rank"])
         self._thread = threading.Thread(target=_poll, args=(this, self._stopped, interval), daemon=True)
         self._thread.name = "hookwidgets-run-view"
         self._thread.start()
@@ -97,10 +100,10 @@ class RunController:
         with self._lock:
             try:
                 step = widget.step if widget.step >= 0 else None
-                state = run_state(self._run, widget.kind or None, widget.field or None, step)
+                state = run_state(self._run, widget.kind or None, widget.field or None, step, widget.rank or None)
                 state["live"] = self.following
                 first, kind, field = state["first_nonfinite"], state["kind"], state["field"]
-                heatmap = grid_of_steps(self._run, kind, field, first)
+                heatmap = grid_of_steps(self._run, kind, field, state["rank"], first)
                 ranks = grid_of_ranks(self._run, kind, field, state["step"], first)
                 tree = run_tree(self._run)
             except Exception as exc:  # shown in the widget; the kernel and the poll go on
@@ -131,7 +134,7 @@ class RunController:
 
 
 def _push(controller: weakref.ref[RunController]) -> None:
-    """The page chose another kind, field or step: draw it (the widget holds its controller weakly here)."""
+    """The page chose another kind, field, step or rank: draw it (the widget holds its controller weakly here)."""
     this = controller()
     if this is not None:
         this.push()

@@ -312,6 +312,7 @@
  * @typedef {object} RunState
  * @property {string} source
  * @property {number[]} ranks
+ * @property {string} rank
  * @property {number[]} steps
  * @property {string[]} kinds
  * @property {string} kind
@@ -473,6 +474,7 @@
  * @property {string} kind
  * @property {string} field
  * @property {number} step
+ * @property {string} rank
  * @property {Partial<RunState>} run
  * @property {Partial<Grid>} heatmap
  * @property {Partial<Grid>} ranks_view

@@ -167,6 +167,13 @@ def test_the_run_view_shows_a_logs_layers_steps_and_ranks_and_follows_it(
         ranks_title = view.locator(".hw-run-ranks .hw-grid-title")
         ranks_title.filter(has_text=f"at step {steps[1]}").wait_for(timeout=10_000)
 
+        # the heatmap of one rank: rank 0 stayed finite
+        view.locator("select.hw-run-rank").select_option("0")
+        heat_title = view.locator(".hw-run-heatmap .hw-grid-title")
+        heat_title.filter(has_text="on rank 0").wait_for(timeout=10_000)
+        view.locator("select.hw-run-rank").select_option("all")
+        heat_title.filter(has_text="over all ranks").wait_for(timeout=10_000)
+
         # a step written after the view opened reaches it
         kernel.evaluate("train_step(5)")
         view.locator(".hw-run-counts").filter(has_text="6 steps").wait_for(timeout=15_000)

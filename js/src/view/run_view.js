@@ -50,6 +50,7 @@ export function renderRun({ model, el }) {
   const error = h("div", { cls: "hw-error", attrs: { role: "alert", hidden: true } }, [errorText]);
   const kind = h("select", { cls: "hw-run-kind", attrs: { "aria-label": "Hook kind shown" } });
   const field = h("select", { cls: "hw-run-field", attrs: { "aria-label": "Statistic shown" } });
+  const rank = h("select", { cls: "hw-run-rank", attrs: { "aria-label": "Rank of the layers × steps heatmap" } });
   const tree = createModuleTree(runTree(model));
   const heatmap = createGridCanvas({
     cls: "hw-run-heatmap",
@@ -75,7 +76,11 @@ export function renderRun({ model, el }) {
     },
   });
   const plots = h("div", { cls: "hw-pane hw-run-plots" }, [
-    h("div", { cls: "hw-run-bar" }, [h("label", { text: "kind " }, [kind]), h("label", { text: "statistic " }, [field])]),
+    h("div", { cls: "hw-run-pickers" }, [
+      h("label", { text: "kind " }, [kind]),
+      h("label", { text: "statistic " }, [field]),
+      h("label", { text: "heatmap of " }, [rank]),
+    ]),
     heatmap.el,
     ranks.el,
   ]);
@@ -109,6 +114,8 @@ export function renderRun({ model, el }) {
     message.hidden = !run.message;
     options(kind, run.kinds ?? [], run.kind ?? "");
     options(field, run.fields ?? [], run.field ?? "");
+    const ranks = (run.ranks ?? []).map(String);
+    options(rank, ["all", ...ranks], run.rank ?? "all", (r) => (r === "all" ? "all ranks" : `rank ${r}`));
   }
 
   /**
@@ -116,10 +123,11 @@ export function renderRun({ model, el }) {
    * @param {HTMLSelectElement} select
    * @param {string[]} values
    * @param {string} chosen
+   * @param {(value: string) => string} [label]
    */
-  function options(select, values, chosen) {
+  function options(select, values, chosen, label = (value) => value) {
     if ([...select.options].map((o) => o.value).join("\n") !== values.join("\n")) {
-      select.replaceChildren(...values.map((v) => h("option", { attrs: { value: v }, text: v })));
+      select.replaceChildren(...values.map((v) => h("option", { attrs: { value: v }, text: label(v) })));
     }
     select.value = chosen;
   }
@@ -158,6 +166,10 @@ export function renderRun({ model, el }) {
     }),
     listen(field, "change", () => {
       model.set("field", field.value);
+      model.save_changes();
+    }),
+    listen(rank, "change", () => {
+      model.set("rank", rank.value);
       model.save_changes();
     }),
   ];

@@ -19,6 +19,7 @@ from torch import nn
 
 from hookwidgets import open_run
 from hookwidgets.core import Explorer
+from hookwidgets.widget import run_payloads
 from hookwidgets.widget.run_payloads import (
     FLAG_MISSING,
     FLAG_NONFINITE,
@@ -99,7 +100,8 @@ def test_the_heatmap_is_the_logs_values_with_no_record_and_nan_flagged(logged):
     assert state["steps"] == run.steps and state["ranks"] == [0] and state["live"]
     assert state["kinds"] == ["global_forward", "global_grad"]
 
-    grid = grid_of_steps(run, "global_forward", "norm", state["first_nonfinite"])
+    assert state["rank"] == "all"  # 1 rank × 4 steps: every rank's records taken as one
+    grid = grid_of_steps(run, "global_forward", "norm", "all", state["first_nonfinite"])
     rows = _rows(run, "global_forward")
     paths = [run.layers[k]["path"] for k in rows]
     assert grid["rows"] == paths and "extra" in paths
@@ -144,9 +146,24 @@ def test_the_ranks_view_marks_the_rank_and_layer_that_went_non_finite_first(tmp_
     rows = _rows(run, "global_forward")
     np.testing.assert_array_equal(values, run.rank_layers(first["step"], "norm")[:, rows].astype(np.float32))
     assert [int(f) for f in flags[:, grid["columns"].index("fc")]] == [FLAG_VALUE, FLAG_NONFINITE]
-    heat = grid_of_steps(run, "global_forward", "norm", first)
+    heat = grid_of_steps(run, "global_forward", "norm", "all", first)
     _, flags = _cells(heat)
     assert flags[heat["rows"].index("fc"), heat["columns"].index(str(first["step"]))] == FLAG_NONFINITE  # over ranks
+    assert heat["title"] == "norm of global_forward per layer and step, over all ranks"
+    rank0 = grid_of_steps(run, "global_forward", "norm", "0", first)
+    values, flags = _cells(rank0)
+    np.testing.assert_array_equal(values, run.layer_steps("norm", rank=0)[rows].astype(np.float32))
+    assert not (flags == FLAG_NONFINITE).any() and rank0["mark"] is None  # rank 0 stayed finite
+    assert rank0["title"] == "norm of global_forward per layer and step, on rank 0"
+
+
+def test_on_many_ranks_the_heatmap_shows_one_rank_unless_asked_for_all(logged, monkeypatch):
+    log_dir, _ = logged
+    run = open_run(log_dir)
+    monkeypatch.setattr(run_payloads, "ALL_RANKS_FRAMES", 3)  # 1 rank × 4 steps is past it: as 512 ranks × 200
+    assert run_state(run)["rank"] == str(run.first_nonfinite()["rank"])
+    assert run_state(run, rank="all")["rank"] == "all"  # chosen in the page: every rank's frames are read
+    assert run_state(run, rank="7")["rank"] == "0"  # a rank the log lacks: the default
 
 
 def test_displaying_a_run_shows_its_widget_and_the_pages_choices_redraw_it(logged):
