@@ -273,6 +273,7 @@ class RunState(TypedDict):
     first_nonfinite: FirstNonfinite | None
     notes: list[str]
     live: bool
+    stopped: str
     message: str
 
 

@@ -58,6 +58,7 @@ def run_state(
         "first_nonfinite": first,
         "notes": run.all_notes(),
         "live": True,
+        "stopped": "",
         "message": "" if steps else "No step logged yet: the view shows each step as the ranks write it.",
     }
 

@@ -1,7 +1,8 @@
 """The run view: a ``RunView`` displayed (``hookwidgets.open_run(log_dir)`` ending a cell), following the log live.
 
 ``run_widget(run)`` is the one widget of a run (created on first display); a daemon thread polls ``run.refresh()``
-and pushes what changed, until the widget is closed. The payloads are built by ``run_payloads.py``.
+and pushes what changed, until the widget is closed or every rank closed its log. ``run_payloads.py`` builds the
+payloads.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class RunController:
         self._run = run
         self._lock = threading.RLock()  # the poll thread reads the log while the page's choices push: one at a time
         self._stopped = threading.Event()
+        self._why = ""  # why the view stopped following the log
         self._shown_error = ""
         self.widget = RunWidget()
         self.widget.on_close = self.stop
@@ -87,12 +89,15 @@ class RunController:
         """Whether the view still follows the log."""
         return not self._stopped.is_set()
 
-    def stop(self) -> None:
-        """Stop following the log (the widget shows what it last read)."""
-        self._stopped.set()
+    def stop(self, why: str = "the view was closed") -> None:
+        """Stop following the log (the widget shows what it last read, and ``why``)."""
         with self._lock:
+            if self._stopped.is_set():
+                return
+            self._why = why
+            self._stopped.set()
             if self.widget.run:
-                self.widget.run = {**self.widget.run, "live": False}
+                self.widget.run = {**self.widget.run, "live": False, "stopped": why}
 
     def push(self) -> None:
         """Send the run's state and both grids as the page chose them; an error is shown in the widget."""
@@ -101,7 +106,7 @@ class RunController:
             try:
                 step = widget.step if widget.step >= 0 else None
                 state = run_state(self._run, widget.kind or None, widget.field or None, step, widget.rank or None)
-                state["live"] = self.following
+                state["live"], state["stopped"] = self.following, self._why
                 first, kind, field = state["first_nonfinite"], state["kind"], state["field"]
                 heatmap = grid_of_steps(self._run, kind, field, state["rank"], first)
                 ranks = grid_of_ranks(self._run, kind, field, state["step"], first)
@@ -117,7 +122,7 @@ class RunController:
             self._show_error("")
 
     def poll(self) -> None:
-        """Read the log again; push when it grew."""
+        """Read the log again; push when it grew; stop once every rank closed its log."""
         with self._lock:
             try:
                 changed = self._run.refresh()
@@ -126,6 +131,9 @@ class RunController:
                 return
             if changed:
                 self.push()
+            live = self._run.live
+            if live and not any(live.values()):  # nothing more will come
+                self.stop("every rank closed its log")
 
     def _show_error(self, text: str) -> None:
         if text != self._shown_error:

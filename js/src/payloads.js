@@ -322,6 +322,7 @@
  * @property {FirstNonfinite | null} first_nonfinite
  * @property {string[]} notes
  * @property {boolean} live
+ * @property {string} stopped
  * @property {string} message
  */
 

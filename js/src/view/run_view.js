@@ -103,7 +103,7 @@ export function renderRun({ model, el }) {
     const span = steps.length > 0 ? ` (${steps[0]}–${steps[steps.length - 1]})` : "";
     const rankCount = (run.ranks ?? []).length;
     setText(counts, `${rankCount} ${rankCount === 1 ? "rank" : "ranks"} · ${steps.length} ${steps.length === 1 ? "step" : "steps"}${span}`);
-    setText(live, run.live ? "● following the log" : "not following");
+    setText(live, run.live ? "● following the log" : `not following: ${run.stopped || "stopped"}`);
     live.dataset.live = String(Boolean(run.live));
     const text = nonfiniteText(run.first_nonfinite);
     banner.hidden = text === "";

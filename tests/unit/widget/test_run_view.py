@@ -211,7 +211,23 @@ def test_the_view_follows_the_log_as_it_grows_until_closed(logged):
     assert widget.heatmap["columns"][-1] == str(steps[-1] + 1) and widget.run["live"]
     widget.close()
     _wait(lambda: len(_pollers()) == before, "the poll thread ended with the widget")
-    assert widget.run["live"] is False
+    assert (widget.run["live"], widget.run["stopped"]) == (False, "the view was closed")
+
+
+def test_the_view_stops_following_once_every_rank_closed_its_log(tmp_path):
+    ex, step = _training(tmp_path)
+    step(0)
+    before = len(_pollers())
+    widget = run_widget(open_run(tmp_path))
+    try:
+        assert widget.run["live"] and widget.run["stopped"] == ""
+        ex.close()  # writes the open step and closes the log
+        _wait(lambda: not widget.run["live"], "the view stopped following")
+        assert widget.run["stopped"] == "every rank closed its log"
+        assert widget.run["steps"] == [1]
+        _wait(lambda: len(_pollers()) == before, "the poll thread ended")
+    finally:
+        widget.close()
 
 
 def test_an_error_reading_the_log_is_shown_in_the_widget(logged, monkeypatch):
