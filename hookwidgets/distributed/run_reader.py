@@ -40,8 +40,8 @@ class RankFile:
         self.header: dict[str, Any] = {}
         self.keys: list[tuple[str, str, str, int]] = []
         """Row key id -> (path, kind, phase, call)."""
-        self.entries = np.zeros(0, fmt.INDEX_ENTRY)
-        """The DATA frames' index entries, in file order."""
+        self._buf = np.zeros(0, fmt.INDEX_ENTRY)  # grown by doubling: a step appends one entry, copying none
+        self._count = 0
         self.notes: list[str] = []
         self.stopped: str | None = None  # why the log stopped: "max_bytes" or "closed"
         self._all = 0  # index entries read (of every type)
@@ -62,6 +62,20 @@ class RankFile:
     def _read(self, offset: int, length: int) -> bytes:
         return os.pread(self._fd, length, offset)
 
+    @property
+    def entries(self) -> np.ndarray:
+        """The DATA frames' index entries, in file order."""
+        return self._buf[: self._count]
+
+    def _append(self, new: np.ndarray) -> None:
+        end = self._count + len(new)
+        if end > len(self._buf):
+            grown = np.zeros(max(end, 2 * len(self._buf), 64), fmt.INDEX_ENTRY)
+            grown[: self._count] = self._buf[: self._count]
+            self._buf = grown
+        self._buf[self._count : end] = new
+        self._count = end
+
     def refresh(self) -> bool:
         """Read the index entries and frames added since the last call; whether a DATA frame came."""
         size = os.fstat(self._fd).st_size
@@ -70,7 +84,7 @@ class RankFile:
         if len(new):
             for entry in new[new["type"] != fmt.DATA]:  # header, names and notes: few, read now
                 self._take(entry)
-            self.entries = np.concatenate([self.entries, new[new["type"] == fmt.DATA]])
+            self._append(new[new["type"] == fmt.DATA])
             self._end = int(new["offset"][-1]) + int(new["length"][-1])
         self._scan_tail(size)
         return len(self.entries) > before
@@ -177,7 +191,7 @@ class RankFile:
             self._scan(size, found)
         finally:
             if found:
-                self.entries = np.concatenate([self.entries, *found])
+                self._append(np.concatenate(found))
 
     def _scan(self, size: int, found: list[np.ndarray]) -> None:
         while self._end < size:
