@@ -19,7 +19,7 @@ from torch import nn
 
 from hookwidgets import open_run
 from hookwidgets.core import Explorer
-from hookwidgets.widget import run_payloads
+from hookwidgets.widget import protocol, run_payloads
 from hookwidgets.widget.run_payloads import (
     FLAG_MISSING,
     FLAG_NONFINITE,
@@ -31,6 +31,7 @@ from hookwidgets.widget.run_payloads import (
 from hookwidgets.widget.run_widget import RunWidget, run_widget
 
 from ._messages import browser_sets
+from ._shapes import problems
 
 NAN_STEP = 2
 """The training step (counted from 0) whose input holds a NaN."""
@@ -184,6 +185,8 @@ def test_displaying_a_run_shows_its_widget_and_the_pages_choices_redraw_it(logge
         assert (widget.run["kind"], widget.run["field"]) == ("global_forward", "norm")
         assert widget.run["step"] == run.first_nonfinite()["step"]
         assert widget.error == ""
+        for name, shape in protocol.RUN_TRAITLETS.items():  # every traitlet has its declared shape
+            assert problems(getattr(widget, name), shape, name) == []
     finally:
         widget.close()
 
