@@ -24,18 +24,18 @@ def of_rows(columns: dict[str, np.ndarray], groups: np.ndarray, count: int) -> n
     """The moments ``(count, WIDTH)`` of each group of rows (``groups``: a group number per row)."""
     numel = columns["numel"].astype(np.float64)
     nan, inf = columns["nan"].astype(np.float64), columns["inf"].astype(np.float64)
-    finite = np.maximum(numel - nan - inf, 0.0)
-    has = np.isfinite(columns["mean"].astype(np.float64)) & (finite > 0)
-    mean = np.where(has, columns["mean"], 0.0)
-    std = np.where(has, columns["std"], 0.0)
-    norm = columns["norm"].astype(np.float64)
-    rows = np.empty((len(numel), WIDTH))
+    mean = columns["mean"].astype(np.float64)
+    finite = numel - nan - inf
+    has = np.isfinite(mean) & (finite > 0)
+    rows = np.empty((len(numel), WIDTH), order="F")  # filled column by column
     rows[:, NUMEL], rows[:, NAN], rows[:, INF] = numel, nan, inf
-    rows[:, FINITE] = np.where(has, finite, 0.0)
-    rows[:, MEAN] = mean
-    rows[:, M2] = std * std * rows[:, FINITE]
+    np.multiply(finite, has, out=rows[:, FINITE])
+    rows[:, MEAN] = np.where(has, mean, 0.0)
+    std = np.where(has, columns["std"], 0.0)
+    np.multiply(std * std, rows[:, FINITE], out=rows[:, M2])
+    norm = columns["norm"].astype(np.float64)
     rows[:, NORM2] = np.where(np.isfinite(norm), norm * norm, 0.0)
-    rows[:, ZEROS] = np.nan_to_num(columns["zero_fraction"].astype(np.float64)) * numel
+    np.multiply(np.nan_to_num(columns["zero_fraction"].astype(np.float64)), numel, out=rows[:, ZEROS])
     rows[:, MIN] = np.where(has, columns["min"], np.nan)
     rows[:, MAX] = np.where(has, columns["max"], np.nan)
     rows[:, RECORDS] = 1.0
@@ -71,10 +71,21 @@ def combine(parts: np.ndarray, groups: np.ndarray, count: int) -> np.ndarray:
     return out
 
 
-def stack(parts: np.ndarray) -> np.ndarray:
-    """Moments ``(K, G, WIDTH)`` combined over the first axis (ranks) into ``(G, WIDTH)``."""
-    k, g, _ = parts.shape
-    return combine(parts.reshape(k * g, WIDTH), np.tile(np.arange(g), k), g)
+def stack(parts: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Moments ``(..., WIDTH)`` combined over ``axis`` (ranks), by plain reductions along it."""
+    finite = parts[..., FINITE]
+    out = parts.sum(axis=axis)
+    total = out[..., FINITE]
+    safe = np.where(total > 0, total, 1.0)
+    mean = (finite * parts[..., MEAN]).sum(axis=axis) / safe
+    shift = parts[..., MEAN] - np.expand_dims(mean, axis)
+    out[..., MEAN] = mean
+    out[..., M2] = (parts[..., M2] + finite * shift * shift).sum(axis=axis)
+    none = total <= 0
+    with np.errstate(invalid="ignore"):
+        out[..., MIN] = np.where(none, np.nan, np.fmin.reduce(parts[..., MIN], axis=axis))
+        out[..., MAX] = np.where(none, np.nan, np.fmax.reduce(parts[..., MAX], axis=axis))
+    return out
 
 
 def field(moments: np.ndarray, name: str) -> np.ndarray:

@@ -330,11 +330,9 @@ class RunView:
         for at in range(0, len(missing), chunk):
             which = missing[at : at + chunk]
             moments = self._read_pairs([(rank, steps[k]) for k in which for rank in ranks])  # (S·R, L, W)
-            by_step = moments.reshape(len(which), len(ranks), count, mo.WIDTH).transpose(0, 2, 1, 3)
-            groups = np.repeat(np.arange(len(which) * count), len(ranks))
-            reduced = mo.combine(by_step.reshape(-1, mo.WIDTH), groups, len(which) * count)
+            reduced = mo.stack(moments.reshape(len(which), len(ranks), count, mo.WIDTH), axis=1)
             for j, k in enumerate(which):
-                out[k] = self._reduced_cache[steps[k]] = reduced[j * count : (j + 1) * count]
+                out[k] = self._reduced_cache[steps[k]] = reduced[j]
         return out
 
     def _check_rank(self, rank: int) -> None:

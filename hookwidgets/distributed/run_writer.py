@@ -220,7 +220,8 @@ class _Writer:
                 stats = None if primary.is_meta else tensor_stats(primary)
                 flags |= fmt.MAGNITUDE if primary.is_complex() else 0
             row = _Row(record.path, record.kind, record.step, record.call, record.recompute, stats, flags)
-            self._pending.append(row)
+            with self._lock:  # a backward thread's record never lands in a batch being written
+                self._pending.append(row)
         except Exception as exc:  # a log must never break the user's forward or backward
             self._fail(f"a record of {record.kind!r} on {record.path!r} could not be logged: {exc!r}")
 
