@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints, is_typeddict
 
 from hookwidgets.widget import protocol
+from hookwidgets.widget.run_widget import RunWidget
 from hookwidgets.widget.view import ExplorerView
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,13 +62,13 @@ def typedef(shape: Any) -> str:
     return "\n".join([*lines, " */"])
 
 
-def _initial(traitlet: str, shape: Any) -> str:
+def _initial(traitlet: str, shape: Any, view: Any = ExplorerView) -> str:
     """The traitlet's type on the page: ``Partial<Shape>`` where the view's default leaves out some of its fields,
     since the page renders that default before Python's first payload."""
     text = ts_type(shape)
     if not is_typeddict(shape):
         return text
-    default = ExplorerView.class_traits()[traitlet].default()
+    default = view.class_traits()[traitlet].default()
     return text if set(get_type_hints(shape)) <= set(default) else f"Partial<{text}>"
 
 
@@ -86,12 +87,17 @@ def render() -> str:
     """The text of js/src/payloads.js."""
     shapes = [obj for obj in vars(protocol).values() if is_typeddict(obj) and obj.__module__.startswith("hookwidgets.")]
     traitlets = [f" * @property {{{_initial(name, shape)}}} {name}" for name, shape in protocol.TRAITLETS.items()]
+    run = [
+        f" * @property {{{_initial(name, shape, RunWidget)}}} {name}" for name, shape in protocol.RUN_TRAITLETS.items()
+    ]
     sent = _union([shape.__name__ for shape in protocol.MESSAGES.values()])
     blocks = [
         HEAD.rstrip("\n"),
         *(typedef(shape) for shape in shapes),
         "/**\n * Each synced traitlet's value as the page reads it (`model.get`): protocol.TRAITLETS.\n"
         " * @typedef {object} Traitlets\n" + "\n".join(traitlets) + "\n */",
+        "/**\n * Each synced traitlet of the run view as the page reads it: protocol.RUN_TRAITLETS.\n"
+        " * @typedef {object} RunTraitlets\n" + "\n".join(run) + "\n */",
         f"/**\n * A message the page sends (protocol.MESSAGES), by its `type`.\n"
         f" * @typedef {{{sent}}} PageMessage\n */",
         "export {};",  # a module, so that `import("./payloads.js").Status` finds its typedefs

@@ -522,6 +522,17 @@ class RunView:
         for log in self._files.values():
             log.close()
 
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        # The widget layer is imported when a notebook displays the run: reading a log needs no widget.
+        from ..widget.run_widget import run_widget
+
+        bundle = run_widget(self)._repr_mimebundle_(**kwargs)
+        # ipywidgets gives (data, metadata), older versions data alone; a console without widgets shows text/plain
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict):
+            data["text/plain"] = repr(self)
+        return bundle
+
     def __repr__(self) -> str:
         steps = f"steps {self.steps[0]}…{self.steps[-1]}" if len(self._steps) else "no steps yet"
         return f"<RunView {str(self.log_dir)!r}: {len(self._files)} of {self.world} ranks, {steps}>"

@@ -249,6 +249,45 @@ class Graph(TypedDict):
     error: str
 
 
+# The run view (``hookwidgets.open_run(log_dir)`` displayed): its own traitlets, ``RUN_TRAITLETS``.
+
+
+class FirstNonfinite(TypedDict):
+    step: int
+    rank: int
+    path: str
+    kind: str
+    phase: str
+
+
+class RunState(TypedDict):
+    source: str
+    ranks: list[int]
+    rank: str
+    steps: list[int]
+    kinds: list[str]
+    kind: str
+    fields: list[str]
+    field: str
+    step: int | None
+    first_nonfinite: FirstNonfinite | None
+    notes: list[str]
+    live: bool
+    stopped: str
+    message: str
+
+
+class Grid(TypedDict):
+    title: str
+    row_name: str
+    column_name: str
+    rows: list[str]
+    columns: list[str]
+    values: bytes
+    flags: bytes
+    mark: list[int] | None
+
+
 TRAITLETS: dict[str, Any] = {
     "tree": TreeNode,
     "selected": str,
@@ -269,6 +308,22 @@ TRAITLETS: dict[str, Any] = {
     "theme": Theme,
 }
 """Each traitlet of ``ExplorerView`` and the shape of its value."""
+
+
+RUN_TRAITLETS: dict[str, Any] = {
+    "tree": TreeNode,
+    "selected": str,
+    "kind": str,
+    "field": str,
+    "step": int,
+    "rank": str,
+    "run": RunState,
+    "heatmap": Grid,
+    "ranks_view": Grid,
+    "error": str,
+}
+"""Each traitlet of the run view (``RunWidget``) and the shape of its value; the page writes ``selected``, ``kind``,
+``field``, ``step`` (-1: the default step) and ``rank`` (the heatmap's: ``"all"``, a rank, or ``""``: the default)."""
 
 
 # Messages from the page (``model.send``). Each carries a ``request_id`` and gets exactly one ``Reply``.

@@ -11,6 +11,7 @@ import { createHeader } from "./view/header.js";
 import { createInspector } from "./view/inspector.js";
 import { createLensView } from "./view/lens_view.js";
 import { createPatchingView } from "./view/patching_view.js";
+import { renderRun } from "./view/run_view.js";
 import { createSummaryView } from "./view/summary_view.js";
 import { createTabs } from "./view/tabs.js";
 import { createThemeSync } from "./view/theme_sync.js";
@@ -71,4 +72,14 @@ function render({ model, el }) {
   };
 }
 
-export default { render };
+/**
+ * Render the view of `model`: the run view for a run log's model (it has a `run` traitlet), else the explorer.
+ * @param {{model: import("./widget_model.js").WidgetModel | import("./widget_model.js").RunModel, el: HTMLElement}} context
+ */
+function renderAny({ model, el }) {
+  const probe = /** @type {{get(name: string): unknown}} */ (model);
+  if (probe.get("run") !== undefined) return renderRun({ model: /** @type {import("./widget_model.js").RunModel} */ (model), el });
+  return render({ model: /** @type {import("./widget_model.js").WidgetModel} */ (model), el });
+}
+
+export default { render: renderAny };

@@ -300,6 +300,45 @@
  */
 
 /**
+ * @typedef {object} FirstNonfinite
+ * @property {number} step
+ * @property {number} rank
+ * @property {string} path
+ * @property {string} kind
+ * @property {string} phase
+ */
+
+/**
+ * @typedef {object} RunState
+ * @property {string} source
+ * @property {number[]} ranks
+ * @property {string} rank
+ * @property {number[]} steps
+ * @property {string[]} kinds
+ * @property {string} kind
+ * @property {string[]} fields
+ * @property {string} field
+ * @property {number | null} step
+ * @property {FirstNonfinite | null} first_nonfinite
+ * @property {string[]} notes
+ * @property {boolean} live
+ * @property {string} stopped
+ * @property {string} message
+ */
+
+/**
+ * @typedef {object} Grid
+ * @property {string} title
+ * @property {string} row_name
+ * @property {string} column_name
+ * @property {string[]} rows
+ * @property {string[]} columns
+ * @property {DataView} values
+ * @property {DataView} flags
+ * @property {number[] | null} mark
+ */
+
+/**
  * @typedef {object} AttachMessage
  * @property {"attach"} type
  * @property {string} request_id
@@ -426,6 +465,21 @@
  * @property {string} error
  * @property {Graph} graph
  * @property {Theme} theme
+ */
+
+/**
+ * Each synced traitlet of the run view as the page reads it: protocol.RUN_TRAITLETS.
+ * @typedef {object} RunTraitlets
+ * @property {Partial<TreeNode>} tree
+ * @property {string} selected
+ * @property {string} kind
+ * @property {string} field
+ * @property {number} step
+ * @property {string} rank
+ * @property {Partial<RunState>} run
+ * @property {Partial<Grid>} heatmap
+ * @property {Partial<Grid>} ranks_view
+ * @property {string} error
  */
 
 /**

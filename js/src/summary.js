@@ -78,8 +78,9 @@ export function sortRows(rows, field, descending = false) {
 export function formatStat(field, value) {
   if (value === undefined || value === null) return "—";
   if (typeof value === "string") return value;
-  if (field.endsWith("_nan") || field.endsWith("_inf")) return String(Math.round(value));
-  if (field.endsWith("_zero_fraction")) return `${(value * 100).toFixed(1)}%`;
+  // A field as the summary names it (`act_nan`) or as a run log does (`nan`).
+  if (/(^|_)(nan|inf|nonfinite|numel)$/.test(field)) return String(Math.round(value));
+  if (/(^|_)zero_fraction$/.test(field)) return `${(value * 100).toFixed(1)}%`;
   if (value !== 0 && (Math.abs(value) >= 1e5 || Math.abs(value) < 1e-3)) return value.toExponential(2);
   return String(Number(value.toPrecision(4)));
 }

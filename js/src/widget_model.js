@@ -40,4 +40,15 @@
  * @typedef {{send(content: Request): Promise<Answer>, destroy(): void}} Requests
  */
 
+/**
+ * The run view's model (`hookwidgets.open_run(log_dir)` displayed): its traitlets by name; the page writes `selected`,
+ * `kind`, `field`, `step` and `rank` (docs/widget-protocol.md).
+ * @typedef {object} RunModel
+ * @property {<K extends keyof import("./payloads.js").RunTraitlets>(name: K) => import("./payloads.js").RunTraitlets[K]} get
+ * @property {<K extends "selected" | "kind" | "field" | "step" | "rank">(name: K, value: import("./payloads.js").RunTraitlets[K]) => void} set
+ * @property {() => void} save_changes
+ * @property {(event: `change:${keyof import("./payloads.js").RunTraitlets}`, callback: () => void) => void} on
+ * @property {(event: `change:${keyof import("./payloads.js").RunTraitlets}`, callback: () => void) => void} off
+ */
+
 export {};

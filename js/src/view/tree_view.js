@@ -26,10 +26,67 @@ const SEARCH_DELAY_MS = 120;
 const MAX_MATCHES = 5000;
 
 /**
- * Build the tree panel for `model`; returns {el, destroy}.
+ * Where a tree panel's state lives: the explorer's model (`explorerTree`), or the run view's. `marked` is the row
+ * marked as failed (the module a Run failed in; the first non-finite of a run log); `on` subscribes to one part.
+ * @typedef {object} TreeSource
+ * @property {() => unknown} tree the `tree` traitlet
+ * @property {() => string} selected
+ * @property {(path: string) => void} select
+ * @property {() => import("../payloads.js").HookItem[]} hooks
+ * @property {() => import("../kinds.js").KindTable} kinds
+ * @property {() => string | null} marked
+ * @property {(parts: ("tree" | "hooks" | "selected" | "marked")[], callback: () => void) => () => void} on
+ */
+
+/**
+ * The explorer's tree: its traitlets `tree`, `selected`, `hooks`, `hook_kinds`, and `status.failed` marked.
+ * @param {import("../widget_model.js").WidgetModel} model
+ * @returns {TreeSource}
+ */
+export function explorerTree(model) {
+  /** @type {Record<string, import("../widget_model.js").ChangeEvent[]>} */
+  const events = {
+    tree: ["change:tree"],
+    hooks: ["change:hooks", "change:hook_kinds"],
+    selected: ["change:selected"],
+    marked: ["change:status"],
+  };
+  return {
+    tree: () => model.get("tree"),
+    selected: () => {
+      const value = model.get("selected");
+      return typeof value === "string" ? value : "";
+    },
+    select: (path) => {
+      model.set("selected", path);
+      model.save_changes();
+    },
+    hooks: () => model.get("hooks"),
+    kinds: () => model.get("hook_kinds") ?? [],
+    marked: () => {
+      const failed = model.get("status")?.failed;
+      return typeof failed === "string" ? failed : null;
+    },
+    on: (parts, callback) => {
+      const offs = parts.map((part) => subscribe(model, events[part] ?? [], callback));
+      return () => offs.forEach((off) => off());
+    },
+  };
+}
+
+/**
+ * Build the explorer's tree panel for `model`; returns {el, destroy}.
  * @param {import("../widget_model.js").WidgetModel} model
  */
 export function createTreeView(model) {
+  return createModuleTree(explorerTree(model));
+}
+
+/**
+ * Build a tree panel showing `source`; returns {el, destroy}.
+ * @param {TreeSource} source
+ */
+export function createModuleTree(source) {
   const search = h("input", {
     cls: "hw-search",
     attrs: { type: "search", placeholder: "Search modules", "aria-label": "Search modules", spellcheck: "false" },
@@ -71,27 +128,17 @@ export function createTreeView(model) {
   /** @type {ReturnType<typeof setTimeout> | null} */
   let searchTimer = null;
 
-  const selectedPath = () => {
-    const value = model.get("selected");
-    return typeof value === "string" ? value : "";
-  };
+  const selectedPath = source.selected;
 
   /** @param {string | null | undefined} path */
   function select(path) {
     if (path === null || path === undefined) return;
-    model.set("selected", path);
-    model.save_changes();
+    source.select(path);
   }
 
-  /** The module the latest Run failed in (`status.failed`), or null. */
-  function failedPath() {
-    const failed = model.get("status")?.failed;
-    return typeof failed === "string" ? failed : null;
-  }
-
-  function hookKinds() {
-    return model.get("hook_kinds") ?? [];
-  }
+  /** The row marked as failed (the module the latest Run failed in), or null. */
+  const failedPath = source.marked;
+  const hookKinds = source.kinds;
 
   /** Recompute the visible rows (after expansion changes) and redraw the window. */
   function relayout() {
@@ -181,9 +228,9 @@ export function createTreeView(model) {
   }
 
   function onTree() {
-    const next = model.get("tree");
+    const next = source.tree();
     const previous = tree;
-    tree = isTree(next) ? next : null;
+    tree = isTree(/** @type {import("../tree.js").MaybeTree} */ (next)) ? /** @type {import("../payloads.js").TreeNode} */ (next) : null;
     index = indexTree(tree);
     if (!isTree(previous) || previous.cls !== tree?.cls) {
       expanded = defaultExpanded(tree);
@@ -196,12 +243,13 @@ export function createTreeView(model) {
   }
 
   function onHooks() {
-    hookIndex = indexHooks(model.get("hooks"));
+    hookIndex = indexHooks(source.hooks());
     const options = { hookIndex, kinds: hookKinds() };
     for (const [path, entry] of drawn) entry.el.classList.toggle("hw-row-error", fillBadges(entry.badges, path, options));
   }
 
-  let shownFailed = failedPath();
+  /** @type {string | null} */
+  let shownFailed = null; // a row marked from the start (a run log's first NaN/Inf) opens its ancestors too
   function onStatus() {
     // A Run's failure marks its module's row; the mark leaves with the error. Its ancestors open to show it.
     const failed = failedPath();
@@ -347,10 +395,10 @@ export function createTreeView(model) {
   }
 
   const offs = [
-    subscribe(model, ["change:tree"], onTree),
-    subscribe(model, ["change:hooks", "change:hook_kinds"], onHooks),
-    subscribe(model, ["change:selected"], onSelected),
-    subscribe(model, ["change:status"], onStatus),
+    source.on(["tree"], onTree),
+    source.on(["hooks"], onHooks),
+    source.on(["selected"], onSelected),
+    source.on(["marked"], onStatus),
     listen(viewport, "click", onClick),
     listen(viewport, "keydown", onKeyDown),
     listen(viewport, "scroll", scheduleDraw),
@@ -366,8 +414,9 @@ export function createTreeView(model) {
       reveal(selectedPath());
     }),
   ];
-  hookIndex = indexHooks(model.get("hooks"));
+  hookIndex = indexHooks(source.hooks());
   onTree();
+  onStatus();
   // The viewport has no height until the view is attached to the page: draw again once it has.
   const resize =
     typeof ResizeObserver === "function"

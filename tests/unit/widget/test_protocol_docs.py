@@ -32,6 +32,7 @@ def _sections() -> dict[str, dict[str, tuple[str, str]]]:
             title = heading.group(1)
             named = re.fullmatch(r"`(\w+)`", title)
             current = named.group(1) if named else ("traitlets" if title.startswith("Traitlets") else None)
+            current = "run traitlets" if title.startswith("Run view traitlets") else current
             continue
         row = ROW.match(line)
         if row and current is not None:
@@ -45,7 +46,7 @@ SECTIONS = _sections()
 
 def test_every_shape_is_documented_field_by_field_with_its_type():
     shapes = typed_dicts(protocol)
-    documented = {name for name in SECTIONS if name != "traitlets"}
+    documented = {name for name in SECTIONS if name not in ("traitlets", "run traitlets")}
     assert documented == set(shapes), "a ### `Shape` section per TypedDict of protocol.py, and no other"
     for name, shape in shapes.items():
         table = SECTIONS[name]
@@ -61,6 +62,18 @@ def test_every_traitlet_is_documented_with_its_shape():
     table = SECTIONS["traitlets"]
     assert list(table) == list(protocol.TRAITLETS)
     for name, shape in protocol.TRAITLETS.items():
+        assert table[name][0] == type_text(shape), name
+        assert table[name][1], name
+
+
+def test_every_run_view_traitlet_is_documented_with_its_shape():
+    from hookwidgets.widget.run_widget import RunWidget
+
+    synced = [name for name in RunWidget.class_own_traits(sync=True) if not name.startswith("_")]
+    assert sorted(synced) == sorted(protocol.RUN_TRAITLETS), "protocol.RUN_TRAITLETS names every synced traitlet"
+    table = SECTIONS["run traitlets"]
+    assert list(table) == list(protocol.RUN_TRAITLETS)
+    for name, shape in protocol.RUN_TRAITLETS.items():
         assert table[name][0] == type_text(shape), name
         assert table[name][1], name
 
