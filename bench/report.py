@@ -54,6 +54,7 @@ BENCHES: dict[str, list[str]] = {
     "token_attribution": [],
     "interp": [],
     "run_log": [],  # writes a ~9 GB synthetic log to the temp dir, then removes it
+    "fsdp_step": ["--pairs", "30"],
 }
 """Every benchmark ``make bench`` runs, in this order, with its flags."""
 

@@ -31,6 +31,7 @@ MODULES = [
     "hookwidgets.examples",
     "hookwidgets.examples.vit",
     "hookwidgets.examples.ddp_demo",
+    "hookwidgets.examples.fsdp_demo",
 ]
 """The public modules, in page order: what users import from. Every other module of the package is internal, and
 tests/repo/test_tests_use_public_api.py holds the tests, notebooks, README and docs to these."""

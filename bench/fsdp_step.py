@@ -1,0 +1,226 @@
+"""What statistics on every module plus a run log cost an FSDP2 training step: 2 gloo ranks on the CPU.
+
+Run: ``.venv/bin/python bench/fsdp_step.py [--pairs N] [--threads T]`` (T threads per rank).
+Each rank holds two copies of a GPT-2-shaped model (6 layers, width 128), each sharded with FSDP2
+(``fully_shard`` per block and at the root): A plain, B under an explorer made with ``collective=True``,
+stats on every module's output and gradient (``global_forward`` + ``global_backward``) and
+``record_to`` writing this rank's log. A step is forward + backward (all-gathers, reduce-scatters) +
+AdamW. The pairs run inside the ranks in the same order on both; rank 0's timings are reported. The
+collectives each step issues are counted on both sides, by wrapping torch.distributed's functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import socket
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from _protocol import (
+    MARKDOWN_HEADER,
+    MIN_PAIRS,
+    Comparison,
+    add_arguments,
+    compare,
+    machine,
+    progress_to_stderr,
+    revision,
+    set_threads,
+)
+
+from hookwidgets.core import Explorer
+
+WORLD = 2
+BAR = 1.15
+LAYERS, WIDTH, HEADS, VOCAB, BATCH, LENGTH = 6, 128, 4, 512, 8, 64
+COLLECTIVES = (
+    "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_single", "all_gather_object",
+    "reduce_scatter", "reduce_scatter_tensor", "reduce_scatter_single", "broadcast", "reduce", "gather",
+    "scatter", "all_to_all", "all_to_all_single", "barrier", "send", "recv", "isend", "irecv",
+)  # fmt: skip
+
+
+def make_model() -> torch.nn.Module:
+    """A GPT-2 of 6 layers, width 128, with random weights (the same on both ranks)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(
+        vocab_size=VOCAB, n_positions=LENGTH, n_embd=WIDTH, n_layer=LAYERS, n_head=HEADS,
+        bos_token_id=0, eos_token_id=0, attn_implementation="eager",
+    )  # fmt: skip
+    return GPT2LMHeadModel(config)
+
+
+def sharded() -> torch.nn.Module:
+    from torch.distributed.fsdp import fully_shard
+
+    model = make_model()
+    for block in model.transformer.h:
+        fully_shard(block)
+    fully_shard(model)
+    return model
+
+
+class Stepper:
+    """One AdamW training step of ``model`` on ``ids`` per call."""
+
+    def __init__(self, model: torch.nn.Module, ids: torch.Tensor) -> None:
+        self.model, self.ids = model, ids
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def __call__(self) -> None:
+        self.model(self.ids, labels=self.ids).loss.backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+
+
+@contextlib.contextmanager
+def counted(counts: Counter[str]) -> Iterator[None]:
+    """Count the calls of torch.distributed's collectives (as ``dist.X`` and ``distributed_c10d.X``) inside."""
+    from torch.distributed import distributed_c10d
+
+    saved: list[tuple[Any, str, Any]] = []
+    for name in COLLECTIVES:
+        for owner in (dist, distributed_c10d):
+            original = getattr(owner, name, None)
+            if original is None:
+                continue
+
+            def wrapper(*args: Any, _original: Any = original, _name: str = name, **kwargs: Any) -> Any:
+                counts[_name] += 1
+                return _original(*args, **kwargs)
+
+            saved.append((owner, name, original))
+            setattr(owner, name, wrapper)
+    try:
+        yield
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
+
+
+def collectives_per_step(step: Stepper, steps: int = 4) -> tuple[float, dict[str, int]]:
+    """The collectives ``steps`` calls of ``step`` issue, per step, and by name (the first call is left out)."""
+    step()
+    counts: Counter[str] = Counter()
+    with counted(counts):
+        for _ in range(steps):
+            step()
+    return sum(counts.values()) / steps, dict(counts)
+
+
+def rank_main(rank: int, address: str, pairs: int, threads: int, log_dir: str, results: Any) -> None:
+    """The comparison on this rank; rank 0 sends its Comparison and the collective counts back."""
+    set_threads(threads)
+    dist.init_process_group("gloo", init_method=address, rank=rank, world_size=WORLD)
+    try:
+        ids = torch.randint(0, VOCAB, (BATCH, LENGTH), generator=torch.Generator().manual_seed(rank))
+        plain = Stepper(sharded(), ids)
+        watched_model = sharded()
+        explorer = Explorer(watched_model, collective=True)
+        explorer.attach("", ["global_forward", "global_backward"], action="stats")
+        explorer.record_to(log_dir, every=1)
+        watched = Stepper(watched_model, ids)
+        a_count, a_names = collectives_per_step(plain)
+        b_count, b_names = collectives_per_step(watched)
+        result = compare(
+            "FSDP2 step, stats on every module + record_to vs plain", plain, watched, pairs=pairs,
+            show=rank == 0, bar=BAR,
+        )  # fmt: skip
+        explorer.close()
+        dist.barrier()
+        if rank == 0:
+            extra = {name: b_names.get(name, 0) - a_names.get(name, 0) for name in set(a_names) | set(b_names)}
+            results.put(("ok", result, (a_count, b_count, extra), machine()))
+    except BaseException as exc:
+        results.put(("error", f"rank {rank}: {type(exc).__name__}: {exc}", None, None))
+        raise
+    finally:
+        dist.destroy_process_group()
+
+
+def free_address() -> str:
+    """A TCP rendezvous address on a free loopback port."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"tcp://127.0.0.1:{probe.getsockname()[1]}"
+
+
+def run(pairs: int, threads: int) -> tuple[Comparison, tuple[float, float, dict[str, int]], str]:
+    """Spawn the ranks, wait for rank 0's result, and reap both processes whatever happens."""
+    ctx = mp.get_context("spawn")
+    results = ctx.Queue()
+    with tempfile.TemporaryDirectory(prefix="fsdp-bench-") as log_dir:
+        address = free_address()
+        procs = [
+            ctx.Process(target=rank_main, args=(r, address, pairs, threads, log_dir, results)) for r in range(WORLD)
+        ]
+        for proc in procs:
+            proc.start()
+        try:
+            status, result, counts, where = results.get(timeout=1800)
+        finally:
+            for proc in procs:
+                proc.join(timeout=30)
+                if proc.is_alive():
+                    proc.terminate()
+                    proc.join()
+    if status != "ok":
+        raise RuntimeError(result)
+    return result, counts, where
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    parser.set_defaults(threads=1)  # two ranks share the machine's cores
+    args = parser.parse_args()
+    if args.pairs < MIN_PAIRS:
+        parser.error(f"--pairs must be at least {MIN_PAIRS} (the protocol of bench/_protocol.py)")
+    started = time.perf_counter()
+    command = " ".join([".venv/bin/python", "bench/fsdp_step.py", *sys.argv[1:]])
+    params = sum(p.numel() for p in make_model().parameters())
+    model = (
+        f"GPT-2 shape, {LAYERS} layers, width {WIDTH}, {params:,} parameters, batch {BATCH} × {LENGTH} tokens per"
+        f" rank; FSDP2 per block and root; {WORLD} gloo ranks"
+    )
+    with progress_to_stderr():
+        print(f"$ {command}\nhookwidgets at {revision()}\nmodel: {model}")
+        result, (a_count, b_count, extra), where = run(args.pairs, args.threads)
+        print(f"took {time.perf_counter() - started:.0f} s")
+    date = time.strftime("%Y-%m-%d %H:%M %Z")
+    extra_names = ", ".join(f"{name} {count:+d}" for name, count in sorted(extra.items()) if count) or "none"
+    lines = [
+        "## FSDP2 training step with statistics and a run log (issue 34)",
+        "",
+        f"`{command}` — {date}, rank 0: {where}; hookwidgets at `{revision()}`.",
+        "",
+        f"Model: {model}. A: a plain FSDP2 step (forward, backward, AdamW); B: the same step under"
+        " `Explorer(model, collective=True)` with `stats` on `global_forward` and `global_backward` (every module's"
+        " output and gradient, DTensor statistics reduced across ranks) and `record_to(log_dir, every=1)`.",
+        "",
+        MARKDOWN_HEADER,
+        result.markdown_row(),
+        "",
+        "| collectives per step | A (plain) | B (explorer) | extra | bar | verdict |",
+        "|---|---|---|---|---|---|",
+        f"| torch.distributed calls | {a_count:g} | {b_count:g} | {b_count - a_count:g} | 1 |"
+        f" {'PASS' if b_count - a_count <= 1 else 'OVER'} |",
+        "",
+        f"- extra collectives by name: {extra_names} (counted over 4 steps after one, calls of `torch.distributed`'s"
+        " functions).",
+    ]
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
