@@ -1,10 +1,10 @@
-"""What statistics on every module plus a run log cost an FSDP2 training step: 2 gloo ranks on the CPU.
+"""What statistics plus a run log cost an FSDP2 training step: 2 gloo ranks on the CPU.
 
 Run: ``.venv/bin/python bench/fsdp_step.py [--pairs N] [--threads T]`` (T threads per rank).
-Each rank holds two copies of a GPT-2-shaped model (6 layers, width 128), each sharded with FSDP2
-(``fully_shard`` per block and at the root): A plain, B under an explorer made with ``collective=True``,
-stats on every module's output and gradient (``global_forward`` + ``global_backward``) and
-``record_to`` writing this rank's log. A step is forward + backward (all-gathers, reduce-scatters) +
+Each rank holds copies of a GPT-2-shaped model (6 layers, width 128), each sharded with FSDP2
+(``fully_shard`` per block and at the root): A plain, B under an explorer made with ``collective=True``
+and ``record_to`` writing this rank's log, with stats on each layer's output and gradient, or on every
+module's and every parameter's gradient (``SIDES``). A step is forward + backward (all-gathers, reduce-scatters) +
 AdamW. The pairs run inside the ranks in the same order on both; rank 0's timings are reported. The
 collectives each step issues are counted on both sides, by wrapping torch.distributed's functions.
 """
@@ -118,31 +118,52 @@ def collectives_per_step(step: Stepper, steps: int = 4) -> tuple[float, dict[str
     return sum(counts.values()) / steps, dict(counts)
 
 
+def watch(model: torch.nn.Module, everything: bool, log_dir: str) -> Explorer:
+    """The explorer of side B: stats on each block's output and gradient, or on every module's and every parameter's
+    gradient (DTensors, reduced across ranks); both with ``record_to``."""
+    explorer = Explorer(model, collective=True)
+    if everything:
+        explorer.attach("", ["global_forward", "global_backward"], action="stats")
+        for name, _ in model.named_parameters():
+            explorer.attach(name, "post_accumulate", action="stats")
+    else:
+        for i in range(LAYERS):
+            explorer.attach(f"transformer.h.{i}", ["forward", "grad"], action="stats")
+    explorer.record_to(log_dir, every=1)
+    return explorer
+
+
+SIDES = (
+    ("FSDP2 step, stats on each layer's output and gradient + record_to vs plain", False, BAR),
+    ("FSDP2 step, stats on every module's output and gradient and every parameter's gradient + record_to vs plain",
+     True, None),
+)  # fmt: skip
+
+
 def rank_main(rank: int, address: str, pairs: int, threads: int, log_dir: str, results: Any) -> None:
-    """The comparison on this rank; rank 0 sends its Comparison and the collective counts back."""
+    """The comparisons on this rank; rank 0 sends its Comparisons and the collective counts back."""
     set_threads(threads)
     dist.init_process_group("gloo", init_method=address, rank=rank, world_size=WORLD)
     try:
         ids = torch.randint(0, VOCAB, (BATCH, LENGTH), generator=torch.Generator().manual_seed(rank))
         plain = Stepper(sharded(), ids)
-        watched_model = sharded()
-        explorer = Explorer(watched_model, collective=True)
-        explorer.attach("", ["global_forward", "global_backward"], action="stats")
-        explorer.record_to(log_dir, every=1)
-        watched = Stepper(watched_model, ids)
-        a_count, a_names = collectives_per_step(plain)
-        b_count, b_names = collectives_per_step(watched)
-        result = compare(
-            "FSDP2 step, stats on every module + record_to vs plain", plain, watched, pairs=pairs,
-            show=rank == 0, bar=BAR,
-        )  # fmt: skip
-        explorer.close()
+        rows = []
+        for i, (name, everything, bar) in enumerate(SIDES):
+            watched_model = sharded()
+            explorer = watch(watched_model, everything, f"{log_dir}/{i}")
+            watched = Stepper(watched_model, ids)
+            a_count, a_names = collectives_per_step(plain)
+            b_count, b_names = collectives_per_step(watched)
+            result = compare(name, plain, watched, pairs=pairs, show=rank == 0, bar=bar)
+            explorer.sync_stats()
+            explorer.close()
+            extra = {key: b_names.get(key, 0) - a_names.get(key, 0) for key in set(a_names) | set(b_names)}
+            rows.append((result, (a_count, b_count, extra)))
         dist.barrier()
         if rank == 0:
-            extra = {name: b_names.get(name, 0) - a_names.get(name, 0) for name in set(a_names) | set(b_names)}
-            results.put(("ok", result, (a_count, b_count, extra), machine()))
+            results.put(("ok", rows, machine()))
     except BaseException as exc:
-        results.put(("error", f"rank {rank}: {type(exc).__name__}: {exc}", None, None))
+        results.put(("error", f"rank {rank}: {type(exc).__name__}: {exc}", None))
         raise
     finally:
         dist.destroy_process_group()
@@ -155,7 +176,7 @@ def free_address() -> str:
         return f"tcp://127.0.0.1:{probe.getsockname()[1]}"
 
 
-def run(pairs: int, threads: int) -> tuple[Comparison, tuple[float, float, dict[str, int]], str]:
+def run(pairs: int, threads: int) -> tuple[list[tuple[Comparison, tuple[float, float, dict[str, int]]]], str]:
     """Spawn the ranks, wait for rank 0's result, and reap both processes whatever happens."""
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
@@ -167,7 +188,7 @@ def run(pairs: int, threads: int) -> tuple[Comparison, tuple[float, float, dict[
         for proc in procs:
             proc.start()
         try:
-            status, result, counts, where = results.get(timeout=1800)
+            status, rows, where = results.get(timeout=1800)
         finally:
             for proc in procs:
                 proc.join(timeout=30)
@@ -175,8 +196,8 @@ def run(pairs: int, threads: int) -> tuple[Comparison, tuple[float, float, dict[
                     proc.terminate()
                     proc.join()
     if status != "ok":
-        raise RuntimeError(result)
-    return result, counts, where
+        raise RuntimeError(rows)
+    return rows, where
 
 
 def main() -> None:
@@ -195,29 +216,37 @@ def main() -> None:
     )
     with progress_to_stderr():
         print(f"$ {command}\nhookwidgets at {revision()}\nmodel: {model}")
-        result, (a_count, b_count, extra), where = run(args.pairs, args.threads)
+        rows, where = run(args.pairs, args.threads)
         print(f"took {time.perf_counter() - started:.0f} s")
     date = time.strftime("%Y-%m-%d %H:%M %Z")
-    extra_names = ", ".join(f"{name} {count:+d}" for name, count in sorted(extra.items()) if count) or "none"
     lines = [
         "## FSDP2 training step with statistics and a run log (issue 34)",
         "",
         f"`{command}` — {date}, rank 0: {where}; hookwidgets at `{revision()}`.",
         "",
-        f"Model: {model}. A: a plain FSDP2 step (forward, backward, AdamW); B: the same step under"
-        " `Explorer(model, collective=True)` with `stats` on `global_forward` and `global_backward` (every module's"
-        " output and gradient, DTensor statistics reduced across ranks) and `record_to(log_dir, every=1)`.",
+        f"Model: {model}. A: a plain FSDP2 step (forward, backward, AdamW). B: the same step under"
+        " `Explorer(model, collective=True)` with `record_to(log_dir, every=1)` and `stats` on each of the 6 layers'"
+        " output and gradient (`forward`, `grad`: the issue's figure), or on every module's output and gradient"
+        " (`global_forward`, `global_backward`) and every parameter's gradient (`post_accumulate`: DTensors, whose"
+        " statistics are reduced across the ranks once per step).",
         "",
         MARKDOWN_HEADER,
-        result.markdown_row(),
+        *(result.markdown_row() for result, _ in rows),
         "",
-        "| collectives per step | A (plain) | B (explorer) | extra | bar | verdict |",
+        "| extra collectives per step | A (plain) | B (explorer) | extra | bar | verdict |",
         "|---|---|---|---|---|---|",
-        f"| torch.distributed calls | {a_count:g} | {b_count:g} | {b_count - a_count:g} | 1 |"
-        f" {'PASS' if b_count - a_count <= 1 else 'OVER'} |",
+        *(
+            f"| {result.name.split(' + ')[0].removeprefix('FSDP2 step, ')} | {a:g} | {b:g} | {b - a:g} | ≤ 1 |"
+            f" {'PASS' if b - a <= 1 else 'OVER'} |"
+            for result, (a, b, _) in rows
+        ),
         "",
-        f"- extra collectives by name: {extra_names} (counted over 4 steps after one, calls of `torch.distributed`'s"
-        " functions).",
+        *(
+            f"- {result.name.split(' + ')[0].removeprefix('FSDP2 step, ')}: extra collectives by name: "
+            + (", ".join(f"{key} {count:+d}" for key, count in sorted(extra.items()) if count) or "none")
+            for result, (_, _, extra) in rows
+        ),
+        "- Counted over 4 steps after one, as calls of `torch.distributed`'s functions on rank 0.",
     ]
     print("\n".join(lines))
 
