@@ -11,7 +11,15 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-EXPECTED = ["attributions", "distributed", "fsdp-run-log", "hooks-tour", "quickstart", "training-monitor", "transformers"]
+EXPECTED = [
+    "attributions",
+    "distributed",
+    "fsdp-run-log",
+    "hooks-tour",
+    "quickstart",
+    "training-monitor",
+    "transformers",
+]
 CELL_TIMEOUT = 240
 
 
