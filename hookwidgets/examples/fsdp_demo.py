@@ -57,33 +57,39 @@ def train_rank(
 ) -> None:
     """One rank: the GPT-2 sharded with FSDP2 over gloo, ``steps`` AdamW steps, every module's output and gradient
     statistics logged to ``log_dir`` by ``Explorer.record_to``; ``nan_at=(rank, step)`` corrupts that batch."""
+    torch.set_num_threads(1)  # the ranks share the machine's cores
+    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=world, timeout=COLLECTIVE_TIMEOUT)
+    try:
+        _train(rank, log_dir, steps, nan_at)
+        dist.barrier()  # every rank's log is complete before the notebook reads it
+    finally:
+        # The sharded model, gone with _train's frame, lets go of the process group here, on this thread: a group
+        # freed later, on a gloo thread or at exit, can abort the process.
+        gc.collect()
+        dist.destroy_process_group()
+
+
+def _train(rank: int, log_dir: str, steps: int, nan_at: tuple[int, int] | None) -> None:
     from torch.distributed.fsdp import fully_shard
 
     from ..core import Explorer
 
-    torch.set_num_threads(1)  # the ranks share the machine's cores
-    dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=world, timeout=COLLECTIVE_TIMEOUT)
-    try:
-        model = small_gpt2()
-        for block in model.transformer.h:
-            fully_shard(block)
-        fully_shard(model)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        # Every rank runs these same explorer calls, in the same order: collective=True says so, and the
-        # statistics of sharded tensors are then the full tensors', reduced across the ranks once per step.
-        explorer = Explorer(model, collective=True)
-        explorer.attach("", ["global_forward", "global_backward"], action="stats")
-        explorer.attach(SHARDED_WEIGHT, "post_accumulate", action="stats")  # its gradient: a DTensor, sharded
-        explorer.record_to(log_dir, every=1)
-        for step in range(steps):
-            ids, features = batch(rank, step, nan_at)
-            loss = model(inputs_embeds=features, labels=ids).loss
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-        explorer.sync_stats()  # the last step's sharded statistics reduced (each earlier one's was as the next began)
-        explorer.close()  # writes the last step, removes the hooks
-        dist.barrier()  # every rank's log is complete before the notebook reads it
-    finally:
-        gc.collect()  # what still holds the process group lets go here, not on a gloo thread at exit
-        dist.destroy_process_group()
+    model = small_gpt2()
+    for block in model.transformer.h:
+        fully_shard(block)
+    fully_shard(model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    # Every rank runs these same explorer calls, in the same order: collective=True says so, and the
+    # statistics of sharded tensors are then the full tensors', reduced across the ranks once per step.
+    explorer = Explorer(model, collective=True)
+    explorer.attach("", ["global_forward", "global_backward"], action="stats")
+    explorer.attach(SHARDED_WEIGHT, "post_accumulate", action="stats")  # its gradient: a DTensor, sharded
+    explorer.record_to(log_dir, every=1)
+    for step in range(steps):
+        ids, features = batch(rank, step, nan_at)
+        loss = model(inputs_embeds=features, labels=ids).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    explorer.sync_stats()  # the last step's sharded statistics reduced (each earlier one's was as the next began)
+    explorer.close()  # writes the last step, removes the hooks
