@@ -599,13 +599,16 @@ class Explorer:
     ) -> Any:
         """A ``hookwidgets.distributed.DDPInspector`` on the explored DistributedDataParallel model.
 
-        ``hook`` (default: allreduce) and ``log_dir`` are the inspector's; ``ex.close()`` closes it too.
+        ``hook`` (default: allreduce) and ``log_dir`` are the inspector's (by default ``record_to``'s directory, when a
+        run log is open, so ``open_run`` finds both); ``ex.close()`` closes it too.
         """
         # Imported here: core stays torch-only, and the distributed inspector is a layer of its own.
         from ..distributed import DDPInspector
         from ..distributed.checks import require_ddp
 
         ddp = require_ddp(self.model, "ex.watch_ddp()", then="explore it: HookExplorer(ddp)")
+        if log_dir is None and self.run_log is not None:
+            log_dir = self.run_log.path.parent  # one directory per run: open_run lists the inspector's logs too
         inspector = DDPInspector(ddp, hook=hook, log_dir=log_dir, **options)
         self.ddp_inspector = inspector
         detached = self._finalizer.detach()

@@ -37,6 +37,7 @@ def logged_training(rank: int, world: int, log_dir: str) -> dict[str, Any]:
     ex = Explorer(model)
     ex.attach("", ["global_forward", "global_grad"], action="stats")
     log = ex.record_to(log_dir)
+    ex.watch_ddp()  # its bucket records go into the run log's directory
     seen: list[list[int]] = []
     for step in range(1, STEPS + 1):
         opt.zero_grad(set_to_none=True)

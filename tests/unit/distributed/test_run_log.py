@@ -29,6 +29,15 @@ def test_first_nonfinite_is_rank_1s_first_layer_forward_at_the_nan_step(job):
     assert found["kind"] == "global_forward" and found["call"] == 0 and found["nan"] > 0
 
 
+def test_the_ddp_inspectors_records_share_the_run_logs_directory(job):
+    _, log_dir = job
+    run = hookwidgets.open_run(log_dir)
+    assert sorted(p.name for p in run.ddp_logs) == ["rank0.jsonl", "rank1.jsonl"]
+    records = run.ddp_records()
+    assert {r["rank"] for r in records} == {0, 1} and {r["step"] for r in records} == set(range(STEPS))
+    assert run.ranks == [0, 1]  # the inspector's logs are not taken for ranks of the run log
+
+
 def test_ranks_steps_and_nodes(job):
     results, log_dir = job
     run = hookwidgets.open_run(log_dir)
