@@ -15,12 +15,56 @@ const NICE = [1, 2, 5];
  */
 export function thinIndices(count, extent, gap) {
   if (count <= 0 || extent <= 0) return [];
-  const need = Math.max(1, gap / (extent / count));
-  let stride = 1;
-  for (let scale = 1; stride < need; scale *= 10) {
-    stride = NICE.map((n) => n * scale).find((n) => n >= need) ?? 10 * scale;
-  }
+  const stride = niceStride(Math.max(1, gap / (extent / count)));
   return Array.from({ length: Math.ceil(count / stride) }, (_, k) => k * stride);
+}
+
+/**
+ * The smallest of 1, 2, 5, 10, 20, 50… at least `need`.
+ * @param {number} need
+ */
+function niceStride(need) {
+  for (let scale = 1; ; scale *= 10) {
+    const stride = NICE.map((n) => n * scale).find((n) => n >= need);
+    if (stride !== undefined) return stride;
+  }
+}
+
+/**
+ * The columns of integer `steps` spread over `extent` px that get a tick at least `gap` px from the last: those whose
+ * step is a multiple of a round stride (10, 20, 30… as a chart's axis reads), the first and any left between kept
+ * only where they have room.
+ * @param {number[]} steps ascending
+ * @param {number} extent
+ * @param {number} gap
+ * @returns {number[]}
+ */
+export function stepTicks(steps, extent, gap) {
+  const count = steps.length;
+  if (count === 0 || extent <= 0) return [];
+  const pitch = extent / count;
+  const span = count > 1 ? (steps[count - 1] - steps[0]) / (count - 1) : 1; // steps per column
+  const stride = niceStride(Math.max(1, (gap / pitch) * span));
+  /** @type {number[]} */
+  const ticks = [];
+  steps.forEach((step, j) => {
+    if (step % stride !== 0 && stride > 1) return;
+    if (ticks.length > 0 && (j - ticks[ticks.length - 1]) * pitch < gap) return;
+    ticks.push(j);
+  });
+  return ticks;
+}
+
+/**
+ * `shown` with `row` (the selected layer's) labelled too: the labels within `gap` px of it dropped.
+ * @param {number[]} shown
+ * @param {number | null} row
+ * @param {number} pitch px a row
+ * @param {number} gap
+ */
+export function withRow(shown, row, pitch, gap) {
+  if (row === null || row < 0 || shown.includes(row)) return shown;
+  return [...shown.filter((i) => Math.abs(i - row) * pitch >= gap), row].sort((a, b) => a - b);
 }
 
 /**

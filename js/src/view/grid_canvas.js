@@ -1,7 +1,7 @@
 /** A grid of values drawn on a canvas at the screen's pixel ratio, its value under the mouse read from the values sent
  * with it (no kernel round trip), a click picking a cell; redrawn on resize, theme and pixel-ratio changes. */
 
-import { fitLeft, integerColumns, rowLabel, thinIndices } from "../axis_labels.js";
+import { fitLeft, integerColumns, rowLabel, stepTicks, thinIndices, withRow } from "../axis_labels.js";
 import { axisLabel, cellAt, cellColor, cellText, colorScale, decodeGrid, gridHeight, rampCss } from "../grid.js";
 import { formatStat } from "../summary.js";
 import { pageTheme } from "../theme.js";
@@ -124,7 +124,8 @@ export function createGridCanvas({ cls, label, hint, onPick }) {
   function drawRowLabels(cssHeight) {
     const { grid, rows } = decoded;
     const names = Array.from({ length: rows }, (_, i) => rowLabel(grid.row_name, grid.rows?.[i]));
-    const shown = thinIndices(rows, cssHeight, 13);
+    // The outlined row (the selected layer) is always named: the label a user looks for after picking it.
+    const shown = withRow(thinIndices(rows, cssHeight, 13), highlightRow, cssHeight / rows, 13);
     measurer ??= document.createElement("canvas").getContext("2d");
     const style = getComputedStyle(rowLabels);
     if (measurer) measurer.font = `${style.fontSize} ${style.fontFamily}`;
@@ -144,7 +145,7 @@ export function createGridCanvas({ cls, label, hint, onPick }) {
     );
   }
 
-  /** Integer columns (steps) get ticks under their column, thinned to 36 px apart; others their first and last. */
+  /** Integer columns (steps) get ticks under their column at round steps 36 px apart; others their first and last. */
   function drawTicks() {
     const { grid, columns } = decoded;
     const stepped = integerColumns(grid.columns);
@@ -153,7 +154,7 @@ export function createGridCanvas({ cls, label, hint, onPick }) {
     ticks.hidden = !stepped;
     if (!stepped) return ticks.replaceChildren();
     ticks.replaceChildren(
-      ...thinIndices(columns, canvas.clientWidth, 36).map((j) => {
+      ...stepTicks((grid.columns ?? []).map(Number), canvas.clientWidth, 36).map((j) => {
         const tick = h("span", { cls: "hw-grid-tick", attrs: { "data-column": j } });
         setText(tick, grid.columns?.[j]);
         tick.style.left = `${((j + 0.5) * 100) / columns}%`;
