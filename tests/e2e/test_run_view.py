@@ -76,6 +76,14 @@ expected = {
 # The canvas's device pixels against its CSS size.
 PIXELS = "(canvas) => [window.devicePixelRatio, canvas.width, canvas.height, canvas.clientWidth, canvas.clientHeight]"
 SIDEWAYS = "(root) => [root.scrollWidth, root.clientWidth, document.scrollingElement.scrollWidth, innerWidth]"
+# Each grid's row labels and step ticks as shown: text, full name, box; and the view's box.
+LABELS = """(root) => {
+  const box = (el) => { const r = el.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const of = (sel) => [...root.querySelectorAll(sel)].map(
+    (el) => ({text: el.textContent, title: el.title, box: box(el)}));
+  return {view: box(root), heat: of('.hw-run-heatmap .hw-grid-rowlabel'), ranks: of('.hw-run-ranks .hw-grid-rowlabel'),
+          ticks: of('.hw-run-heatmap .hw-grid-tick').map((t) => t.text)};
+}"""
 NARROW = {"width": 600, "height": 1400}  # a narrow window, tall enough that the whole view is in the screenshot
 
 
@@ -89,9 +97,24 @@ def _hover(canvas: Locator, row: int, column: int, rows: int, columns: int) -> N
     )
 
 
-def _narrow_checks(lab: Lab, ratio: int, grid: tuple[int, int]) -> None:
+def _check_labels(labels: dict[str, Any], paths: list[str], steps: list[int], where: str) -> None:
+    """The heatmap's rows named by layer path (cut from the left to fit, the full path its tooltip), the ranks view's
+    "rank 0", "rank 1", the steps under their columns; every label whole inside the view."""
+    left, top, right, bottom = labels["view"]
+    heat = labels["heat"]
+    assert heat and all(label["title"] in [p or "(model)" for p in paths] for label in heat), where
+    assert all(label["title"].endswith(label["text"].removeprefix("…")) and label["text"] for label in heat), where
+    assert [label["text"] for label in labels["ranks"]] == ["rank 0", "rank 1"], where
+    assert labels["ticks"] == [str(step) for step in steps], where
+    for label in heat + labels["ranks"]:
+        x0, y0, x1, y1 = label["box"]
+        assert left <= x0 and x1 <= right and top <= y0 and y1 <= bottom, (where, label)
+
+
+def _narrow_checks(lab: Lab, ratio: int, grid: tuple[int, int], paths: list[str], steps: list[int]) -> None:
     """At 600 px, light then dark: inside the notebook's pane with no sideways scroll, each canvas as many device
-    pixels as its CSS box times ``ratio`` (sharp), text at 4.5:1; a screenshot of each, a cell hovered."""
+    pixels as its CSS box times ``ratio`` (sharp), rows and steps labelled inside it, text at 4.5:1; a screenshot of
+    each, a cell hovered."""
     page = lab.page
     page.set_viewport_size(NARROW)
     _left_area(lab, shown=False)  # a narrow screen: the file browser closed, as a user there keeps it
@@ -110,6 +133,7 @@ def _narrow_checks(lab: Lab, ratio: int, grid: tuple[int, int]) -> None:
             dpr, w, h, css_w, css_h = canvas.evaluate(PIXELS)
             assert dpr == ratio and w == round(css_w * ratio) and h == round(css_h * ratio), where
             assert css_w >= 0.8 * pane["width"], where  # the grids take the pane's width below the tree
+        _check_labels(view.evaluate(LABELS), paths, steps, where)
         low = view.evaluate(LOW_CONTRAST)
         assert low == [], f"text under 4.5:1, {where}:\n" + "\n".join(low)
         _hover(heat, 0, 0, *grid)
@@ -177,11 +201,11 @@ def test_the_run_view_shows_a_logs_layers_steps_and_ranks_and_follows_it(
         # a step written after the view opened reaches it
         kernel.evaluate("train_step(5)")
         view.locator(".hw-run-counts").filter(has_text="6 steps").wait_for(timeout=15_000)
-        assert view.locator(".hw-run-heatmap .hw-grid-last").inner_text() == str(steps[-1] + 1)
+        view.locator(".hw-run-heatmap .hw-grid-tick").filter(has_text=str(steps[-1] + 1)).wait_for(timeout=5_000)
 
     grid = (len(paths), len(steps) + 1)
     try:
-        _narrow_checks(lab, 1, grid)
+        _narrow_checks(lab, 1, grid, paths, [*steps, steps[-1] + 1])
         # a HiDPI screen: the same notebook in a page at two device pixels per CSS pixel (it runs again)
         context = chromium_browser.new_context(viewport=NARROW, device_scale_factor=2)
         try:
@@ -190,7 +214,7 @@ def test_the_run_view_shows_a_logs_layers_steps_and_ranks_and_follows_it(
             hidpi.open_notebook(path)
             hidpi.run_all(path, timeout=180)
             hidpi.page.locator(".hw-run .hw-run-heatmap canvas.hw-grid-canvas").wait_for(timeout=30_000)
-            _narrow_checks(hidpi, 2, (len(paths), len(steps)))
+            _narrow_checks(hidpi, 2, (len(paths), len(steps)), paths, steps)
             _theme(hidpi, "JupyterLab Light")
         finally:
             context.close()

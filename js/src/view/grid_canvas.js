@@ -1,6 +1,7 @@
 /** A grid of values drawn on a canvas at the screen's pixel ratio, its value under the mouse read from the values sent
  * with it (no kernel round trip), a click picking a cell; redrawn on resize, theme and pixel-ratio changes. */
 
+import { fitLeft, integerColumns, rowLabel, stepTicks, thinIndices, withRow } from "../axis_labels.js";
 import { axisLabel, cellAt, cellColor, cellText, colorScale, decodeGrid, gridHeight, rampCss } from "../grid.js";
 import { formatStat } from "../summary.js";
 import { pageTheme } from "../theme.js";
@@ -17,7 +18,11 @@ export function createGridCanvas({ cls, label, hint, onPick }) {
   const canvas = h("canvas", { cls: "hw-grid-canvas", attrs: { role: "img", "aria-label": label } });
   const first = h("span", { cls: "hw-grid-first" });
   const last = h("span", { cls: "hw-grid-last" });
-  const axis = h("div", { cls: "hw-grid-axis" }, [first, last]);
+  const ticks = h("div", { cls: "hw-grid-ticks" });
+  const axis = h("div", { cls: "hw-grid-axis" }, [first, last, ticks]);
+  // The rows' names beside the canvas, as text (a model's names are never markup), thinned to fit the row height.
+  const rowLabels = h("div", { cls: "hw-grid-rows", attrs: { "aria-hidden": "true" } });
+  const plot = h("div", { cls: "hw-grid-plot" }, [rowLabels, canvas, h("span"), axis]);
   const readout = h("div", { cls: "hw-grid-readout", attrs: { "aria-live": "polite" }, text: hint });
   const low = h("span", { cls: "hw-grid-low" });
   const high = h("span", { cls: "hw-grid-high" });
@@ -32,7 +37,7 @@ export function createGridCanvas({ cls, label, hint, onPick }) {
     h("span", { cls: "hw-grid-key hw-grid-key-missing", attrs: { "aria-hidden": "true" } }),
     h("span", { text: "no record" }),
   ]);
-  const el = h("div", { cls: `hw-grid ${cls}` }, [title, canvas, axis, readout, legend]);
+  const el = h("div", { cls: `hw-grid ${cls}` }, [title, plot, readout, legend]);
   /** @type {import("../grid.js").Decoded} */
   let decoded = decodeGrid(null);
   let field = "";
@@ -54,9 +59,11 @@ export function createGridCanvas({ cls, label, hint, onPick }) {
     const { rows, columns, values, flags, grid } = decoded;
     el.hidden = rows === 0 || columns === 0;
     if (el.hidden) return;
-    const cssWidth = canvas.clientWidth;
     const cssHeight = gridHeight(rows);
     canvas.style.height = `${cssHeight}px`;
+    drawRowLabels(cssHeight);
+    drawTicks();
+    const cssWidth = canvas.clientWidth;
     if (cssWidth === 0) return; // not in the page yet: the resize observer draws once it is
     const ratio = window.devicePixelRatio || 1;
     const width = Math.round(cssWidth * ratio);
@@ -104,6 +111,56 @@ export function createGridCanvas({ cls, label, hint, onPick }) {
     }
     setText(low, scale.low === null ? "" : formatStat(field, scale.low));
     setText(high, scale.high === null ? "" : `${formatStat(field, scale.high)}${scale.log ? " (log)" : ""}`);
+  }
+
+  /** @type {CanvasRenderingContext2D | null} */
+  let measurer = null;
+
+  /**
+   * Label the rows that have room (13 px apart), each cut from the left to the column's width: at most a third of
+   * the grid's, so the cells keep most of a narrow pane; the full name is the label's tooltip.
+   * @param {number} cssHeight
+   */
+  function drawRowLabels(cssHeight) {
+    const { grid, rows } = decoded;
+    const names = Array.from({ length: rows }, (_, i) => rowLabel(grid.row_name, grid.rows?.[i]));
+    // The outlined row (the selected layer) is always named: the label a user looks for after picking it.
+    const shown = withRow(thinIndices(rows, cssHeight, 13), highlightRow, cssHeight / rows, 13);
+    measurer ??= document.createElement("canvas").getContext("2d");
+    const style = getComputedStyle(rowLabels);
+    if (measurer) measurer.font = `${style.fontSize} ${style.fontFamily}`;
+    const measure = (/** @type {string} */ text) => (measurer ? measurer.measureText(text).width : text.length * 7);
+    const room = Math.max(0, Math.min(220, el.clientWidth / 3) - 6);
+    const width = Math.ceil(Math.min(room, Math.max(0, ...shown.map((i) => measure(names[i])))));
+    rowLabels.style.width = `${width + 6}px`;
+    rowLabels.style.height = `${cssHeight}px`;
+    rowLabels.replaceChildren(
+      ...shown.map((i) => {
+        const label = h("span", { cls: "hw-grid-rowlabel", attrs: { title: names[i], "data-row": i } });
+        setText(label, fitLeft(names[i], width, measure));
+        // Centred on its row, but kept whole inside the canvas's height (the first and last of thin rows).
+        label.style.top = `${Math.min(cssHeight - 6, Math.max(6, ((i + 0.5) * cssHeight) / rows))}px`;
+        return label;
+      }),
+    );
+  }
+
+  /** Integer columns (steps) get ticks under their column at round steps 36 px apart; others their first and last. */
+  function drawTicks() {
+    const { grid, columns } = decoded;
+    const stepped = integerColumns(grid.columns);
+    first.hidden = stepped;
+    last.hidden = stepped;
+    ticks.hidden = !stepped;
+    if (!stepped) return ticks.replaceChildren();
+    ticks.replaceChildren(
+      ...stepTicks((grid.columns ?? []).map(Number), canvas.clientWidth, 36).map((j) => {
+        const tick = h("span", { cls: "hw-grid-tick", attrs: { "data-column": j } });
+        setText(tick, grid.columns?.[j]);
+        tick.style.left = `${((j + 0.5) * 100) / columns}%`;
+        return tick;
+      }),
+    );
   }
 
   function schedule() {
