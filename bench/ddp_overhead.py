@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import argparse
 import copy
-import socket
 import statistics
 import sys
-import tempfile
 import time
 from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 from _protocol import (
     MARKDOWN_HEADER,
     MIN_PAIRS,
@@ -34,6 +31,7 @@ from _protocol import (
     revision,
     set_threads,
 )
+from _ranks import spawn_ranks
 from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import fp16_compress_hook
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -133,34 +131,9 @@ def rank_main(rank: int, address: str, pairs: int, threads: int, log_dir: str, r
         dist.destroy_process_group()
 
 
-def free_address() -> str:
-    """A TCP rendezvous address on a free loopback port."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"tcp://127.0.0.1:{probe.getsockname()[1]}"
-
-
 def run(pairs: int, threads: int) -> tuple[list[tuple[Comparison, str]], list[tuple[int, int, int, int]], str]:
-    """Spawn the ranks, wait for rank 0's comparisons, and reap both processes whatever happens."""
-    ctx = mp.get_context("spawn")
-    results = ctx.Queue()
-    with tempfile.TemporaryDirectory(prefix="ddp-bench-") as log_dir:
-        address = free_address()
-        procs = [
-            ctx.Process(target=rank_main, args=(r, address, pairs, threads, log_dir, results)) for r in range(WORLD)
-        ]
-        for proc in procs:
-            proc.start()
-        try:
-            status, rows, seen, where = results.get(timeout=1800)
-        finally:
-            for proc in procs:
-                proc.join(timeout=30)
-                if proc.is_alive():
-                    proc.terminate()
-                    proc.join()
-    if status != "ok":
-        raise RuntimeError(rows)
+    """Spawn the ranks and return what rank 0 measured (``_ranks.spawn_ranks``)."""
+    rows, seen, where = spawn_ranks(rank_main, pairs, threads, world=WORLD, prefix="ddp-bench-")
     return rows, seen, where
 
 

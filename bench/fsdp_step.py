@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import socket
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -23,7 +21,6 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 from _protocol import (
     MARKDOWN_HEADER,
     MIN_PAIRS,
@@ -35,6 +32,7 @@ from _protocol import (
     revision,
     set_threads,
 )
+from _ranks import spawn_ranks
 
 from hookwidgets.core import Explorer
 
@@ -169,34 +167,9 @@ def rank_main(rank: int, address: str, pairs: int, threads: int, log_dir: str, r
         dist.destroy_process_group()
 
 
-def free_address() -> str:
-    """A TCP rendezvous address on a free loopback port."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"tcp://127.0.0.1:{probe.getsockname()[1]}"
-
-
 def run(pairs: int, threads: int) -> tuple[list[tuple[Comparison, tuple[float, float, dict[str, int]]]], str]:
-    """Spawn the ranks, wait for rank 0's result, and reap both processes whatever happens."""
-    ctx = mp.get_context("spawn")
-    results = ctx.Queue()
-    with tempfile.TemporaryDirectory(prefix="fsdp-bench-") as log_dir:
-        address = free_address()
-        procs = [
-            ctx.Process(target=rank_main, args=(r, address, pairs, threads, log_dir, results)) for r in range(WORLD)
-        ]
-        for proc in procs:
-            proc.start()
-        try:
-            status, rows, where = results.get(timeout=1800)
-        finally:
-            for proc in procs:
-                proc.join(timeout=30)
-                if proc.is_alive():
-                    proc.terminate()
-                    proc.join()
-    if status != "ok":
-        raise RuntimeError(rows)
+    """Spawn the ranks and return what rank 0 measured (``_ranks.spawn_ranks``)."""
+    rows, where = spawn_ranks(rank_main, pairs, threads, world=WORLD, prefix="fsdp-bench-")
     return rows, where
 
 
