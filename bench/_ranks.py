@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import socket
 import tempfile
 from collections.abc import Callable
 from typing import Any
 
 import torch.multiprocessing as mp
+from _protocol import MIN_PAIRS, add_arguments
 
 
 def free_address() -> str:
@@ -40,3 +42,14 @@ def spawn_ranks(
     if reply[0] != "ok":
         raise RuntimeError(reply[1])
     return tuple(reply[1:])
+
+
+def parse_arguments(doc: str) -> argparse.Namespace:
+    """The protocol's flags for a script whose ranks share the machine's cores: one thread a rank by default."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    add_arguments(parser)
+    parser.set_defaults(threads=1)
+    args = parser.parse_args()
+    if args.pairs < MIN_PAIRS:
+        parser.error(f"--pairs must be at least {MIN_PAIRS} (the protocol of bench/_protocol.py)")
+    return args

@@ -9,7 +9,6 @@ a collective); rank 0's timings are reported.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import statistics
 import sys
@@ -20,10 +19,8 @@ import torch
 import torch.distributed as dist
 from _protocol import (
     MARKDOWN_HEADER,
-    MIN_PAIRS,
     WARMUP_PAIRS,
     Comparison,
-    add_arguments,
     compare,
     machine,
     progress_to_stderr,
@@ -31,7 +28,7 @@ from _protocol import (
     revision,
     set_threads,
 )
-from _ranks import spawn_ranks
+from _ranks import parse_arguments, spawn_ranks
 from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import fp16_compress_hook
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -138,12 +135,7 @@ def run(pairs: int, threads: int) -> tuple[list[tuple[Comparison, str]], list[tu
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    parser.set_defaults(threads=1)  # two ranks share the machine's cores
-    args = parser.parse_args()
-    if args.pairs < MIN_PAIRS:
-        parser.error(f"--pairs must be at least {MIN_PAIRS} (the protocol of bench/_protocol.py)")
+    args = parse_arguments(__doc__)
     started = time.perf_counter()
     command = " ".join([".venv/bin/python", "bench/ddp_overhead.py", *sys.argv[1:]])
     params = sum(p.numel() for p in make_model().parameters())

@@ -11,7 +11,6 @@ collectives each step issues are counted on both sides, by wrapping torch.distri
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 import time
@@ -23,16 +22,14 @@ import torch
 import torch.distributed as dist
 from _protocol import (
     MARKDOWN_HEADER,
-    MIN_PAIRS,
     Comparison,
-    add_arguments,
     compare,
     machine,
     progress_to_stderr,
     revision,
     set_threads,
 )
-from _ranks import spawn_ranks
+from _ranks import parse_arguments, spawn_ranks
 
 from hookwidgets.core import Explorer
 
@@ -174,12 +171,7 @@ def run(pairs: int, threads: int) -> tuple[list[tuple[Comparison, tuple[float, f
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    parser.set_defaults(threads=1)  # two ranks share the machine's cores
-    args = parser.parse_args()
-    if args.pairs < MIN_PAIRS:
-        parser.error(f"--pairs must be at least {MIN_PAIRS} (the protocol of bench/_protocol.py)")
+    args = parse_arguments(__doc__)
     started = time.perf_counter()
     command = " ".join([".venv/bin/python", "bench/fsdp_step.py", *sys.argv[1:]])
     params = sum(p.numel() for p in make_model().parameters())
