@@ -6,10 +6,12 @@ from typing import Any
 
 import torch
 
+from ..model.distributed import imported_class
+
 
 def is_dtensor(t: Any) -> bool:
-    """Whether ``t`` is a ``torch.distributed.tensor.DTensor``."""
-    dtensor = _dtensor_type()
+    """Whether ``t`` is a ``torch.distributed.tensor.DTensor`` (on every stats firing: a lookup, never an import)."""
+    dtensor = imported_class("torch.distributed.tensor", "DTensor")
     return dtensor is not None and isinstance(t, dtensor)
 
 
@@ -19,11 +21,3 @@ def local_tensor(t: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():  # with grad, to_local() makes a differentiable view
         local: torch.Tensor = t.to_local()  # type: ignore[attr-defined]  # a DTensor's
     return local
-
-
-def _dtensor_type() -> type | None:
-    if not torch.distributed.is_available():
-        return None
-    from torch.distributed.tensor import DTensor  # imported once torch.distributed is known to exist
-
-    return DTensor

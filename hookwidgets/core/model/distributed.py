@@ -33,7 +33,7 @@ def find_distributed(model: nn.Module) -> Distributed | None:
     if not torch.distributed.is_available() or not torch.distributed.is_initialized():
         return None  # no process group: no wrapper can issue a collective (the common case, at no cost)
     kinds = _wrapper_types()
-    dtensor = _class("torch.distributed.tensor", "DTensor")
+    dtensor = imported_class("torch.distributed.tensor", "DTensor")
     if not kinds and dtensor is None:
         return None
     for path, module in model.named_modules(remove_duplicate=True):
@@ -53,7 +53,7 @@ def find_distributed(model: nn.Module) -> Distributed | None:
 def view_averse(model: nn.Module) -> list[nn.Module]:
     """The modules of ``model`` whose own forward hook warns at every forward when their output is a view: FSDP2's
     (``fully_shard``), whose post-forward hook says an in-place op on a view would drop its pre-backward hook."""
-    kind = _class("torch.distributed.fsdp", "FSDPModule")
+    kind = imported_class("torch.distributed.fsdp", "FSDPModule")
     return [] if kind is None else [module for module in model.modules() if isinstance(module, kind)]
 
 
@@ -90,13 +90,15 @@ def _wrapper_types() -> list[tuple[type[Any], str]]:
     """The wrapper classes whose modules are imported (a model cannot hold one whose module never was)."""
     found = []
     for module, name, label in _NAMES:
-        kind = _class(module, name)
+        kind = imported_class(module, name)
         if kind is not None:
             found.append((kind, label))
     return found
 
 
-def _class(module: str, name: str) -> type[Any] | None:
+def imported_class(module: str, name: str) -> type[Any] | None:
+    """Class ``name`` of ``module`` if that module was imported, else None (no object of it can exist then); never
+    imports it (``torch.distributed.tensor`` alone takes ~0.8 s)."""
     kind = getattr(sys.modules.get(module), name, None)
     return kind if isinstance(kind, type) else None
 
