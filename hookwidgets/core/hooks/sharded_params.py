@@ -20,6 +20,7 @@ from .._torch import fsdp2_param_state, fsdp2_unsharded_param
 from ..capture.dtensor import is_dtensor
 from ..display import quoted
 from ..kind_table import Kind
+from ..model.distributed import imported_class
 from .owned import OwnedHandle, own
 
 FSDP2_GRAD_NOTE = (
@@ -44,13 +45,16 @@ def refusal(root: nn.Module, path: str, param: torch.Tensor, specs: Sequence[Kin
     """Why a gradient kind cannot be attached to parameter ``param`` at ``path`` of a model FSDP shards; None when
     it can."""
     gradient = [s for s in specs if s.gradient]
-    if not gradient or not torch.distributed.is_available():
+    # Looked up, never imported: a model holding FSDP was made after its module was imported (and that import is slow).
+    fsdp1 = imported_class("torch.distributed.fsdp", "FullyShardedDataParallel")
+    fsdp2 = imported_class("torch.distributed.fsdp", "FSDPModule")
+    flat = imported_class("torch.distributed.fsdp", "FlatParameter")
+    if not gradient or (fsdp1 is None and fsdp2 is None):
         return None
-    from torch.distributed.fsdp import FlatParameter, FSDPModule, FullyShardedDataParallel
-
     owner = path.rpartition(".")[0]
     ancestors = _ancestors(root, owner)
-    if not isinstance(param, FlatParameter) and any(isinstance(m, FullyShardedDataParallel) for m in ancestors):
+    is_flat = flat is not None and isinstance(param, flat)
+    if fsdp1 is not None and not is_flat and any(isinstance(m, fsdp1) for m in ancestors):
         return (
             f"parameter {quoted(path)} is an original parameter of FSDP1 (FullyShardedDataParallel, "
             "use_orig_params=True), whose gradient is computed through its flat parameter, so no 'grad' or "
@@ -59,7 +63,8 @@ def refusal(root: nn.Module, path: str, param: torch.Tensor, specs: Sequence[Kin
             "take both"
         )
     grad = any(s.name == "param_grad" for s in gradient) and is_dtensor(param)
-    if grad and any(isinstance(m, FSDPModule) for m in ancestors) and fsdp2_param_state(root, param) is None:
+    under_fsdp2 = fsdp2 is not None and any(isinstance(m, fsdp2) for m in ancestors)
+    if grad and under_fsdp2 and fsdp2_param_state(root, param) is None:
         return (
             f"parameter {quoted(path)} is sharded by FSDP2, and this torch keeps the full-shape Parameter that "
             "autograd sees where hookwidgets cannot reach it, so a 'grad' hook on the sharded DTensor would never "

@@ -1,4 +1,5 @@
-"""Statistics of plain tensors never import torch.distributed.tensor (~0.8 s): a DTensor is told by a lookup."""
+"""Statistics and parameter hooks of a plain model never import torch.distributed.tensor (~0.8 s) or .fsdp: a DTensor
+or an FSDP module is told by a lookup of its class, if imported."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from hookwidgets.core import Explorer
 model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
 with Explorer(model) as ex:
     ex.attach("", ["global_forward", "global_grad"], action="stats")
+    ex.attach("0.weight", ["grad", "post_accumulate"], action="stats")  # checked for FSDP at attach
     model(torch.randn(2, 4, requires_grad=True)).sum().backward()
     assert ex.summary(), "the stats hooks fired"
 print(sorted(m for m in ("torch.distributed.tensor", "torch.distributed.fsdp") if m in sys.modules))
