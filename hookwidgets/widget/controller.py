@@ -21,6 +21,7 @@ from ..core.hooks.events import Event
 from ..core.model.tree import unwatched_note
 from .attention_heads import AttentionHeads
 from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
+from .drawing import drawing_for
 from .graph_panel import graph_payload
 from .lens_panel import lens_offer
 from .live import LiveUpdates
@@ -92,7 +93,7 @@ class ViewController:
         on_selected = weakref.WeakMethod(self._on_selected)
         view.observe(lambda change: (m := on_selected()) and m(change), names="selected")
         on_theme = weakref.WeakMethod(self._on_theme)
-        view.observe(lambda change: (m := on_theme()) and m(change), names="theme")
+        view.observe(lambda change: (m := on_theme()) and m(change), names=["theme", "frame"])
         weakref.finalize(explorer, self.close)  # an explorer dropped unclosed closes its view too
         self._view = view
         if self._ddp is None and explorer.ddp_inspector is not None:  # watch_ddp() came before the view
@@ -202,7 +203,7 @@ class ViewController:
         self.sync()
 
     def _on_theme(self, change: dict[str, Any]) -> None:
-        """The page's theme changed: every image the view shows is drawn again in it."""
+        """The page's theme or figure pane changed: every image the view shows is drawn again for it."""
         self._training_version = None  # its records did not change, its colours did
         try:
             self.sync_plots()
@@ -216,10 +217,8 @@ class ViewController:
                 self._view.error = f"could not redraw the images in the new theme: {type(exc).__name__}: {exc}"
 
     def drawing(self) -> contextlib.AbstractContextManager[Any]:
-        """A block whose figures are drawn in the page's theme (light until the page reports one)."""
-        from ..plots.theme import using_theme  # matplotlib only when drawing
-
-        return using_theme(self._view.theme if self._view is not None else None)
+        """A block whose figures are drawn in the page's theme and for its figure pane (``drawing_for``)."""
+        return drawing_for(self._view)
 
     def keep_redraw(self, panel: str, redraw: Callable[[], None] | None) -> None:
         """Remember how ``panel``'s images are drawn again when the theme changes (None: it has none now)."""

@@ -63,6 +63,83 @@ class Selection(TypedDict):
     attribution_note: str
 
 
+# Figures: how the page shows a PNG and reads it under the mouse (hookwidgets/plots/hover.py writes these).
+
+
+class HoverAxis(TypedDict):
+    """The rows or the columns of a cell grid: what they are and what each is called."""
+
+    name: str
+    """What one row or column is: "token", "feature", "channel", "query", "key", "layer", "step", "position"…"""
+    labels: list[str] | None
+    """One label per drawn row/column (a token's text, a layer's path); None: numbered from ``start``."""
+    start: int
+    """The index of the first drawn row/column."""
+    stride: int
+    """Indices per drawn row/column: over 1 when the figure aggregated them (the readout says "features 8–11")."""
+    count: int
+    """How many rows/columns the data has (the last drawn one may cover fewer than ``stride``)."""
+
+
+class CellsRegion(TypedDict):
+    """A heatmap: ``rows`` × ``cols`` cells in ``box``, their values and what the rows and columns are."""
+
+    type: Literal["cells"]
+    box: list[float]
+    """CSS pixels in the image: [x of the first column's outer edge, y of the first row's outer edge, x of the last
+    column's outer edge, y of the last row's outer edge] (a flipped axis has them the other way round)."""
+    rows: int
+    cols: int
+    values: bytes
+    """float32, little-endian, ``rows × cols`` row-major; NaN and Inf as themselves."""
+    row: HoverAxis
+    col: HoverAxis
+    label: str
+    """Which of the figure's grids this is ("channel 3", "head 2"); "" for a figure's only one."""
+    quantity: str
+    """What the values are: "activation", "gradient", "probability", "grad_norm"…"""
+    aggregate: str
+    """How an aggregated cell combines the values it covers ("mean"); "" when every cell is one value."""
+
+
+class LineSeries(TypedDict):
+    name: str
+    values: bytes
+    """float32, little-endian, one per x (NaN: no value at that x)."""
+
+
+class LinesRegion(TypedDict):
+    """A line chart: the x of each point and each series' value there."""
+
+    type: Literal["lines"]
+    box: list[float]
+    """CSS pixels in the image: [left, top, right, bottom] of the axes."""
+    x: list[float]
+    x_name: str
+    """What x is: "step", "bin"…"""
+    x_limits: list[float]
+    """The x values at the box's left and right edges (a linear axis)."""
+    series: list[LineSeries]
+    label: str
+
+
+Region = CellsRegion | LinesRegion
+"""One part of a figure the page reads under the mouse."""
+
+
+class Hover(TypedDict):
+    """How the page shows a figure's PNG and reads it under the mouse."""
+
+    ratio: float
+    """Device pixels per CSS pixel the PNG was rendered at: it is shown at natural size / ratio."""
+    width: float
+    height: float
+    """The figure's CSS size (natural size / ratio, before rounding to whole device pixels)."""
+    pixelated: bool
+    """The figure holds a map with fewer cells than pixels: shown with ``image-rendering: pixelated``."""
+    regions: list[Region]
+
+
 class PlotItem(TypedDict):
     kind: str
     title: str
@@ -80,7 +157,13 @@ class PlotItem(TypedDict):
     tokens: list[str] | None
     heads: int
     head: int | None
+    scale: str | None
+    """The colour scale of an attention map ("linear", "per-row", "log"); None for other views."""
+    scales: list[str]
+    """The scales the page offers for this view (empty: none to choose)."""
     png: bytes
+    hover: Hover | None
+    """How to show ``png`` (its pixel ratio) and what it tells under the mouse (``plots.hover``)."""
 
 
 class Plots(TypedDict):
@@ -133,6 +216,7 @@ class Summary(TypedDict):
     nonfinite: list[str]
     first_nonfinite: str | None
     heatmap: bytes | None
+    heatmap_hover: Hover | None
     message: str
 
 
@@ -154,6 +238,7 @@ class Ratios(TypedDict):
     high: float
     flagged: int
     png: bytes | None
+    hover: Hover | None
     caption: str
     message: str
 
@@ -177,7 +262,9 @@ class DDPPanel(TypedDict):
     steps: int
     step: int | None
     buckets_png: bytes | None
+    buckets_hover: Hover | None
     ranks_png: bytes | None
+    ranks_hover: Hover | None
     ready: Ready
     message: str
 
@@ -198,7 +285,9 @@ class Attribution(TypedDict):
     method: str | None
     target: str | int | None
     png: bytes | None
+    hover: Hover | None
     input_png: bytes | None
+    input_hover: Hover | None
     tokens: list[TokenScore] | None
     error: str
     caption: str
@@ -219,9 +308,17 @@ class Lens(TypedDict):
 
 class Patching(TypedDict):
     png: bytes | None
+    hover: Hover | None
     caption: str
     progress: list[int] | None
     error: str
+
+
+class Frame(TypedDict):
+    """The figure pane the page reports: its width in CSS pixels and the screen's devicePixelRatio."""
+
+    width: int
+    ratio: float
 
 
 class Theme(TypedDict):
@@ -377,6 +474,7 @@ class PlotViewMessage(TypedDict):
     view: NotRequired[str]
     element: NotRequired[str]
     head: NotRequired[int | None]
+    scale: NotRequired[str]
 
 
 class SummaryMessage(TypedDict):

@@ -8,6 +8,7 @@ from ..core.display import quoted
 from ..core.explorer import Explorer
 from .attention_heads import AttentionHeads
 from .captures import plot_items
+from .drawing import drawing_for
 from .page_choices import PageChoices
 from .tensor_views import context_for
 from .view import ExplorerView
@@ -17,12 +18,10 @@ def draw_selection(view: ExplorerView, explorer: Explorer, choices: PageChoices,
     """Put the selection's images in ``view.plots``: its captures as the page chose them, then an attention module's
     heads; a failure goes to ``view.error``, never raised. Returns the seconds spent, None when it had nothing to draw.
     """
-    from ..plots.theme import using_theme  # matplotlib only when drawing
-
     path = view.selected
     started = time.monotonic()
     try:
-        with using_theme(view.theme):  # in the page's theme
+        with drawing_for(view):  # in the page's theme, for its pane
             context = context_for(explorer, path)
             items = plot_items(explorer.captures, path, choices.plot_steps, choices.plot_views, context=context)
             item = heads.item(explorer, path, choices.plot_views.get("attention", {}).get("head"))

@@ -52,6 +52,15 @@ def sequence_labels(tensor: torch.Tensor, view: str, context: Context) -> tuple[
     return None, None
 
 
+ATTENTION_SCALES = ("linear", "per-row", "log")
+"""The colour scales the heads view offers, the default first."""
+
+
+def scales_of(view: str) -> list[str]:
+    """The colour scales the page offers for ``view`` (empty: none to choose)."""
+    return list(ATTENTION_SCALES) if view == "heads" else []
+
+
 def draw(
     tensor: torch.Tensor,
     view: str,
@@ -61,8 +70,10 @@ def draw(
     gradient: bool,
     context: Context,
     head: int | None = None,
+    scale: str | None = None,
 ) -> Figure:
-    """The figure of ``tensor`` (named ``name``) in ``view``; gradients on a scale centred on zero."""
+    """The figure of ``tensor`` (named ``name``) in ``view``; gradients on a scale centred on zero; ``scale``: one of
+    ``scales_of(view)`` (None: its default)."""
     from ..plots import (  # matplotlib only when drawing
         attention_heads_figure,
         bars_figure,
@@ -80,7 +91,8 @@ def draw(
         return histogram_figure({name: tensor}, title=title)
     if view == "heads":
         queries, keys = sequence_labels(tensor, view, context)
-        return attention_heads_figure(tensor, queries, heads=head, title=title, key_tokens=keys)
+        scaled = {"scale": scale} if scale is not None else {}  # issue 35 part 3: attention_heads_figure(scale=)
+        return attention_heads_figure(tensor, queries, heads=head, title=title, key_tokens=keys, **scaled)
     if view == "tokens":
         axis = sequence_axis(tuple(tensor.shape), context.sequences)
         if axis is None:  # views_of offers "tokens" only with a sequence axis

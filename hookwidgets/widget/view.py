@@ -10,6 +10,7 @@ import traitlets
 
 from .protocol import (
     Attribution,
+    Frame,
     Graph,
     HookItem,
     HookKind,
@@ -90,3 +91,6 @@ class ExplorerView(anywidget.AnyWidget):
     theme: Synced[Theme] = _synced(traitlets.Dict({"name": "light", "background": "", "foreground": ""}))
     """The page's theme, written by the browser: name (light or dark), background and foreground (``#rrggbb``,
     ``""`` until the page reports them); every figure the view shows is drawn in it."""
+    frame: Synced[Frame] = _synced(traitlets.Dict({"width": 0, "ratio": 1.0}))
+    """The figure pane the page reports: width in CSS pixels (0 until reported) and devicePixelRatio; every figure the
+    view shows is drawn for it (``plots.frame``)."""
