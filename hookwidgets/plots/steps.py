@@ -12,7 +12,8 @@ import numpy as np
 from matplotlib.collections import PatchCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
-from matplotlib.ticker import MaxNLocator
+from matplotlib.colorbar import Colorbar
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from ..core.capture.recomputes import once_each
 from ._common import (
@@ -245,8 +246,8 @@ def summary_heatmap_figure(
     bar = fig.colorbar(image, cax=cax)
     if norm is None:
         scaled_colorbar(bar)
-    else:  # a log scale's ticks are powers of ten (10⁻³), whole already: its own formatter says them
-        bar.ax.tick_params(labelsize=7)
+    else:
+        _log_colorbar(bar, norm)
     columns = [
         str(steps[j]) if stride == 1 else f"{steps[j]}–{steps[min(len(steps), j + stride) - 1]}"
         for j in range(0, len(steps), stride)
@@ -270,6 +271,17 @@ def _hover_values(grid: np.ndarray, width: float) -> tuple[np.ndarray, int]:
     max_cols = max(1, min(cols, int(width * CSS_DPI), MAX_HOVER_VALUES // max(rows, 1)))
     values, _, stride = block_mean(grid, rows, max_cols)
     return values, stride
+
+
+def _log_colorbar(bar: Colorbar, norm: matplotlib.colors.LogNorm) -> None:
+    """Label a log colour bar within its band: powers of ten (10⁻³) when two or more are on it, else 1, 2 and 5
+    times them written short ("0.0002"), never matplotlib's "2×10⁻⁴" at every minor tick."""
+    low, high = float(norm.vmin), float(norm.vmax)  # type: ignore[arg-type]
+    if math.floor(math.log10(high)) - math.ceil(math.log10(low)) < 1:
+        bar.locator = LogLocator(subs=(1.0, 2.0, 5.0))
+        bar.formatter = FuncFormatter(lambda value, _: f"{value:.2g}")
+    bar.minorformatter = NullFormatter()
+    bar.ax.tick_params(which="both", labelsize=7)
 
 
 def _grow_top(fig: Figure, inches: float) -> None:
