@@ -70,10 +70,10 @@ def bucket_table_figure(records: list[dict[str, Any]], step: int | None = None, 
     table.auto_set_font_size(False)
     table.set_fontsize(size)
     theme = as_theme(theme)  # @themed passes a Theme or None
-    for (row, col), cell in table.get_celld().items():
+    for (line, col), cell in table.get_celld().items():
         cell.set_edgecolor(theme.muted if theme else "#cccccc")
         cell.set_facecolor(theme.background if theme else "white")
-        if row == 0:
+        if line == 0:
             cell.set_facecolor(theme.missing if theme else "#eeeeee")
         if col == NAMES:
             cell.set_text_props(ha="left")

@@ -10,9 +10,9 @@ import matplotlib
 import matplotlib.colors
 import numpy as np
 from matplotlib.collections import PatchCollection
+from matplotlib.colorbar import Colorbar
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
-from matplotlib.colorbar import Colorbar
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from ..core.capture.recomputes import once_each

@@ -66,7 +66,7 @@ def update_ratio_figure(
     ax.set_ylabel("‖Δw‖ / ‖w‖", fontsize=8)
     ax.tick_params(labelsize=7)
     left = 0.75  # "‖Δw‖ / ‖w‖" and log tick labels such as 10⁻⁴
-    labels = [line.get_label() for line in lines]
+    labels = [str(line.get_label()) for line in lines]
     plan = plan_legend(labels, width, margins=left + 0.15, axes_height=RATIOS_AXES_HEIGHT)
     top = 0.35
     fig.set_size_inches(width, RATIOS_AXES_HEIGHT + 0.5 + plan.height + top)
