@@ -16,6 +16,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from ..core.capture.recomputes import once_each
+from ..core.display import shortened
 from ._common import (
     MAGNITUDE,
     MISSING_COLOR,
@@ -255,7 +256,7 @@ def summary_heatmap_figure(
     describe_cells(
         ax,
         values,
-        row=axis("layer", [name or "(model)" for name in order]),
+        row=axis("layer", [shortened(name) or "(model)" for name in order]),  # whole, but for a hostile 100,000
         col=axis("step", columns, stride=stride, count=len(steps)),
         extent=(-0.5, len(steps) - 0.5, count - 0.5, -0.5),
         quantity=field,
