@@ -159,6 +159,8 @@ def summary_heatmap_figure(
         fields = sorted({k for row in rows for k in row} - {"step", "path"})
         raise ValueError(f"no field {field!r} in the summary; fields are {', '.join(fields)}")
     order = list(layers) if layers is not None else list(dict.fromkeys(row["path"] for row in rows))
+    if not order:
+        raise ValueError("no layers to draw: layers=[] names none; pass layers=None for every layer of the rows")
     steps = sorted({row["step"] for row in rows})
     grid = np.full((len(order), len(steps)), np.nan, dtype=np.float64)
     present = np.zeros(grid.shape, dtype=bool)

@@ -291,3 +291,8 @@ def test_a_signed_field_has_a_symmetric_scale_and_its_colour_bar_says_its_expone
     box = offset.get_window_extent(canvas.get_renderer())
     assert box.x1 <= right and box.y1 <= top
     assert matplotlib.colors.to_hex(image.cmap(0.5)) != matplotlib.colors.to_hex(image.cmap(0.0))
+
+
+def test_an_empty_list_of_layers_is_named_as_the_mistake():
+    with pytest.raises(ValueError, match=r"no layers to draw: layers=\[\] names none; pass layers=None"):
+        summary_heatmap_figure([{"path": "a", "step": 1, "grad_norm": 1.0}], "grad_norm", layers=[])
