@@ -23,8 +23,9 @@ class AttentionHeads:
         self._probabilities: dict[str, torch.Tensor] = {}
         self._error = ""  # why the latest attention() run failed, until the controller shows it
 
-    def item(self, explorer: Any, path: str, head: int | None) -> PlotItem | None:
-        """The heads item of ``path``, or None when it is no attention module or there are no example inputs."""
+    def item(self, explorer: Any, path: str, head: int | None, scale: str | None = None) -> PlotItem | None:
+        """The heads item of ``path`` (``head``: one head, None: all; ``scale``: the colour scale, None: the
+        default), or None when it is no attention module or there are no example inputs."""
         if self._paths is None:
             self._paths = {source.path for source in attention_sources(explorer.model)}
         if path not in self._paths or explorer.example_inputs is None:
@@ -41,7 +42,7 @@ class AttentionHeads:
         if tensor is None:
             return None
         queries, keys = sequence_labels(tensor, "heads", context_for(explorer, path))
-        return heads_item(tensor, path, queries, head=head, step=explorer.step, key_tokens=keys)
+        return heads_item(tensor, path, queries, head=head, step=explorer.step, key_tokens=keys, scale=scale)
 
     def forget(self) -> None:
         """Drop the held probabilities: the model may compute others now (a model without hooks counts no step)."""

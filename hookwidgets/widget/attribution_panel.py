@@ -20,7 +20,7 @@ from ..core.display import display_name, quoted
 from ..core.explorer import Explorer
 from .attribution_methods import LAYER_METHODS, image_of, methods_note, offered_methods
 from .message_values import position_choice, score_choice
-from .protocol import Attribution, TokenScore
+from .protocol import Attribution, Hover, TokenScore
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -30,7 +30,9 @@ EMPTY: Attribution = {
     "method": None,
     "target": None,
     "png": None,
+    "hover": None,
     "input_png": None,
+    "input_hover": None,
     "tokens": None,
     "error": "",
     "caption": "",
@@ -42,7 +44,9 @@ class AttributionImages(TypedDict):
     """The images of an ``Attribution`` payload, drawn again in another theme without running the method again."""
 
     png: bytes
+    hover: Hover
     input_png: bytes
+    input_hover: Hover
 
 
 def attribution_payload(explorer: Explorer, layer: str, method: str, target: Any, position: Any = None) -> Attribution:
@@ -94,14 +98,18 @@ def attribution_and_redraw(
 
 
 def _images(image: torch.Tensor, result: torch.Tensor, caption: str) -> AttributionImages:
-    """The attribution drawn over the input (or as a gradient map) and the input beside it, as PNG bytes."""
-    from ..plots import cam_overlay_figure, figure_png, gradient_map_figure  # matplotlib only when drawing
+    """The attribution drawn over the input (or as a gradient map) and the input beside it, as PNG bytes and
+    what each tells under the mouse."""
+    from ..plots import cam_overlay_figure, gradient_map_figure  # matplotlib only when drawing
+    from ..plots.hover import figure_image
 
     if result.dim() == 3:  # a CAM (N, H, W) in [0, 1], or a ViT rollout's patch grid (N, h, w), raw
         figure = cam_overlay_figure(image, result, title=caption)
     else:  # pixel attributions are input-shaped and signed
         figure = gradient_map_figure(result[0], title=caption)
-    return {"png": figure_png(figure), "input_png": figure_png(input_figure(image))}
+    png, hover = figure_image(figure)
+    input_png, input_hover = figure_image(input_figure(image))
+    return {"png": png, "hover": hover, "input_png": input_png, "input_hover": input_hover}
 
 
 def token_scores(scores: torch.Tensor, labels: list[str]) -> list[TokenScore]:

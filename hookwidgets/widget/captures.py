@@ -14,27 +14,31 @@ from ..core.capture.store import CaptureStore, Record
 from ..core.display import display_name
 from ..core.kind_table import user_names
 from ..core.model.tokens import Sequences
-from .protocol import PlotItem
-from .tensor_views import Context, draw, sequence_labels, views_of
+from .protocol import Hover, PlotItem
+from .tensor_views import Context, draw, scales_of, sequence_labels, views_of
+
+Image = tuple[bytes, Hover]
+"""A figure as the page gets it: PNG bytes and what it tells under the mouse (``plots.hover.figure_image``)."""
 
 PNG_CACHE_SIZE = 64
 """Images kept for records still held: selecting a module again, or going back to it, redraws nothing."""
-_png_cache: OrderedDict[tuple, tuple[weakref.ref, bytes]] = OrderedDict()
+_png_cache: OrderedDict[tuple, tuple[weakref.ref, Image]] = OrderedDict()
 _png_lock = threading.Lock()
 
 
-def _cached_png(record: Record, key: tuple, draw: Callable[[], Any]) -> bytes:
-    """``figure_png(draw())``, remembered for ``record`` (by identity, while it lives) and ``key``."""
-    from ..plots import figure_png  # matplotlib only when drawing
+def _cached_png(record: Record, key: tuple, draw: Callable[[], Any]) -> Image:
+    """``figure_image(draw())``, remembered for ``record`` (by identity, while it lives) and ``key``."""
+    from ..plots.frame import current_frame  # matplotlib only when drawing
+    from ..plots.hover import figure_image
     from ..plots.theme import current_theme
 
-    full_key = (id(record), current_theme(), *key)  # drawn again in another theme
+    full_key = (id(record), current_theme(), current_frame(), *key)  # drawn again in another theme or pane
     with _png_lock:
         hit = _png_cache.get(full_key)
         if hit is not None and hit[0]() is record:  # the same record, not a new one at a reused address
             _png_cache.move_to_end(full_key)
             return hit[1]
-    png = figure_png(draw())
+    png = figure_image(draw())
     with _png_lock:
         # Images of records the store has let go of can never be shown again: they go first (a training loop's
         # live redraws would otherwise fill the cache with them, 64 images held for nothing).
@@ -67,7 +71,8 @@ Position = tuple[int, int]
 
 
 Choice = dict[str, Any]
-"""What the page chose for one kind's item: ``view``, ``element`` (a name of ``Record.tensors``) and ``head``."""
+"""What the page chose for one kind's item: ``view``, ``element`` (a name of ``Record.tensors``), ``head`` and
+``scale`` (the heads view's colour scale)."""
 
 
 def plot_item(
@@ -77,12 +82,14 @@ def plot_item(
     *,
     element: str | None = None,
     head: int | None = None,
+    scale: str | None = None,
     context: Context | None = None,
 ) -> PlotItem | None:
     """One view item for a record: title, shape, step and call, the positions to choose from, and PNG bytes.
 
     ``element`` picks one of a tuple, dict or ModelOutput output's tensors (default: the first); ``view`` one of
-    the views that fit it (default: the first); ``head`` one head of the ``heads`` view (None: all).
+    the views that fit it (default: the first); ``head`` one head of the ``heads`` view (None: all) and ``scale``
+    its colour scale (one of ``tensor_views.scales_of``; None: the default).
     """
     if not record.tensors:
         return None
@@ -95,6 +102,7 @@ def plot_item(
         gradient=record.kind in user_names(gradient=True),  # on a diverging scale
         context=context or Context(),
         head=head,
+        scale=scale,
         record=record,
     )
     return {
@@ -121,7 +129,10 @@ class TensorFields(TypedDict):
     tokens: list[str] | None
     heads: int
     head: int | None
+    scale: str | None
+    scales: list[str]
     png: bytes
+    hover: Hover
 
 
 def tensor_fields(
@@ -133,25 +144,33 @@ def tensor_fields(
     gradient: bool,
     context: Context,
     head: int | None = None,
+    scale: str | None = None,
     record: Record | None = None,
 ) -> TensorFields:
     """The drawn part of an item: ``title``, ``view`` (the chosen one if it fits, else the default), ``views``,
-    ``tokens`` (the sequence axis' labels), ``heads`` and ``head`` (the heads view), ``png`` (remembered for
-    ``record`` while it lives)."""
-    from ..plots import figure_png  # matplotlib only when drawing
+    ``tokens`` (the sequence axis' labels), ``heads`` and ``head`` (the heads view), ``scale`` (the chosen one if
+    the view offers it, else its default; None when it offers none) and ``scales``, ``png`` and ``hover``
+    (remembered for ``record`` while it lives)."""
+    from ..plots.hover import figure_image  # matplotlib only when drawing
 
     views = views_of(tensor, context)
     view = view if view in views else views[0]
     heads = int(tensor.shape[1]) if view == "heads" else 0
     head = head if view == "heads" and isinstance(head, int) and 0 <= head < heads else None
+    scales = scales_of(view)
+    chosen = (scale if scale in scales else scales[0]) if scales else None
     shown = title if head is None else f"{title} · head {head}"
 
+    drawn_scale = chosen if scales and chosen != scales[0] else None  # the default: the figure's own (None)
+
     def figure() -> Any:
-        return draw(tensor, view, name=name, title=shown, gradient=gradient, context=context, head=head)
+        return draw(
+            tensor, view, name=name, title=shown, gradient=gradient, context=context, head=head, scale=drawn_scale
+        )
 
     # The explorer's sequences last as long as it does: their identity stands for the labels drawn.
-    key = (view, shown, name, context.attention, context.decoder, id(context.sequences))
-    png = figure_png(figure()) if record is None else _cached_png(record, key, figure)
+    key = (view, shown, name, chosen, context.attention, context.decoder, id(context.sequences))
+    png, hover = figure_image(figure()) if record is None else _cached_png(record, key, figure)
     return {
         "title": shown,
         "view": view,
@@ -159,7 +178,10 @@ def tensor_fields(
         "tokens": sequence_labels(tensor, view, context)[0],
         "heads": heads,
         "head": head,
+        "scale": chosen,
+        "scales": scales,
         "png": png,
+        "hover": hover,
     }
 
 
@@ -171,9 +193,11 @@ def heads_item(
     head: int | None = None,
     step: int = 0,
     key_tokens: list[str] | None = None,
+    scale: str | None = None,
 ) -> PlotItem:
     """The ``heads`` item of attention probabilities ``(N, H, T_q, T_k)`` computed for the module at ``path``
-    (not captured by a hook): labelled with ``tokens`` (queries) and ``key_tokens`` (keys; default ``tokens``)."""
+    (not captured by a hook): labelled with ``tokens`` (queries) and ``key_tokens`` (keys; default ``tokens``), on
+    the colour ``scale`` (one of ``tensor_views.ATTENTION_SCALES``; None: the default)."""
     if tensor.dim() != 4:
         raise ValueError(f"attention probabilities are (N, heads, T_q, T_k), got shape {tuple(tensor.shape)}")
     labels = [tokens] if tokens is not None else None
@@ -181,7 +205,9 @@ def heads_item(
     lengths = tuple(dict.fromkeys(tensor.shape[-2:]))
     context = Context(Sequences(labels, keys, lengths), attention=True)  # keys of cross-attention: the second list
     title = f"{display_name(path or '(model)')} · attention probabilities"
-    fields = tensor_fields(tensor, "heads", name="attention", title=title, gradient=False, context=context, head=head)
+    fields = tensor_fields(
+        tensor, "heads", name="attention", title=title, gradient=False, context=context, head=head, scale=scale
+    )
     return {
         "kind": "attention",
         "shape": list(tensor.shape),
@@ -203,6 +229,8 @@ def stats_item(kind: str, path: str, records: list[Record]) -> PlotItem:
 
     title = f"{display_name(path or '(model)')} · {kind} statistics"
     last = records[-1]
+    # the last record stands for the history: a new step brings a new last record, hence a new image
+    png, hover = _cached_png(last, ("stats", title, len(records)), lambda: stats_figure(records, title=title))
     return {
         "kind": kind,
         "title": title,
@@ -220,8 +248,10 @@ def stats_item(kind: str, path: str, records: list[Record]) -> PlotItem:
         "tokens": None,
         "heads": 0,
         "head": None,
-        # the last record stands for the history: a new step brings a new last record, hence a new image
-        "png": _cached_png(last, ("stats", title, len(records)), lambda: stats_figure(records, title=title)),
+        "scale": None,
+        "scales": [],
+        "png": png,
+        "hover": hover,
     }
 
 
@@ -244,7 +274,7 @@ def plot_items(
     *,
     context: Context | None = None,
 ) -> list[PlotItem]:
-    """Items for each plotted kind on ``path``: the chosen (step, call), element, view and head, else the
+    """Items for each plotted kind on ``path``: the chosen (step, call), element, view, head and scale, else the
     newest capture's first tensor in its default view (``context``: see ``tensor_views.context_for``)."""
     try:
         by_kind = store[path]
@@ -265,6 +295,7 @@ def plot_items(
                 choice.get("view"),
                 element=choice.get("element"),
                 head=choice.get("head"),
+                scale=choice.get("scale"),
                 context=context,
             )
             if item is not None:

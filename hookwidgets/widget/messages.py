@@ -25,6 +25,7 @@ from .message_values import parse_edit, position_choice, score_choice
 from .page_choices import PageChoices
 from .protocol import MESSAGES, Attribution
 from .run_errors import failing_module, failure_line
+from .tensor_views import ATTENTION_SCALES
 from .view import ExplorerView
 
 
@@ -126,8 +127,9 @@ def plot_step(controller: PageController, explorer: Explorer, content: dict[str,
 
 
 def plot_view(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
-    """Choose how one kind's capture is drawn: its ``view``, its ``element`` (of a tuple or dict output) and
-    ``head`` (the heads view; None: all heads); what the message leaves out stays as chosen."""
+    """Choose how one kind's capture is drawn: its ``view``, its ``element`` (of a tuple or dict output),
+    ``head`` (the heads view; None: all heads) and ``scale`` (the heads view's colour scale); what the message
+    leaves out stays as chosen."""
     choice = controller.choices.plot_views.setdefault(content["kind"], {})
     for key in ("view", "element"):
         if content.get(key) is not None:
@@ -137,6 +139,11 @@ def plot_view(controller: PageController, explorer: Explorer, content: dict[str,
         if head is not None and (isinstance(head, bool) or not isinstance(head, int)):
             raise ValueError(f"plot_view's head must be a head number or null (all heads), got {head!r}")
         choice["head"] = head
+    if "scale" in content:
+        scale = content["scale"]
+        if scale not in ATTENTION_SCALES:
+            raise ValueError(f"plot_view's scale must be one of {', '.join(ATTENTION_SCALES)}, got {scale!r}")
+        choice["scale"] = scale
     controller.sync_plots()
     return ""
 

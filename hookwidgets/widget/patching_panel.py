@@ -10,14 +10,16 @@ import torch
 
 from .protocol import Patching
 
-EMPTY: Patching = {"png": None, "caption": "", "progress": None, "error": ""}
+EMPTY: Patching = {"png": None, "hover": None, "caption": "", "progress": None, "error": ""}
 PUSH_EVERY_S = 0.1
 """Progress reaches the page at most this often: a sweep of short forwards would otherwise flood the comm."""
 
 
 def patching_payload(result: torch.Tensor, default_metric: bool) -> Patching:
-    """The ``patching`` traitlet for a finished sweep ``(L, T)``: its figure and what it measured."""
-    from ..plots import figure_png, patch_sweep_figure  # matplotlib only when drawing
+    """The ``patching`` traitlet for a finished sweep ``(L, T)``: its figure, what it tells under the mouse and what
+    it measured."""
+    from ..plots import patch_sweep_figure  # matplotlib only when drawing
+    from ..plots.hover import figure_image
 
     layers, positions = result.shape
     metric = "the clean top token's logit, minus its corrupted value" if default_metric else "your metric"
@@ -25,8 +27,8 @@ def patching_payload(result: torch.Tensor, default_metric: bool) -> Patching:
         f"activation patching: {metric}, for the corrupted run with the clean activation of each of {layers} "
         f"layers patched in at each of {positions} positions (red: the patch restores the clean prediction)"
     )
-    figure = patch_sweep_figure(result, title="patch sweep")
-    return {"png": figure_png(figure), "caption": caption, "progress": None, "error": ""}
+    png, hover = figure_image(patch_sweep_figure(result, title="patch sweep"))
+    return {"png": png, "hover": hover, "caption": caption, "progress": None, "error": ""}
 
 
 class ProgressPush:

@@ -403,6 +403,7 @@ TRAITLETS: dict[str, Any] = {
     "error": str,
     "graph": Graph,
     "theme": Theme,
+    "frame": Frame,
 }
 """Each traitlet of ``ExplorerView`` and the shape of its value."""
 

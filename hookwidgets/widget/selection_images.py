@@ -24,7 +24,8 @@ def draw_selection(view: ExplorerView, explorer: Explorer, choices: PageChoices,
         with drawing_for(view):  # in the page's theme, for its pane
             context = context_for(explorer, path)
             items = plot_items(explorer.captures, path, choices.plot_steps, choices.plot_views, context=context)
-            item = heads.item(explorer, path, choices.plot_views.get("attention", {}).get("head"))
+            chosen = choices.plot_views.get("attention", {})
+            item = heads.item(explorer, path, chosen.get("head"), chosen.get("scale"))
         if item is not None:
             items.append(item)
         error = heads.take_error()

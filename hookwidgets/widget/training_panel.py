@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.capture.export import plain_number
 from ..core.monitors.optim import UpdateRatioMonitor
-from .protocol import DDPPanel, RatioRow, Ratios, Ready, ReadyRow, Training
+from .protocol import DDPPanel, Hover, RatioRow, Ratios, Ready, ReadyRow, Training
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -126,6 +126,7 @@ def ratio_payload(monitors: Sequence[UpdateRatioMonitor]) -> Ratios:
         "high": RATIO_HIGH,
         "flagged": sum(1 for row in rows if row["flag"]),
         "png": None,
+        "hover": None,
         "caption": "",
         "message": "",
     }
@@ -138,7 +139,7 @@ def ratio_payload(monitors: Sequence[UpdateRatioMonitor]) -> Ratios:
     from ..plots import update_ratio_figure  # matplotlib only when drawing
 
     records = [r for records in recent for r in records]
-    payload["png"], payload["message"] = _png(
+    payload["png"], payload["hover"], payload["message"] = _png(
         lambda: update_ratio_figure(records, params=drawn, max_params=PARAMS_DRAWN),
         "the update-ratio chart",
     )
@@ -220,7 +221,9 @@ def ddp_payload(source: DDPSource, prefix: str = "") -> DDPPanel:
         "steps": len({r["step"] for r in buckets}),
         "step": max((r["step"] for r in buckets), default=None),
         "buckets_png": None,
+        "buckets_hover": None,
         "ranks_png": None,
+        "ranks_hover": None,
         "ready": ready_payload(ready),
         "message": "",
     }
@@ -229,8 +232,10 @@ def ddp_payload(source: DDPSource, prefix: str = "") -> DDPPanel:
         payload["message"] = "No DDP records yet: run a forward and backward of the DDP model."
     else:
         drawable = buckets
-        payload["buckets_png"], table_error = _png(lambda: bucket_table_figure(drawable), "the bucket table")
-        payload["ranks_png"], chart_error = _png(lambda: rank_chart_figure(drawable), "the per-rank chart")
+        table = _png(lambda: bucket_table_figure(drawable), "the bucket table")
+        payload["buckets_png"], payload["buckets_hover"], table_error = table
+        chart = _png(lambda: rank_chart_figure(drawable), "the per-rank chart")
+        payload["ranks_png"], payload["ranks_hover"], chart_error = chart
         payload["message"] = " ".join(e for e in (table_error, chart_error) if e)
     if buckets and not ready and inspector is None:
         payload["message"] += " No gradient-ready records: DDPInspector.load(log_dir, records=None) reads them too."
@@ -265,14 +270,16 @@ def ready_payload(ready: list[dict[str, Any]]) -> Ready:
     return {"step": step, "rank": rank, "rows": rows, "note": note}
 
 
-def _png(draw: Callable[[], Figure], what: str) -> tuple[bytes | None, str]:
-    """(PNG bytes, "") or, when drawing fails, (None, why): one failing figure never hides the others."""
-    from ..plots import figure_png  # matplotlib only when drawing
+def _png(draw: Callable[[], Figure], what: str) -> tuple[bytes | None, Hover | None, str]:
+    """(PNG bytes, its hover, "") or, when drawing fails, (None, None, why): one failing figure never hides the
+    others."""
+    from ..plots.hover import figure_image  # matplotlib only when drawing
 
     try:
-        return figure_png(draw()), ""
+        png, hover = figure_image(draw())
     except Exception as exc:
-        return None, f"could not draw {what}: {type(exc).__name__}: {exc}"
+        return None, None, f"could not draw {what}: {type(exc).__name__}: {exc}"
+    return png, hover, ""
 
 
 def _join(numbers: list[int]) -> str:

@@ -82,7 +82,9 @@ class ExplorerView(anywidget.AnyWidget):
     error text."""
     lens: Synced[Lens] = _synced(traitlets.Dict({"available": False}))
     """The logit-lens panel: whether the model has one, then the last lens's layers × positions of top tokens."""
-    patching: Synced[Patching] = _synced(traitlets.Dict({"png": None, "caption": "", "progress": None, "error": ""}))
+    patching: Synced[Patching] = _synced(
+        traitlets.Dict({"png": None, "hover": None, "caption": "", "progress": None, "error": ""})
+    )
     """The patching panel: the last ``patch_sweep()``'s figure, its progress while it runs, or its error."""
     error = traitlets.Unicode("").tag(sync=True)
     """Last error text, with its traceback; empty when there is none."""

@@ -14,6 +14,7 @@ import { createPatchingView } from "./view/patching_view.js";
 import { renderRun } from "./view/run_view.js";
 import { createSummaryView } from "./view/summary_view.js";
 import { createTabs } from "./view/tabs.js";
+import { createFrameSync } from "./view/frame_sync.js";
 import { createThemeSync } from "./view/theme_sync.js";
 import { createTrainingView } from "./view/training_view.js";
 import { createTreeView } from "./view/tree_view.js";
@@ -62,9 +63,11 @@ function render({ model, el }) {
   ]);
   el.append(root);
   const theme = createThemeSync(model, root); // the kernel draws the figures in the page's theme
+  const frame = createFrameSync(model, details.el); // and for the details pane's width and the screen's pixel ratio
   return () => {
     graph.destroy();
     theme.destroy();
+    frame.destroy();
     const parts = [header, errorBox, tree, inspector, attribution, summary, training, lens, patching];
     for (const part of [...parts, navigator, details]) part.destroy();
     requests.destroy();

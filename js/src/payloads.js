@@ -94,6 +94,55 @@
  */
 
 /**
+ * @typedef {object} HoverAxis
+ * @property {string} name
+ * @property {string[] | null} labels
+ * @property {number} start
+ * @property {number} stride
+ * @property {number} count
+ */
+
+/**
+ * @typedef {object} CellsRegion
+ * @property {"cells"} type
+ * @property {number[]} box
+ * @property {number} rows
+ * @property {number} cols
+ * @property {DataView} values
+ * @property {HoverAxis} row
+ * @property {HoverAxis} col
+ * @property {string} label
+ * @property {string} quantity
+ * @property {string} aggregate
+ */
+
+/**
+ * @typedef {object} LineSeries
+ * @property {string} name
+ * @property {DataView} values
+ */
+
+/**
+ * @typedef {object} LinesRegion
+ * @property {"lines"} type
+ * @property {number[]} box
+ * @property {number[]} x
+ * @property {string} x_name
+ * @property {number[]} x_limits
+ * @property {LineSeries[]} series
+ * @property {string} label
+ */
+
+/**
+ * @typedef {object} Hover
+ * @property {number} ratio
+ * @property {number} width
+ * @property {number} height
+ * @property {boolean} pixelated
+ * @property {(CellsRegion | LinesRegion)[]} regions
+ */
+
+/**
  * @typedef {object} PlotItem
  * @property {string} kind
  * @property {string} title
@@ -111,7 +160,10 @@
  * @property {string[] | null} tokens
  * @property {number} heads
  * @property {number | null} head
+ * @property {string | null} scale
+ * @property {string[]} scales
  * @property {DataView} png
+ * @property {Hover | null} hover
  */
 
 /**
@@ -170,6 +222,7 @@
  * @property {string[]} nonfinite
  * @property {string | null} first_nonfinite
  * @property {DataView | null} heatmap
+ * @property {Hover | null} heatmap_hover
  * @property {string} message
  */
 
@@ -193,6 +246,7 @@
  * @property {number} high
  * @property {number} flagged
  * @property {DataView | null} png
+ * @property {Hover | null} hover
  * @property {string} caption
  * @property {string} message
  */
@@ -219,7 +273,9 @@
  * @property {number} steps
  * @property {number | null} step
  * @property {DataView | null} buckets_png
+ * @property {Hover | null} buckets_hover
  * @property {DataView | null} ranks_png
+ * @property {Hover | null} ranks_hover
  * @property {Ready} ready
  * @property {string} message
  */
@@ -243,7 +299,9 @@
  * @property {string | null} method
  * @property {string | number | null} target
  * @property {DataView | null} png
+ * @property {Hover | null} hover
  * @property {DataView | null} input_png
+ * @property {Hover | null} input_hover
  * @property {TokenScore[] | null} tokens
  * @property {string} error
  * @property {string} caption
@@ -266,9 +324,16 @@
 /**
  * @typedef {object} Patching
  * @property {DataView | null} png
+ * @property {Hover | null} hover
  * @property {string} caption
  * @property {number[] | null} progress
  * @property {string} error
+ */
+
+/**
+ * @typedef {object} Frame
+ * @property {number} width
+ * @property {number} ratio
  */
 
 /**
@@ -392,6 +457,7 @@
  * @property {string} [view]
  * @property {string} [element]
  * @property {number | null} [head]
+ * @property {string} [scale]
  */
 
 /**
@@ -465,6 +531,7 @@
  * @property {string} error
  * @property {Graph} graph
  * @property {Theme} theme
+ * @property {Frame} frame
  */
 
 /**

@@ -14,11 +14,11 @@
  */
 
 /**
- * The model anywidget gives `render`: traitlets by name; the page writes only `selected` and `theme`
+ * The model anywidget gives `render`: traitlets by name; the page writes only `selected`, `theme` and `frame`
  * (docs/widget-protocol.md), and sends messages.
  * @typedef {object} WidgetModel
  * @property {<K extends keyof Traitlets>(name: K) => Traitlets[K]} get
- * @property {<K extends "selected" | "theme">(name: K, value: Traitlets[K]) => void} set
+ * @property {<K extends "selected" | "theme" | "frame">(name: K, value: Traitlets[K]) => void} set
  * @property {() => void} save_changes
  * @property {Listener} on
  * @property {Listener} off

@@ -4,6 +4,7 @@
 import { formatScore, isSigned, parseRgb, scoreColors, scoreScale } from "../scores.js";
 import { positionField, runChoice, targetOptions } from "../targets.js";
 import { h, listen, onThemeChange, pngUrls, setAttr, setText, subscribe } from "./dom.js";
+import { createFigure } from "./readout_view.js";
 
 /** @type {Record<string, string>} */
 const METHOD_TITLES = {
@@ -33,8 +34,8 @@ export function createAttributionView(model, requests) {
   const caption = h("div", { cls: "hw-plot-caption" });
   const error = h("div", { cls: "hw-attr-error", attrs: { role: "alert" } });
   const note = h("div", { cls: "hw-attr-note", attrs: { role: "status" } });
-  const input = h("img", { cls: "hw-attr-input hw-plot", attrs: { alt: "the input image", hidden: true } });
-  const image = h("img", { cls: "hw-attr-image hw-plot", attrs: { alt: "attribution over the input", hidden: true } });
+  const input = createFigure({ cls: "hw-attr-input hw-plot", figure: "attribution-input", alt: "the input image" });
+  const image = createFigure({ cls: "hw-attr-image hw-plot", figure: "attribution", alt: "attribution over the input" });
   const tokens = h("div", { cls: "hw-attr-tokens", attrs: { hidden: true, "aria-label": "tokens coloured by score" } });
   const legend = h("div", { cls: "hw-hint hw-attr-legend", attrs: { hidden: true } });
   const el = h("div", { cls: "hw-attribution" }, [
@@ -46,7 +47,7 @@ export function createAttributionView(model, requests) {
     note,
     tokens,
     legend,
-    h("div", { cls: "hw-attr-images" }, [input, image]), // the input beside its map
+    h("div", { cls: "hw-attr-images" }, [input.el, image.el]), // the input beside its map
   ]);
   const images = pngUrls();
   /** @type {import("../targets.js").PositionField} */
@@ -128,8 +129,8 @@ export function createAttributionView(model, requests) {
     setText(caption, ok ? (result.caption ?? "") : "");
     setText(note, ok ? (result.note ?? "") : ""); // e.g. why the map is blank
     images.revoke();
-    images.show(image, ok ? result.png : null);
-    images.show(input, ok ? result.input_png : null);
+    image.show(images, ok ? result.png : null, ok ? result.hover : null);
+    input.show(images, ok ? result.input_png : null, ok ? result.input_hover : null);
     const items = ok && Array.isArray(result.tokens) ? result.tokens : null;
     tokens.hidden = items === null;
     legend.hidden = items === null;

@@ -1,6 +1,7 @@
 /** Logit-lens panel: each block's residual read as next-token predictions, a layers × positions table. */
 
 import { displayPath } from "../format.js";
+import { lensReadout } from "../readout.js";
 import { parseRgb, probabilityColors } from "../scores.js";
 import { h, listen, onThemeChange, setText, subscribe } from "./dom.js";
 
@@ -24,12 +25,14 @@ export function createLensView(model, requests) {
   const caption = h("div", { cls: "hw-hint hw-lens-caption" });
   const error = h("div", { cls: "hw-attr-error hw-lens-error", attrs: { role: "alert" } });
   const table = h("table", { cls: "hw-lens-table" });
+  const line = h("div", { cls: "hw-readout hw-lens-readout", attrs: { "aria-live": "polite" } });
   const el = h("details", { cls: "hw-lens-panel", attrs: { open: true, hidden: true } }, [
     h("summary", { cls: "hw-section-title", text: "Logit lens: what each block predicts next" }),
     h("div", { cls: "hw-summary-bar" }, [read]),
     error,
     caption,
     h("div", { cls: "hw-lens-box" }, [table]),
+    line,
   ]);
 
   /**
@@ -53,8 +56,36 @@ export function createLensView(model, requests) {
     return td;
   }
 
+  /**
+   * Say what the cell under the mouse holds in the readout line (no kernel round trip).
+   * @param {Event} event
+   */
+  function onOver(event) {
+    const td = /** @type {Element} */ (event.target).closest?.("td.hw-lens-cell");
+    const tr = td?.parentElement;
+    if (!td || !tr) return;
+    const lens = model.get("lens") ?? {};
+    const row = [...(tr.parentElement?.children ?? [])].indexOf(tr);
+    const col = [...tr.children].indexOf(td) - 1; // the first is the layer's name
+    const [top, prob] = lens.cells?.[row]?.[col] ?? [];
+    if (row < 0 || col < 0 || top === undefined) return;
+    const probability = Number(prob);
+    setText(line, lensReadout({
+      layer: row,
+      layerName: displayPath(lens.layers?.[row] ?? ""),
+      position: (Number(lens.first) || 0) + col,
+      token: String(lens.positions?.[col] ?? ""),
+      top: String(top),
+      probability,
+    }));
+    line.setAttribute("data-row", String(row));
+    line.setAttribute("data-col", String(col));
+    line.setAttribute("data-value", String(probability));
+  }
+
   function update() {
     const lens = model.get("lens") ?? {};
+    setText(line, "");
     el.hidden = !lens.available;
     setText(error, lens.error ?? "");
     setText(caption, lens.caption ?? "");
@@ -83,6 +114,7 @@ export function createLensView(model, requests) {
   const offs = [
     subscribe(model, ["change:lens"], update),
     listen(read, "click", () => requests.send({ type: "lens", top_k: 5 })),
+    listen(table, "mouseover", onOver),
     onThemeChange(update), // the cells' colours start from the page's background
   ];
   update();

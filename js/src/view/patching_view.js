@@ -1,6 +1,7 @@
 /** Patching panel: the last `ex.patch_sweep()`'s layers × positions figure, and its progress while it runs. */
 
 import { h, pngUrls, setAttr, setText, subscribe } from "./dom.js";
+import { createFigure } from "./readout_view.js";
 
 /**
  * Build the patching panel for `model` (hidden until a sweep starts); returns {el, destroy}.
@@ -10,13 +11,13 @@ export function createPatchingView(model) {
   const progress = h("progress", { cls: "hw-patching-progress", attrs: { hidden: true, "aria-label": "patch sweep" } });
   const caption = h("div", { cls: "hw-hint hw-patching-caption" });
   const error = h("div", { cls: "hw-attr-error hw-patching-error", attrs: { role: "alert" } });
-  const image = h("img", { cls: "hw-patching-image", attrs: { alt: "patch sweep: layers × positions", hidden: true } });
+  const image = createFigure({ cls: "hw-patching-image", figure: "patching", alt: "patch sweep: layers × positions" });
   const el = h("details", { cls: "hw-patching-panel", attrs: { open: true, hidden: true } }, [
     h("summary", { cls: "hw-section-title", text: "Activation patching" }),
     progress,
     error,
     caption,
-    h("div", { cls: "hw-figure-scroll" }, [image]), // at its own pixels: a wide sweep scrolls
+    image.el, // drawn for the pane's width: it fits
   ]);
   const images = pngUrls();
 
@@ -35,7 +36,7 @@ export function createPatchingView(model) {
     setText(error, patching.error ?? "");
     setText(caption, counts ? `${counts[0]} of ${counts[1]} patched positions…` : (patching.caption ?? ""));
     images.revoke();
-    images.show(image, patching.png);
+    image.show(images, patching.png, patching.hover);
   }
 
   const off = subscribe(model, ["change:patching"], update);

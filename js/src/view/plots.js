@@ -4,6 +4,7 @@
 import { displayName, formatPosition, formatShape, plotPositions } from "../format.js";
 import { lagText } from "../live_state.js";
 import { h, pngUrls, setText, subscribe } from "./dom.js";
+import { createFigure } from "./readout_view.js";
 
 const HINT = "Attach a hook and press Run (or run your own code) to see captures.";
 const SLIDE_DELAY_MS = 150;
@@ -93,7 +94,7 @@ export function createPlots(model, requests) {
    * @param {string} label
    * @param {[string, string][]} options
    * @param {string} chosen
-   * @param {"element" | "head"} field
+   * @param {"element" | "head" | "scale"} field
    * @param {(value: string) => string | number | null} parse
    */
   function picker(item, cls, label, options, chosen, field, parse) {
@@ -133,9 +134,21 @@ export function createPlots(model, requests) {
     return picker(item, "hw-head", "head", options, chosen, "head", (value) => (value === "all" ? null : Number(value)));
   }
 
+  /**
+   * The colour scale picker of a view that offers several (the heads view: linear, per-row, log).
+   * @param {PlotItem} item
+   */
+  function scalePicker(item) {
+    const scales = Array.isArray(item.scales) ? item.scales : [];
+    if (scales.length < 2) return null;
+    /** @type {[string, string][]} */
+    const options = scales.map((scale) => [scale, `${scale} scale`]);
+    return picker(item, "hw-scale", "colour scale", options, item.scale ?? scales[0], "scale", (value) => value);
+  }
+
   /** @param {PlotItem} item */
   function controls(item) {
-    const parts = [elementPicker(item), viewButtons(item), headPicker(item)].filter(Boolean);
+    const parts = [elementPicker(item), viewButtons(item), headPicker(item), scalePicker(item)].filter(Boolean);
     return parts.length > 0 ? h("div", { cls: "hw-plot-controls" }, parts) : null;
   }
 
@@ -153,7 +166,6 @@ export function createPlots(model, requests) {
 
   /** @param {PlotItem} item */
   function figure(item) {
-    const url = images.url(item.png);
     const lag = h("span", { cls: "hw-plot-lag hw-lagging", attrs: { hidden: true } });
     lags.push([lag, item.step]);
     const children = [
@@ -164,15 +176,9 @@ export function createPlots(model, requests) {
     if (row) children.push(row);
     const steps = slider(item);
     if (steps) children.push(steps);
-    if (url) {
-      children.push(
-        h("div", { cls: "hw-figure-scroll" }, [
-          h("img", { cls: "hw-plot", attrs: { "data-kind": item.kind ?? "", alt: caption(item), src: url } }),
-        ]),
-      );
-    } else {
-      children.push(h("div", { cls: "hw-plot-missing", text: "No image data." }));
-    }
+    const shown = createFigure({ cls: "hw-plot", figure: item.kind ?? "", kind: item.kind ?? "", alt: caption(item) });
+    shown.show(images, item.png, item.hover);
+    children.push(shown.img.hidden ? h("div", { cls: "hw-plot-missing", text: "No image data." }) : shown.el);
     return h("figure", { cls: "hw-figure", attrs: { "data-kind": item.kind ?? "" } }, children);
   }
 

@@ -3,6 +3,7 @@
 import { displayName } from "../format.js";
 import { RATIO_COLUMNS, flagText, formatRatio, sortRatioRows } from "../training.js";
 import { h, listen, pngUrls, setText, sortableHeader, subscribe } from "./dom.js";
+import { createFigure } from "./readout_view.js";
 
 /** @typedef {import("../payloads.js").Ratios} Ratios */
 
@@ -13,10 +14,7 @@ import { h, listen, pngUrls, setText, sortableHeader, subscribe } from "./dom.js
 export function createTrainingView(model) {
   const ratioMessage = h("div", { cls: "hw-hint hw-ratio-message" });
   const ratioCaption = h("div", { cls: "hw-training-caption hw-ratio-caption" });
-  const ratioChart = h("img", {
-    cls: "hw-ratio-chart",
-    attrs: { alt: "update-to-weight ratio per parameter and step", hidden: true },
-  });
+  const ratioChart = createFigure({ cls: "hw-ratio-chart", figure: "ratios", alt: "update-to-weight ratio per parameter and step" });
   const ratioTable = h("table", { cls: "hw-ratio-table" });
   const ratioSection = h("section", { cls: "hw-ratio-section" }, [
     h("div", { cls: "hw-training-subtitle" }, [
@@ -25,23 +23,23 @@ export function createTrainingView(model) {
     ]),
     ratioMessage,
     h("div", { cls: "hw-training-columns" }, [
-      h("div", { cls: "hw-ratio-chart-box" }, [ratioChart]), // scrolled at its own size, never shrunk
+      h("div", { cls: "hw-ratio-chart-box" }, [ratioChart.el]), // drawn for the pane's width
       h("div", { cls: "hw-ratio-table-box" }, [ratioCaption, ratioTable]),
     ]),
   ]);
 
   const ddpSource = h("span", { cls: "hw-training-guide hw-ddp-source" });
   const ddpMessage = h("div", { cls: "hw-hint hw-ddp-message" });
-  const bucketImage = h("img", { cls: "hw-ddp-buckets", attrs: { alt: "DDP buckets of the newest step", hidden: true } });
-  const rankImage = h("img", { cls: "hw-ddp-ranks", attrs: { alt: "communication time and gradient norm per rank", hidden: true } });
+  const bucketImage = createFigure({ cls: "hw-ddp-buckets", figure: "buckets", alt: "DDP buckets of the newest step" });
+  const rankImage = createFigure({ cls: "hw-ddp-ranks", figure: "ranks", alt: "communication time and gradient norm per rank" });
   const readyCaption = h("div", { cls: "hw-training-caption hw-ready-caption" });
   const readyTable = h("table", { cls: "hw-ready-table" });
   const ready = h("div", { cls: "hw-ready" }, [readyCaption, h("div", { cls: "hw-ready-box" }, [readyTable])]);
   const ddpSection = h("section", { cls: "hw-ddp-section" }, [
     h("div", { cls: "hw-training-subtitle" }, [h("span", { text: "DDP gradient communication" }), ddpSource]),
     ddpMessage,
-    h("div", { cls: "hw-figure-scroll" }, [bucketImage]),
-    h("div", { cls: "hw-training-columns" }, [h("div", { cls: "hw-ddp-ranks-box" }, [rankImage]), ready]), // the ready order beside the per-rank chart
+    bucketImage.el,
+    h("div", { cls: "hw-training-columns" }, [h("div", { cls: "hw-ddp-ranks-box" }, [rankImage.el]), ready]), // the ready order beside the per-rank chart
   ]);
 
   const title = h("summary", { cls: "hw-section-title", text: "Training" });
@@ -92,7 +90,7 @@ export function createTrainingView(model) {
     if (rows.length > 0) parts.push(ratios.flagged > 0 ? `${ratios.flagged} of ${rows.length} flagged` : "none flagged");
     if (ratios.caption) parts.push(ratios.caption);
     setText(ratioCaption, parts.filter(Boolean).join(" · "));
-    images.show(ratioChart, ratios.png);
+    ratioChart.show(images, ratios.png, ratios.hover);
     renderRatioTable(ratios);
   }
 
@@ -127,8 +125,8 @@ export function createTrainingView(model) {
     if (ddp.steps > 0) facts.push(`${ddp.steps} step${ddp.steps === 1 ? "" : "s"}, ${ranks.length} rank${ranks.length === 1 ? "" : "s"}`);
     setText(ddpSource, facts.filter(Boolean).join(" · "));
     showText(ddpMessage, ddp.message);
-    images.show(bucketImage, ddp.buckets_png);
-    images.show(rankImage, ddp.ranks_png);
+    bucketImage.show(images, ddp.buckets_png, ddp.buckets_hover);
+    rankImage.show(images, ddp.ranks_png, ddp.ranks_hover);
     updateReady(ddp.ready);
   }
 
