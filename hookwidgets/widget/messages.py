@@ -25,6 +25,7 @@ from .message_values import parse_edit, position_choice, score_choice
 from .page_choices import PageChoices
 from .protocol import MESSAGES, Attribution
 from .run_errors import failing_module, failure_line
+from .summary_filter import LayerFilter
 from .tensor_views import ATTENTION_SCALES
 from .view import ExplorerView
 
@@ -149,12 +150,19 @@ def plot_view(controller: PageController, explorer: Explorer, content: dict[str,
 
 
 def summary(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
-    """Refresh the summary; ``field`` picks the heatmap's statistic and ``step`` the table's step."""
+    """Refresh the summary; ``field`` picks the heatmap's statistic, ``step`` the table's step, and ``filter``,
+    ``blocks_only`` and ``module_class`` the layers both show."""
     choices = controller.choices
     if "field" in content:
         choices.summary_field = content["field"]
     if "step" in content:
         choices.summary_step = content["step"]
+    chosen = choices.summary_filter
+    choices.summary_filter = LayerFilter(
+        text=str(content.get("filter", chosen.text)),
+        blocks_only=bool(content.get("blocks_only", chosen.blocks_only)),
+        module_class=str(content.get("module_class", chosen.module_class)),
+    )
     controller.sync_summary()
     return ""
 

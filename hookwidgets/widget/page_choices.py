@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .captures import Choice
+from .summary_filter import LayerFilter
 
 
 @dataclass
@@ -22,6 +23,8 @@ class PageChoices:
     """The statistic the summary's heatmap shows."""
     summary_step: int | None = None
     """The step the summary's table shows (None: the newest)."""
+    summary_filter: LayerFilter = field(default_factory=LayerFilter)
+    """The layers the summary's table and heatmap show."""
     first_nonfinite: str | None = None
     """The module the latest "find first NaN/Inf" found (None: none found, or not asked)."""
     failed_module: str | None = None
@@ -33,5 +36,10 @@ class PageChoices:
         self.plot_views.clear()
 
     def summary(self) -> dict[str, Any]:
-        """The summary's arguments as chosen: ``field``, ``step`` and ``first_nonfinite``."""
-        return {"field": self.summary_field, "step": self.summary_step, "first_nonfinite": self.first_nonfinite}
+        """The summary's arguments as chosen: ``field``, ``step``, ``first_nonfinite`` and ``layers`` (the filter)."""
+        return {
+            "field": self.summary_field,
+            "step": self.summary_step,
+            "first_nonfinite": self.first_nonfinite,
+            "layers": self.summary_filter,
+        }

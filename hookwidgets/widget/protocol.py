@@ -206,6 +206,12 @@ class Memory(TypedDict):
     short_steps: list[ShortStep]
 
 
+class SummaryFilter(TypedDict):
+    text: str
+    blocks_only: bool
+    module_class: str
+
+
 class Summary(TypedDict):
     columns: list[str]
     rows: list[list[Any]]
@@ -218,6 +224,10 @@ class Summary(TypedDict):
     heatmap: bytes | None
     heatmap_hover: Hover | None
     message: str
+    filter: SummaryFilter
+    total: int
+    blocks: list[str]
+    classes: list[str]
 
 
 class RatioRow(TypedDict):
@@ -483,6 +493,9 @@ class SummaryMessage(TypedDict):
     request_id: str
     field: NotRequired[str]
     step: NotRequired[int]
+    filter: NotRequired[str]
+    blocks_only: NotRequired[bool]
+    module_class: NotRequired[str]
 
 
 class FindNonfiniteMessage(TypedDict):

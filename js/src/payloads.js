@@ -212,6 +212,13 @@
  */
 
 /**
+ * @typedef {object} SummaryFilter
+ * @property {string} text
+ * @property {boolean} blocks_only
+ * @property {string} module_class
+ */
+
+/**
  * @typedef {object} Summary
  * @property {string[]} columns
  * @property {unknown[][]} rows
@@ -224,6 +231,10 @@
  * @property {DataView | null} heatmap
  * @property {Hover | null} heatmap_hover
  * @property {string} message
+ * @property {SummaryFilter} filter
+ * @property {number} total
+ * @property {string[]} blocks
+ * @property {string[]} classes
  */
 
 /**
@@ -466,6 +477,9 @@
  * @property {string} request_id
  * @property {string} [field]
  * @property {number} [step]
+ * @property {string} [filter]
+ * @property {boolean} [blocks_only]
+ * @property {string} [module_class]
  */
 
 /**
