@@ -1,26 +1,54 @@
 /** The summary table's rows: sorting and number formatting; pure, no DOM. */
 
+import { formatCount } from "./format.js";
+
 /**
  * A row of the table: the layer's `path`, each recorded field's value (a number, or "nan"/"inf"/"-inf").
  * @typedef {{path: string} & Record<string, number | string>} SummaryRow
  */
 
 /**
- * Columns of the table: field and header, in display order.
+ * Columns of the table: field and header, in display order; the header says its side in the row above
+ * (`COLUMN_SIDES`), so that the columns stay narrow.
  * @type {[string, string][]}
  */
 export const COLUMNS = [
   ["path", "layer"],
-  ["act_norm", "act ‖·‖"],
-  ["act_mean", "act mean"],
-  ["act_zero_fraction", "act zeros"],
-  ["act_nan", "act NaN"],
-  ["act_inf", "act Inf"],
-  ["grad_norm", "grad ‖·‖"],
-  ["grad_zero_fraction", "grad zeros"],
-  ["grad_nan", "grad NaN"],
-  ["grad_inf", "grad Inf"],
+  ["act_norm", "‖·‖"],
+  ["act_mean", "mean"],
+  ["act_zero_fraction", "zeros"],
+  ["act_nan", "NaN"],
+  ["act_inf", "Inf"],
+  ["grad_norm", "‖·‖"],
+  ["grad_zero_fraction", "zeros"],
+  ["grad_nan", "NaN"],
+  ["grad_inf", "Inf"],
 ];
+
+/**
+ * The header's first row: each side's name and how many of `COLUMNS` (after the path) it spans.
+ * @type {[string, number][]}
+ */
+export const COLUMN_SIDES = [
+  ["activation", 5],
+  ["gradient", 4],
+];
+
+/**
+ * A statistic in at most 8 characters, for the table's narrow columns (`formatStat` says it in full, on hover):
+ * 3 significant digits, exponents without "+", counts as 12.3k.
+ * @param {string} field
+ * @param {number | string | null | undefined} value
+ */
+export function formatCompact(field, value) {
+  if (value === undefined || value === null) return "—";
+  if (typeof value === "string") return value;
+  if (/(^|_)(nan|inf|nonfinite|numel)$/.test(field)) return formatCount(value);
+  if (/(^|_)zero_fraction$/.test(field)) return `${(value * 100).toFixed(value >= 0.9995 || value === 0 ? 0 : 1)}%`;
+  if (value === 0) return "0";
+  if (Math.abs(value) >= 1e4 || Math.abs(value) < 1e-2) return value.toExponential(2).replace("e+", "e");
+  return String(Number(value.toPrecision(3)));
+}
 
 /**
  * The table's rows as objects (`{path, act_norm, ...}`) from the wire format: `summary.columns` names

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { formatStat, rowObjects, sortRows } from "../src/summary.js";
+import { formatCompact, formatStat, rowObjects, sortRows } from "../src/summary.js";
 
 const rows = [
   { path: "conv1", grad_norm: 0.5, act_nan: 0 },
@@ -44,4 +44,16 @@ test("rowObjects turns the wire's value lists into rows, leaving out what a laye
   assert.deepEqual(sortRows(rowObjects(summary), "act_norm", true).map((r) => r.path), ["relu1", "conv1"]);
   assert.deepEqual(rowObjects({}), []);
   assert.deepEqual(rowObjects({ columns: ["path"], rows: [] }), []);
+});
+
+test("formatCompact fits a statistic in 8 characters", () => {
+  const values = [1e-9, -3.8231e-4, 0.11852, -0.11852, 15.90393, 12345.6, -98765432.1, 0];
+  const shown = values.map((v) => formatCompact("act_mean", v));
+  assert.deepEqual(shown, ["1.00e-9", "-3.82e-4", "0.119", "-0.119", "15.9", "1.23e4", "-9.88e7", "0"]);
+  assert.ok(shown.every((text) => text.length <= 8));
+  assert.equal(formatCompact("grad_nan", 65536), "65.5k");
+  assert.equal(formatCompact("act_zero_fraction", 0.5), "50.0%");
+  assert.equal(formatCompact("act_zero_fraction", 1), "100%");
+  assert.equal(formatCompact("act_norm", "nan"), "nan");
+  assert.equal(formatCompact("act_norm", null), "—");
 });
