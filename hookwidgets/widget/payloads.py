@@ -43,7 +43,7 @@ def kinds_payload() -> list[HookKind]:
 
 def hooks_payload(hooks: Iterable[HookInfo]) -> list[HookItem]:
     """The ``hooks`` traitlet: the explorer's hooks, then hooks others attached (``foreign``)."""
-    return [_plain_hook(info.as_dict()) for info in hooks]
+    return [_plain_hook({**info.as_dict(), "steps": info.steps}) for info in hooks]
 
 
 def _plain_hook(hook: dict[str, Any]) -> HookItem:

@@ -20,6 +20,7 @@ class HookItem(TypedDict):
     action: str
     edit: list[list[Any]]
     fired: int
+    steps: int
     error: str | None
     note: str | None
     foreign: bool

@@ -1,5 +1,8 @@
 /** Lookups over the `hooks` traitlet; pure, no DOM. */
 
+import { formatFired } from "./format.js";
+import { kindRow } from "./kinds.js";
+
 /** @typedef {import("./payloads.js").HookItem} HookItem */
 /** Hooks by path. @typedef {Map<string, HookItem[]>} HookIndex */
 
@@ -37,4 +40,23 @@ export function hooksAt(index, path) {
  */
 export function hasHook(index, path, kind) {
   return hooksAt(index, path).some((hook) => hook.kind === kind && !hook.foreign);
+}
+
+/**
+ * What a hook's badge counts and says: a global kind fires on every module of a step, so it counts the steps it
+ * fired in (its firings, summed over modules, are in the text); another kind counts its firings.
+ * @param {import("./kinds.js").KindTable} kinds
+ * @param {HookItem} hook
+ * @returns {{count: number, text: string}}
+ */
+export function badgeCount(kinds, hook) {
+  if (kindRow(kinds, hook.kind, "global")?.family !== "global") return { count: hook.fired, text: formatFired(hook.fired) };
+  const steps = hook.steps ?? 0;
+  if (steps === 0) return { count: 0, text: formatFired(hook.fired) };
+  const perStep = hook.fired / steps;
+  const modules = Number.isInteger(perStep) ? String(perStep) : `~${Math.round(perStep)}`;
+  return {
+    count: steps,
+    text: `fired in ${steps} ${steps === 1 ? "step" : "steps"}, on ${modules} modules a step (${hook.fired} times in all)`,
+  };
 }

@@ -61,6 +61,7 @@ function render({ model, el }) {
     errorBox.el,
     h("div", { cls: "hw-body" }, [navigator.el, details.el]),
   ]);
+  el.classList.add("hw-host"); // its width decides whether the panes stack (widget.css)
   el.append(root);
   const theme = createThemeSync(model, root); // the kernel draws the figures in the page's theme
   const frame = createFrameSync(model, details.el); // and for the details pane's width and the screen's pixel ratio
@@ -72,6 +73,7 @@ function render({ model, el }) {
     for (const part of [...parts, navigator, details]) part.destroy();
     requests.destroy();
     root.remove();
+    el.classList.remove("hw-host");
   };
 }
 

@@ -46,6 +46,7 @@
  * @property {string} action
  * @property {unknown[][]} edit
  * @property {number} fired
+ * @property {number} [steps]
  * @property {string | null} error
  * @property {string | null} note
  * @property {boolean} foreign

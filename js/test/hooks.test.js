@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { hasHook, hooksAt, indexHooks } from "../src/hooks.js";
+import { badgeCount, hasHook, hooksAt, indexHooks } from "../src/hooks.js";
 
 const hooks = [
   { path: "features.0", kind: "forward", action: "capture", fired: 2, error: null },
@@ -43,4 +43,20 @@ test("hasHook ignores hooks others attached", () => {
   assert.equal(hasHook(index, "head", "forward"), false);
   assert.equal(hasHook(index, "head", "grad"), true);
   assert.equal(hooksAt(index, "head").length, 2);
+});
+
+test("badgeCount counts a global kind's steps, not its firings summed over modules", () => {
+  const kinds = [
+    { kind: "forward", name: "forward", family: "module", phase: "forward", tip: "", badge: "fwd", every_layer: false },
+    { kind: "global_forward", name: "global_forward", family: "global", phase: "forward", tip: "", badge: "all", every_layer: true },
+  ];
+  const global = { path: "", kind: "global_forward", action: "stats", edit: [], fired: 960, steps: 3, error: null, note: null, foreign: false };
+  assert.deepEqual(badgeCount(kinds, global), {
+    count: 3,
+    text: "fired in 3 steps, on 320 modules a step (960 times in all)",
+  });
+  const module = { ...global, path: "fc", kind: "forward", fired: 5, steps: 5 };
+  assert.deepEqual(badgeCount(kinds, module), { count: 5, text: "fired 5 times" });
+  assert.equal(badgeCount(kinds, { ...global, fired: 0, steps: 0 }).count, 0);
+  assert.equal(badgeCount(kinds, { ...global, fired: 7, steps: 2 }).text, "fired in 2 steps, on ~4 modules a step (7 times in all)");
 });

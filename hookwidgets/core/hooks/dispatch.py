@@ -67,7 +67,7 @@ class Dispatch:
         if OWN_RUN.depth:
             return None
         if not firing.recompute:  # a forward a checkpoint recomputes is one forward: fired once
-            info.fired += 1
+            info.count(firing.step)
             if info.fired == 1:
                 notes.fired(info)  # it runs after all (another input took another path, a compiled model ran it)
         generation = self.generation_of(firing.step)

@@ -67,6 +67,9 @@ class HookInfo:
     fired: int = 0
     """Times it fired; a forward a checkpoint recomputes in the backward is not counted again (``ex.timeline`` lists
     it with ``recompute=True``)."""
+    steps: int = 0
+    """Steps it fired in: a global hook fires on every module of a step, so ``fired`` sums over modules; this
+    counts each step once."""
     last_error: str | None = None
     """The traceback text of its last failure."""
     spec: str = ""
@@ -78,6 +81,14 @@ class HookInfo:
     active: bool = True
     """False once the hook was removed."""
     _notes: Notes = field(default_factory=Notes, repr=False, compare=False)  # by kind: notes.py
+    _last_step: int | None = field(default=None, repr=False, compare=False)  # the step it last fired in
+
+    def count(self, step: int) -> None:
+        """Count one firing in ``step``: ``fired`` always, ``steps`` when the step is new to it."""
+        self.fired += 1
+        if step != self._last_step:
+            self._last_step = step
+            self.steps += 1
     _handles: list[RemovableHandle] = field(default_factory=list, repr=False)
     _heads: HeadPlan | None = field(default=None, repr=False, compare=False)  # an ablate_heads edit's (heads.py)
     # The registry that attached it, held weakly as torch's RemovableHandle holds its hook dict: None when made by

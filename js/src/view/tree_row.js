@@ -1,7 +1,7 @@
 /** One row of the module tree: caret, highlighted name, class, shape, parameters, hook badges. */
 
-import { displayName, formatCount, formatFired, formatParams, formatShape } from "../format.js";
-import { hooksAt } from "../hooks.js";
+import { displayName, formatCount, formatParams, formatShape } from "../format.js";
+import { badgeCount, hooksAt } from "../hooks.js";
 import { badgeLabel, kindOrder, kindTitle } from "../kinds.js";
 import { highlightParts } from "../tree.js";
 import { h, textNode } from "./dom.js";
@@ -41,22 +41,23 @@ export function fillBadges(container, path, { hookIndex, kinds }) {
   const hooks = hooksAt(hookIndex, path);
   const own = hooks.filter((hook) => !hook.foreign).sort((a, b) => rank(a.kind) - rank(b.kind));
   const foreign = hooks.filter((hook) => hook.foreign);
-  const badges = own.map((hook) =>
-    h(
+  const badges = own.map((hook) => {
+    const { count, text } = badgeCount(kinds, hook); // a global kind counts steps, not firings summed over modules
+    return h(
       "span",
       {
         cls: hook.error ? "hw-badge hw-badge-error" : "hw-badge",
         attrs: {
           "data-kind": hook.kind,
-          title: `${kindTitle(kinds, hook.kind)}\n${displayName(hook.action ?? "capture")}: ${formatFired(hook.fired)}${hook.error ? " (failed)" : ""}`,
+          title: `${kindTitle(kinds, hook.kind)}\n${displayName(hook.action ?? "capture")}: ${text}${hook.error ? " (failed)" : ""}`,
         },
       },
       [
         h("span", { text: badgeLabel(kinds, hook.kind) }),
-        hook.fired > 0 ? h("span", { cls: "hw-badge-count", text: formatCount(hook.fired) }) : null,
+        count > 0 ? h("span", { cls: "hw-badge-count", text: formatCount(count) }) : null,
       ],
-    ),
-  );
+    );
+  });
   if (foreign.length > 0) {
     const names = foreign.map((hook) => `${hook.kind}: ${displayName(hook.action ?? "?")}`).join("\n");
     badges.push(

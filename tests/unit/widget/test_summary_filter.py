@@ -87,3 +87,15 @@ def test_the_heatmap_comes_with_its_hover_description(gpt2_stats):
             assert region["rows"] == LAYERS
             assert np.frombuffer(region["values"], dtype="<f4").size == region["rows"] * region["cols"]
     browser_sends(view, type="summary", blocks_only=False)
+
+
+def test_a_global_hook_says_the_steps_it_fired_in_beside_its_firings_over_modules(gpt2_stats):
+    view = gpt2_stats.view
+    hooks = {hook["kind"]: hook for hook in view.hooks}
+    forward = hooks["global_forward"]
+    assert forward["steps"] == 2  # two Runs
+    assert forward["fired"] == 2 * len(view.summary["rows"])  # every layer that ran, each step
+    browser_sends(view, type="attach", path="transformer.h.0", kind="forward", action="capture", edit=None)
+    browser_sends(view, type="run")
+    hooks = {hook["kind"]: hook for hook in view.hooks}
+    assert hooks["global_forward"]["steps"] == 3 and hooks["forward"]["steps"] == hooks["forward"]["fired"] == 1
