@@ -89,6 +89,7 @@ class HookInfo:
         if step != self._last_step:
             self._last_step = step
             self.steps += 1
+
     _handles: list[RemovableHandle] = field(default_factory=list, repr=False)
     _heads: HeadPlan | None = field(default=None, repr=False, compare=False)  # an ablate_heads edit's (heads.py)
     # The registry that attached it, held weakly as torch's RemovableHandle holds its hook dict: None when made by
