@@ -53,9 +53,9 @@ export function groupRows(rows, blocks) {
 
 /**
  * A line of the table: a group's header (its block's own row, or null when the filter dropped it; `count` the
- * rows inside; `open` whether they follow), or a row (`depth` 1 inside a block).
+ * rows inside; `open` whether they follow), or a row (`name` its path inside its block, or its path outside one).
  * @typedef {{type: "group", block: string, row: import("./summary.js").SummaryRow | null, count: number,
- *   open: boolean} | {type: "row", row: import("./summary.js").SummaryRow, depth: number}} SummaryLine
+ *   open: boolean} | {type: "row", row: import("./summary.js").SummaryRow, inner: boolean, name: string}} SummaryLine
  */
 
 /**
@@ -69,12 +69,13 @@ export function summaryLines(groups, folded) {
   const lines = [];
   for (const group of groups) {
     if (group.block === null) {
-      for (const row of group.rows) lines.push({ type: "row", row, depth: 0 });
+      for (const row of group.rows) lines.push({ type: "row", row, inner: false, name: row.path });
       continue;
     }
     const open = !folded.has(group.block);
     lines.push({ type: "group", block: group.block, row: group.head, count: group.rows.length, open });
-    if (open) for (const row of group.rows) lines.push({ type: "row", row, depth: 1 });
+    const start = group.block.length + 1; // under its block's header a row needs only the rest of its path
+    if (open) for (const row of group.rows) lines.push({ type: "row", row, inner: true, name: row.path.slice(start) });
   }
   return lines;
 }

@@ -40,11 +40,11 @@ test("groupRows without blocks is one group of every row", () => {
   assert.deepEqual(groupRows(rows, []).map((g) => g.rows.length), [rows.length]);
 });
 
-test("summaryLines folds a group to its header, which still counts its rows", () => {
+test("summaryLines folds a group to its header, which still counts its rows; inner rows are named in their block", () => {
   const lines = summaryLines(groupRows(rows, BLOCKS), new Set(["t.h.0"]));
   assert.deepEqual(
-    lines.map((l) => (l.type === "group" ? `[${l.block} ${l.count} ${l.open ? "open" : "folded"}]` : `${l.row.path}@${l.depth}`)),
-    ["@0", "t@0", "t.wte@0", "[t.h.0 2 folded]", "[t.h.1 1 open]", "t.h.1.attn@1", "[t.h.10 1 open]", "t.h.10.mlp@1", "t.ln_f@0", "head@0"],
+    lines.map((l) => (l.type === "group" ? `[${l.block} ${l.count} ${l.open ? "open" : "folded"}]` : `${l.name}${l.inner ? "@in" : ""}`)),
+    ["", "t", "t.wte", "[t.h.0 2 folded]", "[t.h.1 1 open]", "attn@in", "[t.h.10 1 open]", "mlp@in", "t.ln_f", "head"],
   );
 });
 

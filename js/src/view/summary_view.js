@@ -84,13 +84,16 @@ export function createSummaryView(model, requests) {
     const rows = sortRows(rowObjects(summary), sort.field, sort.descending);
     const nonfinite = new Set(summary.nonfinite ?? []);
     const lines = summaryLines(groupRows(rows, summary.blocks ?? []), folded).map((line) => {
-      if (line.type === "row") return rowLine(line.row, line.depth, summary, nonfinite);
-      const fold = h("span", {
-        cls: "hw-summary-fold",
-        attrs: { role: "button", tabindex: "0", "aria-expanded": String(line.open), title: `${line.open ? "Fold" : "Show"} its ${line.count} rows` },
-      });
+      if (line.type === "row") return rowLine(line.row, line.inner ? line.name : null, summary, nonfinite);
+      const fold =
+        line.count === 0
+          ? h("span", { cls: "hw-summary-fold-spacer" }) // nothing inside it is shown: nothing to fold
+          : h("span", {
+              cls: "hw-summary-fold",
+              attrs: { role: "button", tabindex: "0", "aria-expanded": String(line.open), title: `${line.open ? "Fold" : "Show"} its ${line.count} rows` },
+            });
       const tr = line.row
-        ? rowLine(line.row, 0, summary, nonfinite, fold)
+        ? rowLine(line.row, null, summary, nonfinite, fold)
         : h("tr", { cls: "hw-summary-group-only" }, [
             h("td", { attrs: { colspan: COLUMNS.length } }, [pathCell(line.block, fold)]),
           ]);
@@ -112,16 +115,17 @@ export function createSummaryView(model, requests) {
   }
 
   /**
-   * One layer's row: its path, cut from the left when narrow (the full path on hover), and its statistics.
+   * One layer's row: its path (`inner`: the rest of it under its block's header), cut from the left when narrow
+   * (the full path on hover), and its statistics.
    * @param {import("../summary.js").SummaryRow} row
-   * @param {number} depth
+   * @param {string | null} inner
    * @param {Partial<import("../payloads.js").Summary>} summary
    * @param {Set<string>} nonfinite
    * @param {HTMLElement | null} [fold]
    */
-  function rowLine(row, depth, summary, nonfinite, fold = null) {
+  function rowLine(row, inner, summary, nonfinite, fold = null) {
     const cls = ["hw-summary-row"];
-    if (depth > 0) cls.push("hw-summary-inner");
+    if (inner !== null) cls.push("hw-summary-inner");
     if (nonfinite.has(row.path)) cls.push("hw-nonfinite");
     if (row.path === summary.first_nonfinite) cls.push("hw-first-nonfinite");
     return h(
@@ -129,7 +133,7 @@ export function createSummaryView(model, requests) {
       { cls: cls.join(" "), attrs: { "data-path": row.path } },
       COLUMNS.map(([key]) =>
         key === "path"
-          ? h("td", {}, [pathCell(row.path, fold)])
+          ? h("td", {}, [pathCell(row.path, fold, inner)])
           : h("td", { attrs: { title: formatStat(key, row[key]) }, text: formatCompact(key, row[key]) }),
       ),
     );
@@ -138,13 +142,14 @@ export function createSummaryView(model, requests) {
   /**
    * @param {string} path
    * @param {HTMLElement | null} fold
+   * @param {string | null} [inner] the part of the path shown under its block's header
    */
-  function pathCell(path, fold) {
-    const shown = displayPath(path);
+  function pathCell(path, fold, inner = null) {
+    const full = displayPath(path);
     // The text isolated left-to-right inside a right-to-left box: the ellipsis cuts the path's start, not its end.
     return h("span", { cls: "hw-summary-path-cell" }, [
       fold,
-      h("span", { cls: "hw-summary-path", attrs: { title: shown } }, [h("bdi", { text: shown })]),
+      h("span", { cls: "hw-summary-path", attrs: { title: full } }, [h("bdi", { text: inner === null ? full : displayName(inner) })]),
     ]);
   }
 
