@@ -1,5 +1,6 @@
 """The compact layout in a real JupyterLab at 1400, 900 and 600 px, light and dark: the explorer keeps its fixed
-height, every tab of both panes opens, and nothing is clipped or outside the widget's box."""
+height side by side (stacked, each pane gets its own), every tab of both panes opens, and nothing is clipped or
+outside the widget's box."""
 
 from __future__ import annotations
 
@@ -39,7 +40,9 @@ OUTSIDE = """
       const named = wide.slice(-3).map((el) => `${el.tagName.toLowerCase()}.${el.className}`);
       return `${page.dataset.tab}: ${page.scrollWidth} > ${page.clientWidth} (${named.join(', ')})`;
     });
-  return { outside, sideways, height: box.height };
+  const navigator = root.querySelector('.hw-navigator').getBoundingClientRect();
+  const stacked = root.querySelector('.hw-details').getBoundingClientRect().top >= navigator.bottom;
+  return { outside, sideways, height: box.height, stacked };
 }
 """
 TABS = {
@@ -96,7 +99,10 @@ def test_the_compact_layout_keeps_everything_inside_the_widget_at_every_width(
                     assert explorer.evaluate(SHRUNK) == [], where  # figures keep their pixels, scrolled if wide
                     status = explorer.locator(".hw-status")  # the run bar wraps: its status is never cut to "log…"
                     assert status.evaluate("(el) => el.scrollWidth <= el.clientWidth + 1"), where
-                    assert 600 <= found["height"] <= 720, where  # fixed height, not a long column
+                    if found["stacked"]:  # each pane its own height: the tree 380 px, the panels 520 px
+                        assert 900 <= found["height"] <= 1100, where
+                    else:
+                        assert 600 <= found["height"] <= 720, where  # fixed height, not a long column
                     if tab == "graph":  # the canvas fills its pane: the graph is not squeezed to nothing
                         assert explorer.locator("svg.hw-graph-canvas").bounding_box()["height"] >= 200, where
                 shade = "light" if theme.endswith("Light") else "dark"
