@@ -46,7 +46,7 @@
  * @property {string} action
  * @property {unknown[][]} edit
  * @property {number} fired
- * @property {number} [steps]
+ * @property {number} steps
  * @property {string | null} error
  * @property {string | null} note
  * @property {boolean} foreign
@@ -542,7 +542,7 @@
  * @property {Training} training
  * @property {Partial<Attribution>} attribution
  * @property {Partial<Lens>} lens
- * @property {Patching} patching
+ * @property {Partial<Patching>} patching
  * @property {string} error
  * @property {Graph} graph
  * @property {Theme} theme
