@@ -41,6 +41,7 @@ MEASURE = """
   const right = box(details).right;
   const wide = [...details.querySelectorAll('*')]
     .filter((el) => el.getBoundingClientRect().width > 0 && box(el).right > right + 1)
+    .slice(0, 6)
     .map((el) => `${el.tagName.toLowerCase()}.${el.className}`);
   const page = details.querySelector('.hw-tab-page:not([hidden])');
   return {
