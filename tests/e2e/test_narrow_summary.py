@@ -65,6 +65,9 @@ def test_a_big_model_in_a_narrow_window_stacks_panes_of_their_own_height_and_fit
         lab.run_all(path, timeout=120)
         explorer = page.locator(".hw-explorer")
         explorer.locator('.hw-row[data-path="transformer"]').wait_for(timeout=30_000)
+        # the root's global badge counts steps (2 Runs), not firings summed over ~300 modules
+        count = explorer.locator('.hw-row[data-path=""] .hw-badge[data-kind="global_forward"] .hw-badge-count')
+        assert count.inner_text() == "2"
         explorer.locator("button.hw-expand-all").click()
         # a deep module picked by the tree's search: selected, and its row scrolled into the tree's view
         explorer.locator("input.hw-search").fill(DEEP)
@@ -100,6 +103,16 @@ def test_a_big_model_in_a_narrow_window_stacks_panes_of_their_own_height_and_fit
         explorer.locator('tr.hw-summary-row[data-path="transformer.h.20.attn"]').click()
         explorer.locator('.hw-tree .hw-row.hw-selected[data-path="transformer.h.20.attn"]').wait_for(timeout=10_000)
         assert explorer.evaluate(MEASURE)["selectedShown"] == "transformer.h.20.attn"
+
+        # side by side, the tree dragged to its narrowest: the root's name is not cut by its badges
+        page.set_viewport_size({"width": 1400, "height": 1000})
+        explorer.locator(".hw-navigator").evaluate("(el) => { el.style.width = '240px'; }")
+        page.locator(".hw-tree").evaluate("(el) => { el.scrollTop = 0; }")
+        label = explorer.locator('.hw-row[data-path=""] .hw-label')
+        label.wait_for(timeout=10_000)
+        assert label.evaluate("(el) => el.scrollWidth <= el.clientWidth + 1 && el.clientWidth > 0")
+        explorer.locator(".hw-navigator").evaluate("(el) => { el.style.width = ''; }")
+        page.set_viewport_size({"width": 600, "height": 1000})
 
         # the filter cuts the table (and the heatmap, drawn for the kept layers) to what it keeps
         explorer.locator("input.hw-summary-filter").fill("mlp.c_fc")
