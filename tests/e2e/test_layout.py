@@ -40,8 +40,9 @@ OUTSIDE = """
       const named = wide.slice(-3).map((el) => `${el.tagName.toLowerCase()}.${el.className}`);
       return `${page.dataset.tab}: ${page.scrollWidth} > ${page.clientWidth} (${named.join(', ')})`;
     });
-  const navigator = root.querySelector('.hw-navigator').getBoundingClientRect();
-  const stacked = root.querySelector('.hw-details').getBoundingClientRect().top >= navigator.bottom;
+  const navigator = root.querySelector('.hw-navigator'), details = root.querySelector('.hw-details');
+  const stacked = Boolean(navigator && details)  // the run view has no panes
+    && details.getBoundingClientRect().top >= navigator.getBoundingClientRect().bottom;
   return { outside, sideways, height: box.height, stacked };
 }
 """
