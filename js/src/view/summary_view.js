@@ -6,6 +6,7 @@ import { everyLayerStats, everyLayerText, lagText } from "../live_state.js";
 import { COLUMN_SIDES, COLUMNS, formatCompact, formatStat, rowObjects, sortRows } from "../summary.js";
 import { filterMessage, groupRows, shownText, summaryLines } from "../summary_groups.js";
 import { h, listen, pngUrls, setAttr, setText, sortableHeader, subscribe } from "./dom.js";
+import { createFigure } from "./readout_view.js";
 
 /** Milliseconds the filter's text waits for the next key before the kernel redraws the heatmap. */
 const FILTER_DELAY_MS = 250;
@@ -41,10 +42,8 @@ export function createSummaryView(model, requests) {
   const banner = h("div", { cls: "hw-nonfinite-banner", attrs: { role: "alert", hidden: true } });
   const message = h("div", { cls: "hw-hint" });
   const table = h("table", { cls: "hw-summary-table" });
-  const heatmap = h("img", {
-    cls: "hw-summary-heatmap",
-    attrs: { alt: "statistic per layer and step", hidden: true, "data-figure": "summary-heatmap" },
-  });
+  // The layers × steps heatmap, with each cell's layer, step and value under the mouse (readout_view.js).
+  const heatmap = createFigure({ cls: "hw-summary-heatmap", figure: "summary-heatmap", alt: "statistic per layer and step" });
   const body = h("div", { cls: "hw-summary-body" }, [
     h("div", { cls: "hw-summary-bar" }, [statsAll, findNonfinite, h("label", { text: "step " }, [step]), h("label", { text: "heatmap " }, [field]), lag]),
     statsNote,
@@ -53,7 +52,7 @@ export function createSummaryView(model, requests) {
     h("div", { cls: "hw-summary-filters" }, [filterText, blocksLabel, moduleClass, shownCount]),
     h("div", { cls: "hw-summary-columns" }, [
       h("div", { cls: "hw-summary-table-box" }, [table]),
-      h("div", { cls: "hw-summary-heatmap-box" }, [heatmap]), // scrolled at its own size, never shrunk
+      h("div", { cls: "hw-summary-heatmap-box" }, [heatmap.el]), // scrolled at its own size, never shrunk
     ]),
   ]);
   const el = h("details", { cls: "hw-summary-panel", attrs: { open: true } }, [
@@ -192,7 +191,7 @@ export function createSummaryView(model, requests) {
     renderFilter(summary);
     renderTable(summary);
     images.revoke();
-    images.show(heatmap, summary.heatmap);
+    heatmap.show(images, summary.heatmap ?? null, summary.heatmap_hover ?? null);
     renderLag();
     renderStatsNote();
   }
