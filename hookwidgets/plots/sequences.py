@@ -12,6 +12,7 @@ from matplotlib.colors import LogNorm, Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from ..core.capture.views import ATTENTION_SCALES
 from ._common import (
     NONFINITE_COLOR,
     as_float_array,
@@ -32,9 +33,6 @@ from .hover import axis as hover_axis
 from .hover import describe_cells
 from .scales import Limits, scaled_colorbar, signed_limits
 from .theme import ThemeLike, themed
-
-ATTENTION_SCALES = ("linear", "per-row", "log")
-"""The colour scales of ``attention_heads_figure``, the default first."""
 
 MAX_TICKS = 64
 """Labelled positions on one axis at most; a longer sequence labels every k-th token and says so in the title."""

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..core.capture.views import is_attention_source, sequence_axis, tensor_views
+from ..core.capture.views import ATTENTION_SCALES, is_attention_source, sequence_axis, tensor_views
 from ..core.model.tokens import Sequences
 
 if TYPE_CHECKING:
@@ -50,10 +50,6 @@ def sequence_labels(tensor: torch.Tensor, view: str, context: Context) -> tuple[
         axis = sequence_axis(shape, sequences)
         return (sequences.labels(shape[axis], 0, context.decoder) if axis is not None else None), None
     return None, None
-
-
-ATTENTION_SCALES = ("linear", "per-row", "log")
-"""The colour scales the heads view offers, the default first."""
 
 
 def scales_of(view: str) -> list[str]:
