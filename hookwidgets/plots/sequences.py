@@ -182,7 +182,7 @@ def _head_scale(values: np.ndarray, scale: str) -> tuple[np.ndarray, Normalize, 
     if scale == "log":
         high = high if high > 0 else 1.0
         floor = high * LOG_FLOOR
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore"):  # below the floor: the floor's colour, not a hole where log(0) is
             clipped = np.where(np.isfinite(values), np.maximum(values, floor), values)
         return clipped, LogNorm(floor, high), f" · log scale, floored at {floor:.3g}"
     return values, Normalize(low, high), ""
@@ -250,15 +250,15 @@ def attention_heads_figure(
     extent = (-0.5, shown[0].shape[1] * col_stride - 0.5, shown[0].shape[0] * row_stride - 0.5, -0.5)
     budget = max(1, MAX_HOVER_VALUES // len(chosen))
     step = 1
-    image = None
+    images = []
     for position, head in enumerate(chosen):
         r, c = divmod(position, columns)
         x = left + c * (panel + gap)
         y = bottom + (rows - 1 - r) * (panel + title_h)
         ax = fig.add_axes((x / fw, y / fh, panel / fw, panel / fh))
-        image = show_image(
-            ax, shown[position], "magma", None, None, norm=norm, aspect="auto", interpolation="none", extent=extent
-        )
+        image = show_image(ax, shown[position], "magma", 0.0, 1.0, aspect="auto", interpolation="none", extent=extent)
+        image.set_norm(norm)  # one norm for every head: the same scale, linear or not
+        images.append(image)
         ax.set_xlim(-0.5, keys - 0.5)
         ax.set_ylim(queries - 0.5, -0.5)
         if c == 0:
@@ -287,7 +287,7 @@ def attention_heads_figure(
     bar_h = min(grid_h, 3.0)
     bar_x = left + grid_w + 0.2
     cbar_ax = fig.add_axes((bar_x / fw, (bottom + grid_h - bar_h) / fh, BAR_WIDTH / fw, bar_h / fh))
-    bar = fig.colorbar(image, cax=cbar_ax)
+    bar = fig.colorbar(images[0], cax=cbar_ax)
     if scale == "log":
         bar.ax.tick_params(labelsize=7)
     else:

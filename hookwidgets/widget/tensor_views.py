@@ -87,8 +87,8 @@ def draw(
         return histogram_figure({name: tensor}, title=title)
     if view == "heads":
         queries, keys = sequence_labels(tensor, view, context)
-        scaled = {"scale": scale} if scale is not None else {}  # issue 35 part 3: attention_heads_figure(scale=)
-        return attention_heads_figure(tensor, queries, heads=head, title=title, key_tokens=keys, **scaled)
+        scale = scale if scale is not None else ATTENTION_SCALES[0]
+        return attention_heads_figure(tensor, queries, heads=head, title=title, key_tokens=keys, scale=scale)
     if view == "tokens":
         axis = sequence_axis(tuple(tensor.shape), context.sequences)
         if axis is None:  # views_of offers "tokens" only with a sequence axis
