@@ -39,6 +39,11 @@ MAX_TICKS = 64
 TICK_POINTS = 8.0  # points of axis length per labelled tick: 7-point labels, a little apart
 ROW_INCHES, MAX_HEIGHT = 0.16, 12.0
 """A token map's row height, and the tallest its map is drawn (more tokens: rows averaged, said)."""
+LABEL_SHARE = 0.3
+"""A sequence axis' tick labels take at most this share of the frame's width: longer tokens are cut with "…"
+(the hover names them whole)."""
+MIN_MAP = 1.2
+"""Inches: a token map narrower than this with its colour bar beside it gets the colour bar under it instead."""
 MIN_PANEL = 1.25
 """Inches: the smallest a head's panel is drawn (~120 CSS px); a narrower pane gets fewer columns, more rows."""
 LOG_FLOOR = 1e-4
@@ -84,6 +89,14 @@ def _room(labels: Sequence[str] | None, count: int) -> float:
     return label_width([name_label(t) for t in labels[:: max(1, math.ceil(count / MAX_TICKS))]], 7) + 0.1
 
 
+def _cut(labels: Sequence[str] | None, inches: float) -> list[str] | None:
+    """``labels`` cut with "…" to what ``inches`` of 7-point tick labels hold."""
+    if labels is None:
+        return None
+    chars = max(4, int(inches * 72 / (7 * 0.6)))  # ~0.6 em a character
+    return [t if len(t) <= chars else t[: chars - 1] + "…" for t in labels]
+
+
 def _labels_of(labels: Sequence[str] | None, stride: int) -> list[str] | None:
     """The hover's labels of an axis drawn with ``stride`` (averaged blocks have no one label)."""
     return list(labels) if labels is not None and stride == 1 else None
@@ -120,22 +133,29 @@ def token_map_figure(
         norms = np.sqrt(np.square(values.astype(np.float64)).sum(axis=1))
     frame = current_frame()
     height = min(MAX_HEIGHT, max(1.6, ROW_INCHES * count))
-    left, bottom, top, gap = _room(tokens, count) + 0.1, 0.45, 0.45, 0.2
+    shown_tokens = _cut(tokens, LABEL_SHARE * frame.inches)
+    left, bottom, top, gap = _room(shown_tokens, count) + 0.1, 0.45, 0.45, 0.2
     bar_w = min(1.0, max(0.5, 0.12 * frame.inches))
-    heat_w = max(0.5, frame.inches - left - gap - bar_w - 0.15 - BAR_WIDTH - BAR_ROOM)
+    heat_w = frame.inches - left - gap - bar_w - 0.15 - BAR_WIDTH - BAR_ROOM
+    below = heat_w < MIN_MAP  # a narrow pane: the colour bar goes under the map, which keeps the width
+    if below:
+        heat_w, bottom = frame.inches - left - gap - bar_w - 0.1, bottom + 0.8
     shown, row_stride, col_stride = fitted(cut, heat_w, height)
     fig = Figure(figsize=(frame.inches, height + bottom + top), dpi=CSS_DPI)
     fw, fh = fig.get_size_inches()
     ax = fig.add_axes((left / fw, bottom / fh, heat_w / fw, height / fh))
     bar_ax = fig.add_axes(((left + heat_w + gap) / fw, bottom / fh, bar_w / fw, height / fh), sharey=ax)
-    cbar_ax = fig.add_axes(((left + heat_w + gap + bar_w + 0.15) / fw, bottom / fh, BAR_WIDTH / fw, height / fh))
+    if below:
+        cbar_ax = fig.add_axes((left / fw, 0.45 / fh, heat_w / fw, 0.1 / fh))  # its ×10ⁿ is under its labels
+    else:
+        cbar_ax = fig.add_axes(((left + heat_w + gap + bar_w + 0.15) / fw, bottom / fh, BAR_WIDTH / fw, height / fh))
     limits = signed_limits(cut) if diverging else Limits(*finite_range(cut))
     extent = (-0.5, shown.shape[1] * col_stride - 0.5, shown.shape[0] * row_stride - 0.5, -0.5)
     cmap = "RdBu_r" if diverging else "viridis"
     image = show_image(ax, shown, cmap, limits.vmin, limits.vmax, aspect="auto", interpolation="none", extent=extent)
     ax.set_xlim(extent[0], extent[1])
     ax.set_ylim(count - 0.5, -0.5)
-    step = label_tokens(ax, "y", tokens, count, height)
+    step = label_tokens(ax, "y", shown_tokens, count, height)
     ax.set_xlabel("feature", fontsize=7)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=max(2, int(heat_w * 1.5)), integer=True))
     ax.tick_params(axis="x", labelsize=7)
@@ -162,7 +182,7 @@ def token_map_figure(
     bar_ax.tick_params(axis="x", labelsize=7)
     bar_ax.xaxis.set_major_locator(MaxNLocator(nbins=2))
     bar_ax.set_xlabel(f"norm{power}", fontsize=7)  # "0.004" would run into the feature axis' last label
-    scaled_colorbar(fig.colorbar(image, cax=cbar_ax))
+    scaled_colorbar(fig.colorbar(image, cax=cbar_ax, orientation="horizontal" if below else "vertical"))
     more = f" (first {cut.shape[1]} of {features} features)" if features > cut.shape[1] else ""
     averaged = blocks_note("features", col_stride) + blocks_note("tokens", row_stride)
     clip = f" · {limits.note}" if limits.note else ""
@@ -230,8 +250,9 @@ def attention_heads_figure(
     picked = values[chosen]
     coloured, norm, said = _head_scale(picked, scale)
     frame = current_frame()
-    left = _room(tokens, queries) + 0.3  # the tick labels and "query"
-    bottom = _room(key_tokens, keys) + 0.3  # the rotated tick labels and "key"
+    query_ticks, key_ticks = _cut(tokens, LABEL_SHARE * frame.inches), _cut(key_tokens, LABEL_SHARE * frame.inches)
+    left = _room(query_ticks, queries) + 0.3  # the tick labels and "query"
+    bottom = _room(key_ticks, keys) + 0.3  # the rotated tick labels and "key"
     gap, title_h, top = 0.15, 0.25, 0.4
     room = frame.inches - left - 0.2 - BAR_WIDTH - BAR_ROOM
     preferred = min(4.0, 1.5 + 0.16 * max(queries, keys)) if len(chosen) > 1 else min(7.0, 2.5 + 0.16 * keys)
@@ -270,8 +291,8 @@ def attention_heads_figure(
             aggregate="mean" if rs * cs > 1 else "",
         )
     step = max(
-        _grid_ticks(ax, "y", tokens, queries, [title_h + r * (panel + title_h) for r in range(rows)], panel),
-        _grid_ticks(ax, "x", key_tokens, keys, [c * (panel + gap) for c in range(columns)], panel),
+        _grid_ticks(ax, "y", query_ticks, queries, [title_h + r * (panel + title_h) for r in range(rows)], panel),
+        _grid_ticks(ax, "x", key_ticks, keys, [c * (panel + gap) for c in range(columns)], panel),
     )
     ax.set_ylabel("query", fontsize=7)
     ax.set_xlabel("key", fontsize=7)

@@ -185,3 +185,21 @@ def test_a_long_attention_is_averaged_to_the_panel_and_its_hover_stays_bounded()
     assert region["aggregate"] == "mean" and region["row"]["count"] == 400 and region["row"]["labels"] is None
     expected = probs[0, 0, rs : 2 * rs, 2 * cs : 3 * cs].mean().item()
     assert _cells(region)[1, 2] == pytest.approx(expected, rel=1e-4)
+
+
+def test_in_the_narrowest_pane_long_tokens_are_cut_and_the_colour_bar_goes_under_the_map():
+    long = [f"{'very_long_token_' * 8}{i}" for i in range(6)]
+    with using_frame({"width": 240, "ratio": 2}):
+        fig = token_map_figure(torch.randn(1, 6, 768) * 1e-3, long, title="narrow", diverging=True)
+        _inside(fig)
+        _, hover = figure_image(fig)
+        heads = attention_heads_figure(torch.softmax(torch.randn(1, 3, 6, 6), -1), long, title="narrow")
+        _inside(heads)
+    bar = fig.axes[2]
+    assert bar.get_position().width > bar.get_position().height  # horizontal, under the map
+    exponent = bar.xaxis.get_offset_text()
+    assert "10^{-3}" in exponent.get_text().replace("−", "-") and exponent.get_window_extent().y0 >= 0  # in view
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert all(t.endswith("…") and len(t) < len(long[0]) for t in ticks)
+    assert hover["regions"][0]["row"]["labels"] == long  # the hover names each token whole
+    assert fig.get_size_inches()[0] * CSS_DPI <= 240 and heads.get_size_inches()[0] * CSS_DPI <= 240
