@@ -248,7 +248,6 @@ def attention_heads_figure(
     _check_labels(tokens, queries, "queries (rows)")
     _check_labels(key_tokens, keys, "keys (columns)")
     picked = values[chosen]
-    coloured, norm, said = _head_scale(picked, scale)
     frame = current_frame()
     query_ticks, key_ticks = _cut(tokens, LABEL_SHARE * frame.inches), _cut(key_tokens, LABEL_SHARE * frame.inches)
     left = _room(query_ticks, queries) + 0.3  # the tick labels and "query"
@@ -260,7 +259,8 @@ def attention_heads_figure(
     rows = math.ceil(len(chosen) / columns)
     columns = math.ceil(len(chosen) / rows)  # as many rows, the last one as full as it can be
     panel = max(0.5, min(preferred, (room + gap) / columns - gap))
-    grid_w, grid_h = columns * (panel + gap) - gap, rows * (panel + title_h) - title_h
+    tall = panel * max(0.3, min(1.0, queries / keys))  # a few queries over many keys: a wide panel, not a square
+    grid_w, grid_h = columns * (panel + gap) - gap, rows * (tall + title_h) - title_h
     fig = Figure(figsize=(frame.inches, top + title_h + grid_h + bottom), dpi=CSS_DPI)
     fw, fh = fig.get_size_inches()
     # One axes in inches of grid (y down), every head an image at its place in it: an axes a head cost ~10 ms.
@@ -269,16 +269,18 @@ def attention_heads_figure(
     ax.set_ylim(title_h + grid_h, 0)
     ax.set_frame_on(False)
     budget = max(1, MAX_HOVER_VALUES // len(chosen))
-    row_stride = col_stride = 1
+    # What is drawn: each head at most a cell a CSS pixel (block means), coloured on the scale of those cells.
+    drawn = [fitted(picked[position], tall, panel) for position in range(len(chosen))]
+    row_stride, col_stride = drawn[0][1], drawn[0][2]
+    coloured, norm, said = _head_scale(np.stack([cells for cells, _, _ in drawn]), scale)
     for position, head in enumerate(chosen):
         r, c = divmod(position, columns)
-        x0, y0 = c * (panel + gap), title_h + r * (panel + title_h)
-        box = (x0, x0 + panel, y0 + panel, y0)
-        shown, row_stride, col_stride = fitted(coloured[position], panel, panel)
-        image = show_image(ax, shown, "magma", 0.0, 1.0, aspect="auto", interpolation="none", extent=box)
+        x0, y0 = c * (panel + gap), title_h + r * (tall + title_h)
+        box = (x0, x0 + panel, y0 + tall, y0)
+        image = show_image(ax, coloured[position], "magma", 0.0, 1.0, aspect="auto", interpolation="none", extent=box)
         image.set_norm(norm)  # one norm for every head: the same scale, linear or not
         ax.text(x0 + panel / 2, y0 - 0.04, f"head {head}", ha="center", va="bottom", fontsize=8)
-        cells, rs, cs = bounded(fitted(picked[position], panel, panel)[0], budget)
+        cells, rs, cs = bounded(drawn[position][0], budget)
         rs, cs = rs * row_stride, cs * col_stride
         describe_cells(
             ax,
@@ -291,7 +293,7 @@ def attention_heads_figure(
             aggregate="mean" if rs * cs > 1 else "",
         )
     step = max(
-        _grid_ticks(ax, "y", query_ticks, queries, [title_h + r * (panel + title_h) for r in range(rows)], panel),
+        _grid_ticks(ax, "y", query_ticks, queries, [title_h + r * (tall + title_h) for r in range(rows)], tall),
         _grid_ticks(ax, "x", key_ticks, keys, [c * (panel + gap) for c in range(columns)], panel),
     )
     ax.set_ylabel("query", fontsize=7)

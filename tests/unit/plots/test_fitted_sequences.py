@@ -153,6 +153,8 @@ def test_cross_attention_hover_names_the_keys_apart():
         _, hover = figure_image(attention_heads_figure(probs, ["a", "b", "c"], key_tokens=list("vwxyz")))
     assert hover["regions"][0]["row"]["labels"] == ["a", "b", "c"]
     assert hover["regions"][0]["col"]["labels"] == list("vwxyz")
+    x0, y0, x1, y1 = hover["regions"][0]["box"]
+    assert x1 - x0 > y1 - y0  # 3 queries over 5 keys: a wide panel, not a square of tall cells
 
 
 def test_attention_scales_per_row_and_log_are_drawn_and_said_and_a_wrong_one_is_refused():
@@ -185,6 +187,10 @@ def test_a_long_attention_is_averaged_to_the_panel_and_its_hover_stays_bounded()
     assert region["aggregate"] == "mean" and region["row"]["count"] == 400 and region["row"]["labels"] is None
     expected = probs[0, 0, rs : 2 * rs, 2 * cs : 3 * cs].mean().item()
     assert _cells(region)[1, 2] == pytest.approx(expected, rel=1e-4)
+    images = fig.axes[0].get_images()
+    top = max(float(np.nanmax(image.get_array())) for image in images)
+    assert images[0].norm.vmax == pytest.approx(top)  # the colours span the block means drawn, not the raw peak
+    assert top < probs[0].max().item()
 
 
 def test_in_the_narrowest_pane_long_tokens_are_cut_and_the_colour_bar_goes_under_the_map():
