@@ -40,8 +40,10 @@ def histogram_figure(
     low, high = (float(pooled.min()), float(pooled.max())) if pooled.size else (0.0, 1.0)
     edges = np.linspace(low, high if high > low else low + 1.0, bins + 1)
     width = min(current_frame().inches, WIDTH)
-    fig = Figure(figsize=(width, 3.0), dpi=CSS_DPI)
-    ax = fig.add_axes((0.6 / width, 0.45 / 3.0, (width - 0.75) / width, 2.1 / 3.0))
+    below = 0.15 * len(arrays) + 0.1  # the legend, a line a tensor, under the axis: it never hides a bin
+    height = 3.0 + below
+    fig = Figure(figsize=(width, height), dpi=CSS_DPI)
+    ax = fig.add_axes((0.6 / width, (0.45 + below) / height, (width - 0.75) / width, 2.1 / height))
     counted: dict[str, np.ndarray] = {}
     for (name, values), kept in zip(arrays.items(), finite, strict=True):
         counts, _ = np.histogram(kept, bins=edges)
@@ -56,7 +58,7 @@ def histogram_figure(
     ax.set_xlabel("magnitude" if all(magnitude_note(t) for t in series.values()) else "value", fontsize=8)
     ax.set_ylabel("count" + (" (log)" if log else ""), fontsize=8)
     ax.tick_params(labelsize=7)
-    ax.legend(fontsize=7, frameon=False)
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(-0.1, -0.4 / 2.1), borderaxespad=0)
     describe_lines(ax, (edges[:-1] + edges[1:]) / 2, counted, x_name="bin centre")
     fit_title(fig, ax, f"{literal(title)}{magnitude}")
     return fig

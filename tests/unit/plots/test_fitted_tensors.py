@@ -100,3 +100,14 @@ def test_a_histograms_hover_reads_each_bins_count_at_its_centre():
     assert region["x"] == pytest.approx(((edges[:-1] + edges[1:]) / 2).tolist(), rel=1e-5)
     (series,) = region["series"]
     assert series["name"] == "act" and np.frombuffer(series["values"], "<f4").tolist() == counts.tolist()
+
+
+def test_a_histograms_legend_is_under_its_axes_inside_the_figure_never_over_the_bins():
+    names = {"transformer.h.11.mlp.c_fc · output.0": torch.randn(3000), "transformer.h.11 · grad": torch.randn(3000)}
+    with using_frame({"width": 400, "ratio": 1}):
+        fig = histogram_figure(names, title="h")
+        fig.canvas.draw()
+    ax = fig.axes[0]
+    legend = ax.get_legend().get_window_extent()
+    assert legend.y1 <= ax.get_window_extent().y0 and legend.y0 >= 0  # below the bins, above the figure's edge
+    assert legend.x0 >= 0 and legend.x1 <= fig.bbox.x1
