@@ -42,6 +42,8 @@ ROW_INCHES, MAX_HEIGHT = 0.16, 12.0
 LABEL_SHARE = 0.3
 """A sequence axis' tick labels take at most this share of the frame's width: longer tokens are cut with "…"
 (the hover names them whole)."""
+MAX_NORM_VALUES = 4096
+"""A token map's hover carries at most this many per-token norms (averaged in blocks beyond)."""
 MIN_MAP = 1.2
 """Inches: a token map narrower than this with its colour bar beside it gets the colour bar under it instead."""
 MIN_PANEL = 1.25
@@ -159,7 +161,8 @@ def token_map_figure(
     ax.set_xlabel("feature", fontsize=7)
     ax.xaxis.set_major_locator(MaxNLocator(nbins=max(2, int(heat_w * 1.5)), integer=True))
     ax.tick_params(axis="x", labelsize=7)
-    hover_cells, hover_rows, hover_cols = bounded(shown, MAX_HOVER_VALUES)
+    norm_cells, norm_stride, _ = bounded(norms[:, None], MAX_NORM_VALUES)
+    hover_cells, hover_rows, hover_cols = bounded(shown, MAX_HOVER_VALUES - norm_cells.size)
     rows_stride, cols_stride = row_stride * hover_rows, col_stride * hover_cols
     describe_cells(
         ax,
@@ -182,6 +185,16 @@ def token_map_figure(
     bar_ax.tick_params(axis="x", labelsize=7)
     bar_ax.xaxis.set_major_locator(MaxNLocator(nbins=2))
     bar_ax.set_xlabel(f"norm{power}", fontsize=7)  # "0.004" would run into the feature axis' last label
+    low, high = bar_ax.get_xlim()
+    describe_cells(
+        bar_ax,
+        norm_cells,  # the norms themselves, not the ×10ⁿ-scaled bar lengths
+        row=hover_axis("token", _labels_of(tokens, norm_stride), stride=norm_stride, count=count),
+        col=hover_axis("norm", ["over all features"]),
+        extent=(low, high, norm_cells.shape[0] * norm_stride - 0.5, -0.5),
+        quantity="norm",
+        aggregate="mean" if norm_stride > 1 else "",
+    )
     scaled_colorbar(fig.colorbar(image, cax=cbar_ax, orientation="horizontal" if below else "vertical"))
     more = f" (first {cut.shape[1]} of {features} features)" if features > cut.shape[1] else ""
     averaged = blocks_note("features", col_stride) + blocks_note("tokens", row_stride)

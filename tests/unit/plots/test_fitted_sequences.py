@@ -60,7 +60,7 @@ def test_a_wide_token_map_shows_every_feature_averaged_in_blocks_and_says_so():
     with using_frame({"width": 600, "ratio": 2}):
         fig = token_map_figure(hidden, TOKENS, title="gpt2.h.0")
         _, hover = figure_image(fig)
-    (region,) = hover["regions"]
+    region, _ = hover["regions"]  # the map, the norms
     stride = region["col"]["stride"]
     assert stride > 1 and region["col"]["count"] == 768 and region["cols"] * stride >= 768
     assert f"features averaged in blocks of {stride}" in fig.axes[0].get_title()
@@ -77,11 +77,16 @@ def test_a_token_map_that_fits_shows_each_feature_and_its_value_under_the_mouse(
     with using_frame({"width": 900, "ratio": 1}):
         fig = token_map_figure(hidden, [f"w{i}" for i in range(16)], item=1, title="h")
         _, hover = figure_image(fig)
-    (region,) = hover["regions"]
+    region, _ = hover["regions"]  # the map, the norms
     assert (region["rows"], region["cols"]) == (16, 128) and region["aggregate"] == ""
     assert region["row"]["name"] == "token" and region["row"]["labels"][7] == "w7"
     assert region["col"]["name"] == "feature" and region["quantity"] == "activation"
     assert _cells(region)[7, 100] == hidden[1, 7, 100].item()  # the float32 itself
+    norms = hover["regions"][1]
+    assert (
+        norms["quantity"] == "norm" and norms["row"]["labels"][7] == "w7" and (norms["rows"], norms["cols"]) == (16, 1)
+    )
+    assert _cells(norms)[7, 0] == pytest.approx(hidden[1, 7].norm().item(), rel=1e-6)
     assert "averaged" not in fig.axes[0].get_title()
     x0, y0, x1, y1 = region["box"]
     assert 0 <= x0 < x1 <= 900 and 0 <= y0 < y1  # in the image's CSS pixels
