@@ -46,6 +46,8 @@ MAX_NORM_VALUES = 4096
 """A token map's hover carries at most this many per-token norms (averaged in blocks beyond)."""
 MIN_MAP = 1.2
 """Inches: a token map narrower than this with its colour bar beside it gets the colour bar under it instead."""
+MIN_NARROW = 1.06
+"""Inches (~102 CSS px): the smallest head drawn two a row where ``MIN_PANEL`` fits only one."""
 MIN_PANEL = 1.25
 """Inches: the smallest a head's panel is drawn (~120 CSS px); a narrower pane gets fewer columns, more rows."""
 LOG_FLOOR = 1e-4
@@ -269,6 +271,8 @@ def attention_heads_figure(
     room = frame.inches - left - 0.2 - BAR_WIDTH - BAR_ROOM
     preferred = min(4.0, 1.5 + 0.16 * max(queries, keys)) if len(chosen) > 1 else min(7.0, 2.5 + 0.16 * keys)
     columns = max(1, min(len(chosen), int((room + gap) / (min(preferred, MIN_PANEL) + gap))))
+    if columns == 1 and len(chosen) > 1 and (room - gap) / 2 >= MIN_NARROW:  # a narrow pane: two smaller heads a row
+        columns = 2
     rows = math.ceil(len(chosen) / columns)
     columns = math.ceil(len(chosen) / rows)  # as many rows, the last one as full as it can be
     panel = max(0.5, min(preferred, (room + gap) / columns - gap))
@@ -320,7 +324,7 @@ def attention_heads_figure(
         scaled_colorbar(bar)
     averaged = blocks_note("queries", row_stride) + blocks_note("keys", col_stride)
     text = f"{literal(title)}{magnitude_note(probs)}{said}{averaged}{nonfinite_note(picked)}{_step_note(step)}"
-    fig.suptitle(text.lstrip(" ·"), fontsize=9, x=min(0.5, (left + grid_w / 2) / fw))
+    fit_title(fig, ax, text.lstrip(" ·"))  # over the grid, smaller or on more lines rather than past the edges
     return fig
 
 

@@ -21,6 +21,11 @@ WIDTHS = (400, 600, 900, 1400)
 TOKENS = [f"tok{i}" for i in range(12)]
 
 
+def _title(fig) -> str:
+    """The heads' title (over their grid, maybe on more lines) as one line."""
+    return " ".join(fig.axes[0].get_title().split())
+
+
 def _png_size(png: bytes) -> tuple[int, int]:
     """(width, height) in pixels of a PNG."""
     height, width = matplotlib.image.imread(io.BytesIO(png)).shape[:2]
@@ -169,11 +174,11 @@ def test_attention_scales_per_row_and_log_are_drawn_and_said_and_a_wrong_one_is_
         _, hover = figure_image(per_row)
     drawn = per_row.axes[0].get_images()[0].get_array()
     np.testing.assert_allclose(drawn.max(axis=1), 1.0, rtol=1e-6)
-    assert "each query row scaled to its own max" in per_row.get_suptitle()
+    assert "each query row scaled to its own max" in _title(per_row)
     assert _cells(hover["regions"][1])[2, 3] == probs[0, 1, 2, 3].item()  # the probability, not the ratio
     log = attention_heads_figure(probs, title="a", scale="log")
     assert isinstance(log.axes[0].get_images()[0].norm, LogNorm)
-    assert "log scale, floored at" in log.get_suptitle()
+    assert "log scale, floored at" in _title(log)
     assert "log scale" not in attention_heads_figure(probs, title="a").get_suptitle()
     with pytest.raises(ValueError, match="scale must be one of 'linear', 'per-row', 'log', not 'cubic'"):
         attention_heads_figure(probs, scale="cubic")
@@ -185,7 +190,7 @@ def test_a_long_attention_is_averaged_to_the_panel_and_its_hover_stays_bounded()
     with using_frame({"width": 600, "ratio": 2}):
         fig = attention_heads_figure(probs, title="long")
         _, hover = figure_image(fig)
-    assert "queries averaged in blocks of" in fig.get_suptitle()
+    assert "queries averaged in blocks of" in _title(fig)
     assert sum(r["rows"] * r["cols"] for r in hover["regions"]) <= 65_536
     region = hover["regions"][0]
     rs, cs = region["row"]["stride"], region["col"]["stride"]
@@ -214,3 +219,17 @@ def test_in_the_narrowest_pane_long_tokens_are_cut_and_the_colour_bar_goes_under
     assert all(t.endswith("…") and len(t) < len(long[0]) for t in ticks)
     assert hover["regions"][0]["row"]["labels"] == long  # the hover names each token whole
     assert fig.get_size_inches()[0] * CSS_DPI <= 240 and heads.get_size_inches()[0] * CSS_DPI <= 240
+
+
+def test_in_a_narrow_pane_heads_go_two_a_row_under_a_title_kept_inside():
+    words = ["Hello", " world", ",", " the", " cat", " sat", "."]
+    with using_frame({"width": 400, "ratio": 1}):
+        fig = attention_heads_figure(
+            torch.softmax(torch.randn(1, 12, 7, 7), -1), words, title="transformer.h.0.attn · attention probabilities"
+        )
+        _inside(fig)
+        _, hover = figure_image(fig)
+    assert len({round(r["box"][0]) for r in hover["regions"]}) == 2  # two columns, six rows
+    title = fig.axes[0].title.get_window_extent()
+    assert title.x0 >= 0 and title.x1 <= fig.bbox.x1 and title.y1 <= fig.bbox.y1
+    assert _title(fig).startswith("transformer.h.0.attn · attention probabilities")

@@ -18,6 +18,11 @@ PNG = b"\x89PNG\r\n\x1a\n"
 WORDS = ["the", "cat", "sat", "on", "a", "mat"]
 
 
+def _title(fig) -> str:
+    """The heads' title (over their grid, maybe on more lines) as one line."""
+    return " ".join(fig.axes[0].get_title().split())
+
+
 def _ticks(ax, axis: str) -> list[str]:
     labels = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
     return [t.get_text() for t in labels]
@@ -106,7 +111,7 @@ def test_attention_heads_of_a_long_sequence_label_every_kth_token_and_count_nonf
     fig = attention_heads_figure(probs, [f"t{i}" for i in range(200)], title="long")
     labels = _ticks(fig.axes[0], "x")
     assert 1 < len(labels) <= 64 and labels[0] == "t0"
-    assert "[1 Inf, drawn magenta]" in fig.get_suptitle() and "th token labelled]" in fig.get_suptitle()
+    assert "[1 Inf, drawn magenta]" in _title(fig) and "th token labelled]" in _title(fig)
 
 
 def test_a_patch_grid_draws_each_patchs_norm_and_the_class_token_apart():
