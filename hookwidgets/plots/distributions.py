@@ -9,7 +9,12 @@ import torch
 from matplotlib.figure import Figure
 
 from ._common import as_float_array, empty_figure, fit_title, is_empty, literal, magnitude_note
+from .frame import CSS_DPI, current_frame
+from .hover import describe_lines
 from .theme import ThemeLike, themed
+
+WIDTH = 6.0
+"""Inches: a histogram is as wide as the frame up to this (wider spreads a few bins thin)."""
 
 
 @themed
@@ -21,7 +26,8 @@ def histogram_figure(
     log: bool = False,
     theme: ThemeLike = None,
 ) -> Figure:
-    """One histogram per tensor (e.g. ``{"activation": a, "gradient": g}``) on shared bins; ``log`` counts.
+    """One histogram per tensor (e.g. ``{"activation": a, "gradient": g}``) on shared bins, within the frame's
+    width; ``log`` counts. Hover reads each bin's count at its centre.
 
     NaN and Inf are left out of the bins and counted in the legend. Complex values are binned by magnitude.
     """
@@ -33,10 +39,15 @@ def histogram_figure(
     pooled = np.concatenate(finite) if finite else np.zeros(0, np.float32)
     low, high = (float(pooled.min()), float(pooled.max())) if pooled.size else (0.0, 1.0)
     edges = np.linspace(low, high if high > low else low + 1.0, bins + 1)
-    fig = Figure(figsize=(5.2, 3.0))
-    ax = fig.add_subplot()
+    width = min(current_frame().inches, WIDTH)
+    below = 0.15 * len(arrays) + 0.1  # the legend, a line a tensor, under the axis: it never hides a bin
+    height = 3.0 + below
+    fig = Figure(figsize=(width, height), dpi=CSS_DPI)
+    ax = fig.add_axes((0.6 / width, (0.45 + below) / height, (width - 0.75) / width, 2.1 / height))
+    counted: dict[str, np.ndarray] = {}
     for (name, values), kept in zip(arrays.items(), finite, strict=True):
         counts, _ = np.histogram(kept, bins=edges)
+        counted[name] = counts
         nonfinite = values.size - kept.size
         label = f"{literal(name)}{magnitude_note(series[name])} (n={values.size:,}"
         label += f", {nonfinite} NaN/Inf not shown)" if nonfinite else ")"
@@ -47,7 +58,7 @@ def histogram_figure(
     ax.set_xlabel("magnitude" if all(magnitude_note(t) for t in series.values()) else "value", fontsize=8)
     ax.set_ylabel("count" + (" (log)" if log else ""), fontsize=8)
     ax.tick_params(labelsize=7)
-    ax.legend(fontsize=7, frameon=False)
-    fig.tight_layout()
+    ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(-0.1, -0.4 / 2.1), borderaxespad=0)
+    describe_lines(ax, (edges[:-1] + edges[1:]) / 2, counted, x_name="bin centre")
     fit_title(fig, ax, f"{literal(title)}{magnitude}")
     return fig

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..core.capture.views import is_attention_source, sequence_axis, tensor_views
+from ..core.capture.views import ATTENTION_SCALES, is_attention_source, sequence_axis, tensor_views
 from ..core.model.tokens import Sequences
 
 if TYPE_CHECKING:
@@ -52,10 +52,6 @@ def sequence_labels(tensor: torch.Tensor, view: str, context: Context) -> tuple[
     return None, None
 
 
-ATTENTION_SCALES = ("linear", "per-row", "log")
-"""The colour scales the heads view offers, the default first."""
-
-
 def scales_of(view: str) -> list[str]:
     """The colour scales the page offers for ``view`` (empty: none to choose)."""
     return list(ATTENTION_SCALES) if view == "heads" else []
@@ -91,8 +87,8 @@ def draw(
         return histogram_figure({name: tensor}, title=title)
     if view == "heads":
         queries, keys = sequence_labels(tensor, view, context)
-        scaled = {"scale": scale} if scale is not None else {}  # issue 35 part 3: attention_heads_figure(scale=)
-        return attention_heads_figure(tensor, queries, heads=head, title=title, key_tokens=keys, **scaled)
+        scale = scale if scale is not None else ATTENTION_SCALES[0]
+        return attention_heads_figure(tensor, queries, heads=head, title=title, key_tokens=keys, scale=scale)
     if view == "tokens":
         axis = sequence_axis(tuple(tensor.shape), context.sequences)
         if axis is None:  # views_of offers "tokens" only with a sequence axis

@@ -14,6 +14,10 @@ VIEWS = ("maps", "heads", "patches", "tokens", "bars", "histogram")
 (N, H, T_q, T_k), one heatmap per head; ``patches`` a vision transformer's (N, 1+P, D) tokens on the patch grid;
 ``tokens`` a tokens × features heatmap; ``bars`` a vector; ``histogram`` any shape."""
 
+ATTENTION_SCALES = ("linear", "per-row", "log")
+"""The colour scales of the ``heads`` view, the default first: as they are, each query row divided by its own
+max, logarithmic (from a floor)."""
+
 ATTENTION_PARTS = (nn.Softmax, nn.Dropout)
 """Modules inside an attention module whose output is its probabilities (a softmax over keys, then dropout)."""
 

@@ -47,12 +47,18 @@ class Sequences:
         return [self.vocabulary.get(i, f"#{i}") for i in ids]
 
     def labels(self, length: int, item: int = 0, decoder: bool = False) -> list[str] | None:
-        """The labels of item ``item`` for a sequence axis of ``length`` (the decoder's first when ``decoder``)."""
+        """The labels of item ``item`` for a sequence axis of ``length`` (the decoder's first when ``decoder``); a
+        vision transformer's tokens are ``CLS`` (and the others before the patches), then each patch's ``row,col``."""
         sides = (self.decoder_tokens, self.tokens) if decoder else (self.tokens, self.decoder_tokens)
         for side in sides:
             if side and len(side[min(item, len(side) - 1)]) == length:
                 return side[min(item, len(side) - 1)]
-        return None
+        leading = self.patch_tokens(length)
+        if leading is None or self.grid is None:
+            return None
+        columns = self.grid[1]
+        before = ["CLS", *(f"token {i}" for i in range(1, leading))][:leading]
+        return before + [f"{p // columns},{p % columns}" for p in range(length - leading)]
 
     def labels_of(self, model: nn.Module, inputs: Any, example: bool, length: int) -> list[str] | None:
         """The first item's labels of ``inputs`` (``example``: the example inputs, whose tokens are known), for a

@@ -270,11 +270,11 @@ def test_attention_heads_are_heatmaps_with_token_labels_on_one_scale():
     weights = torch.softmax(torch.randn(2, 3, 4, 4), dim=-1)
     tokens = ["[CLS]", "the", "cat", "sat"]
     fig = attention_figure(weights, tokens, item=1, title="layer 0")
-    heads = [ax for ax in fig.axes if ax.get_images()]
-    assert [ax.get_title() for ax in heads] == ["head 0", "head 1", "head 2"]
-    assert [t.get_text() for t in heads[0].get_xticklabels()] == tokens
-    assert len({ax.get_images()[0].get_clim() for ax in heads}) == 1
-    torch.testing.assert_close(torch.as_tensor(heads[2].get_images()[0].get_array().data), weights[1, 2])
+    grid = fig.axes[0]  # every head an image on one axes, titled in it
+    assert [t.get_text() for t in grid.texts] == ["head 0", "head 1", "head 2"]
+    assert [t.get_text() for t in grid.get_xticklabels()][:4] == tokens
+    assert len({image.get_clim() for image in grid.get_images()}) == 1
+    torch.testing.assert_close(torch.as_tensor(grid.get_images()[2].get_array().data), weights[1, 2])
     with pytest.raises(ValueError, match=r"attention weights must be \(L, L\).*got \(3, 4\)"):
         attention_figure(torch.rand(3, 4))
 
@@ -329,7 +329,13 @@ def _rendered(fig) -> np.ndarray:
 
 
 def _at(rgb: np.ndarray, ax, x: float, y: float) -> np.ndarray:
-    """The rendered pixel under data point ``(x, y)`` of ``ax`` (call after rendering: layouts are final)."""
+    """The rendered pixel under cell ``(x, y)`` of the first image on ``ax`` (its data point where ``ax`` has no
+    image; call after rendering: layouts are final)."""
+    if ax.get_images():  # a cell of the image, wherever its extent puts it (the heads' grid places each head)
+        image = ax.get_images()[0]
+        left, right, bottom, top = image.get_extent()
+        rows, cols = image.get_array().shape[:2]
+        x, y = left + (x + 0.5) * (right - left) / cols, top + (y + 0.5) * (bottom - top) / rows
     px, py = ax.transData.transform((x, y))
     return rgb[int(rgb.shape[0] - py), int(px)]
 

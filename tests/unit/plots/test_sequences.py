@@ -18,6 +18,11 @@ PNG = b"\x89PNG\r\n\x1a\n"
 WORDS = ["the", "cat", "sat", "on", "a", "mat"]
 
 
+def _title(fig) -> str:
+    """The heads' title (over their grid, maybe on more lines) as one line."""
+    return " ".join(fig.axes[0].get_title().split())
+
+
 def _ticks(ax, axis: str) -> list[str]:
     labels = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
     return [t.get_text() for t in labels]
@@ -80,13 +85,13 @@ def test_a_token_map_of_complex_values_draws_magnitudes_and_wrong_labels_are_ref
 def test_attention_heads_are_labelled_with_tokens_and_one_head_can_be_picked():
     probs = torch.softmax(torch.randn(2, 4, 6, 6), dim=-1)
     fig = attention_heads_figure(probs, WORDS, item=1, title="attn")
-    panels = [ax for ax in fig.axes if ax.get_images()]
-    assert [ax.get_title() for ax in panels] == ["head 0", "head 1", "head 2", "head 3"]
-    assert _ticks(panels[0], "x") == WORDS and _ticks(panels[0], "y") == WORDS
+    grid = fig.axes[0]  # every head an image on one axes, titled in it
+    assert [t.get_text() for t in grid.texts] == ["head 0", "head 1", "head 2", "head 3"]
+    assert _ticks(grid, "x")[:6] == WORDS and _ticks(grid, "y")[:6] == WORDS
     one = attention_heads_figure(probs, WORDS, item=1, heads=2, title="attn")
-    (panel,) = [ax for ax in one.axes if ax.get_images()]
-    assert panel.get_title() == "head 2"
-    np.testing.assert_allclose(panel.get_images()[0].get_array().data, probs[1, 2].numpy(), rtol=1e-6)
+    assert [t.get_text() for t in one.axes[0].texts] == ["head 2"]
+    (image,) = one.axes[0].get_images()
+    np.testing.assert_allclose(image.get_array().data, probs[1, 2].numpy(), rtol=1e-6)
     with pytest.raises(IndexError, match="head 4 is out of range: the probabilities hold 4 heads"):
         attention_heads_figure(probs, heads=4)
 
@@ -95,7 +100,7 @@ def test_cross_attention_labels_queries_and_keys_apart():
     probs = torch.softmax(torch.randn(1, 2, 3, 6), dim=-1)  # 3 decoder queries over 6 encoder keys
     fig = attention_heads_figure(probs, ["a", "big", "hat"], key_tokens=WORDS, title="cross")
     panel = fig.axes[0]
-    assert _ticks(panel, "y") == ["a", "big", "hat"] and _ticks(panel, "x") == WORDS
+    assert _ticks(panel, "y") == ["a", "big", "hat"] and _ticks(panel, "x") == WORDS * 2  # 2 heads side by side
     with pytest.raises(ValueError, match="2 token labels for 6 keys"):
         attention_heads_figure(probs, ["a", "big", "hat"], key_tokens=["x", "y"])
 
@@ -106,7 +111,7 @@ def test_attention_heads_of_a_long_sequence_label_every_kth_token_and_count_nonf
     fig = attention_heads_figure(probs, [f"t{i}" for i in range(200)], title="long")
     labels = _ticks(fig.axes[0], "x")
     assert 1 < len(labels) <= 64 and labels[0] == "t0"
-    assert "[1 Inf, drawn magenta]" in fig.get_suptitle() and "th token labelled]" in fig.get_suptitle()
+    assert "[1 Inf, drawn magenta]" in _title(fig) and "th token labelled]" in _title(fig)
 
 
 def test_a_patch_grid_draws_each_patchs_norm_and_the_class_token_apart():

@@ -80,7 +80,8 @@ def test_a_vits_block_is_a_patch_grid_first_and_its_softmax_heads():
         block = _item(view)
         assert block["view"] == "patches" and block["views"] == ["patches", "tokens", "histogram"]
         browser_sends(view, type="plot_view", kind="forward", view="tokens")
-        assert _item(view)["view"] == "tokens" and _item(view)["tokens"] is None
+        tokens = _item(view)["tokens"]  # the class token, then each patch's row and column (8×8)
+        assert _item(view)["view"] == "tokens" and tokens[:3] == ["CLS", "0,0", "0,1"] and tokens[-1] == "7,7"
         browser_sets(view, selected="blocks.0.attn.softmax")  # another target: its own default view
         softmax = _item(view)
         assert softmax["view"] == "heads" and softmax["heads"] == 4

@@ -58,6 +58,17 @@ def test_a_vit_has_no_tokens_but_its_patch_grid_and_a_cnn_neither():
         assert ex.tokens is None and ex.sequences.grid is None and ex.sequences.lengths == ()
 
 
+def test_a_vits_token_axis_reads_cls_then_each_patchs_row_and_column():
+    with Explorer(tm.vit(), tm.images(2)) as ex:  # a 4×4 patch grid after the class token
+        labels = ex.sequences.labels(17)
+        assert labels is not None and len(labels) == 17
+        assert labels[:3] == ["CLS", "0,0", "0,1"] and labels[5] == "1,0" and labels[-1] == "3,3"
+        assert ex.sequences.labels(16) == [f"{r},{c}" for r in range(4) for c in range(4)]  # the patches alone
+        assert ex.sequences.labels(5) is None  # not the grid's length
+    with Explorer(SmallCNN(), torch.randn(2, 3, 8, 8)) as ex:
+        assert ex.sequences.labels(17) is None
+
+
 def test_tokens_of_the_wrong_length_or_number_say_both_counts():
     ids = tm.token_ids(batch=2, length=6)
     with pytest.raises(ValueError, match=r"tokens= for item 0 has 2 tokens but the input_ids have 6"):
