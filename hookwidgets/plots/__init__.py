@@ -12,8 +12,9 @@ from ._common import MISSING_COLOR, NONFINITE_COLOR, figure_png
 from .distributions import histogram_figure
 from .feature_maps import MAX_CHANNELS, feature_map_figure, gradient_map_figure
 from .overlay import cam_overlay_figure
+from .patches import patch_grid_figure
 from .patching import patch_sweep_figure
-from .sequences import attention_heads_figure, patch_grid_figure, token_map_figure
+from .sequences import attention_heads_figure, token_map_figure
 from .steps import stats_figure, summary_heatmap_figure
 from .tensors import attention_figure, bars_figure, matrix_figure
 from .theme import DARK, LIGHT, Theme, using_theme
