@@ -161,14 +161,7 @@ def fit_title(fig: Figure, ax: Axes, text: str, size: float = 9) -> None:
     width = fig.get_size_inches()[0]
     box = ax.get_position()
     centre = (box.x0 + box.x1) / 2 * width
-    room = 2 * min(centre, width - centre) - 0.1
-    for lines in (1, 2, 3):
-        wrapped = textwrap.wrap(text, math.ceil(len(text) / lines), break_long_words=False) or [text]
-        needed = label_width(wrapped, size)
-        fitting = size * room / needed if needed else size
-        if fitting >= MIN_FONT or lines == 3:
-            break
-    fontsize = max(MIN_FONT, min(size, fitting))
+    wrapped, fontsize = wrap_title(text, 2 * min(centre, width - centre) - 0.1, size)
     ax.set_title("\n".join(wrapped), fontsize=fontsize)
     height = fig.get_size_inches()[1]
     needed_top = len(wrapped) * fontsize * 1.25 / 72 + 0.12  # the lines, and the title's padding
@@ -179,6 +172,17 @@ def fit_title(fig: Figure, ax: Axes, text: str, size: float = 9) -> None:
         for axes in fig.axes:
             x0, y0, w, h = axes.get_position().bounds
             axes.set_position((x0, y0 * scale, w, h * scale))
+
+
+def wrap_title(text: str, room: float, size: float = 9) -> tuple[list[str], float]:
+    """``text`` as up to 3 lines and the font size (``size`` down to ``MIN_FONT``) that fit ``room`` inches."""
+    for lines in (1, 2, 3):
+        wrapped = textwrap.wrap(text, math.ceil(len(text) / lines), break_long_words=False) or [text]
+        needed = label_width(wrapped, size)
+        fitting = size * room / needed if needed else size
+        if fitting >= MIN_FONT or lines == 3:
+            break
+    return wrapped, max(MIN_FONT, min(size, fitting))
 
 
 def figure_png(fig: Figure, dpi: float | None = None) -> bytes:

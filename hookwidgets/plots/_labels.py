@@ -10,7 +10,7 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.textpath import text_to_path
 
 SIZES = (8.0, 7.0)  # points: the larger where the label leaves half the tile free, else the smaller
-PAD = 2  # pixels of box around the digits
+PAD = 2  # CSS pixels of box around the digits (twice as many device pixels at ratio 2)
 WEIGHT = "bold"  # thin strokes of a 6-point digit blur into the tile under it
 
 
@@ -25,10 +25,15 @@ def _ink(text: str, size: float, dpi: float) -> tuple[int, int]:
     return math.ceil((height - descent) * dpi / 72), math.ceil(width * dpi / 72)
 
 
+def _pad(dpi: float) -> int:
+    return round(PAD * dpi / 96)
+
+
 def box_size(text: str, size: float, dpi: float) -> tuple[int, int]:
     """``(height, width)`` in pixels of the dark box that holds ``text`` at ``size`` points."""
     height, width = _ink(text, size, dpi)
-    return height + 2 * PAD, width + 2 * PAD
+    pad = _pad(dpi)
+    return height + 2 * pad, width + 2 * pad
 
 
 def label_size(longest: str, tile: tuple[int, int], dpi: float) -> float | None:
@@ -49,5 +54,5 @@ def add_labels(ax: Axes, labels: list[str], origins: list[tuple[int, int]], size
     """
     font = _font(size)
     for label, (y, x) in zip(labels, origins, strict=True):
-        baseline = y - 0.5 + PAD + _ink(label, size, dpi)[0]
-        ax.text(x - 0.5 + PAD, baseline, label, color="white", fontproperties=font, va="baseline", ha="left")
+        baseline = y - 0.5 + _pad(dpi) + _ink(label, size, dpi)[0]
+        ax.text(x - 0.5 + _pad(dpi), baseline, label, color="white", fontproperties=font, va="baseline", ha="left")

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import matplotlib.colors
 import numpy as np
 
-TARGET_PX, MAX_PX = 420, 820  # the grid is drawn about this big, and never bigger
-MAX_ZOOM = 12
+MAX_PX = 820  # CSS pixels: the tallest grid drawn; its width is the pane's
+MAX_ZOOM = 12  # device pixels per map pixel per CSS pixel: a 7×7 map becomes 84 CSS px, not the whole pane
 WHITE = (255, 255, 255, 255)
 BOX_SHADE = 0.35  # label boxes are black at 65% opacity over the tile: white text reads on any colour
 
@@ -39,19 +39,31 @@ class Layout:
         return r * (self.tile[0] + self.gutter), k * (self.tile[1] + self.gutter)
 
 
-def plan(channels: int, height: int, width: int) -> Layout:
-    """A near-square layout drawn at a whole zoom (up to ×12) near TARGET_PX, shrunk only past MAX_PX."""
-    columns = math.ceil(math.sqrt(channels))
-    rows = math.ceil(channels / columns)
-    natural = max(rows * (height + 1) - 1, columns * (width + 1) - 1)
-    zoom = max(1, min(MAX_ZOOM, TARGET_PX // natural))
-    gutter = 1 if zoom < 3 else 2  # a zoomed grid gets a wider separator, still thinner than a data pixel
-    tile_h, tile_w = height * zoom, width * zoom
-    if max(rows * (tile_h + gutter), columns * (tile_w + gutter)) - gutter > MAX_PX:
-        room_h, room_w = (MAX_PX + gutter) // rows - gutter, (MAX_PX + gutter) // columns - gutter
-        factor = min(room_h / height, room_w / width)
-        tile_h, tile_w = max(1, int(height * factor)), max(1, int(width * factor))
-    return Layout(rows, columns, (tile_h, tile_w), gutter)
+def plan(
+    channels: int, height: int, width: int, room: tuple[int, int] = (MAX_PX, MAX_PX), ratio: float = 1.0
+) -> Layout:
+    """The layout of ``channels`` maps of ``height`` × ``width`` in ``room`` (h, w) device pixels: the column count
+    whose tiles come out biggest (a whole zoom up to ``MAX_ZOOM × ratio``, else shrunk), the fewest rows on ties:
+    the pane's width filled."""
+    room_h, room_w = room
+    thin, wide = max(1, round(ratio)), max(2, round(2 * ratio))  # separators: thinner than a zoomed data pixel
+    best: tuple[tuple[float, int, int], Layout] | None = None
+    for columns in range(1, channels + 1):
+        rows = math.ceil(channels / columns)
+        for gutter in (wide, thin):
+            fit = min(((room_h + gutter) / rows - gutter) / height, ((room_w + gutter) / columns - gutter) / width)
+            zoom = min(int(MAX_ZOOM * ratio), math.floor(fit)) if fit >= 1 else fit
+            if gutter == thin or zoom >= 3 * ratio:
+                break
+        if zoom >= 1:
+            tile = (height * int(zoom), width * int(zoom))
+        else:
+            tile = (max(1, int(height * zoom)), max(1, int(width * zoom)))
+        key = (float(zoom), -rows, -(rows * columns - channels))  # biggest; then shortest, fewest empty tiles
+        if best is None or key > best[0]:
+            best = (key, Layout(rows, columns, tile, gutter))
+    assert best is not None, "plan needs a channel at least"
+    return best[1]
 
 
 def choose(values: np.ndarray, order: str, max_channels: int) -> np.ndarray:

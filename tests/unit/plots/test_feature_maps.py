@@ -10,12 +10,11 @@ import pytest
 import torch
 
 from hookwidgets.plots import NONFINITE_COLOR, feature_map_figure, figure_png, gradient_map_figure
-from hookwidgets.plots._labels import box_size
+from hookwidgets.plots._labels import PAD, box_size
 from hookwidgets.plots.feature_maps import DPI
 
 MAGENTA = np.array([255, 0, 255], dtype=np.uint8)
 WHITE = np.array([255, 255, 255], dtype=np.uint8)
-TOP, LEFT = 24, 6  # the grid's offset in the PNG: title margin above, a small margin on the left
 SHADE = 0.35  # a label box darkens the tile under it to 35% (black at 65% opacity): white text reads on any colour
 
 
@@ -30,6 +29,16 @@ def _grid(fig) -> np.ndarray:
     grid = image.get_array()
     assert grid.dtype == np.uint8 and grid.ndim == 3 and grid.shape[2] == 4
     return grid
+
+
+def _offset(fig) -> tuple[int, int]:
+    """The grid's top-left corner in the PNG at 96 dpi: below the title and the colour bar's factor, a small margin
+    on the left (whole pixels: the grid is drawn 1:1)."""
+    box = fig.axes[0].get_position()
+    width, height = fig.get_size_inches() * DPI
+    top, left = (1 - box.y1) * height, box.x0 * width
+    assert abs(top - round(top)) < 1e-6 and abs(left - round(left)) < 1e-6
+    return round(top), round(left)
 
 
 def _colour(cmap: str, fraction: float) -> np.ndarray:
@@ -60,8 +69,9 @@ def _boxes(fig, pitch: int, shape: tuple[int, ...], scale: int = 1) -> np.ndarra
 def _assert_labels_drawn_in_their_boxes(fig, pitch: int, dpi: int = DPI) -> None:
     """The PNG is the grid wherever no label box is; inside each box the label's white ink is drawn."""
     scale = dpi // DPI
+    top, left = _offset(fig)
     grid = _grid(fig)[..., :3].repeat(scale, axis=0).repeat(scale, axis=1)
-    png = _png(fig, dpi)[scale * TOP : scale * TOP + grid.shape[0], scale * LEFT : scale * LEFT + grid.shape[1]]
+    png = _png(fig, dpi)[scale * top : scale * top + grid.shape[0], scale * left : scale * left + grid.shape[1]]
     boxes = _boxes(fig, pitch, _grid(fig).shape, scale)
     assert np.array_equal(png[~boxes], grid[~boxes])
     for (y, x), label in _labels(fig, pitch).items():
@@ -75,14 +85,15 @@ def test_feature_maps_are_one_tiled_image_with_a_label_per_channel_shown_one_to_
     maps = torch.randn(2, 6, 5, 5, generator=torch.Generator().manual_seed(0))
     fig = feature_map_figure(maps, title="conv out")
     grid = _grid(fig)
-    # 3 columns × 2 rows of 5×5 maps, zoomed ×12 to 60-pixel tiles with 2-pixel white separators.
-    assert grid.shape == (2 * 62 - 2, 3 * 62 - 2, 4)
-    assert (grid[60:62, :, :3] == 255).all() and (grid[:, 60:62, :3] == 255).all()
-    assert _labels(fig, 62) == {(r * 62, k * 62): str(3 * r + k) for r in range(2) for k in range(3)}
+    # One row of 6 maps of 5×5 (the default 720 px frame holds them), zoomed ×12 to 60-pixel tiles with
+    # 2-pixel white separators.
+    assert grid.shape == (60, 6 * 62 - 2, 4)
+    assert (grid[:, 60:62, :3] == 255).all()
+    assert _labels(fig, 62) == {(0, k * 62): str(k) for k in range(6)}
     # Each data pixel is a 12×12 block of its colour on the shared scale (away from the label box).
     low, high = float(maps[0].min()), float(maps[0].max())
     for channel, (i, j) in [(0, (4, 4)), (4, (2, 3)), (5, (3, 0))]:
-        r, k = divmod(channel, 3)
+        r, k = divmod(channel, 6)
         block = grid[r * 62 + 12 * i : r * 62 + 12 * i + 12, k * 62 + 12 * j : k * 62 + 12 * j + 12, :3]
         expected = _colour("viridis", (float(maps[0, channel, i, j]) - low) / (high - low))
         assert (block == expected).all()
@@ -98,17 +109,20 @@ def test_the_grid_is_drawn_one_to_one_and_scaled_whole_at_any_other_dpi():
     _assert_labels_drawn_in_their_boxes(fig, 62)  # 96 dpi: each grid pixel is one PNG pixel
     _assert_labels_drawn_in_their_boxes(fig, 62, dpi=192)  # every pixel becomes 2×2, the labels twice as big
     fig.axes[0].get_images()[0].set_alpha(0.5)  # restyled: drawn as any image is, half over white
-    faded = _png(fig)[TOP + 30, LEFT + 30].astype(int)
+    top, left = _offset(fig)
+    faded = _png(fig)[top + 30, left + 30].astype(int)
     assert np.abs(faded - (grid[30, 30, :3].astype(int) + 255) / 2).max() <= 1
 
 
 def test_a_64_channel_grid_is_one_image_with_64_labels_and_separators():
     fig = feature_map_figure(torch.rand(1, 64, 56, 56), max_channels=64)
     grid = _grid(fig)
-    assert grid.shape == (8 * 57 - 1, 8 * 57 - 1, 4)  # 1:1, one-pixel gutters
+    assert grid.shape == (6 * 57 - 1, 11 * 57 - 1, 4)  # 1:1, one-pixel gutters, 11 columns fill the 720 px frame
     for gutter in range(56, grid.shape[0], 57):
-        assert (grid[gutter, :, :3] == 255).all() and (grid[:, gutter, :3] == 255).all()
-    assert _labels(fig, 57) == {(r * 57, k * 57): str(8 * r + k) for r in range(8) for k in range(8)}
+        assert (grid[gutter, :, :3] == 255).all()
+    for gutter in range(56, grid.shape[1], 57):
+        assert (grid[:, gutter, :3] == 255).all()
+    assert _labels(fig, 57) == {(c // 11 * 57, c % 11 * 57): str(c) for c in range(64)}
     assert [t.get_text() for t in fig.axes[0].texts] == [str(c) for c in range(64)]  # in channel order
     boxes = _boxes(fig, 57, grid.shape)
     assert not (grid[boxes][:, :3] == 255).all(axis=-1).any()  # the image holds the boxes, not the digits
@@ -118,9 +132,8 @@ def test_a_64_channel_grid_is_one_image_with_64_labels_and_separators():
 def test_many_channels_are_capped_and_the_title_says_so():
     fig = feature_map_figure(torch.randn(1, 40, 3, 3), title="wide")
     grid = _grid(fig)
-    assert grid.shape == (6 * 38 - 2, 6 * 38 - 2, 4)  # 32 tiles in 6 × 6, 36-pixel tiles
-    assert _labels(fig, 38)[(5 * 38, 1 * 38)] == "31" and len(fig.axes[0].texts) == 32
-    assert (grid[5 * 38 : 5 * 38 + 36, 2 * 38 : 2 * 38 + 36, :3] == 255).all()  # position 32 is empty
+    assert grid.shape == (2 * 38 - 2, 16 * 38 - 2, 4)  # 32 tiles of 36 pixels in 2 rows of 16: no empty tile
+    assert _labels(fig, 38)[(1 * 38, 15 * 38)] == "31" and len(fig.axes[0].texts) == 32
     assert "first 32 of 40 channels" in fig.axes[0].get_title()
 
 
@@ -129,11 +142,11 @@ def test_channels_ordered_by_mean_activation_keep_their_numbers_and_only_the_top
     for channel, mean in enumerate([0.1, 5.0, -1.0, 3.0, 2.0, 0.0]):
         maps[0, channel] = mean
     fig = feature_map_figure(maps, title="conv", order="mean", max_channels=3)
-    grid = _grid(fig)  # 2 × 2 tiles of 4×4 zoomed ×12: 48 pixels, 2 apart
-    assert _labels(fig, 50) == {(0, 0): "1", (0, 50): "3", (50, 0): "4"}
+    grid = _grid(fig)  # 1 × 3 tiles of 4×4 zoomed ×12: 48 pixels, 2 apart
+    assert _labels(fig, 50) == {(0, 0): "1", (0, 50): "3", (0, 100): "4"}
     assert "top 3 of 6 channels" in fig.axes[0].get_title()
     # Shared scale over the drawn channels, 2 to 5: channel 1 at the top, 3 at a third, 4 at the bottom.
-    for (y, x), fraction in {(30, 30): 1.0, (30, 80): 1 / 3, (80, 30): 0.0}.items():
+    for (y, x), fraction in {(30, 30): 1.0, (30, 80): 1 / 3, (30, 130): 0.0}.items():
         assert (grid[y, x, :3] == _colour("viridis", fraction)).all()
 
 
@@ -174,19 +187,23 @@ def test_nonfinite_pixels_are_drawn_magenta_where_they_are_and_half_precision_is
     assert magenta.sum() == 2 * 144  # nothing else is magenta
     finite_colour = _colour("viridis", 0.5)  # ones on a constant scale sit in the middle
     assert (grid[40, 10, :3] == finite_colour).all()
-    png = _png(fig)
-    assert (png[TOP + 30, LEFT + 40] == MAGENTA).all() and (png[TOP + 42, LEFT + 67] == MAGENTA).all()
+    png, (top, left) = _png(fig), _offset(fig)
+    assert (png[top + 30, left + 40] == MAGENTA).all() and (png[top + 42, left + 67] == MAGENTA).all()
 
 
 def test_a_shrunk_grid_never_hides_a_nan():
     maps = torch.rand(1, 64, 112, 112)
     maps[0, 9, 51, 77] = float("nan")
-    grid = _grid(feature_map_figure(maps, max_channels=64))
-    assert grid.shape[0] <= 820  # shrunk to the largest size drawn
-    tile = (grid.shape[0] + 1) // 8 - 1
-    assert tile < 112
+    fig = feature_map_figure(maps, max_channels=64)
+    grid = _grid(fig)
+    assert grid.shape[0] <= 820 and grid.shape[1] <= 720  # shrunk to the tallest size drawn, the frame's width
+    pitch = round(fig.axes[0].texts[1].get_position()[0] + 0.5 - PAD)  # label 1 is at the second tile's corner
+    tile = pitch - 1
+    assert tile < 112 and "maps downsampled to" in fig.axes[0].get_title()
     magenta = (grid[..., :3] == MAGENTA).all(axis=-1)
-    inside = magenta[tile + 1 : 2 * tile + 1, tile + 1 : 2 * tile + 1]  # channel 9: row 1, column 1
+    columns = (grid.shape[1] + 1) // pitch
+    y, x = divmod(9, columns)
+    inside = magenta[y * pitch : y * pitch + tile, x * pitch : x * pitch + tile]  # channel 9
     assert 1 <= inside.sum() <= 4 and magenta.sum() == inside.sum()
 
 
@@ -210,11 +227,11 @@ def test_tiles_too_small_for_a_label_say_so_instead_of_drawing_unreadable_digits
     maps = torch.rand(1, 1000, 1, 1)
     fig = feature_map_figure(maps, max_channels=1000)
     assert "tiles too small for channel numbers" in fig.axes[0].get_title() and not fig.axes[0].texts
-    grid = _grid(fig)  # 32 × 32 tiles of 6 pixels, 2 apart
+    grid = _grid(fig)  # 22 rows × 46 columns of 12-pixel tiles (1×1 maps zoomed ×12), 2 apart
     low, high = float(maps.min()), float(maps.max())
     for channel in (0, 999):
-        r, k = divmod(channel, 32)
-        tile = grid[r * 8 : r * 8 + 6, k * 8 : k * 8 + 6, :3]
+        r, k = divmod(channel, 46)
+        tile = grid[r * 14 : r * 14 + 12, k * 14 : k * 14 + 12, :3]
         assert (tile == _colour("viridis", (float(maps[0, channel, 0, 0]) - low) / (high - low))).all()
 
 

@@ -1,0 +1,175 @@
+"""Feature and gradient maps drawn for the pane: as wide as the frame, crisp at its pixel ratio, every tile
+described for the hover with the tensor's own values, colour bars that say their scale."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib.image
+import numpy as np
+import pytest
+import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.text import Text
+
+from hookwidgets.plots import feature_map_figure, gradient_map_figure
+from hookwidgets.plots.frame import Frame, using_frame
+from hookwidgets.plots.hover import figure_image
+
+WIDTHS = (400, 600, 900, 1400)
+
+
+def _draw(draw, frame: Frame):
+    with using_frame(frame):
+        fig = draw()
+        png, hover = figure_image(fig)
+    return fig, matplotlib.image.imread(io.BytesIO(png), format="png"), hover
+
+
+def _values(region) -> np.ndarray:
+    return np.frombuffer(region["values"], "<f4").reshape(region["rows"], region["cols"])
+
+
+def _texts_inside(fig) -> None:
+    """Every drawn text (title, labels, colour-bar ticks and its ×10ⁿ) lies within the figure's box."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    box = fig.bbox
+    hidden = set()  # tick labels past the axis' ends are not drawn
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            low, high = sorted(axis.get_view_interval())
+            for tick in axis.get_major_ticks():
+                if not low - 1e-12 <= tick.get_loc() <= high + 1e-12:
+                    hidden.update((id(tick.label1), id(tick.label2)))
+    for text in fig.findobj(Text):
+        if text.get_visible() and text.get_text() and id(text) not in hidden:
+            extent = text.get_window_extent(renderer)
+            assert box.x0 - 0.5 <= extent.x0 and extent.x1 <= box.x1 + 0.5, f"{text.get_text()!r} leaves the figure"
+            assert box.y0 - 0.5 <= extent.y0 and extent.y1 <= box.y1 + 0.5, f"{text.get_text()!r} leaves the figure"
+    for ax in fig.axes:
+        assert ax.get_position().x1 <= 1 + 1e-9
+
+
+@pytest.mark.parametrize("ratio", [1.0, 2.0])
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_64_map_grid_fits_the_frame_at_its_pixel_ratio(width, ratio):
+    maps = torch.rand(1, 64, 56, 56, generator=torch.Generator().manual_seed(0))
+    fig, png, hover = _draw(
+        lambda: feature_map_figure(maps, max_channels=64, title="layer1.0.conv1"), Frame(width, ratio)
+    )
+    assert hover["width"] <= width and png.shape[1] <= ratio * width + 1
+    assert png.shape[1] >= 1.9 * hover["width"] if ratio == 2 else png.shape[1] == round(hover["width"])
+    _texts_inside(fig)
+    # The grid is drawn 1:1 in device pixels: a 56×56 map is 56 × a whole zoom, never resampled.
+    tile = _values(hover["regions"][0])
+    assert len(hover["regions"]) == 64 and tile.shape == (28, 28)
+
+
+def test_the_column_count_follows_the_width_and_ratio_2_doubles_the_device_pixels_per_cell():
+    maps = torch.rand(1, 64, 56, 56, generator=torch.Generator().manual_seed(0))
+
+    def layout(width, ratio):
+        fig, png, hover = _draw(lambda: feature_map_figure(maps, max_channels=64), Frame(width, ratio))
+        grid = fig.axes[0].get_images()[0].get_array()
+        boxes = [r["box"] for r in hover["regions"]]
+        columns = len({round(b[0]) for b in boxes})
+        return columns, grid.shape, png.shape
+
+    columns_600, grid_600, _ = layout(600, 1.0)
+    columns_900, grid_900, _ = layout(900, 1.0)
+    assert columns_600 == 8 and grid_600 == (8 * 57 - 1, 8 * 57 - 1, 4)  # 56 px tiles, 1 px apart, in 530 px
+    assert columns_900 == 13 and grid_900 == (5 * 57 - 1, 13 * 57 - 1, 4)  # the wider pane: fewer rows
+    columns_hidpi, grid_hidpi, png_hidpi = layout(600, 2.0)
+    assert columns_hidpi == 8 and grid_hidpi == (8 * 114 - 2, 8 * 114 - 2, 4)  # ×2 per cell, 2 device px apart
+    assert png_hidpi[1] <= 1201
+
+
+def test_small_maps_are_crisp_blocks_twice_as_many_device_pixels_at_ratio_2():
+    maps = torch.randn(1, 4, 7, 7, generator=torch.Generator().manual_seed(2))
+    blocks = {}
+    for ratio in (1.0, 2.0):
+        fig, _, hover = _draw(lambda: feature_map_figure(maps), Frame(600, ratio))
+        grid = fig.axes[0].get_images()[0].get_array()
+        zoom = grid.shape[1] // (4 * 7)  # one row of 4 tiles, each 7 × a whole zoom (plus thin gutters)
+        cell = grid[4 * zoom : 5 * zoom, 5 * zoom : 6 * zoom, :3]  # map pixel (4, 5) of channel 0
+        assert (cell == cell[0, 0]).all()  # nearest: one colour per map pixel
+        assert hover["pixelated"]
+        blocks[ratio] = zoom
+    assert blocks[1.0] == 12 and blocks[2.0] == 24
+
+
+def test_channel_labels_are_drawn_at_the_higher_dpi_not_upscaled():
+    box = {ratio: _box_height(ratio) for ratio in (1.0, 2.0)}
+    assert box[1.0] >= 9 and box[2.0] >= 2 * box[1.0] - 1  # the box (and the text in it) sized in device pixels
+
+
+def _box_height(ratio: float) -> int:
+    """Device pixels of the dark label box down the first tile's left column (a constant map under it)."""
+    with using_frame(Frame(600, ratio)):
+        fig = feature_map_figure(torch.ones(1, 1, 7, 7))
+    grid = fig.axes[0].get_images()[0].get_array()[..., :3].astype(int)
+    dark = grid[:, 1].sum(axis=-1) < grid[-1, 1].sum()
+    return int(np.argmin(dark))
+
+
+def test_every_tile_is_described_by_its_channel_with_the_tensors_values():
+    maps = torch.randn(1, 10, 7, 7, generator=torch.Generator().manual_seed(4))
+    maps[0, 6] += 5.0  # the highest mean: drawn first
+    _, _, hover = _draw(lambda: feature_map_figure(maps, order="mean", max_channels=4), Frame(600, 2.0))
+    regions = hover["regions"]
+    order = torch.argsort(-maps[0].mean(dim=(1, 2)))[:4].tolist()
+    assert [r["label"] for r in regions] == [f"channel {c}" for c in order] and order[0] == 6
+    for region, channel in zip(regions, order, strict=True):
+        assert region["quantity"] == "activation" and region["aggregate"] == ""
+        assert region["row"]["name"] == "row" and region["col"]["name"] == "column"
+        np.testing.assert_array_equal(_values(region), maps[0, channel].numpy())
+    (left, top, right, bottom) = regions[0]["box"]
+    assert right - left == pytest.approx(7 * 24 / 2) and bottom - top == pytest.approx(7 * 24 / 2)  # CSS px
+    _, _, grads = _draw(lambda: gradient_map_figure(maps), Frame(600, 1.0))
+    assert {r["quantity"] for r in grads["regions"]} == {"gradient"}
+    _, _, own = _draw(lambda: feature_map_figure(maps, scale="channel"), Frame(600, 1.0))
+    assert all("own scale" in r["quantity"] for r in own["regions"])
+    np.testing.assert_array_equal(_values(own["regions"][3]), maps[0, 3].numpy())  # the values, not the colours
+
+
+def test_a_large_grid_describes_block_means_within_the_bound_and_says_so():
+    maps = torch.rand(1, 64, 56, 56, generator=torch.Generator().manual_seed(5))
+    fig, _, hover = _draw(lambda: feature_map_figure(maps, max_channels=64, title="c"), Frame(900, 1.0))
+    assert sum(r["rows"] * r["cols"] for r in hover["regions"]) <= 65_536
+    region = hover["regions"][17]
+    assert region["label"] == "channel 17" and region["aggregate"] == "mean"
+    assert region["row"]["stride"] == 2 and region["col"]["stride"] == 2 and region["row"]["count"] == 56
+    means = maps[0, 17].reshape(28, 2, 28, 2).mean(dim=(1, 3)).numpy()
+    np.testing.assert_allclose(_values(region), means, rtol=1e-6)
+    assert "hover: means of 2×2" in fig.axes[0].get_title()
+
+
+def test_big_maps_are_downsampled_to_the_frame_and_the_title_says_so():
+    maps = torch.rand(1, 16, 112, 112, generator=torch.Generator().manual_seed(6))
+    fig, png, _ = _draw(lambda: feature_map_figure(maps, max_channels=16), Frame(400, 1.0))
+    assert png.shape[1] <= 401 and "maps downsampled to" in fig.axes[0].get_title()
+    _texts_inside(fig)
+
+
+def test_a_small_gradient_has_a_short_scale_with_its_factor_inside_the_figure():
+    grads = torch.randn(1, 4, 7, 7, generator=torch.Generator().manual_seed(7)) * 2e-4
+    for width in WIDTHS:
+        fig, _, _ = _draw(lambda: gradient_map_figure(grads, title="layer4.1.conv2"), Frame(width, 2.0))
+        bar = fig.axes[1]
+        ticks = [t.get_text() for t in bar.get_yticklabels() if t.get_text()]
+        assert ticks and all("0.000" not in t and len(t) <= 24 for t in ticks)
+        offset = bar.yaxis.get_offset_text()
+        assert "10^{−4}" in offset.get_text() or "10^{-4}" in offset.get_text()
+        _texts_inside(fig)
+
+
+def test_a_gradient_with_outliers_is_clipped_symmetrically_and_the_title_says_so():
+    grads = torch.randn(1, 4, 16, 16, generator=torch.Generator().manual_seed(8))
+    grads[0, 0, 0, 0] = 100.0
+    fig, _, hover = _draw(lambda: gradient_map_figure(grads, title="g"), Frame(600, 1.0))
+    low, high = fig.axes[0].get_images()[0].get_clim()
+    assert low == -high and high < 100.0
+    assert "colours clipped at ±" in fig.axes[0].get_title()
+    assert _values(hover["regions"][0])[0, 0] == 100.0  # the hover tells the value the colour clips
