@@ -20,8 +20,15 @@ from ._common import (
     nonfinite_note,
     show_image,
 )
+from .frame import CSS_DPI, current_frame
+from .hover import axis, block_mean, describe_cells
+from .scales import Limits, scaled_colorbar, signed_limits
 from .sequences import _item
 from .theme import ThemeLike, themed
+
+LEFT, RIGHT, BOTTOM, TOP = 40, 96, 43, 30  # CSS px: tick labels left and below, the colour bar right, the title above
+APART, CLS_CELL = 86, 48  # CSS px: the column of tokens before the patches, and its cells' width
+CELL, MIN_SIDE, MAX_SIDE = 29, 192, 480  # CSS px: a patch's size, and the grid's side, before the frame limits it
 
 
 @themed
@@ -68,30 +75,73 @@ def patch_grid_figure(
         per_token = values[:, feature]
         what = f"feature {feature}"
     diverging = feature is not None
-    vmin, vmax = finite_range(per_token, diverging)
+    limits = signed_limits(per_token) if diverging else Limits(*finite_range(per_token))
     cmap = "RdBu_r" if diverging else "viridis"
-    side_in = min(5.0, max(2.0, 0.3 * max(grid)))
-    cell = side_in / max(grid)
+    frame = current_frame()
+    apart = APART - 16 if first else 0  # the column of tokens takes the left margin's place
+    # Whole device pixels per patch: each patch a crisp block, at most the room the frame leaves.
+    room = frame.width - LEFT - apart - RIGHT
+    side = min(MAX_SIDE, max(MIN_SIDE, CELL * max(grid)), room)
+    cell = max(1, math.floor(side * frame.ratio / max(grid))) / frame.ratio
     height, width = grid[0] * cell, grid[1] * cell
-    apart = 0.9 if first else 0.0
-    bottom = 0.45  # room for the tick labels and the axis label under the grid
-    fig = Figure(figsize=(0.25 + apart + width + 0.95, height + bottom + 0.55))
-    fw, fh = fig.get_size_inches()
-    ax = fig.add_axes(((0.25 + apart) / fw, bottom / fh, width / fw, height / fh))
-    image = show_image(ax, per_token[first:].reshape(grid), cmap, vmin, vmax, interpolation="none")
+    fig = Figure(figsize=((LEFT + apart + width + RIGHT) / CSS_DPI, (height + BOTTOM + TOP) / CSS_DPI), dpi=CSS_DPI)
+    fw, fh = fig.get_size_inches() * CSS_DPI
+    ax = fig.add_axes(((LEFT + apart) / fw, BOTTOM / fh, width / fw, height / fh))
+    patches = per_token[first:].reshape(grid)
+    image = show_image(ax, patches, cmap, limits.vmin, limits.vmax, interpolation="nearest")
     ax.tick_params(labelsize=7)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # patches, not fractions of one
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("patch column", fontsize=7)
     ax.set_ylabel("patch row", fontsize=7)
+    quantity = what
+    shown, row_stride, col_stride = block_mean(patches, max(1, int(height)), max(1, int(width)))
+    aggregated = row_stride * col_stride > 1
+    describe_cells(
+        ax,
+        shown,
+        row=axis("patch row", stride=row_stride, count=grid[0]),
+        col=axis("patch column", stride=col_stride, count=grid[1]),
+        extent=(-0.5, shown.shape[1] * col_stride - 0.5, shown.shape[0] * row_stride - 0.5, -0.5),
+        label="patches",
+        quantity=quantity,
+        aggregate="mean" if aggregated else "",
+    )
     if first:
-        tall = min(0.5 * first, height)  # one cell per token before the patches, in a column
-        cls_ax = fig.add_axes((0.2 / fw, (bottom + height - tall) / fh, 0.5 / fw, tall / fh))
-        show_image(cls_ax, per_token[:first].reshape(first, 1), cmap, vmin, vmax)
+        tall = min(CLS_CELL * first, height)  # one cell per token before the patches, in a column
+        cls_ax = fig.add_axes((24 / fw, (BOTTOM + height - tall) / fh, CLS_CELL / fw, tall / fh))
+        leading = per_token[:first].reshape(first, 1)
+        show_image(cls_ax, leading, cmap, limits.vmin, limits.vmax, interpolation="nearest")
         cls_ax.set_xticks([])
         cls_ax.set_yticks([])
         cls_ax.set_xlabel("class\ntoken" if first == 1 else f"{first} tokens\nbefore\npatches", fontsize=7)
-    bar_ax = fig.add_axes(((0.25 + apart + width + 0.15) / fw, bottom / fh, 0.12 / fw, height / fh))
-    fig.colorbar(image, cax=bar_ax).ax.tick_params(labelsize=7)
-    fit_title(fig, ax, f"{literal(title)}{magnitude_note(tensor)} · {what}{nonfinite_note(per_token)}".lstrip(" ·"))
+        names = ["class token"] if first == 1 else [f"token {i}" for i in range(first)]
+        describe_cells(
+            cls_ax,
+            leading,
+            row=axis("token", names),
+            col=axis("", count=1),
+            label="class token" if first == 1 else "tokens before the patches",
+            quantity=quantity,
+        )
+    bar_ax = fig.add_axes(((LEFT + apart + width + 14) / fw, BOTTOM / fh, 12 / fw, height / fh))
+    scaled_colorbar(fig.colorbar(image, cax=bar_ax))
+    notes = f"{nonfinite_note(per_token)}{f' [{limits.note}]' if limits.note else ''}"
+    notes += f" [hover: means of {row_stride}×{col_stride} patches]" if aggregated else ""
+    fit_title(fig, ax, f"{literal(title)}{magnitude_note(tensor)} · {what}{notes}".lstrip(" ·"))
+    whole_device_pixels(fig, frame.ratio)
     return fig
+
+
+def whole_device_pixels(fig: Figure, ratio: float) -> None:
+    """Round the figure's height up to whole device pixels, its axes kept where they are from the bottom: a map
+    drawn 1:1 stays on the pixel grid when a title has made the figure taller by a fraction of a pixel."""
+    width, height = fig.get_size_inches()
+    pixels = height * CSS_DPI * ratio
+    if abs(pixels - round(pixels)) < 1e-6:
+        return
+    taller = math.ceil(pixels) / (CSS_DPI * ratio)
+    for ax in fig.axes:
+        x0, y0, w, h = ax.get_position().bounds
+        ax.set_position((x0, y0 * height / taller, w, h * height / taller))
+    fig.set_size_inches(width, taller)

@@ -12,7 +12,7 @@ import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 
-from hookwidgets.plots import feature_map_figure, gradient_map_figure
+from hookwidgets.plots import feature_map_figure, gradient_map_figure, patch_grid_figure
 from hookwidgets.plots.frame import Frame, using_frame
 from hookwidgets.plots.hover import figure_image
 
@@ -173,3 +173,48 @@ def test_a_gradient_with_outliers_is_clipped_symmetrically_and_the_title_says_so
     assert low == -high and high < 100.0
     assert "colours clipped at ±" in fig.axes[0].get_title()
     assert _values(hover["regions"][0])[0, 0] == 100.0  # the hover tells the value the colour clips
+
+
+@pytest.mark.parametrize("ratio", [1.0, 2.0])
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_patch_grid_fits_the_frame_with_crisp_patches(width, ratio):
+    tokens = torch.randn(1, 197, 16, generator=torch.Generator().manual_seed(9))
+    fig, png, hover = _draw(lambda: patch_grid_figure(tokens, title="vit.encoder.layer.0"), Frame(width, ratio))
+    assert hover["width"] <= width and png.shape[1] <= ratio * width + 1
+    assert png.shape[1] >= 1.9 * hover["width"] if ratio == 2 else png.shape[1] == round(hover["width"])
+    _texts_inside(fig)
+    patches = next(r for r in hover["regions"] if r["label"] == "patches")
+    left, top, right, _ = patches["box"]
+    cell = (right - left) / 14 * ratio  # device pixels per patch: a whole number, each patch one colour
+    assert cell == pytest.approx(round(cell)) and cell >= 2 and hover["pixelated"]
+    y, x = round(top * ratio + 3.5 * cell), round(left * ratio + 5.5 * cell)  # inside patch (3, 5)
+    block = png[y - round(cell / 2) + 1 : y + round(cell / 2) - 1, x - round(cell / 2) + 1 : x + round(cell / 2) - 1]
+    assert (block == block[0, 0]).all()
+
+
+def test_a_patch_grid_describes_each_patch_and_the_class_token_with_their_values():
+    tokens = torch.randn(1, 17, 8, generator=torch.Generator().manual_seed(10))
+    _, _, hover = _draw(lambda: patch_grid_figure(tokens), Frame(600, 2.0))
+    patches, cls = hover["regions"]
+    norms = np.sqrt(np.square(tokens[0].double().numpy()).sum(axis=1)).astype(np.float32)
+    assert patches["label"] == "patches" and patches["quantity"] == "norm over 8 features"
+    assert (patches["row"]["name"], patches["col"]["name"]) == ("patch row", "patch column")
+    np.testing.assert_array_equal(_values(patches), norms[1:].reshape(4, 4))
+    assert cls["label"] == "class token" and cls["row"]["labels"] == ["class token"]
+    np.testing.assert_array_equal(_values(cls), norms[:1].reshape(1, 1))
+    _, _, one = _draw(lambda: patch_grid_figure(tokens, feature=3, class_token=2, grid=(3, 5)), Frame(600, 1.0))
+    patches, leading = one["regions"]
+    assert patches["quantity"] == "feature 3" and leading["row"]["labels"] == ["token 0", "token 1"]
+    np.testing.assert_array_equal(_values(patches), tokens[0, 2:, 3].numpy().reshape(3, 5))
+
+
+def test_a_patch_grids_feature_has_a_signed_clipped_scale_and_a_short_colour_bar():
+    tokens = torch.randn(1, 257, 4, generator=torch.Generator().manual_seed(11)) * 2e-4
+    tokens[0, 5, 1] = 1.0
+    fig, _, _ = _draw(lambda: patch_grid_figure(tokens, feature=1, title="g"), Frame(400, 2.0))
+    low, high = fig.axes[0].get_images()[0].get_clim()
+    assert low == -high and high < 1e-3 and "colours clipped at ±" in fig.axes[0].get_title()
+    bar = fig.axes[-1]
+    assert "10^{−4}" in bar.yaxis.get_offset_text().get_text()
+    assert all("0.000" not in t.get_text() for t in bar.get_yticklabels())
+    _texts_inside(fig)
