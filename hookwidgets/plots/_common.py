@@ -167,10 +167,11 @@ def fit_title(fig: Figure, ax: Axes, text: str, size: float = 9) -> None:
     needed_top = len(wrapped) * fontsize * 1.25 / 72 + 0.12  # the lines, and the title's padding
     extra = needed_top - (1 - box.y1) * height
     if extra > 0:  # a taller figure, everything kept where it was from the bottom: the title gets the room
+        # The boxes as placed, read before resizing: an image's axes (equal aspect) read after would shrink to fit.
+        boxes = [axes.get_position(original=True).bounds for axes in fig.axes]
         fig.set_size_inches(width, height + extra)
         scale = height / (height + extra)
-        for axes in fig.axes:
-            x0, y0, w, h = axes.get_position().bounds
+        for axes, (x0, y0, w, h) in zip(fig.axes, boxes, strict=True):
             axes.set_position((x0, y0 * scale, w, h * scale))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -18,7 +20,17 @@ from ._common import (
     nonfinite_note,
     show_image,
 )
+from .feature_maps import MAX_HOVER_VALUES
+from .frame import CSS_DPI, current_frame
+from .hover import axis, block_mean, describe_cells
+from .patches import whole_device_pixels
+from .scales import scaled_colorbar
 from .theme import ThemeLike, themed
+
+LEFT, RIGHT, BOTTOM, TOP = 6, 70, 6, 42  # CSS px: the colour bar, its ticks and its ×10ⁿ right; two title lines
+# above (the input and its overlay, side by side, keep their pictures level unless a title takes three)
+MAX_SIDE = 320
+"""CSS px: the image's longer side at most (the input and its overlay sit side by side)."""
 
 
 def _display_image(image: torch.Tensor, item: int) -> tuple[np.ndarray, str | None]:
@@ -38,8 +50,8 @@ def _display_image(image: torch.Tensor, item: int) -> tuple[np.ndarray, str | No
     return scaled, "gray" if scaled.ndim == 2 else None
 
 
-def _cam_map(cam: torch.Tensor, item: int, size: tuple[int, int]) -> np.ndarray:
-    """One item's map ``(H, W)`` at the image's size: a pixel attribution ``(N, C, H, W)`` becomes max |value|."""
+def _cam_grid(cam: torch.Tensor, item: int) -> np.ndarray:
+    """One item's CAM on its own grid ``(h, w)``: a pixel attribution ``(N, C, H, W)`` becomes max |value|."""
     values = cam.detach()
     values = (values.abs() if values.is_complex() else values).to("cpu", torch.float32)
     if values.dim() == 4:
@@ -48,9 +60,15 @@ def _cam_map(cam: torch.Tensor, item: int, size: tuple[int, int]) -> np.ndarray:
         values = values[item]
     if values.dim() != 2:
         raise ValueError(f"a CAM must be (N, H, W), (H, W) or an input-shaped (N, C, H, W), got {tuple(cam.shape)}")
-    if tuple(values.shape) != size:
-        values = F.interpolate(values[None, None], size=size, mode="bilinear", align_corners=False)[0, 0]
     return values.numpy()
+
+
+def _upsampled(grid: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """The CAM at the image's ``size`` (bilinear, as Grad-CAM is shown)."""
+    if grid.shape == size:
+        return grid
+    values = torch.from_numpy(np.ascontiguousarray(grid))[None, None]
+    return F.interpolate(values, size=size, mode="bilinear", align_corners=False)[0, 0].numpy()
 
 
 @themed
@@ -62,11 +80,15 @@ def cam_overlay_figure(
     alpha: float = 0.5,
     cmap: str = "jet",
     title: str | None = None,
+    quantity: str | None = None,
     theme: ThemeLike = None,
 ) -> Figure:
-    """The input image with the CAM on top (``alpha`` opaque) and the CAM's colour bar.
+    """The input image with the CAM on top (``alpha`` opaque) and the CAM's colour bar, within the current frame's
+    width; a small input is drawn as crisp blocks (a whole zoom in device pixels).
 
-    The title defaults to what an ``ex.gradcam`` result says about itself (method, layer, class).
+    The title defaults to what an ``ex.gradcam`` result says about itself (method, layer, class). The CAM's own
+    grid (a 7×7 Grad-CAM, not its upsampling) is described for the hover over the image, its values named
+    ``quantity`` (default: the result's method, else "attribution").
     """
     if title is None:
         title = _describe(cam, item)
@@ -74,41 +96,95 @@ def cam_overlay_figure(
         if is_empty(tensor):
             return empty_figure(title, tensor.shape)
     picture, picture_cmap = _display_image(image, item)
-    heat = _cam_map(cam, item, picture.shape[:2])
-    fig, ax, bar_ax = _overlay_layout()
+    own = _cam_grid(cam, item)
+    heat = _upsampled(own, picture.shape[:2])
+    fig, ax, bar_ax = _overlay_layout(picture.shape[:2])
     ax.imshow(picture, cmap=picture_cmap, interpolation="nearest")
     finite = heat[np.isfinite(heat)]
     high = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
     layer = show_image(ax, heat, cmap, float(min(finite.min(), 0.0)) if finite.size else 0.0, high, alpha=alpha)
     ax.set_axis_off()
-    fit_title(fig, ax, f"{literal(title)}{magnitude_note(cam)}{nonfinite_note(heat)}")
-    fig.colorbar(layer, cax=bar_ax).ax.tick_params(labelsize=7)
+    what = quantity or getattr(cam, "method", None) or "attribution"
+    aggregated = _describe_grid(ax, own, picture.shape[:2], what, literal(title))
+    note = f" [hover: means of {aggregated}]" if aggregated else ""
+    fit_title(fig, ax, f"{literal(title)}{magnitude_note(cam)}{nonfinite_note(heat)}{note}")
+    assert bar_ax is not None
+    scaled_colorbar(fig.colorbar(layer, cax=bar_ax))
+    whole_device_pixels(fig, current_frame().ratio)
     return fig
 
 
 @themed
 def input_image_figure(image: torch.Tensor, *, item: int = 0, title: str = "", theme: ThemeLike = None) -> Figure:
     """The input image as :func:`cam_overlay_figure` draws it under the CAM, same figure and image size (the
-    colour bar's place left empty), so the two side by side show the picture at one scale."""
+    colour bar's place left empty), so the two side by side show the picture at one scale. Its pixels are
+    described for the hover (a colour image's as the mean over its channels, said)."""
     picture, picture_cmap = _display_image(image, item)
-    fig, ax, _ = _overlay_layout(bar=False)
+    fig, ax, _ = _overlay_layout(picture.shape[:2], bar=False)
     ax.imshow(picture, cmap=picture_cmap, interpolation="nearest")
     ax.set_axis_off()
-    fit_title(fig, ax, literal(title))
+    values = as_float_array(image)
+    values = values[item] if values.ndim == 4 else values
+    channels = values.shape[0] if values.ndim == 3 else 1
+    grey = values.reshape(-1, *values.shape[-2:]).mean(axis=0, dtype=np.float64).astype(np.float32)
+    what = "input" if channels == 1 else f"input (mean over {channels} channels)"
+    aggregated = _describe_grid(ax, grey, picture.shape[:2], what, literal(title))
+    note = f" [hover: means of {aggregated}]" if aggregated else ""
+    fit_title(fig, ax, f"{literal(title)}{note}")
+    whole_device_pixels(fig, current_frame().ratio)
     return fig
 
 
-def _overlay_layout(bar: bool = True) -> tuple[Figure, Axes, Axes | None]:
-    """A 2.7 × 2.5 inch figure (259 × 240 px: the input and its overlay side by side fit a 540 px pane): the
-    image's axes at one fixed place, the colour bar's beside it (when ``bar``).
+def _describe_grid(ax: Axes, grid: np.ndarray, size: tuple[int, int], quantity: str, label: str) -> str:
+    """Describe ``grid`` (a CAM's own cells, or an image's pixels) over the whole ``size`` (h, w) image on ``ax``,
+    block means past the image's CSS pixels or ``MAX_HOVER_VALUES``; returns "r×c" when they are means, else ""."""
+    height, width = size
+    bbox = ax.get_position()
+    fig_w, fig_h = ax.figure.get_size_inches() * CSS_DPI
+    room_h, room_w = max(1, int(bbox.height * fig_h)), max(1, int(bbox.width * fig_w))
+    rows, cols = grid.shape
+    scale = min(1.0, math.sqrt(MAX_HOVER_VALUES / (rows * cols)))
+    cells, row_stride, col_stride = block_mean(
+        grid, min(room_h, max(1, int(rows * scale))), min(room_w, max(1, int(cols * scale)))
+    )
+    # A cell of the grid covers height / rows image pixels; blocks of strides cover that many cells.
+    cell_h, cell_w = height / rows, width / cols
+    extent = (-0.5, -0.5 + cells.shape[1] * col_stride * cell_w, -0.5 + cells.shape[0] * row_stride * cell_h, -0.5)
+    describe_cells(
+        ax,
+        cells,
+        row=axis("row", stride=row_stride, count=rows),
+        col=axis("column", stride=col_stride, count=cols),
+        extent=extent,
+        label=label,
+        quantity=quantity,
+        aggregate="mean" if row_stride * col_stride > 1 else "",
+    )
+    return f"{row_stride}×{col_stride}" if row_stride * col_stride > 1 else ""
+
+
+def _overlay_layout(size: tuple[int, int], bar: bool = True) -> tuple[Figure, Axes, Axes | None]:
+    """A figure within the current frame: the image's axes (a whole zoom of its ``size`` (h, w) in device pixels
+    when it fits ``MAX_SIDE``, else shrunk) at one fixed place, the colour bar's beside it (when ``bar``).
 
     Placed by hand, not by ``tight_layout``, which fits each figure to its own title and bar: the input and its
     overlay would come out at different sizes.
     """
-    fig = Figure(figsize=(2.7, 2.5))
-    ax = fig.add_axes((0.03, 0.03, 0.74, 0.82))
-    # The bar's tick labels (up to "0.000", ~0.3 in at 7 pt) need the room right of it.
-    return fig, ax, fig.add_axes((0.8, 0.13, 0.035, 0.62)) if bar else None
+    frame = current_frame()
+    ratio = frame.ratio
+    height, width = size
+    side = min(MAX_SIDE, frame.width - LEFT - RIGHT) * ratio  # device pixels
+    zoom = math.floor(side / max(height, width))
+    scale = zoom if zoom >= 1 else side / max(height, width)
+    img_w, img_h = max(1, round(width * scale)), max(1, round(height * scale))  # device pixels
+    left, right, bottom = math.ceil(LEFT * ratio), math.ceil(RIGHT * ratio), math.ceil(BOTTOM * ratio)
+    top = math.ceil(TOP * ratio)
+    fig_w, fig_h = left + img_w + right, bottom + img_h + top
+    fig = Figure(figsize=(fig_w / ratio / CSS_DPI, fig_h / ratio / CSS_DPI), dpi=CSS_DPI)
+    ax = fig.add_axes((left / fig_w, bottom / fig_h, img_w / fig_w, img_h / fig_h))
+    # The bar's tick labels and its ×10ⁿ need the room right of it.
+    bar_box = ((left + img_w + math.ceil(10 * ratio)) / fig_w, bottom / fig_h, math.ceil(10 * ratio) / fig_w)
+    return fig, ax, fig.add_axes((*bar_box, img_h / fig_h)) if bar else None
 
 
 def _describe(cam: torch.Tensor, item: int) -> str:

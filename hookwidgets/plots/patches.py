@@ -141,7 +141,7 @@ def whole_device_pixels(fig: Figure, ratio: float) -> None:
     if abs(pixels - round(pixels)) < 1e-6:
         return
     taller = math.ceil(pixels) / (CSS_DPI * ratio)
-    for ax in fig.axes:
-        x0, y0, w, h = ax.get_position().bounds
-        ax.set_position((x0, y0 * height / taller, w, h * height / taller))
+    boxes = [ax.get_position(original=True).bounds for ax in fig.axes]
     fig.set_size_inches(width, taller)
+    for ax, (x0, y0, w, h) in zip(fig.axes, boxes, strict=True):
+        ax.set_position((x0, y0 * height / taller, w, h * height / taller))

@@ -12,9 +12,10 @@ import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 
-from hookwidgets.plots import feature_map_figure, gradient_map_figure, patch_grid_figure
+from hookwidgets.plots import cam_overlay_figure, feature_map_figure, gradient_map_figure, patch_grid_figure
 from hookwidgets.plots.frame import Frame, using_frame
 from hookwidgets.plots.hover import figure_image
+from hookwidgets.plots.overlay import input_image_figure
 
 WIDTHS = (400, 600, 900, 1400)
 
@@ -36,12 +37,12 @@ def _texts_inside(fig) -> None:
     canvas.draw()
     renderer = canvas.get_renderer()
     box = fig.bbox
-    hidden = set()  # tick labels past the axis' ends are not drawn
+    hidden = set()  # tick labels past the axis' ends, or of an axes turned off, are not drawn
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
             low, high = sorted(axis.get_view_interval())
             for tick in axis.get_major_ticks():
-                if not low - 1e-12 <= tick.get_loc() <= high + 1e-12:
+                if not ax.axison or not low - 1e-12 <= tick.get_loc() <= high + 1e-12:
                     hidden.update((id(tick.label1), id(tick.label2)))
     for text in fig.findobj(Text):
         if text.get_visible() and text.get_text() and id(text) not in hidden:
@@ -215,6 +216,74 @@ def test_a_patch_grids_feature_has_a_signed_clipped_scale_and_a_short_colour_bar
     low, high = fig.axes[0].get_images()[0].get_clim()
     assert low == -high and high < 1e-3 and "colours clipped at ±" in fig.axes[0].get_title()
     bar = fig.axes[-1]
+    assert "10^{−4}" in bar.yaxis.get_offset_text().get_text()
+    assert all("0.000" not in t.get_text() for t in bar.get_yticklabels())
+    _texts_inside(fig)
+
+
+@pytest.mark.parametrize("ratio", [1.0, 2.0])
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_cam_overlay_and_its_input_fit_the_frame_at_one_size(width, ratio):
+    image = torch.rand(1, 3, 224, 224, generator=torch.Generator().manual_seed(12))
+    cam = torch.rand(1, 7, 7, generator=torch.Generator().manual_seed(13))
+    sizes = []
+    for draw in (lambda: cam_overlay_figure(image, cam, title="gradcam at layer4"), lambda: input_image_figure(image)):
+        fig, png, hover = _draw(draw, Frame(width, ratio))
+        assert hover["width"] <= width and png.shape[1] <= ratio * width + 1
+        assert png.shape[1] >= 1.9 * hover["width"] if ratio == 2 else png.shape[1] == round(hover["width"])
+        _texts_inside(fig)
+        sizes.append((hover["width"], hover["regions"][0]["box"]))
+    assert sizes[0] == sizes[1]  # side by side, the picture at one scale
+
+
+def test_a_small_input_is_drawn_as_crisp_blocks_twice_as_fine_at_ratio_2():
+    image = torch.rand(1, 3, 32, 32, generator=torch.Generator().manual_seed(14))
+    cells = {}
+    for ratio in (1.0, 2.0):
+        _, png, hover = _draw(lambda: input_image_figure(image, title="cifar"), Frame(600, ratio))
+        left, top, right, _ = hover["regions"][0]["box"]
+        cell = (right - left) / 32 * ratio
+        assert cell == pytest.approx(round(cell)) and hover["pixelated"]
+        y, x = round(top * ratio + 10 * cell), round(left * ratio + 20 * cell)  # pixel (10, 20)'s top-left
+        block = png[y + 1 : y + round(cell) - 1, x + 1 : x + round(cell) - 1]
+        assert (block == block[0, 0]).all()
+        cells[ratio] = round(cell)
+    assert cells[2.0] == 2 * cells[1.0] >= 8
+
+
+def test_the_cam_is_described_on_its_own_grid_over_the_image_with_its_values():
+    image = torch.rand(2, 3, 224, 224, generator=torch.Generator().manual_seed(15))
+    cam = torch.rand(2, 7, 7, generator=torch.Generator().manual_seed(16))
+    cam.method = "gradcam++"  # as an ex.gradcam result says about itself
+    fig, _, hover = _draw(lambda: cam_overlay_figure(image, cam, item=1), Frame(600, 2.0))
+    (region,) = hover["regions"]
+    assert (region["rows"], region["cols"]) == (7, 7) and region["quantity"] == "gradcam++"
+    assert (region["row"]["name"], region["col"]["name"]) == ("row", "column") and region["aggregate"] == ""
+    np.testing.assert_array_equal(_values(region), cam[1].numpy())
+    picture = fig.axes[0].get_images()[0]
+    left, top, right, bottom = region["box"]
+    assert right - left == pytest.approx(224) and bottom - top == pytest.approx(224)  # the image's CSS box
+    _, _, named = _draw(lambda: cam_overlay_figure(image, cam, quantity="Grad-CAM"), Frame(600, 1.0))
+    assert named["regions"][0]["quantity"] == "Grad-CAM"
+    assert picture.get_array().shape == (224, 224, 3)
+
+
+def test_an_input_is_described_by_its_values_and_a_colour_one_as_its_channel_mean():
+    image = torch.randn(1, 3, 16, 16, generator=torch.Generator().manual_seed(17))
+    _, _, hover = _draw(lambda: input_image_figure(image), Frame(600, 1.0))
+    (region,) = hover["regions"]
+    assert region["quantity"] == "input (mean over 3 channels)"
+    np.testing.assert_allclose(_values(region), image[0].double().mean(dim=0).float().numpy(), rtol=1e-6)
+    grey = torch.randn(1, 1, 16, 16, generator=torch.Generator().manual_seed(18))
+    _, _, hover = _draw(lambda: input_image_figure(grey), Frame(600, 1.0))
+    assert hover["regions"][0]["quantity"] == "input"
+    np.testing.assert_array_equal(_values(hover["regions"][0]), grey[0, 0].numpy())
+
+
+def test_a_faint_cam_has_a_short_colour_bar_with_its_factor_inside_the_figure():
+    cam = torch.rand(1, 7, 7, generator=torch.Generator().manual_seed(19)) * 3e-4
+    fig, _, _ = _draw(lambda: cam_overlay_figure(torch.rand(1, 3, 64, 64), cam, title="cam"), Frame(400, 2.0))
+    bar = fig.axes[1]
     assert "10^{−4}" in bar.yaxis.get_offset_text().get_text()
     assert all("0.000" not in t.get_text() for t in bar.get_yticklabels())
     _texts_inside(fig)
