@@ -105,7 +105,7 @@ def cam_overlay_figure(
     layer = show_image(ax, heat, cmap, float(min(finite.min(), 0.0)) if finite.size else 0.0, high, alpha=alpha)
     ax.set_axis_off()
     what = quantity or getattr(cam, "method", None) or "attribution"
-    aggregated = _describe_grid(ax, own, picture.shape[:2], what, literal(title))
+    aggregated = _describe_grid(fig, ax, own, picture.shape[:2], what, literal(title))
     note = f" [hover: means of {aggregated}]" if aggregated else ""
     fit_title(fig, ax, f"{literal(title)}{magnitude_note(cam)}{nonfinite_note(heat)}{note}")
     assert bar_ax is not None
@@ -128,19 +128,19 @@ def input_image_figure(image: torch.Tensor, *, item: int = 0, title: str = "", t
     channels = values.shape[0] if values.ndim == 3 else 1
     grey = values.reshape(-1, *values.shape[-2:]).mean(axis=0, dtype=np.float64).astype(np.float32)
     what = "input" if channels == 1 else f"input (mean over {channels} channels)"
-    aggregated = _describe_grid(ax, grey, picture.shape[:2], what, literal(title))
+    aggregated = _describe_grid(fig, ax, grey, picture.shape[:2], what, literal(title))
     note = f" [hover: means of {aggregated}]" if aggregated else ""
     fit_title(fig, ax, f"{literal(title)}{note}")
     whole_device_pixels(fig, current_frame().ratio)
     return fig
 
 
-def _describe_grid(ax: Axes, grid: np.ndarray, size: tuple[int, int], quantity: str, label: str) -> str:
+def _describe_grid(fig: Figure, ax: Axes, grid: np.ndarray, size: tuple[int, int], quantity: str, label: str) -> str:
     """Describe ``grid`` (a CAM's own cells, or an image's pixels) over the whole ``size`` (h, w) image on ``ax``,
     block means past the image's CSS pixels or ``MAX_HOVER_VALUES``; returns "r×c" when they are means, else ""."""
     height, width = size
     bbox = ax.get_position()
-    fig_w, fig_h = ax.figure.get_size_inches() * CSS_DPI
+    fig_w, fig_h = fig.get_size_inches() * CSS_DPI
     room_h, room_w = max(1, int(bbox.height * fig_h)), max(1, int(bbox.width * fig_w))
     rows, cols = grid.shape
     scale = min(1.0, math.sqrt(MAX_HOVER_VALUES / (rows * cols)))

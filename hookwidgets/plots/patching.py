@@ -8,10 +8,10 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
+from ..core.display import shortened
 from ._common import (
     as_float_array,
     empty_figure,
-    finite_range,
     fit_title,
     label_width,
     literal,
@@ -19,8 +19,16 @@ from ._common import (
     nonfinite_note,
     show_image,
 )
+from .frame import CSS_DPI, current_frame
+from .hover import axis, block_mean, describe_cells
+from .scales import scaled_colorbar, signed_limits
 from .sequences import _check_labels, _room, _step_note, label_tokens
 from .theme import ThemeLike, themed
+
+LABEL_SHARE = 0.35
+"""The share of the figure's width layer names may take; longer ones keep their ends."""
+MAX_SIDE = 256
+"""Layers or positions described for the hover at most (block means past that: 65,536 values)."""
 
 
 @themed
@@ -32,7 +40,9 @@ def patch_sweep_figure(
     title: str = "",
     theme: ThemeLike = None,
 ) -> Figure:
-    """A patch sweep ``(L, T)`` (``ex.patch_sweep()``) as layers (rows) × positions (columns), diverging around 0.
+    """A patch sweep ``(L, T)`` (``ex.patch_sweep()``) as layers (rows) × positions (columns), on a scale symmetric
+    around 0 (clipped at a percentile when outliers would wash it out, said), within the current frame's width.
+    Each cell is described for the hover: the layer's name, the position's token, the effect.
 
     ``tokens`` and ``layers`` label the axes; by default the result's own ``.tokens`` and ``.layers``. NaN/Inf cells
     are magenta and counted in the title.
@@ -48,22 +58,54 @@ def patch_sweep_figure(
     _check_labels(tokens, count, "positions (columns)")
     if layers is not None and len(layers) != rows:
         raise ValueError(f"{len(layers)} layer names for {rows} rows: give one name per layer")
-    names = [name_label(name) for name in layers] if layers is not None else [str(i) for i in range(rows)]
-    heat_w, heat_h = min(9.0, max(2.0, 0.22 * count)), min(9.0, max(1.2, 0.2 * rows))
-    left, bottom, top, gap, cbar_w = label_width(names, 7) + 0.25, _room(tokens, count) + 0.25, 0.45, 0.15, 0.12
-    fig = Figure(figsize=(left + heat_w + gap + cbar_w + 0.55, bottom + heat_h + top))
+    full = [shortened(str(name)) for name in layers] if layers is not None else [str(i) for i in range(rows)]
+    fig_w = current_frame().width / CSS_DPI
+    names = _fitted(full, LABEL_SHARE * fig_w)
+    gap, cbar_w, right = 0.15, 0.12, 0.55  # inches: the colour bar, its ticks and its ×10ⁿ
+    left = label_width([name_label(n) for n in names], 7) + 0.25
+    heat_w = min(9.0, max(2.0, 0.22 * count), fig_w - left - gap - cbar_w - right)
+    heat_h = min(9.0, max(1.2, 0.2 * rows))
+    bottom, top = _room(tokens, count) + 0.25, 0.45
+    fig = Figure(figsize=(left + heat_w + gap + cbar_w + right, bottom + heat_h + top), dpi=CSS_DPI)
     fw, fh = fig.get_size_inches()
     ax = fig.add_axes((left / fw, bottom / fh, heat_w / fw, heat_h / fh))
     cbar_ax = fig.add_axes(((left + heat_w + gap) / fw, bottom / fh, cbar_w / fw, heat_h / fh))
-    vmin, vmax = finite_range(values, diverging=True)
-    image = show_image(ax, values, "RdBu_r", vmin, vmax, aspect="auto", interpolation="none")
+    limits = signed_limits(values)
+    image = show_image(ax, values, "RdBu_r", limits.vmin, limits.vmax, aspect="auto", interpolation="none")
     step = label_tokens(ax, "x", tokens, count, heat_w)
     # As many layer names as the axis holds 7-point text apart: a deep model's every name would overlap.
-    every = label_tokens(ax, "y", list(layers) if layers is not None else None, rows, heat_h)
+    every = label_tokens(ax, "y", names if layers is not None else None, rows, heat_h)
     layer_note = f" [every {every}th layer labelled]" if every > 1 else ""
     ax.set_xlabel("position", fontsize=7)
     ax.set_ylabel("layer", fontsize=7)
-    colorbar = fig.colorbar(image, cax=cbar_ax)
-    colorbar.ax.tick_params(labelsize=7)
-    fit_title(fig, ax, f"{literal(title)}{nonfinite_note(values)}{_step_note(step)}{layer_note}".lstrip())
+    scaled_colorbar(fig.colorbar(image, cax=cbar_ax))
+    cells, row_stride, col_stride = block_mean(
+        values, min(rows, int(heat_h * CSS_DPI), MAX_SIDE), min(count, int(heat_w * CSS_DPI), MAX_SIDE)
+    )
+    shown_tokens = [shortened(str(t)) for t in tokens] if tokens is not None else None  # the page sets them as text
+    describe_cells(
+        ax,
+        cells,
+        row=axis("layer", full[::row_stride] if layers is not None else None, stride=row_stride, count=rows),
+        col=axis("position", shown_tokens[::col_stride] if shown_tokens else None, stride=col_stride, count=count),
+        extent=(-0.5, cells.shape[1] * col_stride - 0.5, cells.shape[0] * row_stride - 0.5, -0.5),
+        label=title,
+        quantity="patching effect",
+        aggregate="mean" if row_stride * col_stride > 1 else "",
+    )
+    means = f" [hover: means of {row_stride}×{col_stride}]" if row_stride * col_stride > 1 else ""
+    clip = f" [{limits.note}]" if limits.note else ""
+    notes = f"{nonfinite_note(values)}{_step_note(step)}{layer_note}{clip}{means}"
+    fit_title(fig, ax, f"{literal(title)}{notes}".lstrip())
     return fig
+
+
+def _fitted(names: list[str], room: float) -> list[str]:
+    """Layer names as their last characters after "…" where the longest would take more than ``room`` inches: the
+    end of a module path tells the layers apart."""
+    keep = max((len(n) for n in names), default=0)
+    shown = names
+    while keep > 8 and label_width([name_label(n) for n in shown], 7) + 0.25 > room:
+        keep = int(keep * 0.8)
+        shown = [f"…{n[-keep:]}" if len(n) > keep + 1 else n for n in names]
+    return shown

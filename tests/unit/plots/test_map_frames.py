@@ -12,7 +12,13 @@ import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
 
-from hookwidgets.plots import cam_overlay_figure, feature_map_figure, gradient_map_figure, patch_grid_figure
+from hookwidgets.plots import (
+    cam_overlay_figure,
+    feature_map_figure,
+    gradient_map_figure,
+    patch_grid_figure,
+    patch_sweep_figure,
+)
 from hookwidgets.plots.frame import Frame, using_frame
 from hookwidgets.plots.hover import figure_image
 from hookwidgets.plots.overlay import input_image_figure
@@ -61,7 +67,7 @@ def test_a_64_map_grid_fits_the_frame_at_its_pixel_ratio(width, ratio):
         lambda: feature_map_figure(maps, max_channels=64, title="layer1.0.conv1"), Frame(width, ratio)
     )
     assert hover["width"] <= width and png.shape[1] <= ratio * width + 1
-    assert png.shape[1] >= 1.9 * hover["width"] if ratio == 2 else png.shape[1] == round(hover["width"])
+    assert abs(png.shape[1] - ratio * hover["width"]) <= 1  # natural = ratio × CSS: ≥ 1.9× at ratio 2
     _texts_inside(fig)
     # The grid is drawn 1:1 in device pixels: a 56×56 map is 56 × a whole zoom, never resampled.
     tile = _values(hover["regions"][0])
@@ -182,7 +188,7 @@ def test_a_patch_grid_fits_the_frame_with_crisp_patches(width, ratio):
     tokens = torch.randn(1, 197, 16, generator=torch.Generator().manual_seed(9))
     fig, png, hover = _draw(lambda: patch_grid_figure(tokens, title="vit.encoder.layer.0"), Frame(width, ratio))
     assert hover["width"] <= width and png.shape[1] <= ratio * width + 1
-    assert png.shape[1] >= 1.9 * hover["width"] if ratio == 2 else png.shape[1] == round(hover["width"])
+    assert abs(png.shape[1] - ratio * hover["width"]) <= 1  # natural = ratio × CSS: ≥ 1.9× at ratio 2
     _texts_inside(fig)
     patches = next(r for r in hover["regions"] if r["label"] == "patches")
     left, top, right, _ = patches["box"]
@@ -230,7 +236,7 @@ def test_a_cam_overlay_and_its_input_fit_the_frame_at_one_size(width, ratio):
     for draw in (lambda: cam_overlay_figure(image, cam, title="gradcam at layer4"), lambda: input_image_figure(image)):
         fig, png, hover = _draw(draw, Frame(width, ratio))
         assert hover["width"] <= width and png.shape[1] <= ratio * width + 1
-        assert png.shape[1] >= 1.9 * hover["width"] if ratio == 2 else png.shape[1] == round(hover["width"])
+        assert abs(png.shape[1] - ratio * hover["width"]) <= 1  # natural = ratio × CSS: ≥ 1.9× at ratio 2
         _texts_inside(fig)
         sizes.append((hover["width"], hover["regions"][0]["box"]))
     assert sizes[0] == sizes[1]  # side by side, the picture at one scale
@@ -287,3 +293,54 @@ def test_a_faint_cam_has_a_short_colour_bar_with_its_factor_inside_the_figure():
     assert "10^{−4}" in bar.yaxis.get_offset_text().get_text()
     assert all("0.000" not in t.get_text() for t in bar.get_yticklabels())
     _texts_inside(fig)
+
+
+LAYERS = [f"transformer.h.{i}.attn.c_proj" for i in range(12)]
+TOKENS = ["When", " Mary", " and", " John", " went", " to", " the", " store", ",", " John", " gave", " a"]
+
+
+@pytest.mark.parametrize("ratio", [1.0, 2.0])
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_patch_sweep_fits_the_frame(width, ratio):
+    sweep = torch.randn(12, 12, generator=torch.Generator().manual_seed(20))
+    draw = lambda: patch_sweep_figure(sweep, layers=LAYERS, tokens=TOKENS, title="IOI sweep")  # noqa: E731
+    fig, png, hover = _draw(draw, Frame(width, ratio))
+    assert hover["width"] <= width and png.shape[1] <= ratio * width + 1
+    assert abs(png.shape[1] - ratio * hover["width"]) <= 1  # natural = ratio × CSS: ≥ 1.9× at ratio 2
+    _texts_inside(fig)
+
+
+def test_a_patch_sweep_is_described_by_layer_and_token_with_its_values():
+    sweep = torch.randn(12, 12, generator=torch.Generator().manual_seed(21))
+    sweep.layers, sweep.tokens = LAYERS, TOKENS
+    _, _, hover = _draw(lambda: patch_sweep_figure(sweep, title="s"), Frame(600, 2.0))
+    (region,) = hover["regions"]
+    assert region["row"]["name"] == "layer" and region["row"]["labels"] == LAYERS
+    assert region["col"]["name"] == "position" and region["col"]["labels"] == TOKENS
+    assert region["aggregate"] == ""
+    np.testing.assert_array_equal(_values(region), sweep.numpy())
+
+
+def test_a_big_sweep_describes_block_means_within_the_bound_and_says_so():
+    sweep = torch.randn(300, 400, generator=torch.Generator().manual_seed(22))
+    fig, _, hover = _draw(lambda: patch_sweep_figure(sweep, title="big"), Frame(900, 1.0))
+    (region,) = hover["regions"]
+    assert region["rows"] * region["cols"] <= 65_536 and region["aggregate"] == "mean"
+    rows, cols = region["row"]["stride"], region["col"]["stride"]
+    assert rows * cols > 1 and f"hover: means of {rows}×{cols}" in fig.axes[0].get_title()
+    assert region["row"]["count"] == 300 and region["col"]["count"] == 400
+    assert _values(region)[0, 0] == pytest.approx(float(sweep[:rows, :cols].double().mean()), rel=1e-5)
+
+
+def test_a_patch_sweep_is_signed_clipped_when_an_outlier_would_wash_it_out_and_its_scale_short():
+    sweep = torch.randn(6, 8, generator=torch.Generator().manual_seed(23)) * 3e-4
+    fig, _, _ = _draw(lambda: patch_sweep_figure(sweep, title="small"), Frame(400, 2.0))
+    bar = fig.axes[1]
+    assert "10^{−4}" in bar.yaxis.get_offset_text().get_text()
+    assert all("0.000" not in t.get_text() for t in bar.get_yticklabels())
+    _texts_inside(fig)
+    sweep = torch.randn(20, 30, generator=torch.Generator().manual_seed(24))
+    sweep[3, 4] = 500.0
+    fig, _, _ = _draw(lambda: patch_sweep_figure(sweep, title="outlier"), Frame(600, 1.0))
+    low, high = fig.axes[0].get_images()[0].get_clim()
+    assert low == -high < 0 and high < 500 and "colours clipped at ±" in fig.axes[0].get_title()
