@@ -34,7 +34,7 @@ from .theme import ThemeLike, as_theme, themed
 MAX_CHANNELS = 32
 """Channels drawn by default."""
 DPI = CSS_DPI
-MARGIN = {"left": 6, "right": 64, "bottom": 8, "top": 12}  # CSS px: the colour bar, its ticks (half a line past its
+MARGIN = {"left": 6, "right": 64, "bottom": 8, "top": 16}  # CSS px: the colour bar, its ticks (half a line past its
 # ends) and its ×10ⁿ above
 MAX_HOVER_VALUES = 65_536
 """Values a grid's hover description holds at most, over all its tiles (block means past that)."""
