@@ -29,8 +29,8 @@ from .theme import ThemeLike, themed
 
 LEFT, RIGHT, BOTTOM, TOP = 6, 70, 6, 42  # CSS px: the colour bar, its ticks and its ×10ⁿ right; two title lines
 # above (the input and its overlay, side by side, keep their pictures level unless a title takes three)
-MAX_SIDE = 320
-"""CSS px: the image's longer side at most (the input and its overlay sit side by side)."""
+MAX_SIDE, MIN_SIDE, PAIR_GAP = 320, 160, 6
+"""CSS px: the image's longer side at most and, side by side with its pair, at least; the gap between the two."""
 
 
 def _display_image(image: torch.Tensor, item: int) -> tuple[np.ndarray, str | None]:
@@ -99,7 +99,7 @@ def cam_overlay_figure(
     own = _cam_grid(cam, item)
     heat = _upsampled(own, picture.shape[:2])
     fig, ax, bar_ax = _overlay_layout(picture.shape[:2])
-    ax.imshow(picture, cmap=picture_cmap, interpolation="nearest")
+    ax.imshow(picture, cmap=picture_cmap, interpolation=_interpolation(ax, picture.shape[:2]))
     finite = heat[np.isfinite(heat)]
     high = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
     layer = show_image(ax, heat, cmap, float(min(finite.min(), 0.0)) if finite.size else 0.0, high, alpha=alpha)
@@ -121,7 +121,7 @@ def input_image_figure(image: torch.Tensor, *, item: int = 0, title: str = "", t
     described for the hover (a colour image's as the mean over its channels, said)."""
     picture, picture_cmap = _display_image(image, item)
     fig, ax, _ = _overlay_layout(picture.shape[:2], bar=False)
-    ax.imshow(picture, cmap=picture_cmap, interpolation="nearest")
+    ax.imshow(picture, cmap=picture_cmap, interpolation=_interpolation(ax, picture.shape[:2]))
     ax.set_axis_off()
     values = as_float_array(image)
     values = values[item] if values.ndim == 4 else values
@@ -163,6 +163,14 @@ def _describe_grid(fig: Figure, ax: Axes, grid: np.ndarray, size: tuple[int, int
     return f"{row_stride}×{col_stride}" if row_stride * col_stride > 1 else ""
 
 
+def _interpolation(ax: Axes, size: tuple[int, int]) -> str:
+    """Nearest for a whole zoom (each pixel a crisp block), antialiased for a photo shown at any other scale."""
+    box = ax.get_position()
+    fig_w = ax.get_figure().get_size_inches()[0] * CSS_DPI * current_frame().ratio  # type: ignore[union-attr]
+    zoom = box.width * fig_w / size[1]
+    return "nearest" if abs(zoom - round(zoom)) < 1e-6 else "antialiased"
+
+
 def _overlay_layout(size: tuple[int, int], bar: bool = True) -> tuple[Figure, Axes, Axes | None]:
     """A figure within the current frame: the image's axes (a whole zoom of its ``size`` (h, w) in device pixels
     when it fits ``MAX_SIDE``, else shrunk) at one fixed place, the colour bar's beside it (when ``bar``).
@@ -173,9 +181,12 @@ def _overlay_layout(size: tuple[int, int], bar: bool = True) -> tuple[Figure, Ax
     frame = current_frame()
     ratio = frame.ratio
     height, width = size
-    side = min(MAX_SIDE, frame.width - LEFT - RIGHT) * ratio  # device pixels
+    # Two side by side (the input and its overlay) where each keeps MIN_SIDE, else one the pane's width.
+    pair = (frame.width - PAIR_GAP) / 2 - LEFT - RIGHT
+    side = min(MAX_SIDE, pair if pair >= MIN_SIDE else frame.width - LEFT - RIGHT) * ratio  # device pixels
     zoom = math.floor(side / max(height, width))
-    scale = zoom if zoom >= 1 else side / max(height, width)
+    # A whole zoom (crisp blocks) unless it would leave a quarter of the room empty: a 224 px photo in 372 px.
+    scale = zoom if zoom >= 1 and zoom * max(height, width) >= 0.75 * side else side / max(height, width)
     img_w, img_h = max(1, round(width * scale)), max(1, round(height * scale))  # device pixels
     left, right, bottom = math.ceil(LEFT * ratio), math.ceil(RIGHT * ratio), math.ceil(BOTTOM * ratio)
     top = math.ceil(TOP * ratio)
