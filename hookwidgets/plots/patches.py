@@ -95,7 +95,8 @@ def patch_grid_figure(
     ax.set_xlabel("patch column", fontsize=7)
     ax.set_ylabel("patch row", fontsize=7)
     quantity = what
-    shown, row_stride, col_stride = block_mean(patches, max(1, int(height)), max(1, int(width)))
+    # At most one value per CSS pixel of the grid, and 256 × 256 (65,536) in all.
+    shown, row_stride, col_stride = block_mean(patches, max(1, min(int(height), 256)), max(1, min(int(width), 256)))
     aggregated = row_stride * col_stride > 1
     describe_cells(
         ax,

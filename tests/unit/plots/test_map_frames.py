@@ -358,3 +358,13 @@ def test_the_input_and_its_overlay_sit_side_by_side_where_both_keep_a_usable_siz
         widths[pane] = (overlay["width"], picture["width"])
     assert sum(widths[530]) + 6 <= 530  # side by side in a 530 px pane
     assert widths[400][0] <= 400 and sum(widths[400]) > 400  # one above the other, each the pane's width
+
+
+def test_a_huge_patch_grid_describes_block_means_within_the_bound_and_says_so():
+    tokens = torch.randn(1, 300 * 300, 2, generator=torch.Generator().manual_seed(25))
+    fig, _, hover = _draw(lambda: patch_grid_figure(tokens, class_token=False, feature=0), Frame(1400, 1.0))
+    (region,) = hover["regions"]
+    assert region["rows"] * region["cols"] <= 65_536 and region["aggregate"] == "mean"
+    assert region["row"]["count"] == 300 and region["row"]["stride"] == 2
+    assert "hover: means of 2×2 patches" in fig.axes[0].get_title()
+    np.testing.assert_allclose(_values(region)[0, 0], tokens[0, [0, 1, 300, 301], 0].double().mean(), rtol=1e-5)
