@@ -106,7 +106,7 @@ def test_a_gradients_colour_bar_writes_its_exponent_and_short_labels_and_its_cli
     bar = fig.axes[2]
     low, high = bar.get_ylim()
     assert low == pytest.approx(-high)  # symmetric around zero
-    assert "10^{-4}" in bar.yaxis.get_offset_text().get_text().replace("−", "-")
+    assert "×10⁻⁴" in bar.yaxis.get_offset_text().get_text().replace("−", "-")
     labels = [re.sub(r"[${}]|\\mathdefault", "", t.get_text()) for t in bar.get_yticklabels() if t.get_text()]
     assert labels and all(len(t) <= 4 for t in labels), labels  # "−5", "0", "5": the ×10⁻⁴ is above the bar
     assert not any("0.0002" in t for t in labels)
@@ -214,7 +214,7 @@ def test_in_the_narrowest_pane_long_tokens_are_cut_and_the_colour_bar_goes_under
     bar = fig.axes[2]
     assert bar.get_position().width > bar.get_position().height  # horizontal, under the map
     exponent = bar.xaxis.get_offset_text()
-    assert "10^{-3}" in exponent.get_text().replace("−", "-") and exponent.get_window_extent().y0 >= 0  # in view
+    assert "×10⁻³" in exponent.get_text().replace("−", "-") and exponent.get_window_extent().y0 >= 0  # in view
     ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert all(t.endswith("…") and len(t) < len(long[0]) for t in ticks)
     assert hover["regions"][0]["row"]["labels"] == long  # the hover names each token whole

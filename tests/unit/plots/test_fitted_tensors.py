@@ -70,7 +70,7 @@ def test_a_signed_matrix_colour_bar_writes_its_exponent():
         fig = matrix_figure(torch.randn(6, 8) * 2e-4, diverging=True)
         figure_image(fig)
     bar = fig.axes[1]
-    assert "10^{-4}" in bar.yaxis.get_offset_text().get_text().replace("−", "-")
+    assert "×10⁻⁴" in bar.yaxis.get_offset_text().get_text().replace("−", "-")
     assert not any("0.0002" in t.get_text() for t in bar.get_yticklabels())
 
 
