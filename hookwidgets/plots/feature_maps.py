@@ -23,6 +23,7 @@ from ._common import (
     nonfinite_note,
     wrap_title,
 )
+from ._fit import MAX_HOVER_VALUES
 from ._labels import add_labels, box_size, label_size
 from ._tiles import MAX_PX, WHITE, Layout, choose, compose, per_channel, plan
 from .frame import CSS_DPI, current_frame
@@ -36,8 +37,6 @@ MAX_CHANNELS = 32
 DPI = CSS_DPI
 MARGIN = {"left": 6, "right": 64, "bottom": 8, "top": 16}  # CSS px: the colour bar, its ticks (half a line past its
 # ends) and its ×10ⁿ above
-MAX_HOVER_VALUES = 65_536
-"""Values a grid's hover description holds at most, over all its tiles (block means past that)."""
 
 
 def _one_item(tensor: torch.Tensor | np.ndarray, item: int) -> np.ndarray:
