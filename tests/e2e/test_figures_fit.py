@@ -1,7 +1,7 @@
-"""Issue 35 in a real JupyterLab: every figure of every tab drawn for its pane (inside it, no sideways scroll) at
-1400, 900 and 600 px, light and dark, crisp at a device pixel ratio of 2 (natural pixels = ratio × CSS pixels), each
-with its readout; under the mouse and the arrow keys a token map says the capture's value and the token; a narrower
-pane redraws the figure narrower. One notebook and one kernel (a 64-map CNN and a 12-head GPT-2) for all of it."""
+"""Figures drawn for their pane and screen, in a real JupyterLab: every figure of every tab inside its pane (no
+sideways scroll) at 1400, 900 and 600 px, light and dark, crisp at a device pixel ratio of 2 (natural pixels = ratio
+× CSS pixels), each with its readout; under the mouse and the arrow keys a token map says the capture's value and the
+token; a narrower pane redraws the figure narrower. One notebook and one kernel (a 64-map CNN and a 12-head GPT-2)."""
 
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ CNN_TABS: list[tuple[str, str, set[str]]] = [
     ("summary", "summary", {"summary-heatmap"}),
     ("training", "training", {"ratios", "buckets", "ranks"}),
 ]
-# (left area shown, theme) per width: the issue's 1400 px window has the file browser open; 600 px has it closed.
+# (width, theme) per device pixel ratio: a 1400 or 900 px window with the file browser open, 600 px with it closed.
 ROUNDS = {
     1: [(1400, "JupyterLab Light"), (900, "JupyterLab Light"), (600, "JupyterLab Light"), (600, "JupyterLab Dark")],
     2: [(600, "JupyterLab Dark"), (900, "JupyterLab Dark"), (1400, "JupyterLab Dark"), (1400, "JupyterLab Light")],
@@ -137,7 +137,7 @@ SETTLE_S = 30.0  # a width or theme change redraws every figure in the kernel
 
 
 def _problems(found: dict[str, Any], expected: set[str]) -> list[str]:
-    """What is wrong with the figures `FIGURES` found against the contract of issue 35."""
+    """What is wrong with the figures `FIGURES` found: outside the pane, scrolled, squeezed, blurred, no readout."""
     ratio, pane = found["ratio"], found["pane"]
     out = [] if not pane["sideways"] else ["the pane scrolls sideways"]
     shown = {f["figure"] for f in found["figures"]}
