@@ -9,6 +9,7 @@ import itertools
 import math
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 import nbformat
@@ -123,7 +124,7 @@ TOKEN_MAP = """
 """
 CAPTURE = "gpt_ex.captures['transformer.h.0']['forward'][-1].tensors['output'][0].tolist()"
 CNN_TABS: list[tuple[str, str, set[str]]] = [
-    ("inspector", "feature-maps", {"forward", "grad"}),
+    ("inspector", "feature-maps", {"forward", "grad", "global_forward", "global_grad"}),  # maps, statistics
     ("attribution", "attribution", {"attribution", "attribution-input"}),
     ("summary", "summary", {"summary-heatmap"}),
     ("training", "training", {"ratios", "buckets", "ranks"}),
@@ -185,6 +186,18 @@ def _select(explorer: Locator, path: str) -> None:
     search.fill("")
 
 
+def _shot(explorer: Locator, figure: str, target: Path) -> None:
+    """A screenshot of one figure's focusable box (the image and its readout line); of the pane from the figure's top
+    when the figure is taller than the pane (it scrolls there, and a screenshot shows only what is in view)."""
+    box = explorer.locator(f'img[data-figure="{figure}"]').locator("xpath=ancestor::*[@tabindex='0'][1]")
+    pane = explorer.locator(".hw-details")
+    if box.evaluate("(el) => el.offsetHeight") <= pane.evaluate("(el) => el.clientHeight"):
+        box.screenshot(path=str(target))
+        return
+    box.evaluate("(el) => el.scrollIntoView({block: 'start'})")
+    pane.screenshot(path=str(target))
+
+
 def _round(lab: Lab, cnn: Locator, gpt: Locator, width: int, theme: str, kernel_frame: Any) -> dict[str, Any]:
     """Every figure of every tab at ``width`` in ``theme``: checked, the main ones photographed; returns the token
     map's natural width and the pane's content width."""
@@ -199,7 +212,9 @@ def _round(lab: Lab, cnn: Locator, gpt: Locator, width: int, theme: str, kernel_
     for tab, name, expected in CNN_TABS:
         show_tab(cnn, tab)
         _settled(cnn, expected, f"CNN, tab {tab}, {where}")
-        if tab == "inspector" or width == 600:
+        if tab == "inspector":
+            _shot(cnn, "forward", lab.artifacts_dir / f"figures-{name}-{suffix}.png")
+        elif width == 600:
             cnn.locator(".hw-details").screenshot(path=str(lab.artifacts_dir / f"figures-{name}-{suffix}.png"))
     show_tab(gpt, "patching")
     _settled(gpt, {"patching"}, f"GPT-2, tab patching, {where}")
@@ -207,11 +222,11 @@ def _round(lab: Lab, cnn: Locator, gpt: Locator, width: int, theme: str, kernel_
     _select(gpt, "transformer.h.1.attn")
     gpt.locator('figure[data-kind="attention"]').wait_for(timeout=30_000)
     _settled(gpt, {"attention"}, f"GPT-2 attention heads, {where}")
-    gpt.locator(".hw-details").screenshot(path=str(lab.artifacts_dir / f"figures-attention-{suffix}.png"))
+    _shot(gpt, "attention", lab.artifacts_dir / f"figures-attention-{suffix}.png")
     _select(gpt, "transformer.h.0")
     gpt.locator('figure[data-kind="forward"]').wait_for(timeout=30_000)
     found = _settled(gpt, {"forward", "grad"}, f"GPT-2 token maps, {where}")
-    gpt.locator(".hw-details").screenshot(path=str(lab.artifacts_dir / f"figures-token-map-{suffix}.png"))
+    _shot(gpt, "forward", lab.artifacts_dir / f"figures-token-map-{suffix}.png")
     frame = kernel_frame()
     content = found["pane"]["content"]
     assert frame["ratio"] == ratio and content - 40 <= frame["width"] <= content + 1, (where, frame, content)
@@ -243,6 +258,20 @@ def _token_map_readout(gpt: Locator, kernel: Any) -> None:
         token, feature = (row, col) if tokens_down else (col, row)
         return output[token][feature], WORDS[token]
 
+    # the keyboard first (a figure drawn anew has no cell read yet): focus reads cell (0, 0) of region 0, each arrow
+    # moves one cell
+    readout.locator("xpath=ancestor::*[@tabindex='0'][1]").focus()
+    moves = [("ArrowRight", 0, 1), ("ArrowRight", 0, 2), ("ArrowDown", 1, 2), ("ArrowLeft", 1, 1), ("ArrowUp", 0, 1)]
+    for key, row, col in [("", 0, 0), *moves]:
+        if key:
+            gpt.page.keyboard.press(key)
+        got = readout.evaluate(READOUT)
+        if index == 0:  # the token grid is region 0: its value and token, as under the mouse
+            _check_readout(got, 0, row, col, *expected(row, col))
+        else:
+            assert (got["region"], got["row"], got["col"]) == ("0", str(row), str(col)), (key, got)
+
+    # the mouse, at cells placed from the grid's own box in the image
     x0, y0, x1, y1 = region["box"]
     for row, col in ((0, 0), (2, region["cols"] - 1), (region["rows"] - 1, region["cols"] // 2)):
         image.scroll_into_view_if_needed()
@@ -255,17 +284,7 @@ def _token_map_readout(gpt: Locator, kernel: Any) -> None:
         )
         got = readout.evaluate(READOUT)
         _check_readout(got, index, row, col, *expected(row, col))
-
-    # the keyboard: focus starts at cell (0, 0) of region 0, each arrow moves one cell
-    readout.locator("xpath=ancestor::*[@tabindex='0'][1]").focus()
-    moves = [("ArrowRight", 0, 1), ("ArrowRight", 0, 2), ("ArrowDown", 1, 2), ("ArrowLeft", 1, 1), ("ArrowUp", 0, 1)]
-    for key, row, col in moves:
-        gpt.page.keyboard.press(key)
-        got = readout.evaluate(READOUT)
-        if index == 0:  # the token grid is region 0: its value and token, as under the mouse
-            _check_readout(got, 0, row, col, *expected(row, col))
-        else:
-            assert (got["region"], got["row"], got["col"]) == ("0", str(row), str(col)), (key, got)
+    gpt.page.mouse.move(0, 0)
 
 
 def _check_readout(got: dict[str, Any], region: int, row: int, col: int, value: float, token: str) -> None:
