@@ -388,7 +388,7 @@ HOVER_REGIONS = """
 HOVER_POINTS = 24
 """Cells hovered per load, each a different one (the readout changes every time)."""
 
-# Dispatches a mousemove at each point (image CSS px) on the element under it, as a mouse does, one per frame; times
+# Dispatches a mousemove at each point (image CSS px) on the image, one per frame as a mouse sends them; times
 # each from the event to the readout's text changed, and keeps the main thread's long tasks meanwhile.
 _HOVER = """
 async ({points, width}) => {
@@ -407,7 +407,6 @@ async ({points, width}) => {
     const box = img.getBoundingClientRect();
     const x = box.left + fx * box.width / width;
     const y = box.top + fy * box.width / width;  // shown at the figure's aspect: one scale for both axes
-    const target = document.elementFromPoint(x, y) ?? img;
     const before = readout.textContent;
     let watch = null;
     const changed = new Promise((resolve) => {
@@ -416,7 +415,8 @@ async ({points, width}) => {
       setTimeout(() => resolve(null), 1000);
     });
     const start = performance.now();
-    target.dispatchEvent(new MouseEvent('mousemove', {clientX: x, clientY: y, bubbles: true, view: window}));
+    // On the image, where the mouse would be: the 12 heads are taller than the pane, whose scroll is not measured.
+    img.dispatchEvent(new MouseEvent('mousemove', {clientX: x, clientY: y, bubbles: true, view: window}));
     const end = readout.textContent !== before ? performance.now() : await changed;
     watch.disconnect();
     if (end === null) throw new Error(`the readout did not change at (${x}, ${y}): ${before}`);
