@@ -123,7 +123,7 @@ PAYLOAD_BAR = 2.0
 def _draw(drawn: Drawn, frame: Frame) -> tuple[bytes, dict]:
     """The figure's PNG and hover as the widget makes them for a pane of ``frame``."""
     with using_frame(frame):
-        png, hover = figure_image(drawn.figure())  # type: ignore[arg-type]
+        png, hover = figure_image(drawn.figure())
     return png, dict(hover)
 
 

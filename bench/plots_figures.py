@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from matplotlib.figure import Figure
 
 from hookwidgets.core.model.tokens import Sequences
 from hookwidgets.widget.tensor_views import Context, draw
@@ -28,7 +29,7 @@ class Drawn:
     context: Context
     title: str
 
-    def figure(self) -> object:
+    def figure(self) -> Figure:
         """The matplotlib Figure the widget draws for it (under the caller's frame and theme)."""
         return draw(self.tensor, self.view, name="output", title=self.title, gradient=False, context=self.context)
 
