@@ -11,6 +11,7 @@ Bars (issue 6): a 10,000-module explorer painted ≤ 1 s after its cell's output
 autograd graph painted collapsed ≤ 1 s; click → hook attached in Python → badge shown ≤ 150 ms.
 Issue 25: a 600-node graph's search-and-centre ≤ 100 ms; switching tabs ≤ 100 ms; no main-thread task over 50 ms while
 the view updates during a training loop (and what the open page costs that loop).
+Issue 35: the value under the mouse of a 12-head attention figure shown ≤ 16 ms after the mousemove, no long task.
 
     .venv/bin/python bench/frontend.py                 # every measurement, 15 loads each
     .venv/bin/python bench/frontend.py --only tree_paint --only click_badge --loads 20
@@ -357,6 +358,79 @@ async ({query}) => {
 """
 
 
+# Issue 35: a GPT-2 of 12 heads over 32 tokens; its first block's attention module selected shows all 12 heads.
+HOVER_MODEL = """
+import torch
+import transformers
+from tokenizers import Tokenizer, models, pre_tokenizers
+from hookwidgets import HookExplorer
+
+words = "the cat sat on a mat and dog ran".split()
+vocab = {"[PAD]": 0, "[UNK]": 1, **{w: i + 2 for i, w in enumerate(words)}}
+raw = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+raw.pre_tokenizer = pre_tokenizers.Whitespace()
+tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="[UNK]", pad_token="[PAD]")
+torch.manual_seed(0)
+config = transformers.GPT2Config(
+    n_layer=2, n_embd=96, n_head=12, vocab_size=len(vocab), n_positions=64, bos_token_id=1, eos_token_id=1
+)
+model = transformers.GPT2LMHeadModel(config).eval()
+text = " ".join(words[i % len(words)] for i in range(32))
+ex = HookExplorer(model, example_inputs=tokenizer(text, return_tensors="pt"), tokenizer=tokenizer)
+ex
+"""
+# Where the attention figure's cell grids are in its image (CSS px of the figure), as the kernel sent them.
+HOVER_REGIONS = """
+[{"width": i["hover"]["width"], "regions": [
+    {"box": r["box"], "rows": r["rows"], "cols": r["cols"]} for r in i["hover"]["regions"] if r["type"] == "cells"]}
+ for i in ex.view.plots["items"] if i["kind"] == "attention" and i.get("hover")][0]
+"""
+HOVER_POINTS = 24
+"""Cells hovered per load, each a different one (the readout changes every time)."""
+
+# Dispatches a mousemove at each point (image CSS px) on the image, one per frame as a mouse sends them; times
+# each from the event to the readout's text changed, and keeps the main thread's long tasks meanwhile.
+_HOVER = """
+async ({points, width}) => {
+  const explorer = document.querySelector('.hw-explorer:not([data-bench-old])');
+  const img = explorer.querySelector('img[data-figure="attention"]');
+  if (!img) throw new Error('no img[data-figure="attention"]: the page does not mark its figures (issue 35)');
+  const holder = img.closest('[tabindex="0"]');
+  const readout = holder && holder.querySelector('.hw-readout');
+  if (!readout) throw new Error("no .hw-readout in the figure's focusable container (issue 35)");
+  const tasks = [];
+  const observer = new PerformanceObserver((list) => tasks.push(...list.getEntries().map((e) => e.duration)));
+  observer.observe({type: 'longtask'});
+  const times = [];
+  const cells = [];
+  for (const [fx, fy] of points) {
+    const box = img.getBoundingClientRect();
+    const x = box.left + fx * box.width / width;
+    const y = box.top + fy * box.width / width;  // shown at the figure's aspect: one scale for both axes
+    const before = readout.textContent;
+    let watch = null;
+    const changed = new Promise((resolve) => {
+      watch = new MutationObserver(() => { if (readout.textContent !== before) resolve(performance.now()); });
+      watch.observe(readout, {childList: true, characterData: true, subtree: true});
+      setTimeout(() => resolve(null), 1000);
+    });
+    const start = performance.now();
+    // On the image, where the mouse would be: the 12 heads are taller than the pane, whose scroll is not measured.
+    img.dispatchEvent(new MouseEvent('mousemove', {clientX: x, clientY: y, bubbles: true, view: window}));
+    const end = readout.textContent !== before ? performance.now() : await changed;
+    watch.disconnect();
+    if (end === null) throw new Error(`the readout did not change at (${x}, ${y}): ${before}`);
+    times.push(end - start);
+    cells.push([readout.dataset.region, readout.dataset.row, readout.dataset.col].join(','));
+    await new Promise((r) => requestAnimationFrame(() => r()));  // one event a frame, as a mouse sends them
+  }
+  await new Promise((r) => setTimeout(r, 50));  // let the observer deliver the last entries
+  observer.disconnect();
+  return {times, cells, longest: Math.max(0, ...tasks)};
+}
+"""
+
+
 @dataclass
 class Figure:
     """One measured figure: values in ms, the bar it is held to, and what was measured."""
@@ -667,6 +741,68 @@ def live_loop(session: Session, loads: int) -> list[Figure]:
     ]
 
 
+def _hover_points(drawn: dict) -> tuple[list[list[float]], list[str]]:
+    """``HOVER_POINTS`` cell centres spread over every head's grid (image CSS px), and the "region,row,col" each is."""
+    points, cells = [], []
+    regions = drawn["regions"]
+    for i in range(HOVER_POINTS):
+        k = i % len(regions)
+        region = regions[k]
+        rows, cols = region["rows"], region["cols"]
+        row, col = (i * 5) % rows, (i * 7 + k) % cols
+        x0, y0, x1, y1 = region["box"]
+        points.append([x0 + (col + 0.5) * (x1 - x0) / cols, y0 + (row + 0.5) * (y1 - y0) / rows])
+        cells.append(f"{k},{row},{col}")
+    return points, cells
+
+
+def hover_readout(session: Session, loads: int) -> list[Figure]:
+    """Issue 35: the mouse over a 12-head attention figure (12 × 32 × 32 cells): mousemove → the readout says the
+    cell's value, read in the page from the hover description the kernel sent (no round trip)."""
+    page = session.page
+    page.evaluate("() => document.querySelectorAll('.hw-explorer').forEach((el) => { el.dataset.benchOld = '1'; })")
+    path = session.notebook("bench_hover_readout.ipynb", HOVER_MODEL)
+    session.lab.run_all(path, timeout=300)
+    explorer = page.locator(".hw-explorer:not([data-bench-old])")
+    explorer.locator('.hw-row[data-path="transformer"]').wait_for()
+    explorer.locator(".hw-search").fill("transformer.h.0.attn")
+    explorer.locator('.hw-row.hw-match[data-path="transformer.h.0.attn"]').click()
+    explorer.locator(".hw-search").fill("")
+    image = explorer.locator('figure[data-kind="attention"] img')
+    image.wait_for(timeout=120_000)
+    if image.get_attribute("data-figure") != "attention":
+        raise RuntimeError("the attention figure's img has no data-figure: the page has no readout yet (issue 35)")
+    image.scroll_into_view_if_needed()
+    with session.lab.kernel(path) as kernel:
+        drawn = kernel.evaluate_json(HOVER_REGIONS)
+    points, expected = _hover_points(drawn)
+    times, longest = [], []
+    for i in range(WARMUP_PAIRS + loads):
+        result = page.evaluate(_HOVER, {"points": points, "width": drawn["width"]})
+        if result["cells"] != expected:  # the readout must say the cell under the mouse, or the time means nothing
+            raise RuntimeError(f"the readout named other cells: {result['cells']} for {expected}")
+        if i >= WARMUP_PAIRS:
+            times.extend(result["times"])
+            longest.append(result["longest"])
+    explorer.locator(".hw-details").screenshot(path=str(session.lab.artifacts_dir / "hover-readout-attention.png"))
+    what = f"GPT-2 12 heads × 32 tokens, all heads drawn; {HOVER_POINTS} cells per load, one mousemove a frame"
+    return [
+        Figure(
+            "hover readout: mousemove → value shown",
+            times,
+            16,
+            f"{what}; mousemove dispatched → .hw-readout text changed",
+            f"{len(times)} moves",
+        ),
+        Figure(
+            "longest main-thread task while hovering",
+            longest,
+            50,
+            f"{what}; PerformanceObserver longtask, 0 = none over 50 ms",
+        ),
+    ]
+
+
 MEASUREMENTS: dict[str, Callable[[Session, int], Figure | list[Figure]]] = {
     "tree_paint": tree_paint,
     "graph_paint": graph_paint,
@@ -676,6 +812,7 @@ MEASUREMENTS: dict[str, Callable[[Session, int], Figure | list[Figure]]] = {
     "graph_search": graph_search,
     "tab_switch": tab_switch,
     "live_loop": live_loop,
+    "hover_readout": hover_readout,
 }
 """Every figure of this benchmark, by name, in the order they run."""
 

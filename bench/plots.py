@@ -5,12 +5,19 @@ bench/RESULTS.md (bench/README.md); progress goes to stderr.
 The bar is absolute: the median B time ≤ 250 ms. A is the least a hand-written plot does — the same
 64 tiles as one ``imshow`` in a 9-inch figure, saved as PNG, without labels, colour bar or NaN
 marking — so the ratio B/A says what the labels and checks cost (or save).
+
+Issue 35: a 64-map grid and a 12-head attention redrawn as the widget redraws them after the page reports a new
+pane (``figure_image`` under ``using_frame``: 600 px at ratio 2, then 900 px at ratio 1), median ≤ 250 ms each;
+and each figure's payload (PNG + hover values + hover description) against its PNG before issue 35 at the same CSS
+size (``TODAY``, recorded by bench/plots_reference.py at c304aa0), ≤ 2×.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import io
+import json
 import os
 import statistics
 import sys
@@ -19,8 +26,11 @@ import time
 import torch
 from _protocol import MIN_PAIRS, WARMUP_PAIRS, add_arguments, compare, machine, quantile, revision, set_threads
 from matplotlib.figure import Figure
+from plots_figures import FIGURES, Drawn, png_size
 
 from hookwidgets.plots import feature_map_figure, figure_png, summary_heatmap_figure
+from hookwidgets.plots.frame import Frame, using_frame
+from hookwidgets.plots.hover import figure_image
 
 LAYERS, STEPS = 62, 40  # ResNet-18's modules, and a summary 40 steps long
 
@@ -96,9 +106,128 @@ def heatmap_lines(pairs: int) -> list[str]:
     ]
 
 
-def _png_size(png: bytes) -> tuple[int, int]:
-    """``(width, height)`` from the PNG's IHDR chunk."""
-    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+_png_size = png_size
+
+RESIZES = (Frame(600, 2.0), Frame(900, 1.0))
+"""The panes a resize goes between: a 600 px window on a HiDPI screen, a 900 px one at ratio 1."""
+TODAY_COMMIT = "c304aa0"
+TODAY: dict[str, tuple[int, int, int]] = {
+    "64-map grid (64×56×56)": (217302, 411, 371),  # sha256 6bd24735ae53
+    "12-head attention (12×32×32)": (255899, 1152, 1152),  # sha256 cacc5b85b886
+}
+"""Each figure's PNG before issue 35, (bytes, width px, height px) at 96 dpi, as bench/plots_reference.py printed
+them at commit ``TODAY_COMMIT``: the reference of the payload rows."""
+PAYLOAD_BAR = 2.0
+
+
+def _draw(drawn: Drawn, frame: Frame) -> tuple[bytes, dict]:
+    """The figure's PNG and hover as the widget makes them for a pane of ``frame``."""
+    with using_frame(frame):
+        png, hover = figure_image(drawn.figure())
+    return png, dict(hover)
+
+
+def _hover_bytes(hover: dict) -> tuple[int, int]:
+    """(bytes of the values the page reads under the mouse, bytes of the rest of the description as JSON)."""
+    values = 0
+    for region in hover.get("regions", []):
+        values += len(region.get("values", b""))
+        values += sum(len(series["values"]) for series in region.get("series", []))
+
+    def stripped(value: object) -> object:
+        if isinstance(value, bytes):
+            return ""
+        if isinstance(value, dict):
+            return {k: stripped(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [stripped(v) for v in value]
+        return value
+
+    return values, len(json.dumps(stripped(hover), ensure_ascii=False).encode())
+
+
+def resize_lines(pairs: int) -> list[str]:
+    """Each figure redrawn for one pane, then the other, ``pairs`` times after warm-ups (no cache: each draw is new)."""
+    rows = []
+    for build in FIGURES:
+        drawn = build()
+        times: dict[Frame, list[float]] = {frame: [] for frame in RESIZES}
+        sizes: dict[Frame, tuple[int, int]] = {}
+        for i in range(WARMUP_PAIRS + pairs):
+            for frame in RESIZES:
+                gc.collect()
+                start = time.perf_counter()
+                png, _ = _draw(drawn, frame)
+                seconds = time.perf_counter() - start
+                if i >= WARMUP_PAIRS:
+                    times[frame].append(seconds * 1e3)
+                sizes[frame] = png_size(png)
+        for frame in RESIZES:
+            ms = times[frame]
+            median = statistics.median(ms)
+            print(f"{drawn.name} at {frame.width} px ×{frame.ratio:g}: median {median:.1f} ms", file=sys.stderr)
+            width, height = sizes[frame]
+            css = width / frame.ratio
+            fits = "" if css <= frame.width + 0.5 else ", wider than the pane"
+            rows.append(
+                f"| redraw after a resize: {drawn.name}, {frame.width} px × {frame.ratio:g} | {median:.1f} | "
+                f"{quantile(ms, 0.1):.1f}–{quantile(ms, 0.9):.1f} | {width}×{height} "
+                f"({css:.0f}×{height / frame.ratio:.0f} CSS{fits}) | ≤ {BAR_MS:.0f} ms | "
+                f"{'PASS' if median <= BAR_MS else 'OVER'} |"
+            )
+    return [
+        "",
+        "### Redraw after a resize (issue 35)",
+        "",
+        "The page reports a new pane; the widget redraws each figure for it: `tensor_views.draw` (the view the "
+        "inspector shows: maps of a `(2, 64, 56, 56)` ReLU'd conv output; all heads of `(1, 12, 32, 32)` softmax "
+        "probabilities with 32 token labels), then `figure_image` (PNG at 96 × ratio dpi and the hover "
+        f"description) under `using_frame`, alternately for {RESIZES[0].width} px at ratio {RESIZES[0].ratio:g} and "
+        f"{RESIZES[1].width} px at ratio {RESIZES[1].ratio:g}; {pairs} of each after {WARMUP_PAIRS} warm-ups, each "
+        "after a full garbage collection. The PNG's size says the figure followed the pane (CSS px ≤ the width). "
+        f"Bar: median ≤ {BAR_MS:.0f} ms.",
+        "",
+        "| figure | median ms | p10–p90 ms | PNG px | bar | verdict |",
+        "|---|---|---|---|---|---|",
+        *rows,
+    ]
+
+
+def payload_lines() -> list[str]:
+    """What each figure sends to the page, against its PNG before issue 35 at the same CSS size."""
+    rows = []
+    for build in FIGURES:
+        drawn = build()
+        today, today_w, today_h = TODAY[drawn.name]
+        frames = [(Frame(today_w, 1.0), True), *((frame, False) for frame in RESIZES)]
+        for frame, barred in frames:
+            png, hover = _draw(drawn, frame)
+            values, described = _hover_bytes(hover)
+            total = len(png) + values + described
+            width, height = png_size(png)
+            ratio = total / today
+            bar = f"≤ {PAYLOAD_BAR:g}×" if barred else "—"
+            verdict = ("PASS" if ratio <= PAYLOAD_BAR else "OVER") if barred else "—"
+            rows.append(
+                f"| payload: {drawn.name}, {frame.width} px × {frame.ratio:g} | {total / 1024:.1f} KiB | "
+                f"{today / 1024:.1f} KiB ({today_w}×{today_h}) | {len(png) / 1024:.1f} KiB ({width}×{height}) | "
+                f"{values / 1024:.1f} KiB | {described / 1024:.1f} KiB | {ratio:.2f}× | {bar} | {verdict} |"
+            )
+    return [
+        "",
+        "### Payload per figure (issue 35)",
+        "",
+        "What the widget sends for one figure: the PNG, the hover values (float32, a binary buffer) and the rest of "
+        "the hover description (JSON), against the same figure's PNG before issue 35 (`figure_png` at 96 dpi and the "
+        f"figure's own size, recorded by `bench/plots_reference.py` at commit {TODAY_COMMIT}). The barred row draws "
+        "for a pane as wide as that PNG at ratio 1 (the same CSS size): ≤ "
+        f"{PAYLOAD_BAR:g}×. The rows at the resize's panes are stated (a ratio-2 PNG holds 4× the pixels).",
+        "",
+        "| figure | payload | baseline: PNG before issue 35 | PNG | values | description | payload / baseline "
+        "| bar | verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *rows,
+    ]
 
 
 def main() -> None:
@@ -171,6 +300,8 @@ def main() -> None:
         f"| `feature_map_figure` (NumPy composition, Figure, colour bar) | {statistics.median(build_ms[timed]):.1f} |",
         f"| `figure_png` (Agg draw, PNG encoding) | {statistics.median(render_ms[timed]):.1f} |",
         *heatmap_lines(args.pairs),
+        *resize_lines(args.pairs),
+        *payload_lines(),
     ]
     print("\n".join(lines))
     print(f"took {time.perf_counter() - started:.0f} s", file=sys.stderr)
