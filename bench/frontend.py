@@ -41,6 +41,7 @@ from _protocol import MIN_PAIRS, WARMUP_PAIRS, machine, quantile, revision  # no
 from tests.e2e._browser import CHROMIUM_ARGS, require_chromium  # noqa: E402
 from tests.e2e._lab import Lab  # noqa: E402
 from tests.e2e._server import JupyterServer  # noqa: E402
+from tests.e2e._snippets import gpt2  # noqa: E402
 
 VIEWPORT = {"width": 1400, "height": 1000}
 
@@ -359,26 +360,15 @@ async ({query}) => {
 
 
 # Issue 35: a GPT-2 of 12 heads over 32 tokens; its first block's attention module selected shows all 12 heads.
-HOVER_MODEL = """
-import torch
-import transformers
-from tokenizers import Tokenizer, models, pre_tokenizers
-from hookwidgets import HookExplorer
+HOVER_MODEL = (
+    gpt2("model", n_embd=96, n_head=12)
+    + """from hookwidgets import HookExplorer
 
-words = "the cat sat on a mat and dog ran".split()
-vocab = {"[PAD]": 0, "[UNK]": 1, **{w: i + 2 for i, w in enumerate(words)}}
-raw = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-raw.pre_tokenizer = pre_tokenizers.Whitespace()
-tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="[UNK]", pad_token="[PAD]")
-torch.manual_seed(0)
-config = transformers.GPT2Config(
-    n_layer=2, n_embd=96, n_head=12, vocab_size=len(vocab), n_positions=64, bos_token_id=1, eos_token_id=1
-)
-model = transformers.GPT2LMHeadModel(config).eval()
 text = " ".join(words[i % len(words)] for i in range(32))
 ex = HookExplorer(model, example_inputs=tokenizer(text, return_tensors="pt"), tokenizer=tokenizer)
 ex
 """
+)
 # Where the attention figure's cell grids are in its image (CSS px of the figure), as the kernel sent them.
 HOVER_REGIONS = """
 [{"width": i["hover"]["width"], "regions": [

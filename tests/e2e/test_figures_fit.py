@@ -18,6 +18,7 @@ from playwright.sync_api import Browser, Locator, Page
 
 from ._lab import Lab, show_tab
 from ._server import JupyterServer
+from ._snippets import gpt2
 from .test_layout import _left_area
 from .test_transformers import _theme
 
@@ -55,24 +56,15 @@ for step in range(3):
     opt.step()
 """
 # A GPT-2 of 12 heads with a tokenizer: a block's outputs and gradients (token maps).
-GPT2 = """
-import transformers
-from tokenizers import Tokenizer, models, pre_tokenizers
-
-words = "the cat sat on a mat and dog ran".split()
-vocab = {"[PAD]": 0, "[UNK]": 1, **{w: i + 2 for i, w in enumerate(words)}}
-raw = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-raw.pre_tokenizer = pre_tokenizers.Whitespace()
-tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="[UNK]", pad_token="[PAD]")
-torch.manual_seed(0)
-config = transformers.GPT2Config(
-    n_layer=2, n_embd=96, n_head=12, vocab_size=len(vocab), n_positions=64, bos_token_id=1, eos_token_id=1
-)
-gpt = transformers.GPT2LMHeadModel(config).eval()
-gpt_ex = HookExplorer(gpt, example_inputs=tokenizer("the cat sat on a mat", return_tensors="pt"), tokenizer=tokenizer)
+GPT2 = (
+    gpt2("gpt", n_embd=96, n_head=12)
+    + """
+prompt = tokenizer("the cat sat on a mat", return_tensors="pt")
+gpt_ex = HookExplorer(gpt, example_inputs=prompt, tokenizer=tokenizer)
 gpt_ex.attach("transformer.h.0", ["forward", "grad"])
 gpt_ex.run(target=3)
 """
+)
 # Shown, then a patch sweep (the patching panel draws the sweeps it sees); run again in the HiDPI page.
 SHOW = """
 display(cnn_ex, gpt_ex)

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 
 from ._lab import Lab, show_tab
-from .test_theme import LOW_CONTRAST, SHRUNK
+from .test_theme import LOW_CONTRAST, shrunk_after_redraw
 from .test_transformers import GPT2_WITH_TOKENIZER, _theme
 
 pytestmark = pytest.mark.e2e
@@ -97,7 +97,7 @@ def test_the_compact_layout_keeps_everything_inside_the_widget_at_every_width(
                     assert found["sideways"] == [], where
                     low = explorer.evaluate(LOW_CONTRAST)  # the lens's cells and the tokens too, in both themes
                     assert low == [], f"text under 4.5:1, {where}:\n" + "\n".join(low)
-                    assert explorer.evaluate(SHRUNK) == [], where  # figures keep their pixels, scrolled if wide
+                    assert shrunk_after_redraw(explorer) == [], where  # drawn for the pane, never shrunk
                     status = explorer.locator(".hw-status")  # the run bar wraps: its status is never cut to "log…"
                     assert status.evaluate("(el) => el.scrollWidth <= el.clientWidth + 1"), where
                     if found["stacked"]:  # each pane its own height: the tree 380 px (the graph 460), the panels 520

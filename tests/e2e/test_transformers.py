@@ -7,28 +7,18 @@ import nbformat
 import pytest
 
 from ._lab import Lab
+from ._snippets import gpt2
 
 pytestmark = pytest.mark.e2e
 
-GPT2_WITH_TOKENIZER = """
-import torch
-import transformers
-from tokenizers import Tokenizer, models, pre_tokenizers
-from hookwidgets import HookExplorer
+GPT2_WITH_TOKENIZER = (
+    gpt2("model", n_embd=32, n_head=4)
+    + """from hookwidgets import HookExplorer
 
-words = "the cat sat on a mat and dog ran".split()
-vocab = {"[PAD]": 0, "[UNK]": 1, **{w: i + 2 for i, w in enumerate(words)}}
-raw = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
-raw.pre_tokenizer = pre_tokenizers.Whitespace()
-tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="[UNK]", pad_token="[PAD]")
-torch.manual_seed(0)
-config = transformers.GPT2Config(
-    n_layer=2, n_embd=32, n_head=4, vocab_size=len(vocab), n_positions=64, bos_token_id=1, eos_token_id=1
-)
-model = transformers.GPT2LMHeadModel(config).eval()
 ex = HookExplorer(model, example_inputs=tokenizer("the cat sat on a mat", return_tensors="pt"), tokenizer=tokenizer)
 ex
 """
+)
 WORDS = ["the", "cat", "sat", "on", "a", "mat"]
 
 

@@ -95,6 +95,7 @@ export function createFigure({ cls, figure, alt, kind }) {
 
   function size() {
     const ratio = hover && hover.ratio > 0 ? hover.ratio : 1;
+    img.dataset.ratio = String(ratio); // what the page (and a test) divides the natural size by
     if (img.naturalWidth > 0) img.style.width = `${img.naturalWidth / ratio}px`;
     else if (hover) img.style.width = `${hover.width}px`; // until it loads: the figure's own size
   }
