@@ -12,7 +12,7 @@ from matplotlib.transforms import Bbox
 
 from ..distributed.summary import bucket_rows, rank_steps
 from ._common import MIN_FONT, fit_title, name_label
-from ._fitting import MIN_AXES, add_legend, plan_legend, text_width
+from ._text_fit import MIN_AXES, add_legend, plan_legend, text_width
 from .frame import CSS_DPI, current_frame
 from .hover import describe_lines
 from .theme import ThemeLike, as_theme, themed

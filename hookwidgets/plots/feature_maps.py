@@ -23,7 +23,7 @@ from ._common import (
     nonfinite_note,
     wrap_title,
 )
-from ._fit import MAX_HOVER_VALUES
+from ._grid_fit import MAX_HOVER_VALUES
 from ._labels import add_labels, box_size, label_size
 from ._tiles import MAX_PX, WHITE, Layout, choose, compose, per_channel, plan
 from .frame import CSS_DPI, current_frame

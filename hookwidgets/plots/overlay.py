@@ -20,7 +20,7 @@ from ._common import (
     nonfinite_note,
     show_image,
 )
-from ._fit import MAX_HOVER_VALUES
+from ._grid_fit import MAX_HOVER_VALUES
 from .frame import CSS_DPI, current_frame
 from .hover import axis, block_mean, describe_cells
 from .patches import whole_device_pixels

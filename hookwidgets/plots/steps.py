@@ -28,7 +28,7 @@ from ._common import (
     name_label,
     set_margins,
 )
-from ._fitting import add_legend, cut_left, plan_legend, text_width
+from ._text_fit import add_legend, cut_left, plan_legend, text_width
 from .frame import CSS_DPI, current_frame
 from .hover import axis, block_mean, describe_cells, describe_lines
 from .scales import scaled_colorbar, signed_limits

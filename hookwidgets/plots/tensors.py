@@ -24,7 +24,7 @@ from ._common import (
     nonfinite_note,
     show_image,
 )
-from ._fit import BAR_ROOM, BAR_WIDTH, MAX_HOVER_VALUES, blocks_note, bounded, fitted, pixels
+from ._grid_fit import BAR_ROOM, BAR_WIDTH, MAX_HOVER_VALUES, blocks_note, bounded, fitted, pixels
 from .frame import CSS_DPI, current_frame
 from .hover import axis as hover_axis
 from .hover import describe_cells, describe_lines

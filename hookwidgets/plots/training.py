@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ._common import fit_title, name_label, set_margins
-from ._fitting import add_legend, plan_legend
+from ._text_fit import add_legend, plan_legend
 from .frame import CSS_DPI, current_frame
 from .hover import describe_lines
 from .theme import ThemeLike, themed
