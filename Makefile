@@ -56,8 +56,15 @@ test-js: $(INSTALLED)
 
 # Among them tests/release and tests/e2e/test_fresh_env_kernel.py: the wheel and sdist built from the bundle above
 # (python -m build), the wheel installed into a fresh venv under pytest's temp dir, smoke- and browser-tested there.
+# Two suites at once, one a core: the browser and release tests (servers, kernels, chromium, a wheel build: much of
+# their time is waiting) beside everything else. The browser suite's output follows the other's.
+BROWSER_SUITES = tests/e2e tests/release
 test-python: $(INSTALLED) $(BUNDLE) chromium compiler
-	$(BIN)/python -m pytest
+	@log=$$(mktemp); \
+	$(BIN)/python -m pytest $(BROWSER_SUITES) -p no:cacheprovider >$$log 2>&1 & browser=$$!; \
+	status=0; $(BIN)/python -m pytest $(addprefix --ignore=,$(BROWSER_SUITES)) || status=$$?; \
+	wait $$browser || status=$$?; \
+	echo "---- $(BROWSER_SUITES) ----"; cat $$log; rm -f $$log; exit $$status
 
 # The heavy suites, outside `make test` (which runs ~100 fuzz cases and a 150-step soak).
 # FUZZ_EXAMPLES=N runs more cases; a failure prints @reproduce_failure(...) to replay it exactly.

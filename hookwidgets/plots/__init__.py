@@ -3,7 +3,8 @@
 Every function returns a ``matplotlib.figure.Figure`` the caller can restyle; ``figure_png`` renders one.
 float16/bfloat16 tensors are cast, and NaN/Inf are drawn magenta and counted in the title, never a crash.
 Every function takes ``theme=`` ("light", "dark", a ``Theme`` or the widget's mapping): the figure's background
-and text in the notebook's colours; ``using_theme`` sets it for a block. The DDP inspector's figures live in
+and text in the notebook's colours; ``using_theme`` sets it for a block, ``using_frame`` the width and pixel ratio
+every figure is drawn for (the widget's: its pane's). The DDP inspector's figures live in
 ``hookwidgets.plots.distributed`` (it imports torch.distributed), the one public module inside: the others are
 internal, their public names are here.
 """
@@ -11,6 +12,7 @@ internal, their public names are here.
 from ._common import MISSING_COLOR, NONFINITE_COLOR, figure_png
 from .distributions import histogram_figure
 from .feature_maps import MAX_CHANNELS, feature_map_figure, gradient_map_figure
+from .frame import Frame, using_frame
 from .overlay import cam_overlay_figure
 from .patches import patch_grid_figure
 from .patching import patch_sweep_figure
@@ -26,6 +28,7 @@ __all__ = [
     "MAX_CHANNELS",
     "MISSING_COLOR",
     "NONFINITE_COLOR",
+    "Frame",
     "Theme",
     "attention_figure",
     "attention_heads_figure",
@@ -42,5 +45,6 @@ __all__ = [
     "summary_heatmap_figure",
     "token_map_figure",
     "update_ratio_figure",
+    "using_frame",
     "using_theme",
 ]

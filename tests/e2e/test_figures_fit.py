@@ -226,7 +226,7 @@ def _round(lab: Lab, cnn: Locator, gpt: Locator, width: int, theme: str, kernel_
     return {"natural": token_map["natural"], "pane": content}
 
 
-def _token_map_readout(gpt: Locator, kernel: Any) -> None:
+def _token_map_readout(gpt: Locator, kernel: Any, artifacts: Path) -> None:
     """The token map's value under the mouse at three cells, then under the arrow keys: the capture's, at that token
     and feature, with the token's text."""
     drawn = kernel.evaluate_json(TOKEN_MAP)
@@ -276,6 +276,10 @@ def _token_map_readout(gpt: Locator, kernel: Any) -> None:
         )
         got = readout.evaluate(READOUT)
         _check_readout(got, index, row, col, *expected(row, col))
+    # the last cell's readout and highlight, as the README's gallery shows them
+    readout.locator("xpath=ancestor::*[@tabindex='0'][1]").screenshot(
+        path=str(artifacts / "figures-token-map-hover.png")
+    )
     gpt.page.mouse.move(0, 0)
 
 
@@ -314,7 +318,7 @@ def _rounds(lab: Lab, path: str, ratio: int) -> list[dict[str, Any]]:
         for width, theme in ROUNDS[ratio]:
             seen.append(_round(lab, cnn, gpt, width, theme, lambda: kernel.evaluate_json("gpt_ex.view.frame")))
             if ratio == 1 and width == 900:  # the mouse and the keys over the token map
-                _token_map_readout(gpt, kernel)
+                _token_map_readout(gpt, kernel, lab.artifacts_dir)
     # a narrower or wider pane redrew the token map for its width
     for before, after in itertools.pairwise(seen):
         if abs(before["pane"] - after["pane"]) > 20:

@@ -74,7 +74,6 @@ def test_quickstart_through_load_ext_click_toggle_run_and_see_the_python_image(
     image = explorer.locator('img.hw-plot[data-kind="forward"]')
     image.wait_for(timeout=60_000)
     page.wait_for_function("(img) => img.complete && img.naturalWidth > 0", arg=image.element_handle())
-    shown = bytes(image.evaluate(_IMAGE_BYTES))
 
     # "attribution here": Grad-CAM of the top class at the selected layer, the input beside it
     show_tab(explorer, "attribution")
@@ -103,8 +102,15 @@ def test_quickstart_through_load_ext_click_toggle_run_and_see_the_python_image(
         explorer.evaluate("(el) => el.closest('.jp-Cell').scrollIntoView({block: 'start'})")
         app.screenshot(SCREENSHOTS[frontend].removesuffix(".png"))
 
+    # The page shows what the kernel drew last: a pane resized by the tab switches above is drawn again for its width,
+    # so both sides are read until that redraw has arrived.
     with app.kernel(path) as kernel:
-        state = json.loads(kernel.evaluate(_KERNEL_STATE))
+        for _ in range(40):
+            state = json.loads(kernel.evaluate(_KERNEL_STATE))
+            shown = bytes(image.evaluate(_IMAGE_BYTES))
+            if hashlib.sha256(shown).hexdigest() == state["png_sha256"]:
+                break
+            page.wait_for_timeout(250)
     assert state["made_by_magic"] and state["magic"]
     assert rows == state["modules"]  # every module has its row, in order
     assert count == f"{len(state['modules'])} modules"
