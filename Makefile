@@ -130,7 +130,8 @@ screenshots: $(INSTALLED) $(BUNDLE) chromium
 	for view in tree-10000-modules graph-autograd graph-dataflow inspector-node-hook summary-view hostile-names \
 		notebook7-quickstart training-panel theme-dark-inspector theme-dark-training-panel layout-dark-900 \
 		quickstart-graph-attribution gpt2-token-attribution-light gpt2-logit-lens gpt2-patch-sweep graph-big-fit \
-		edit-picker-ablate-dim honest-state-run-error run-view-dark-600-x2; do cp artifacts/e2e/$$view.png docs/screenshot-$$view.png || exit 1; done
+		edit-picker-ablate-dim honest-state-run-error run-view-dark-600-x2 figures-token-map-hover \
+		figures-attention-dark-600-x2 figures-feature-maps-light-600-x1 narrow-summary-600; do cp artifacts/e2e/$$view.png docs/screenshot-$$view.png || exit 1; done
 
 clean:
 	rm -rf $(VENV) $(FLOOR_VENV) hookwidgets/static js/node_modules artifacts .pytest_cache

@@ -48,6 +48,8 @@ ROW_PX, BIG_ROW_PX, MIN_GRID_PX = 12.0, 20.0, 200.0
 """CSS pixels: a summary row's height at least (more for few layers, up to BIG_ROW_PX, to fill MIN_GRID_PX)."""
 MAX_GRID_PX = 8000.0
 """CSS pixels: the tallest summary grid (under the PNG's 65,536 pixels at a ratio of 4); more layers, thinner rows."""
+NAMED_GRID_PX = 600.0
+"""CSS pixels: a grid whose every row can be named within this height names every row (a CNN's 15 layers)."""
 LABEL_SHARE = 0.45
 """The share of the figure's width layer names may take."""
 COLORBAR_BAND, COLORBAR_HEIGHT, STEP_BAND = 0.75, 2.5, 0.42
@@ -185,6 +187,8 @@ def summary_heatmap_figure(
     # Rows of a readable height (the figure grows down, the pane scrolls it); thinner only past MAX_GRID_PX.
     count = len(order)
     row_px = min(max(ROW_PX, min(BIG_ROW_PX, MIN_GRID_PX / count)), MAX_GRID_PX / count)
+    if count * LABEL_PITCH * CSS_DPI <= NAMED_GRID_PX:  # a small model: rows tall enough to name each one
+        row_px = max(row_px, LABEL_PITCH * CSS_DPI)
     grid_height = count * row_px / CSS_DPI
     width = current_frame().width / CSS_DPI
     # A name per row while names are LABEL_PITCH apart (at most MAX_LAYER_LABELS: a tick is a matplotlib object

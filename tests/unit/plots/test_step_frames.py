@@ -296,3 +296,14 @@ def test_a_signed_field_has_a_symmetric_scale_and_its_colour_bar_says_its_expone
 def test_an_empty_list_of_layers_is_named_as_the_mistake():
     with pytest.raises(ValueError, match=r"no layers to draw: layers=\[\] names none; pass layers=None"):
         summary_heatmap_figure([{"path": "a", "step": 1, "grad_norm": 1.0}], "grad_norm", layers=[])
+
+
+def test_a_small_models_summary_names_every_layer():
+    layers = [""] + [f"features.layer{i}" for i in range(14)]  # a CNN's 15 modules
+    rows = [{"path": p, "step": 1, "grad_norm": i + 1.0} for i, p in enumerate(layers)]
+    with using_frame({"width": 600, "ratio": 1}):
+        fig = summary_heatmap_figure(rows, "grad_norm")
+        fig.canvas.draw()
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["(model)", *layers[1:]]
+    assert "named every" not in ax.get_title()
