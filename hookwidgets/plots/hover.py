@@ -165,7 +165,7 @@ def figure_image(fig: Figure) -> tuple[bytes, Hover]:
                     "box": [
                         float(v) for v in (box.x0 * width, (1 - box.y1) * height, box.x1 * width, (1 - box.y0) * height)
                     ],
-                    "x": [float(v) for v in part.x],
+                    "x": part.x.astype("<f8").tobytes(),  # bytes, as the values: a long history is no list of floats
                     "x_name": part.x_name,
                     "x_limits": [float(lo), float(hi)],
                     "series": [{"name": n, "values": v.astype("<f4").tobytes()} for n, v in part.series.items()],

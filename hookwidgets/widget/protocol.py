@@ -115,7 +115,8 @@ class LinesRegion(TypedDict):
     type: Literal["lines"]
     box: list[float]
     """CSS pixels in the image: [left, top, right, bottom] of the axes."""
-    x: list[float]
+    x: bytes
+    """float64, little-endian: the x of each point (a step number, a bin centre)."""
     x_name: str
     """What x is: "step", "bin"…"""
     x_limits: list[float]

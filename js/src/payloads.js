@@ -127,7 +127,7 @@
  * @typedef {object} LinesRegion
  * @property {"lines"} type
  * @property {number[]} box
- * @property {number[]} x
+ * @property {DataView} x
  * @property {string} x_name
  * @property {number[]} x_limits
  * @property {LineSeries[]} series

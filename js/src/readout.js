@@ -11,7 +11,7 @@ import { toBytes } from "./bytes.js";
 /**
  * A region with its values decoded: cells' `values` (rows × cols, row-major) or each series' `values` (one per x).
  * @typedef {{type: "cells", region: CellsRegion, values: Float32Array}
- *   | {type: "lines", region: LinesRegion, series: {name: string, values: Float32Array}[]}} Decoded
+ *   | {type: "lines", region: LinesRegion, xs: Float64Array, series: {name: string, values: Float32Array}[]}} Decoded
  */
 
 /**
@@ -33,6 +33,19 @@ export function float32s(value) {
 }
 
 /**
+ * float64 little-endian bytes as numbers (any alignment; a trailing partial value is left out).
+ * @param {unknown} value
+ */
+export function float64s(value) {
+  const bytes = toBytes(value);
+  if (!bytes) return new Float64Array(0);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out = new Float64Array(Math.floor(bytes.byteLength / 8));
+  for (let i = 0; i < out.length; i += 1) out[i] = view.getFloat64(i * 8, true);
+  return out;
+}
+
+/**
  * Every region of `hover` with its values decoded, once per payload; [] for none.
  * @param {Hover | null | undefined} hover
  * @returns {Decoded[]}
@@ -42,7 +55,12 @@ export function decodeHover(hover) {
   return regions.map((region) =>
     region.type === "cells"
       ? { type: "cells", region, values: float32s(region.values) }
-      : { type: "lines", region, series: region.series.map((s) => ({ name: s.name, values: float32s(s.values) })) },
+      : {
+          type: "lines",
+          region,
+          xs: float64s(region.x),
+          series: region.series.map((s) => ({ name: s.name, values: float32s(s.values) })),
+        },
   );
 }
 
@@ -77,7 +95,7 @@ function spotIn(decoded, index, x, y) {
     return col < 0 || row < 0 ? null : { region: index, row, col, index: 0 };
   }
   if (slice(x, x0, x1, 1) < 0 || slice(y, y0, y1, 1) < 0) return null;
-  const xs = decoded.region.x;
+  const xs = decoded.xs;
   if (xs.length === 0) return null;
   const [lo, hi] = decoded.region.x_limits;
   const at = lo + ((x - x0) / (x1 - x0)) * (hi - lo);
@@ -149,8 +167,7 @@ export function readout(decoded, spot) {
     words.push(aggregate ? `${aggregate} ${formatValue(value)}` : formatValue(value));
     return { text: words.join(" · "), value };
   }
-  const { x, x_name } = part.region;
-  words.push(`${x_name} ${formatValue(x[spot.index])}`);
+  words.push(`${part.region.x_name} ${formatValue(part.xs[spot.index])}`);
   for (const series of part.series) words.push(`${series.name} ${formatValue(series.values[spot.index])}`);
   const first = part.series[0]?.values[spot.index];
   return { text: words.join(" · "), value: first === undefined ? null : first };
@@ -172,7 +189,7 @@ export function move(decoded, spot, key) {
   const dy = key === "ArrowDown" ? 1 : key === "ArrowUp" ? -1 : 0;
   /** @param {number} v @param {number} n */
   const clamp = (v, n) => Math.max(0, Math.min(n - 1, v));
-  if (part.type === "lines") return { ...spot, index: clamp(spot.index + dx, part.region.x.length) };
+  if (part.type === "lines") return { ...spot, index: clamp(spot.index + dx, part.xs.length) };
   const col = clamp(spot.col + (x1 < x0 ? -dx : dx), part.region.cols);
   const row = clamp(spot.row + (y1 < y0 ? -dy : dy), part.region.rows);
   return { ...spot, row, col };
@@ -196,7 +213,7 @@ export function highlight(decoded, spot) {
     return { left: Math.min(ax, ax + w), top: Math.min(ay, ay + hh), width: Math.abs(w), height: Math.abs(hh) };
   }
   const [lo, hi] = part.region.x_limits;
-  const px = x0 + ((part.region.x[spot.index] - lo) / (hi - lo || 1)) * (x1 - x0);
+  const px = x0 + ((part.xs[spot.index] - lo) / (hi - lo || 1)) * (x1 - x0);
   return { left: px, top: Math.min(y0, y1), width: 0, height: Math.abs(y1 - y0) };
 }
 

@@ -96,7 +96,7 @@ test("a line chart: the nearest step under the mouse, each series' value there",
   const lines = {
     type: "lines",
     box: [40, 10, 240, 110],
-    x: [0, 5, 10, 20],
+    x: new DataView(Float64Array.from([0, 5, 10, 20]).buffer),
     x_name: "step",
     x_limits: [0, 20],
     series: [

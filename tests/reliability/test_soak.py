@@ -21,7 +21,7 @@ import torch
 
 from hookwidgets import HookExplorer
 from hookwidgets.core.hooks import dispatch
-from hookwidgets.widget import live
+from hookwidgets.widget import captures, live
 from tests.unit.widget._messages import browser_sets
 
 from ._soak_model import SoakNet, attach_every_kind
@@ -76,6 +76,9 @@ def fast_pushes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(live, "PLOT_INTERVAL_S", 0.0)  # images as soon as their share allows, not every 2 s
     monkeypatch.setattr(live, "MAX_SHARE", 0.2)  # the live path may take a fifth of the loop (3% by default)
     monkeypatch.setattr(dispatch, "TIMELINE_CAP", TIMELINE)
+    # One image remembered: each entry holds a figure's hover description (a dict per tile, hundreds of small objects),
+    # so a bounded cache filling up at its own pace would read as growth of the heap; a leak would not go away.
+    monkeypatch.setattr(captures, "PNG_CACHE_SIZE", 1)
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="resident memory is read from /proc (Linux)")
