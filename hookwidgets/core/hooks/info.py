@@ -83,18 +83,18 @@ class HookInfo:
     _notes: Notes = field(default_factory=Notes, repr=False, compare=False)  # by kind: notes.py
     _last_step: int | None = field(default=None, repr=False, compare=False)  # the step it last fired in
 
+    _handles: list[RemovableHandle] = field(default_factory=list, repr=False)
+    _heads: HeadPlan | None = field(default=None, repr=False, compare=False)  # an ablate_heads edit's (heads.py)
+    # The registry that attached it, held weakly as torch's RemovableHandle holds its hook dict: None when made by
+    # hand (hook_code takes those) or listed as someone else's.
+    _owner: weakref.ref[_Owner] | None = field(default=None, repr=False, compare=False)
+
     def count(self, step: int) -> None:
         """Count one firing in ``step``: ``fired`` always, ``steps`` when the step is new to it."""
         self.fired += 1
         if step != self._last_step:
             self._last_step = step
             self.steps += 1
-
-    _handles: list[RemovableHandle] = field(default_factory=list, repr=False)
-    _heads: HeadPlan | None = field(default=None, repr=False, compare=False)  # an ablate_heads edit's (heads.py)
-    # The registry that attached it, held weakly as torch's RemovableHandle holds its hook dict: None when made by
-    # hand (hook_code takes those) or listed as someone else's.
-    _owner: weakref.ref[_Owner] | None = field(default=None, repr=False, compare=False)
 
     @property
     def target(self) -> str:
