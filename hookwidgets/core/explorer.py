@@ -37,13 +37,13 @@ from .graph.plain import Dataflow, GraphData
 from .graph.record import GraphRecorder
 from .graph.recorded import RecordedGraph
 from .hooks import attaching, runner
-from .hooks.edit_notes import edit_labels
+from .hooks.edit_notes import edit_labels, edits_note
 from .hooks.events import Event
 from .hooks.heads import head_count
 from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
 from .hooks.runner import Analysis, Runner
 from .hooks.scored_run import forward_backward
-from .model.attention_record import attention_runner
+from .model.attention_record import Attentions, attention_runner
 from .model.inputs import Inputs, Target, explain_run_error
 from .model.lazy import has_lazy
 from .model.nested import map_tensors
@@ -341,6 +341,14 @@ class Explorer:
         # Runner.run gives None without running body only for an analysis with lazy="skip" (attach's checks)
         return cast(T, self._runner.run(analysis, self.model, body, inputs, **options))
 
+    def _edited(self, analysis: Analysis, edits: bool) -> Analysis:
+        """``analysis`` with the user's edits applied (``edits``) or not: the unedited model."""
+        return analysis if edits else analysis._replace(edits=False)
+
+    def _edits_note(self, edits: bool) -> str:
+        """What the latest analysis run with (or without: ``edits`` False) the user's edits says about them."""
+        return edits_note(self.own_hooks, applied=edits, failed=self._runner.failed_edits if edits else ())
+
     def run(
         self,
         inputs: Inputs | None = None,
@@ -426,7 +434,7 @@ class Explorer:
         inputs = self._inputs(inputs)
         return self._analyse(runner.FIRST_NONFINITE, lambda: first_nonfinite(self.model, inputs, train=train), inputs)
 
-    def attention(self, inputs: Inputs | None = None) -> dict[str, torch.Tensor]:
+    def attention(self, inputs: Inputs | None = None, *, edits: bool = True) -> Attentions:
         """``{module path: attention probabilities (N, H, T_q, T_k)}`` of one forward, in execution order: what the
         model returns with ``output_attentions=True`` under eager attention, from any implementation it runs (a
         module called twice gives ``path#2`` too).
@@ -434,11 +442,13 @@ class Explorer:
         For that run only, every config is set to eager attention and ``nn.MultiheadAttention`` asked for per-head
         weights (an older transformers model, which declares nothing to record, is called with
         ``output_attentions=True``); the model, its configs and hooks are left as found, and the explorer's hooks
-        record nothing.
+        record nothing. The attached edits apply (``edits=False``: the unedited model); the result's ``.edits`` says so.
         """
         run = attention_runner(self.model, self._model_name)  # a ValueError naming what it looked for if none
         inputs = self._inputs(inputs)
-        return self._analyse(runner.ATTENTION, lambda: run(inputs), inputs)
+        found = Attentions(self._analyse(self._edited(runner.ATTENTION, edits), lambda: run(inputs), inputs))
+        found.edits = self._edits_note(edits)
+        return found
 
     def logit_lens(
         self,
@@ -446,18 +456,24 @@ class Explorer:
         *,
         top_k: int = 5,
         unembed: Callable[[torch.Tensor], torch.Tensor] | None = None,
+        edits: bool = True,
     ) -> LogitLens:
         """Each block's residual output read as the model reads its last block's: through what its forward runs
         between that block and the output embedding (a final norm, a projection), the embedding, and what the forward
         does to the logits after it (a bias, a soft cap); ``unembed``: ``hidden -> logits`` for a model that declares
         no embedding. Returns ``layers`` (block paths in execution order, then
-        ``"output"``, the model's own logits), ``ids`` and ``probs`` ``(L, N, T, top_k)``, and ``labels`` (the ids'
-        strings, nested lists) when a tokenizer was given. One forward (a second records what a forward that changes the
-        embedding's logits does to them); the model is left as found."""
+        ``"output"``, the model's own logits), ``ids`` and ``probs`` ``(L, N, T, top_k)``, the final answer's
+        ``answer_probs`` and ``answer_ranks`` ``(L, N, T)``, ``labels`` (the ids' strings, nested lists) when a
+        tokenizer was given, and ``edits``: the attached edits apply (``edits=False``: the unedited model), said there.
+        One forward (a second records what a forward that changes the embedding's logits does to them); the model is
+        left as found."""
         inputs = self._inputs(inputs)
         lens: LogitLens = self._analyse(
-            runner.LENS, lambda: logit_lens(self.model, inputs, top_k=top_k, unembed=unembed), inputs
+            self._edited(runner.LENS, edits),
+            lambda: logit_lens(self.model, inputs, top_k=top_k, unembed=unembed),
+            inputs,
         )
+        lens["edits"] = self._edits_note(edits)
         # the ids as a Python list (L·N·T·top_k of them) only when a tokenizer names them
         labels = self.sequences.nested_names(lens["ids"])
         if labels is not None:
@@ -473,21 +489,24 @@ class Explorer:
         metric: Metric | None = None,
         batch_size: int = DEFAULT_BATCH,
         progress: Progress | None = None,
+        edits: bool = True,
     ) -> torch.Tensor:
         """Activation patching: ``(L, T)`` of ``metric(output)`` for the ``corrupted`` run (batch 1) with the clean
         activation of each layer (default: every block) at each position patched in; by default the logit of the
         clean run's top token at the last position, minus that logit unpatched. ``metric`` maps a batched output to
         ``(B,)``; up to ``batch_size`` positions run in one forward; ``progress(done, total)`` after each. The result's
-        ``.layers`` are the paths, ``.tokens`` the clean tokens' labels (None when unknown). Model left as found."""
+        ``.layers`` are the paths, ``.tokens`` the clean tokens' labels (None when unknown). Both runs have the attached
+        edits (``edits=False``: the unedited model), which ``.edits`` says. Model left as found."""
 
         def sweep() -> torch.Tensor:
             return patch_sweep(
                 self.model, clean, corrupted, layers=layers, metric=metric, batch_size=batch_size, progress=progress
             )
 
-        result = self._analyse(runner.PATCH_SWEEP, sweep, clean)
+        result = self._analyse(self._edited(runner.PATCH_SWEEP, edits), sweep, clean)
         tokens = self.sequences.labels_of(self.model, clean, clean is self.example_inputs, result.shape[1])
         result.tokens = tokens  # type: ignore[attr-defined]  # said on the plain tensor, as patch_sweep's .layers
+        result.edits = self._edits_note(edits)  # type: ignore[attr-defined]
         return result
 
     def summary(self, *, as_frame: bool = False) -> list[dict[str, Any]] | pandas.DataFrame:
@@ -548,11 +567,13 @@ class Explorer:
         method: str = "gradcam",
         *,
         position: int | None = None,
+        edits: bool = True,
     ) -> torch.Tensor:
         """A CAM of ``target`` at ``layer`` (None: ``default_layer``'s, on the image path): ``(N, H, W)`` in [0, 1].
 
         ``method`` is ``gradcam``, ``gradcam++``, ``hirescam``, ``xgradcam`` or ``layercam``; the
-        tensor's ``.layer`` names the layer used, ``.classes`` the class explained per item and ``.target`` the score.
+        tensor's ``.layer`` names the layer used, ``.classes`` the class explained per item, ``.target`` the score and
+        ``.edits`` whether the attached edits applied (``edits=False``: the unedited model).
         """
         method = check_method(method)  # an unknown name: a ValueError with the closest one
         if method not in CAM_METHODS:
@@ -560,7 +581,7 @@ class Explorer:
                 f"gradcam() draws CAMs ({', '.join(CAM_METHODS)}); "
                 f"for {method!r} use ex.attribute(x, method={method!r})"
             )
-        return self.attribute(inputs, target, method=method, layer=layer, position=position)
+        return self.attribute(inputs, target, method=method, layer=layer, position=position, edits=edits)
 
     def attribute(
         self,
@@ -573,6 +594,7 @@ class Explorer:
         n_steps: int | None = None,
         baseline: int | None = None,
         internal_batch_size: int | None = None,
+        edits: bool = True,
     ) -> torch.Tensor:
         """Any attribution method: CAMs give ``(N, H, W)`` in [0, 1], pixel methods an input-shaped ``(N, C, H, W)``,
         token methods on token ids ``(N, T)`` (``.tokens`` names them when the explorer knows the example's tokens).
@@ -580,7 +602,8 @@ class Explorer:
         ``target`` is a class index, one per item, ``"loss"``, a callable on the output, or None or ``"top"`` (each
         item's top class; ``position`` as in ``run``). ``method`` defaults to ``integrated_gradients`` on token ids
         (``n_steps``: 50, ``baseline``: a token id or None for zeros, ``internal_batch_size`` as Captum's), else
-        ``gradcam``. The model is left as found and the explorer's hooks record nothing during the run.
+        ``gradcam``. The model is left as found and the explorer's hooks record nothing during the run; the attached
+        edits apply, to activations and gradients alike (``edits=False``: the unedited model), as ``.edits`` says.
 
         ``attention_rollout`` (Abnar & Zuidema 2020; ``target`` unused) and ``grad_attention_rollout`` (Chefer et al.
         2021) roll out the self-attention layers of one stack (an encoder-decoder's encoder) under eager attention
@@ -594,7 +617,9 @@ class Explorer:
         def run() -> Attribution:  # its hooks record nothing: running again without a broken one changes no record
             return attribute(self.model, inputs, target, method, layer, position=position, **options)
 
-        result = self._analyse(runner.ATTRIBUTION, run, inputs).annotated()
+        made = self._analyse(self._edited(runner.ATTRIBUTION, edits), run, inputs)
+        made.edits = self._edits_note(edits)
+        result = made.annotated()
         ids = token_ids(inputs)
         if result.dim() == 2 and ids is not None:
             result.tokens = self.sequences.ids_labels(ids, given is None)  # type: ignore[attr-defined]  # said on the plain tensor

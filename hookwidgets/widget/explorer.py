@@ -74,12 +74,13 @@ class HookExplorer(Explorer):
         metric: Metric | None = None,
         batch_size: int = DEFAULT_BATCH,
         progress: Progress | None = None,
+        edits: bool = True,
     ) -> torch.Tensor:
         """``Explorer.patch_sweep``, with its progress and then its figure shown in the widget's patching panel."""
 
         def sweep(report: Progress | None) -> torch.Tensor:
             return super(HookExplorer, self).patch_sweep(
-                clean, corrupted, layers=layers, metric=metric, batch_size=batch_size, progress=report
+                clean, corrupted, layers=layers, metric=metric, batch_size=batch_size, progress=report, edits=edits
             )
 
         return self._controller.patch_sweep(sweep, progress, default_metric=metric is None)

@@ -64,13 +64,16 @@ class Attribution:
     """The class (or token id, at the position read) explained for each item (None for the loss or a callable)."""
     target: str = ""
     """The score explained, in words, e.g. ``output.logits · class 3`` (``Score.description``)."""
+    edits: str = ""
+    """Whether the run had the user's edits, in one sentence (``edits_note``; "" when none is attached)."""
 
     def annotated(self) -> torch.Tensor:
-        """``map`` with ``method``, ``layer``, ``classes`` and ``target`` set as attributes: a plain tensor that says
-        what it is."""
+        """``map`` with ``method``, ``layer``, ``classes``, ``target`` and ``edits`` set as attributes: a plain tensor
+        that says what it is."""
         result = self.map
         # a Tensor takes attributes at run time; torch's stubs declare none
         result.method, result.layer, result.classes, result.target = self.method, self.layer, self.classes, self.target  # type: ignore[attr-defined]
+        result.edits = self.edits  # type: ignore[attr-defined]
         return result
 
 

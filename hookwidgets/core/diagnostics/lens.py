@@ -30,8 +30,16 @@ class LogitLens(TypedDict):
     """The top-k token ids of each row, ``(L, N, T, top_k)``, likeliest first."""
     probs: torch.Tensor
     """Their probabilities, ``(L, N, T, top_k)``, in float32."""
+    answer_probs: torch.Tensor
+    """The probability of the model's final answer at each position (the ``"output"`` row's top-1 there) in every
+    row, ``(L, N, T)``, float32: how likely the answer is at each layer."""
+    answer_ranks: torch.Tensor
+    """That answer's rank in every row, ``(L, N, T)``, int64: 1 where it is the row's top-1."""
     labels: NotRequired[list[Any]]
     """The ids' strings, nested lists of the ids' shape: only when the explorer was given a tokenizer."""
+    edits: NotRequired[str]
+    """Whether the run had the user's edits, in one sentence (``edits_note``; "" when none is attached): set by
+    ``Explorer.logit_lens``."""
 
 
 def logit_lens(model: nn.Module, inputs: Inputs, *, top_k: int = 5, unembed: Unembed | None = None) -> LogitLens:
@@ -53,17 +61,20 @@ def logit_lens(model: nn.Module, inputs: Inputs, *, top_k: int = 5, unembed: Une
     # head is None only with an unembed (checked above)
     project = unembed if unembed is not None else _through(model, inputs, cast(nn.Module, head), trace, logits)
     # top-k kept per row, its (N, T, vocabulary) logits let go at once
-    rows = [(path, *_top(project(hidden), top_k)) for path, hidden in trace.rows]
-    rows.append(("output", *_top(logits, top_k)))
-    names = _numbered([path for path, _, _ in rows])
-    shapes = {tuple(ids.shape) for _, ids, _ in rows}
+    answer = logits.argmax(-1, keepdim=True)  # the final answer at each position, (N, T, 1)
+    rows = [(path, *_top(project(hidden), top_k, answer)) for path, hidden in trace.rows]
+    rows.append(("output", *_top(logits, top_k, answer)))
+    names = _numbered([path for path, *_ in rows])
+    shapes = {tuple(row[1].shape) for row in rows}
     if len(shapes) > 1:
-        described = ", ".join(f"{name} {tuple(ids.shape[:-1])}" for name, (_, ids, _) in zip(names, rows, strict=True))
+        described = ", ".join(f"{name} {tuple(row[1].shape[:-1])}" for name, row in zip(names, rows, strict=True))
         raise ValueError(f"the lens rows differ in shape, so they cannot be stacked: {described}")
     return {
         "layers": names,
-        "ids": torch.stack([ids for _, ids, _ in rows]),
-        "probs": torch.stack([probs for _, _, probs in rows]),
+        "ids": torch.stack([row[1] for row in rows]),
+        "probs": torch.stack([row[2] for row in rows]),
+        "answer_probs": torch.stack([row[3] for row in rows]),
+        "answer_ranks": torch.stack([row[4] for row in rows]),
     }
 
 
@@ -86,12 +97,20 @@ def _through(model: nn.Module, inputs: Inputs, head: nn.Module, trace: TailTrace
     return project
 
 
-def _top(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(ids, probabilities)`` of the ``k`` likeliest tokens; softmax in float32 (half-precision models too)."""
+def _top(
+    logits: torch.Tensor, k: int, answer: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(ids, probabilities)`` of the ``k`` likeliest tokens, then the probability and rank (1: top) of ``answer``
+    ``(N, T, 1)`` at each position; softmax in float32 (half-precision models too)."""
     if k > logits.shape[-1]:
         raise ValueError(f"top_k={k} exceeds the vocabulary of {logits.shape[-1]} tokens")
-    probs, ids = logits.float().softmax(-1).topk(k, dim=-1)
-    return ids, probs
+    full = logits.float().softmax(-1)
+    probs, ids = full.topk(k, dim=-1)
+    if full.shape[:-1] != answer.shape[:-1]:  # a row of another shape: said by the caller, which cannot stack it
+        return ids, probs, probs[..., 0], ids[..., 0]
+    chosen = full.gather(-1, answer)  # ties share the better rank, as in topk's order of equal values
+    ranks = (full > chosen).sum(-1) + 1
+    return ids, probs, chosen.squeeze(-1), ranks
 
 
 def _numbered(paths: list[str]) -> list[str]:

@@ -36,7 +36,7 @@ from ..kind_table import KINDS
 from ..model.nested import tensors_in
 from ..model.scope import op_name
 from .actions import Firing
-from .own_runs import OWN_RUN
+from .own_runs import OWN_RUN, silent
 
 CALL_STEPS_KEPT = 16  # steps whose call counters and logs are kept: a backward may come a few forwards later
 REENTRANT_CHECKPOINT = "CheckpointFunctionBackward"  # the node torch.utils.checkpoint(use_reentrant=True) makes
@@ -124,16 +124,17 @@ class Clock:
             counts[key] = call + 1
             return call
 
-    def forward_firing(self, path: str, kind: str, call_args: Any = None) -> Firing | None:
-        """The (step, call) of a forward-phase firing (None inside an own run: it does nothing); ``call_args``:
-        the args of the call a forward hook fires at the end of (None for a pre-hook, at its beginning).
+    def forward_firing(self, path: str, kind: str, call_args: Any = None, edit: tuple[Any, ...] = ()) -> Firing | None:
+        """The (step, call) of a forward-phase firing (None inside an own run: it does nothing; in one that applies
+        the user's edits, a hook carrying ``edit`` gets an uncounted firing, to apply it); ``call_args``: the args of
+        the call a forward hook fires at the end of (None for a pre-hook, at its beginning).
 
         Outside any call of the model on this thread (``model.forward(x)`` skips the model's own hooks), the
         first such firing begins a step of its own, which lasts until the model's next call. Inside a
         backward it is a recompute, labelled as the firing it repeats.
         """
         if OWN_RUN.depth:
-            return None
+            return None if silent(edit) else Firing(path, kind, self.step, 0)
         node = self._current_node()
         if node is not None:
             return self._recompute_firing(node, path, kind)

@@ -16,13 +16,15 @@ from ..capture.sharded import ShardedStats
 from ..capture.stats import StatsMemo
 from ..capture.store import CaptureStore, Generation
 from ..display import quoted
+from ..model.scope import hidden_ops
 from . import notes
 from .actions import Firing, perform
 from .events import Events
 from .info import HookInfo, TimelineEvent
 from .notes import NoteKind
-from .own_runs import OWN_RUN
+from .own_runs import edit_failed, editing, silent
 from .returns import check_return
+from .tensor_edits import apply_edits
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +64,13 @@ class Dispatch:
         """Count, log and perform one firing; a failing action follows the ``on_error`` policy.
 
         What a user callable returns is checked by torch's rules for ``returns`` (default: the hook's kind)
-        before torch sees it: a value torch would refuse is the hook's error, and torch gets None.
+        before torch sees it: a value torch would refuse is the hook's error, and torch gets None. Inside the
+        explorer's own runs it does nothing, or, in one that applies the user's edits, applies ``info``'s edit only.
         """
-        if OWN_RUN.depth:
+        if silent(info.edit):
             return None
+        if editing():
+            return self._edit_only(info, firing, editable)
         if not firing.recompute:  # a forward a checkpoint recomputes is one forward: fired once
             info.count(firing.step)
             if info.fired == 1:
@@ -98,24 +103,38 @@ class Dispatch:
                 check_return(returns or info.spec, result, editable, info.action_name, where, firing.slots)
             return result
         except Exception as exc:  # a failing hook must not break the user's forward or backward
-            info.last_error = "".join(traceback.format_exception(exc)).rstrip()
-            log.debug(
-                "the %s hook on %s failed in step %d:\n%s",
-                info.kind,
-                quoted(firing.path),
-                firing.step,
-                info.last_error,
-            )
-            if events is not None:
-                events.hook_failed(info, firing.step, exc)
-            if self.on_error == "raise":
-                raise
-            warnings.warn(
-                f"hook {info.kind!r} on {quoted(firing.path)} failed: {exc!r} (recorded on ex.hooks)",
-                HookFailedWarning,
-                stacklevel=2,
-            )
-            return None
+            return self._failed(info, firing, exc)
+
+    def _edit_only(self, info: HookInfo, firing: Firing, editable: Any) -> Any:
+        """``editable`` with ``info``'s edits applied, nothing counted, logged or recorded (an own run's firing)."""
+        try:
+            with hidden_ops():  # the edit's own autograd nodes must not shift the ids of the module's nodes
+                return apply_edits(editable, info.edit)
+        except Exception as exc:
+            edit_failed(info)  # the analysis says its result ran without this edit
+            return self._failed(info, firing, exc)
+
+    def _failed(self, info: HookInfo, firing: Firing, exc: Exception) -> None:
+        """Record a failing hook's error on it and tell it; re-raise under on_error="raise"; torch gets None."""
+        info.last_error = "".join(traceback.format_exception(exc)).rstrip()
+        log.debug(
+            "the %s hook on %s failed in step %d:\n%s",
+            info.kind,
+            quoted(firing.path),
+            firing.step,
+            info.last_error,
+        )
+        events = self.events
+        if events is not None:
+            events.hook_failed(info, firing.step, exc)
+        if self.on_error == "raise":
+            raise exc
+        warnings.warn(
+            f"hook {info.kind!r} on {quoted(firing.path)} failed: {exc!r} (recorded on ex.hooks)",
+            HookFailedWarning,
+            stacklevel=3,
+        )
+        return None
 
 
 def _none(step: int) -> None:

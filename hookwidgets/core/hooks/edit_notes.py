@@ -19,13 +19,19 @@ def edit_labels(hooks: Iterable[HookInfo]) -> list[str]:
     return labels
 
 
-def edits_note(hooks: Iterable[HookInfo], applied: bool) -> str:
+def edits_note(hooks: Iterable[HookInfo], applied: bool, failed: Iterable[HookInfo] = ()) -> str:
     """One sentence saying that a result ran with (``applied``) or without the user's edits; "" when none is
-    attached, so that a result of the unedited model says nothing."""
-    labels = edit_labels(hooks)
-    if not labels:
+    attached, so that a result of the unedited model says nothing. ``failed``: hooks whose edit failed in the run
+    (``Runner.failed_edits``), said as left out."""
+    hooks = list(hooks)
+    failed_ids = {id(info) for info in failed} if applied else set()
+    labels = edit_labels(info for info in hooks if id(info) not in failed_ids)
+    left_out = edit_labels(info for info in hooks if id(info) in failed_ids)
+    if not labels and not left_out:
         return ""
-    listed = "; ".join(labels)
-    if applied:
-        return f"with your edits: {listed}"
-    return f"without your edits ({listed}): this is the unedited model"
+    if not applied:
+        return f"without your edits ({'; '.join(labels)}): this is the unedited model"
+    said = [f"with your edits: {'; '.join(labels)}"] if labels else []
+    if left_out:
+        said.append(f"without {'; '.join(left_out)}, which failed in this run (its error is on ex.hooks)")
+    return "; ".join(said)

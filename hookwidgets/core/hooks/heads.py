@@ -30,7 +30,7 @@ from .._torch import reparametrized
 from ..display import quoted
 from .head_projection import Probe, Projection, in_width, probed_projection
 from .info import HeadPlan, HookInfo
-from .own_runs import OWN_RUN
+from .own_runs import edit_failed, silent
 from .owned import own
 
 PROJECTIONS = ("c_proj", "o_proj", "out_proj", "proj", "output.dense", "dense")
@@ -148,16 +148,17 @@ class Mask:
 
 
 def _guarded(info: HookInfo, raises: bool, edit: Callable[..., Any]) -> Callable[..., Any]:
-    """``edit`` as a hook of ``info``'s: silent in the explorer's own runs; a failure is recorded on ``info`` and
-    leaves the value unchanged (``raises``: the registry's on_error="raise", re-raised)."""
+    """``edit`` as a hook of ``info``'s: silent in the explorer's own runs unless they apply edits; a failure is
+    recorded on ``info`` and leaves the value unchanged (``raises``: the registry's on_error="raise", re-raised)."""
 
     def hook(*values: Any) -> Any:
-        if OWN_RUN.depth or not info.active:
+        if silent(info.edit) or not info.active:
             return None
         try:
             return edit(*values)
         except Exception as exc:
             info.last_error = "".join(traceback.format_exception(exc)).rstrip()
+            edit_failed(info)  # in an analysis's run: its result says it ran without this edit
             if raises:
                 raise
             where = f"hook {info.kind!r} on {quoted(info.path)}"

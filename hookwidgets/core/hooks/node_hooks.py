@@ -22,7 +22,7 @@ from . import notes
 from .actions import Firing, named_tensors
 from .clock import Clock
 from .notes import NoteKind
-from .own_runs import OWN_RUN
+from .own_runs import OWN_RUN, silent
 
 if TYPE_CHECKING:
     from torch import nn
@@ -71,11 +71,15 @@ class NodeHooks:
 
     def _place(self, recording: GraphRecording) -> None:
         """At the end of a forward: hook each id's node in this graph, or say on the hook that it is missing."""
-        if OWN_RUN.depth:  # the explorers' own runs (probe, graph recording) get no node hooks
-            return
         step = self._clock.step
         for key, info in list(self._infos.items()):
+            if silent(info.edit):  # the explorers' own runs get no node hooks, but those with an edit in an edits run
+                continue
             node = recording.find(info.path)
+            if OWN_RUN.depth:  # an analysis's run (maybe without grad) says nothing about the user's steps
+                if node is not None:
+                    self._hook(key, info, node, step)
+                continue
             if node is None:
                 notes.add(info, _missing_note(info.path, recording, step), NoteKind.NODE_MISSING)
                 continue
@@ -104,7 +108,8 @@ class NodeHooks:
         def node_pre(grad_outputs: tuple[Any, ...]) -> Any:
             if not info.active:
                 return None
-            firing = Firing(info.path, info.kind, step[0], next_call(info.path, info.kind, step[0]))
+            call = 0 if OWN_RUN.depth else next_call(info.path, info.kind, step[0])  # an own run counts nothing
+            firing = Firing(info.path, info.kind, step[0], call)
             call_user = user if callable(user) else None
             return fire(info, "backward", firing, grad_outputs, _grad_outputs, call_user)
 
@@ -116,7 +121,8 @@ class NodeHooks:
         def node(grad_inputs: tuple[Any, ...], grad_outputs: tuple[Any, ...]) -> Any:
             if not info.active:
                 return None
-            firing = Firing(info.path, info.kind, step[0], next_call(info.path, info.kind, step[0]))
+            call = 0 if OWN_RUN.depth else next_call(info.path, info.kind, step[0])  # an own run counts nothing
+            firing = Firing(info.path, info.kind, step[0], call)
             call_user = (lambda g: user(g, grad_outputs)) if callable(user) else None
             tensors_of = lambda g: {**_grad_outputs(grad_outputs), **named_tensors("grad_input", g)}  # noqa: E731
             return fire(info, "backward", firing, grad_inputs, tensors_of, call_user)

@@ -36,7 +36,7 @@ from .info import HookInfo
 from .model_wide import ModelWideHooks
 from .node_hooks import NodeHooks
 from .notes import GRAD_NOT_ARMED, NoteKind, backward_output_note, input_grad_note
-from .own_runs import OWN_RUN
+from .own_runs import silent
 from .owned import flag_owner, own, own_backward
 from .root_backward import RootBackward
 from .sharded_params import UnshardedGrad, fsdp2_state
@@ -148,7 +148,7 @@ class Registrar:
             returns = "forward_pre_with_kwargs" if with_kwargs else None
 
             def forward_pre(mod: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
-                firing = forward_firing(path, kind)
+                firing = forward_firing(path, kind, edit=info.edit)
                 if firing is None:
                     return None
                 call_user = None
@@ -164,7 +164,7 @@ class Registrar:
 
             def forward(mod: nn.Module, args: tuple[Any, ...], *rest: Any) -> Any:
                 kwargs, output = rest if with_kwargs else (None, rest[0])
-                firing = forward_firing(path, kind, args)
+                firing = forward_firing(path, kind, args, info.edit)
                 if firing is None or _stopped_recompute(firing, output):
                     return None
                 call_user = None
@@ -181,7 +181,9 @@ class Registrar:
         if spec.name == "backward_pre":
 
             def backward_pre(mod: nn.Module, grad_output: tuple[Any, ...]) -> Any:
-                if not info.active or OWN_RUN.depth:  # detached (torch still runs what a forward armed), or an own run
+                if not info.active or silent(
+                    info.edit
+                ):  # detached (torch still runs what a forward armed), or an own run
                     return None
                 firing = backward_firing(path, kind)
                 call_user = (lambda g: user(mod, g)) if callable(user) else None
@@ -193,7 +195,9 @@ class Registrar:
         if spec.name in ("backward", "legacy_backward"):
 
             def backward(mod: nn.Module, grad_input: tuple[Any, ...], grad_output: tuple[Any, ...]) -> Any:
-                if not info.active or OWN_RUN.depth:  # detached (torch still runs what a forward armed), or an own run
+                if not info.active or silent(
+                    info.edit
+                ):  # detached (torch still runs what a forward armed), or an own run
                     return None
                 firing = backward_firing(path, kind)
                 call_user = (lambda g: user(mod, g, grad_output)) if callable(user) else None
@@ -221,7 +225,7 @@ class Registrar:
     def _arm_outputs(self, info: HookInfo, path: str, args: Any, output: Any) -> None:
         """Put a tensor hook on every output tensor of one call of ``path`` that requires grad."""
         kind = info.kind
-        firing = self._clock.forward_firing(path, kind, args)
+        firing = self._clock.forward_firing(path, kind, args, info.edit)
         if firing is None:
             return
         firing = Firing(path, kind, firing.step, firing.call)  # its gradients are no recompute
@@ -294,7 +298,7 @@ class Registrar:
 
         def dispatch(module: nn.Module, *values: Any) -> Any:
             path = paths.get(id(module))
-            if path is None or not info.active or OWN_RUN.depth:
+            if path is None or not info.active or silent(info.edit):
                 return None  # a module that left the model (its hook goes at the next step's begin), or an own run
             if module is root_ref() and spec.phase == "forward" and spec.pre:
                 begin_step(values[0])
@@ -302,7 +306,9 @@ class Registrar:
             if spec.phase == "backward":
                 firing = clock.backward_firing(path, kind)
             else:  # a forward hook fires at the end of the call whose args it gets: values = (args, output)
-                firing = clock.forward_firing(path, kind, values[0] if spec.name == "global_forward" else None)
+                firing = clock.forward_firing(
+                    path, kind, values[0] if spec.name == "global_forward" else None, info.edit
+                )
                 if firing is None:  # an own run (returned above already)
                     return None
                 if spec.name == "global_forward" and _stopped_recompute(firing, values[1]):

@@ -353,10 +353,11 @@ class HookRegistry:
         return own_ids
 
     @contextlib.contextmanager
-    def suspended(self) -> Iterator[None]:
+    def suspended(self, edits: bool = False, failed: list[HookInfo] | None = None) -> Iterator[None]:
         """Inside the block, on this thread, every explorer's hooks stay registered but do nothing (no records,
-        no counts, no steps): the explorer's own runs. Other threads go on recording."""
-        with own_run():
+        no counts, no steps): the explorer's own runs. Other threads go on recording. ``edits``: the hooks that carry
+        an edit apply it, and only that; ``failed`` collects those whose edit failed (``own_runs.own_run``)."""
+        with own_run(edits, failed):
             yield
 
     def _flush_pending_removals(self) -> None:

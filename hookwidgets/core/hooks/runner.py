@@ -58,6 +58,10 @@ class Analysis(NamedTuple):
     runs again (``"detach"``); or torch's error stays (``"raise"``: ``run()``, whose step tracker explains it)."""
     quiet: bool = False
     """Leave out torch's warnings about the explorer's backward hooks, which their notes say once."""
+    edits: bool = False
+    """In an own run: the hooks that carry an edit (``ablate_heads``, ``scale``, a patch…) apply it, and only that
+    (they record and count nothing), so the analysis sees the model the user studies; every other hook stays silent.
+    True for the analyses of the model (lens, attention, patching, attributions), False for the explorer's checks."""
     alone: Literal["refuse", "skip"] = "refuse"
     """On a model sharded across ranks, unless every rank makes the same calls (``collective``): an analysis the
     user asked for raises ``DistributedRunError``; the shape probe and attach's checks are skipped, and said."""
@@ -69,10 +73,10 @@ PROBE = Analysis("the shape probe", lazy="itself", state="itself", collisions="r
 RUN = Analysis("run()", own=False, grad=True, collisions="raise", quiet=True)
 GRAPH = Analysis("graph()", state="itself")  # record_graph keeps the state and enables grad itself
 FIRST_NONFINITE = Analysis("first_nonfinite()", state="itself")
-ATTENTION = Analysis("attention()")
-LENS = Analysis("logit_lens()", grad=False)
-PATCH_SWEEP = Analysis("patch_sweep()", grad=False)
-ATTRIBUTION = Analysis("the attribution run", state="itself")  # each method keeps the state it changes
+ATTENTION = Analysis("attention()", edits=True)
+LENS = Analysis("logit_lens()", grad=False, edits=True)
+PATCH_SWEEP = Analysis("patch_sweep()", grad=False, edits=True)
+ATTRIBUTION = Analysis("the attribution run", state="itself", edits=True)  # each method keeps the state it changes
 COMPARE_BACKWARD = Analysis("compare_backward()", state="itself", collisions="raise")  # on copies, hooks of its own
 COLLISION_CHECK = Analysis("attach()'s check of full backward hooks", lazy="skip", grad=True, quiet=True, alone="skip")
 STOP_CHECK = Analysis("attach()'s check of stopped gradients", lazy="skip", grad=True, alone="skip")
@@ -92,6 +96,8 @@ class Runner:
         self.skipped: dict[str, str] = {}
         """Why each own run skipped on a model sharded across ranks was skipped, by analysis name, the latest last."""
         self.skips = 0  # how many were skipped: attach() notes its hooks when one of its checks was
+        self.failed_edits: list[HookInfo] = []
+        """The hooks whose edit failed in the latest run that applied edits (its result was made without them)."""
 
     def run(
         self,
@@ -126,7 +132,11 @@ class Runner:
                         warnings.filterwarnings("ignore", message=message)
                 return body()
 
-        with self.own_run(model) if analysis.own else contextlib.nullcontext():
+        if analysis.own and analysis.edits:
+            self.failed_edits = []
+        failed = self.failed_edits if analysis.edits else None
+        own = self.own_run(model, analysis.edits, failed) if analysis.own else contextlib.nullcontext()
+        with own:
             if analysis.collisions == "raise":
                 return attempt()
             return self._registry.collisions.without_colliding(attempt, reported=reported, attaching=attaching)
@@ -150,10 +160,11 @@ class Runner:
         return found
 
     @contextlib.contextmanager
-    def own_run(self, model: nn.Module) -> Iterator[None]:
-        """A run the explorer makes for itself: the user's hooks record nothing, and a compiled model runs
-        its Python code (``run_eagerly``), leaving the user's compiled code as it was."""
-        with self._registry.suspended(), run_eagerly(model):
+    def own_run(self, model: nn.Module, edits: bool = False, failed: list[HookInfo] | None = None) -> Iterator[None]:
+        """A run the explorer makes for itself: the user's hooks record nothing (``edits``: those carrying an edit
+        apply it, ``failed`` collects the ones that fail), and a compiled model runs its Python code
+        (``run_eagerly``), leaving the user's compiled code as it was."""
+        with self._registry.suspended(edits, failed), run_eagerly(model):
             yield
 
     def materialize(self, model: nn.Module, inputs: Inputs, caller: str) -> None:

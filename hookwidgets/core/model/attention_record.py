@@ -21,6 +21,13 @@ _MHA_ARGUMENTS = ("key_padding_mask", "need_weights", "attn_mask", "average_attn
 """MultiheadAttention.forward's arguments after query, key and value, in order."""
 
 
+class Attentions(dict[str, torch.Tensor]):
+    """What ``attention()`` returns: ``{module path: probabilities (N, H, T_q, T_k)}``, and ``edits``, the sentence
+    saying whether the run had the user's edits (``edits_note``; "" when none is attached)."""
+
+    edits: str = ""
+
+
 def no_attention_message(model: nn.Module, model_name: str) -> str:
     """The error of ``attention()`` on a model with no attention source."""
     text = f"attention() found no attention in {model_name}: it looked for {LOOKED_FOR}"
