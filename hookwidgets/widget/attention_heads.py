@@ -19,8 +19,9 @@ class AttentionHeads:
 
     def __init__(self) -> None:
         self._paths: set[str] | None = None  # the model's attention modules, found once
-        self._step: int | None = None  # the step whose probabilities are held
+        self._held: tuple[int, tuple[str, ...]] | None = None  # the step and the edits whose probabilities are held
         self._probabilities: dict[str, torch.Tensor] = {}
+        self._edits = ""  # what the held run says about the user's edits
         self._error = ""  # why the latest attention() run failed, until the controller shows it
 
     def item(self, explorer: Any, path: str, head: int | None, scale: str | None = None) -> PlotItem | None:
@@ -30,23 +31,27 @@ class AttentionHeads:
             self._paths = {source.path for source in attention_sources(explorer.model)}
         if path not in self._paths or explorer.example_inputs is None:
             return None
-        if self._step != explorer.step:  # a run since: the weights may have changed
-            self._step = explorer.step
+        held = (explorer.step, tuple(explorer.edits))
+        if self._held != held:  # a run since (the weights may have changed), or an edit attached or detached
+            self._held = held
             try:
-                self._probabilities = explorer.attention()
+                found = explorer.attention()
+                self._probabilities, self._edits = found, found.edits
             except Exception as exc:  # shown in the inspector's errors, never a broken selection
-                self._probabilities = {}
+                self._probabilities, self._edits = {}, ""
                 why = f"{type(exc).__name__}: {exc}"
                 self._error = f"the attention heads of {quoted(path)} could not be computed: {why}"
         tensor = self._probabilities.get(path)
         if tensor is None:
             return None
         queries, keys = sequence_labels(tensor, "heads", context_for(explorer, path))
-        return heads_item(tensor, path, queries, head=head, step=explorer.step, key_tokens=keys, scale=scale)
+        return heads_item(
+            tensor, path, queries, head=head, step=explorer.step, key_tokens=keys, scale=scale, edits=self._edits
+        )
 
     def forget(self) -> None:
         """Drop the held probabilities: the model may compute others now (a model without hooks counts no step)."""
-        self._step = None
+        self._held = None
 
     def take_error(self) -> str:
         """Why the latest ``attention()`` run failed, once ("" when it did not)."""

@@ -37,6 +37,7 @@ EMPTY: Attribution = {
     "error": "",
     "caption": "",
     "note": "",
+    "edits": "",
 }
 
 
@@ -84,6 +85,7 @@ def attribution_and_redraw(
     caption += f"over {used}" if method in ROLLOUT_METHODS else f"at {used}"
     payload: Attribution = {**EMPTY, "layer": layer, "method": method, "target": target, "caption": caption}
     payload["note"] = note
+    payload["edits"] = getattr(result, "edits", "")  # with the user's edits, said above the result
     if result.dim() == 2:  # one score per token
         payload["tokens"] = token_scores(result[0], _labels(explorer, result))
         return payload, None

@@ -194,10 +194,12 @@ def heads_item(
     step: int = 0,
     key_tokens: list[str] | None = None,
     scale: str | None = None,
+    edits: str = "",
 ) -> PlotItem:
     """The ``heads`` item of attention probabilities ``(N, H, T_q, T_k)`` computed for the module at ``path``
     (not captured by a hook): labelled with ``tokens`` (queries) and ``key_tokens`` (keys; default ``tokens``), on
-    the colour ``scale`` (one of ``tensor_views.ATTENTION_SCALES``; None: the default)."""
+    the colour ``scale`` (one of ``tensor_views.ATTENTION_SCALES``; None: the default); ``edits``: whether the run
+    had the user's edits (``ex.attention()``'s ``.edits``)."""
     if tensor.dim() != 4:
         raise ValueError(f"attention probabilities are (N, heads, T_q, T_k), got shape {tuple(tensor.shape)}")
     labels = [tokens] if tokens is not None else None
@@ -220,6 +222,7 @@ def heads_item(
         "element": "attention",
         "elements": ["attention"],
         **fields,
+        "edits": edits,
     }
 
 

@@ -16,6 +16,8 @@ from .protocol import Lens
 MAX_POSITIONS = 64
 """Columns the table shows at most: the last ones, where a language model's predictions are read."""
 DEFAULT_TOP_K = 5
+LOG_FLOOR = 1e-4
+"""The probability the cells' colour scale starts at (log scale up to 1), sent as ``floor``."""
 
 
 def lens_offer(explorer: Explorer) -> Lens:
@@ -36,6 +38,12 @@ def lens_offer(explorer: Explorer) -> Lens:
         "first": 0,
         "top_k": DEFAULT_TOP_K,
         "cells": [],
+        "answers": [],
+        "answer_probs": [],
+        "answer_ranks": [],
+        "answer_first": [],
+        "floor": LOG_FLOOR,
+        "edits": "",
         "caption": "",
         "error": "",
     }
@@ -62,6 +70,8 @@ def lens_payload(explorer: Explorer, top_k: Any = DEFAULT_TOP_K) -> Lens:
         ]
         for row, (row_ids, row_probs) in enumerate(zip(ids_list, probs_list, strict=True))
     ]
+    ranks = lens["answer_ranks"][:, 0, first:]  # (L, T shown): the final answer's rank at each layer
+    top1 = (ranks == 1).int()
     positions = _position_labels(explorer, length)[first:]
     shown = f"positions {first}–{length - 1} of {length}" if first else f"{length} positions"
     return {
@@ -71,7 +81,16 @@ def lens_payload(explorer: Explorer, top_k: Any = DEFAULT_TOP_K) -> Lens:
         "first": first,
         "top_k": top_k,
         "cells": cells,
-        "caption": f"top-{top_k} next tokens read at each block (item 0, {shown}); the last row is the model's own",
+        "answers": [position[0][0] for position in cells[-1]],  # the output row's top-1: the model's final answer
+        "answer_probs": lens["answer_probs"][:, 0, first:].tolist(),
+        "answer_ranks": ranks.tolist(),
+        "answer_first": top1.argmax(0).tolist(),  # the output row is always its own top-1, so one row is found
+        "edits": lens.get("edits", ""),
+        "caption": (
+            f"top-{top_k} next tokens read at each block (item 0, {shown}); the last row is the model's own; "
+            f"colour: the top token's probability on a log scale ({LOG_FLOOR:.2%} to 100%); outlined: the layer where "
+            "the model's final answer first becomes the top token"
+        ),
     }
 
 

@@ -166,6 +166,8 @@ class PlotItem(TypedDict):
     png: bytes
     hover: Hover | None
     """How to show ``png`` (its pixel ratio) and what it tells under the mouse (``plots.hover``)."""
+    edits: NotRequired[str]
+    """On an analysis's item (an attention module's heads): whether it ran with the user's edits (``edits_note``)."""
 
 
 class Plots(TypedDict):
@@ -304,6 +306,8 @@ class Attribution(TypedDict):
     error: str
     caption: str
     note: str
+    edits: str
+    """Whether the attribution ran with the user's edits (``edits_note``); "" when none is attached."""
 
 
 class Lens(TypedDict):
@@ -314,6 +318,18 @@ class Lens(TypedDict):
     first: int
     top_k: int
     cells: list[list[list[list[Any]]]]
+    answers: list[str]
+    """The model's final answer at each shown position: the output row's top token."""
+    answer_probs: list[list[float]]
+    """``[layer][position]``: the final answer's probability there."""
+    answer_ranks: list[list[int]]
+    """``[layer][position]``: the final answer's rank there (1: the top token)."""
+    answer_first: list[int]
+    """Per position, the first layer (row) where the final answer is the top token."""
+    floor: float
+    """The probability the cells' colour scale starts at: a log scale from it to 1."""
+    edits: str
+    """Whether the lens ran with the user's edits (``edits_note``); "" when none is attached."""
     caption: str
     error: str
 

@@ -165,6 +165,7 @@
  * @property {string[]} scales
  * @property {DataView} png
  * @property {Hover | null} hover
+ * @property {string} [edits]
  */
 
 /**
@@ -318,6 +319,7 @@
  * @property {string} error
  * @property {string} caption
  * @property {string} note
+ * @property {string} edits
  */
 
 /**
@@ -329,6 +331,12 @@
  * @property {number} first
  * @property {number} top_k
  * @property {unknown[][][][]} cells
+ * @property {string[]} answers
+ * @property {number[][]} answer_probs
+ * @property {number[][]} answer_ranks
+ * @property {number[]} answer_first
+ * @property {number} floor
+ * @property {string} edits
  * @property {string} caption
  * @property {string} error
  */

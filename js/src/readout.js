@@ -2,6 +2,7 @@
  * `Hover` (hookwidgets/plots/hover.py); pure, no DOM. Coordinates are the image's CSS pixels, origin top-left. */
 
 import { toBytes } from "./bytes.js";
+import { formatProbability } from "./scores.js";
 
 /** @typedef {import("./payloads.js").Hover} Hover */
 /** @typedef {import("./payloads.js").HoverAxis} HoverAxis */
@@ -219,11 +220,20 @@ export function highlight(decoded, spot) {
 }
 
 /**
- * The readout of a logit-lens cell: `layer 3 transformer.h.3 · position 5 "cat" · top "the" 0.4312`.
- * @param {{layer: number, layerName: string, position: number, token: string, top: string, probability: number}} cell
+ * The readout of a logit-lens cell: `layer 3 transformer.h.3 · position 5 "cat" · top " the" 43.1% (log p -0.841)`,
+ * then the final answer's rank and probability there when given: `· answer " the" rank 1` (its own top) or
+ * `· answer "a" rank 12, 0.0123%`.
+ * @param {{layer: number, layerName: string, position: number, token: string, top: string, probability: number,
+ *   answer?: string, answerRank?: number, answerProb?: number}} cell
  */
-export function lensReadout({ layer, layerName, position, token, top, probability }) {
+export function lensReadout({ layer, layerName, position, token, top, probability, answer, answerRank, answerProb }) {
   const where = layerName ? `layer ${layer} ${layerName}` : `layer ${layer}`;
   const at = token ? `position ${position} "${token}"` : `position ${position}`;
-  return `${where} · ${at} · top "${top}" ${formatValue(probability)}`;
+  const logp = probability > 0 ? ` (log p ${formatValue(Math.log(probability))})` : "";
+  let text = `${where} · ${at} · top "${top}" ${formatProbability(probability)}${logp}`;
+  if (answer !== undefined && answerRank !== undefined) {
+    const rank = answerRank === 1 ? "rank 1" : `rank ${answerRank}, ${formatProbability(answerProb)}`;
+    text += ` · answer "${answer}" ${rank}`;
+  }
+  return text;
 }

@@ -84,15 +84,34 @@ export function scoreColors(score, scale, base = [255, 255, 255]) {
 }
 
 /**
- * The lens cell's colours: the page's background toward blue by the top token's probability.
+ * The lens cell's colours: the page's background toward blue by the top token's probability, on a log scale from
+ * `floor` (no colour) to 1 (full colour) when `floor` > 0 (a 50k vocabulary's probabilities are small), else linear.
  * @param {unknown} prob
  * @param {Rgb} [base]
+ * @param {number} [floor]
  */
-export function probabilityColors(prob, base = [255, 255, 255]) {
+export function probabilityColors(prob, base = [255, 255, 255], floor = 0) {
   const value = Number(prob);
-  const strength = Number.isFinite(value) ? Math.min(1, Math.max(0, value)) : 0;
+  let strength = Number.isFinite(value) ? Math.min(1, Math.max(0, value)) : 0;
+  if (floor > 0 && floor < 1) strength = strength <= floor ? 0 : Math.log(strength / floor) / Math.log(1 / floor);
   const rgb = mix(base, LENS, strength);
   return { background: `rgb(${rgb.join(", ")})`, color: textOn(rgb) };
+}
+
+/**
+ * A probability as a percentage with 3 significant digits: `43.1%`, `0.0123%`, `<0.01%` below 0.01%, and `>99.9%`
+ * for one that rounds to 100% without being 1.
+ * @param {unknown} prob
+ */
+export function formatProbability(prob) {
+  const value = Number(prob);
+  if (!Number.isFinite(value)) return String(prob);
+  if (value === 0) return "0%";
+  const percent = value * 100;
+  if (percent < 0.01) return "<0.01%";
+  const text = percent.toPrecision(3);
+  if (value < 1 && Number(text) >= 100) return ">99.9%";
+  return `${Number(text) >= 100 ? "100" : text}%`;
 }
 
 /**

@@ -20,5 +20,11 @@ test("the kernel is told a frame only when the width moved 8 px or more, or the 
 
 test("a logit-lens cell's readout names the layer, the position's token, the top token and its probability", () => {
   const text = lensReadout({ layer: 3, layerName: "transformer.h.3", position: 5, token: "cat", top: " the", probability: 0.43121 });
-  assert.equal(text, 'layer 3 transformer.h.3 · position 5 "cat" · top " the" 0.4312');
+  assert.equal(text, 'layer 3 transformer.h.3 · position 5 "cat" · top " the" 43.1% (log p -0.8412)');
+  const answered = { layer: 0, layerName: "", position: 2, token: "", top: "a", probability: 2e-6 };
+  assert.equal(
+    lensReadout({ ...answered, answer: " the", answerRank: 12, answerProb: 0.000123 }),
+    'layer 0 · position 2 · top "a" <0.01% (log p -13.12) · answer " the" rank 12, 0.0123%',
+  );
+  assert.equal(lensReadout({ ...answered, answer: "a", answerRank: 1, answerProb: 2e-6 }).endsWith('answer "a" rank 1'), true);
 });

@@ -5,6 +5,7 @@ import {
   isSigned,
   luminance,
   parseRgb,
+  formatProbability,
   probabilityColors,
   scoreColors,
   scoreScale,
@@ -41,8 +42,10 @@ test("the text on every score colour reads at 4.5:1 or more, on light and dark p
       assert.ok(contrast(rgb(background), hex(color)) >= 4.5, `${background} with ${color} on ${base}`);
     }
     for (let p = 0; p <= 20; p += 1) {
-      const { background, color } = probabilityColors(p / 20, base);
-      assert.ok(contrast(rgb(background), hex(color)) >= 4.5, `${background} with ${color} on ${base}`);
+      for (const floor of [0, 1e-4]) {
+        const { background, color } = probabilityColors(p / 20, base, floor);
+        assert.ok(contrast(rgb(background), hex(color)) >= 4.5, `${background} with ${color} on ${base}`);
+      }
     }
   }
   assert.equal(textOn([0, 0, 0]), "#ffffff");
@@ -61,4 +64,19 @@ test("scores read as short numbers", () => {
   assert.equal(formatScore(0), "0");
   assert.equal(formatScore("nan"), "nan");
   assert.equal(formatScore(123456), "1.23e+5");
+});
+
+test("lens probabilities read at 3 significant digits, the tiny ones as <0.01%, and colour on a log scale", () => {
+  assert.equal(formatProbability(0.43121), "43.1%");
+  assert.equal(formatProbability(0.000123), "0.0123%");
+  assert.equal(formatProbability(1.5e-4), "0.0150%");
+  assert.equal(formatProbability(2e-7), "<0.01%");
+  assert.equal(formatProbability(0.99999), ">99.9%");
+  assert.equal(formatProbability(1), "100%");
+  assert.equal(formatProbability(0), "0%");
+  const white = /** @type {[number, number, number]} */ ([255, 255, 255]);
+  // 1e-4 is the floor (no colour), 1e-2 half way, 1 full; linear without a floor
+  assert.deepEqual(rgb(probabilityColors(1e-4, white, 1e-4).background), [255, 255, 255]);
+  assert.deepEqual(rgb(probabilityColors(1e-2, white, 1e-4).background), rgb(probabilityColors(0.5, white).background));
+  assert.deepEqual(rgb(probabilityColors(1, white, 1e-4).background), rgb(probabilityColors(1, white).background));
 });

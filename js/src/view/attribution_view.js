@@ -4,6 +4,7 @@
 import { formatScore, isSigned, parseRgb, scoreColors, scoreScale } from "../scores.js";
 import { positionField, runChoice, targetOptions } from "../targets.js";
 import { h, listen, onThemeChange, pngUrls, setAttr, setText, subscribe } from "./dom.js";
+import { createEditsNote } from "./edits_note.js";
 import { createFigure } from "./readout_view.js";
 
 /** @type {Record<string, string>} */
@@ -34,6 +35,7 @@ export function createAttributionView(model, requests) {
   const caption = h("div", { cls: "hw-plot-caption" });
   const error = h("div", { cls: "hw-attr-error", attrs: { role: "alert" } });
   const note = h("div", { cls: "hw-attr-note", attrs: { role: "status" } });
+  const edits = createEditsNote();
   const input = createFigure({ cls: "hw-attr-input hw-plot", figure: "attribution-input", alt: "the input image" });
   const image = createFigure({ cls: "hw-attr-image hw-plot", figure: "attribution", alt: "attribution over the input" });
   const tokens = h("div", { cls: "hw-attr-tokens", attrs: { hidden: true, "aria-label": "tokens coloured by score" } });
@@ -43,6 +45,7 @@ export function createAttributionView(model, requests) {
     h("div", { cls: "hw-picker" }, [method, target, position, run]),
     hint,
     error,
+    edits.el,
     caption,
     note,
     tokens,
@@ -128,6 +131,7 @@ export function createAttributionView(model, requests) {
     setText(error, mine ? (result.error ?? "") : "");
     setText(caption, ok ? (result.caption ?? "") : "");
     setText(note, ok ? (result.note ?? "") : ""); // e.g. why the map is blank
+    edits.set(ok ? result.edits : "");
     images.revoke();
     image.show(images, ok ? result.png : null, ok ? result.hover : null);
     input.show(images, ok ? result.input_png : null, ok ? result.input_hover : null);

@@ -4,6 +4,7 @@
 import { displayName, formatPosition, formatShape, plotPositions } from "../format.js";
 import { lagText } from "../live_state.js";
 import { h, pngUrls, setText, subscribe } from "./dom.js";
+import { createEditsNote } from "./edits_note.js";
 import { createFigure } from "./readout_view.js";
 
 const HINT = "Attach a hook and press Run (or run your own code) to see captures.";
@@ -172,6 +173,11 @@ export function createPlots(model, requests) {
       h("figcaption", { cls: item.stale ? "hw-plot-caption hw-stale" : "hw-plot-caption", text: caption(item) }),
       lag,
     ];
+    if (item.edits) {
+      const note = createEditsNote(); // an analysis's item (attention heads): with or without the user's edits
+      note.set(item.edits);
+      children.push(note.el);
+    }
     const row = controls(item);
     if (row) children.push(row);
     const steps = slider(item);

@@ -106,3 +106,18 @@ def test_live_updates_redraw_the_heads_of_a_selected_attention_module(monkeypatc
         heads = _heads(view)
         assert heads["step"] == 2 and heads["shape"] == [1, 4, 6, 6] and heads["png"] != before["png"]
         assert view.status["state"] == "live" and view.error == ""
+
+
+def test_the_heads_run_with_the_users_edits_say_so_and_are_computed_again_when_an_edit_is_attached():
+    ex, model = _gpt2_explorer()
+    with ex:
+        view = ex.view
+        browser_sets(view, selected=ATTENTION)
+        plain = _heads(view)
+        assert plain["edits"] == ""
+        ex.attach("transformer.h.0.attn", "forward", edit=("ablate_heads", [0, 1, 2, 3]))  # layer 1 sees it
+        browser_sets(view, selected="transformer.h.1.mlp")
+        browser_sets(view, selected=ATTENTION)  # the same step: computed again for the edit
+        edited = _heads(view)
+        assert edited["edits"] == "with your edits: ablate_heads (0, 1, 2, 3) at forward on 'transformer.h.0.attn'"
+        assert edited["png"] != plain["png"]

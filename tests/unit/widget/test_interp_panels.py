@@ -84,6 +84,23 @@ def test_the_caption_names_the_explained_token_in_the_tokenizers_words():
         assert ex.view.attribution["caption"] == f"saliency of token {top} {word!r} at transformer.wte"
 
 
+def test_the_attribution_runs_with_the_users_edits_and_says_so():
+    ex, _, _ = _gpt2()
+    with ex:
+        ex.attach("transformer.h.0", "grad", edit=("scale", 0.5))  # every gradient to the embedding passes it
+        browser_sets(ex.view, selected="transformer.h.1")
+        browser_sends(ex.view, type="attribute", layer="transformer.h.1", method="saliency", target="top")
+        result = ex.view.attribution
+        assert result["edits"] == "with your edits: scale 0.5 at grad on 'transformer.h.0'"
+        edited = ex.attribute(None, "top", method="saliency")[0]
+        unedited = ex.attribute(None, "top", method="saliency", edits=False)[0]
+        assert [t["score"] for t in result["tokens"]] == pytest.approx(edited.tolist(), rel=1e-5)
+        assert edited.tolist() == pytest.approx((unedited * 0.5).tolist(), rel=1e-4)  # saliency: |gradient| halved
+        ex.detach()
+        browser_sends(ex.view, type="attribute", layer="transformer.h.1", method="saliency", target="top")
+        assert ex.view.attribution["edits"] == ""
+
+
 def test_the_attribution_position_reaches_the_method():
     ex, _, _ = _gpt2()
     with ex:
@@ -212,3 +229,23 @@ def test_a_failing_patch_sweep_raises_in_the_cell_and_says_so_in_the_panel():
             ex.patch_sweep(tm.token_ids(length=6), tm.token_ids(length=5))
         assert ex.view.patching["error"].startswith("ValueError: the clean inputs")
         assert ex.view.patching["png"] is None and ex.view.status["state"] == "error"
+
+
+def test_the_lens_panel_marks_where_the_final_answer_first_leads_and_says_it_ran_with_the_edits():
+    ex, model, _ = _gpt2()
+    with ex:
+        ex.attach("transformer.h.0.attn", "forward", edit=("ablate_heads", [0, 2]))
+        browser_sends(ex.view, type="lens", top_k=2)
+        lens = ex.view.lens
+        expected = ex.logit_lens(top_k=2)  # with the edit, as the panel's
+        assert lens["answers"] == [cell[0][0] for cell in lens["cells"][-1]]
+        assert lens["answer_probs"] == expected["answer_probs"][:, 0].tolist()
+        ranks = expected["answer_ranks"][:, 0]
+        assert lens["answer_ranks"] == ranks.tolist() and lens["answer_ranks"][-1] == [1] * 6
+        for t, row in enumerate(lens["answer_first"]):
+            assert ranks[row, t] == 1 and (ranks[:row, t] > 1).all()
+        assert lens["edits"] == "with your edits: ablate_heads (0, 2) at forward on 'transformer.h.0.attn'"
+        assert lens["floor"] == lens_panel.LOG_FLOOR and "log scale (0.01% to 100%)" in lens["caption"]
+        ex.detach()
+        browser_sends(ex.view, type="lens", top_k=2)
+        assert ex.view.lens["edits"] == ""
