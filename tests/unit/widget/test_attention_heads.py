@@ -109,7 +109,7 @@ def test_live_updates_redraw_the_heads_of_a_selected_attention_module(monkeypatc
 
 
 def test_the_heads_run_with_the_users_edits_say_so_and_are_computed_again_when_an_edit_is_attached():
-    ex, model = _gpt2_explorer()
+    ex, _ = _gpt2_explorer()
     with ex:
         view = ex.view
         browser_sets(view, selected=ATTENTION)

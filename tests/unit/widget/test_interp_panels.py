@@ -232,7 +232,7 @@ def test_a_failing_patch_sweep_raises_in_the_cell_and_says_so_in_the_panel():
 
 
 def test_the_lens_panel_marks_where_the_final_answer_first_leads_and_says_it_ran_with_the_edits():
-    ex, model, _ = _gpt2()
+    ex, _, _ = _gpt2()
     with ex:
         ex.attach("transformer.h.0.attn", "forward", edit=("ablate_heads", [0, 2]))
         browser_sends(ex.view, type="lens", top_k=2)
