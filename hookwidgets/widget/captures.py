@@ -114,6 +114,7 @@ def plot_item(
         "positions": [list(p) for p in positions] if positions is not None else [[record.step, record.call]],
         "stale": record.stale,
         "verified": record.verified,
+        "edits": "",  # a hook's capture: the user's own run, edits and all
         "element": name,
         "elements": list(record.tensors),
         **fields,
@@ -255,6 +256,7 @@ def stats_item(kind: str, path: str, records: list[Record]) -> PlotItem:
         "scales": [],
         "png": png,
         "hover": hover,
+        "edits": "",
     }
 
 

@@ -166,8 +166,9 @@ class PlotItem(TypedDict):
     png: bytes
     hover: Hover | None
     """How to show ``png`` (its pixel ratio) and what it tells under the mouse (``plots.hover``)."""
-    edits: NotRequired[str]
-    """On an analysis's item (an attention module's heads): whether it ran with the user's edits (``edits_note``)."""
+    edits: str
+    """On an analysis's item (an attention module's heads): whether it ran with the user's edits (``edits_note``);
+    "" elsewhere (a capture is of the user's own run, edits and all)."""
 
 
 class Plots(TypedDict):

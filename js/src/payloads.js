@@ -165,7 +165,7 @@
  * @property {string[]} scales
  * @property {DataView} png
  * @property {Hover | null} hover
- * @property {string} [edits]
+ * @property {string} edits
  */
 
 /**
