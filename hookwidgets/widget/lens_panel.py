@@ -16,8 +16,6 @@ from .protocol import Lens
 MAX_POSITIONS = 64
 """Columns the table shows at most: the last ones, where a language model's predictions are read."""
 DEFAULT_TOP_K = 5
-LOG_FLOOR = 1e-4
-"""The probability the cells' colour scale starts at (log scale up to 1), sent as ``floor``."""
 
 
 def lens_offer(explorer: Explorer) -> Lens:
@@ -42,7 +40,7 @@ def lens_offer(explorer: Explorer) -> Lens:
         "answer_probs": [],
         "answer_ranks": [],
         "answer_first": [],
-        "floor": LOG_FLOOR,
+        "floor": 0.0,
         "edits": "",
         "caption": "",
         "error": "",
@@ -70,6 +68,7 @@ def lens_payload(explorer: Explorer, top_k: Any = DEFAULT_TOP_K) -> Lens:
         ]
         for row, (row_ids, row_probs) in enumerate(zip(ids_list, probs_list, strict=True))
     ]
+    floor = 1 / max(2, lens["vocab"])  # a uniform guess: no colour, whatever the vocabulary's size
     ranks = lens["answer_ranks"][:, 0, first:]  # (L, T shown): the final answer's rank at each layer
     top1 = (ranks == 1).int()
     positions = _position_labels(explorer, length)[first:]
@@ -85,13 +84,20 @@ def lens_payload(explorer: Explorer, top_k: Any = DEFAULT_TOP_K) -> Lens:
         "answer_probs": lens["answer_probs"][:, 0, first:].tolist(),
         "answer_ranks": ranks.tolist(),
         "answer_first": top1.argmax(0).tolist(),  # the output row is always its own top-1, so one row is found
+        "floor": floor,
         "edits": lens.get("edits", ""),
         "caption": (
             f"top-{top_k} next tokens read at each block (item 0, {shown}); the last row is the model's own; "
-            f"colour: the top token's probability on a log scale ({LOG_FLOOR:.2%} to 100%); outlined: the layer where "
-            "the model's final answer first becomes the top token"
+            f"colour: the top token's probability on a log scale from a uniform guess over {lens['vocab']:,} tokens "
+            f"({_percent(floor)}, no colour) to 100%; outlined: the layer where the model's final answer first "
+            "becomes the top token"
         ),
     }
+
+
+def _percent(p: float) -> str:
+    """A probability in percent, 3 significant digits: ``0.00199%`` for 1 / 50,257."""
+    return f"{p * 100:.3g}%"
 
 
 def _label(names: Any, row: int, position: int, rank: int, token_id: int) -> str:

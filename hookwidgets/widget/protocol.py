@@ -328,7 +328,8 @@ class Lens(TypedDict):
     answer_first: list[int]
     """Per position, the first layer (row) where the final answer is the top token."""
     floor: float
-    """The probability the cells' colour scale starts at: a log scale from it to 1."""
+    """The probability the cells' colour scale starts at, a uniform guess's (1 / vocabulary): a log scale from it to 1;
+    0 before a lens."""
     edits: str
     """Whether the lens ran with the user's edits (``edits_note``); "" when none is attached."""
     caption: str

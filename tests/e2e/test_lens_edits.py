@@ -22,7 +22,7 @@ from hookwidgets import HookExplorer
 
 with torch.no_grad():  # weights far from their small initial scale: the heads matter to the lens
     for p in model.parameters():
-        p.mul_(8)
+        p.mul_(4)
 text = " ".join((words * 8)[:{LENGTH}])
 ex = HookExplorer(model, example_inputs=tokenizer(text, return_tensors="pt"), tokenizer=tokenizer)
 ex.attach("transformer.h.0.attn", "forward", edit=("ablate_heads", [0, 1, 2]))
@@ -105,6 +105,7 @@ def test_the_lens_is_coloured_shows_the_last_position_and_honours_an_edit(lab: L
     explorer.locator("table.hw-lens-table tbody tr").nth(0).locator("td.hw-lens-cell").last.hover()
     readout = explorer.locator(".hw-lens-readout").inner_text()
     assert f"position {LENGTH - 1}" in readout and "log p" in readout and "answer" in readout
+    assert "NaN" not in readout and "," not in readout.split(" · ")[2]  # the top token, then its probability
     explorer.locator(".hw-lens-panel").screenshot(path=str(lab.artifacts_dir / "lens-edits-light.png"))
 
     _theme(lab, "JupyterLab Dark")

@@ -35,6 +35,8 @@ class LogitLens(TypedDict):
     row, ``(L, N, T)``, float32: how likely the answer is at each layer."""
     answer_ranks: torch.Tensor
     """That answer's rank in every row, ``(L, N, T)``, int64: 1 where it is the row's top-1."""
+    vocab: int
+    """The size of the vocabulary read (the logits' last dim): ``1 / vocab`` is a uniform guess's probability."""
     labels: NotRequired[list[Any]]
     """The ids' strings, nested lists of the ids' shape: only when the explorer was given a tokenizer."""
     edits: NotRequired[str]
@@ -75,6 +77,7 @@ def logit_lens(model: nn.Module, inputs: Inputs, *, top_k: int = 5, unembed: Une
         "probs": torch.stack([row[2] for row in rows]),
         "answer_probs": torch.stack([row[3] for row in rows]),
         "answer_ranks": torch.stack([row[4] for row in rows]),
+        "vocab": int(logits.shape[-1]),
     }
 
 

@@ -86,7 +86,7 @@ export function createLensView(model, requests) {
     const lens = model.get("lens") ?? {};
     const row = [...(tr.parentElement?.children ?? [])].indexOf(tr);
     const col = [...tr.children].indexOf(td) - 1; // the first is the layer's name
-    const [top, prob] = lens.cells?.[row]?.[col] ?? [];
+    const [top, prob] = lens.cells?.[row]?.[col]?.[0] ?? []; // the cell's likeliest token
     if (row < 0 || col < 0 || top === undefined) return;
     const probability = Number(prob);
     const answer = lens.answers?.[col];

@@ -245,7 +245,8 @@ def test_the_lens_panel_marks_where_the_final_answer_first_leads_and_says_it_ran
         for t, row in enumerate(lens["answer_first"]):
             assert ranks[row, t] == 1 and (ranks[:row, t] > 1).all()
         assert lens["edits"] == "with your edits: ablate_heads (0, 2) at forward on 'transformer.h.0.attn'"
-        assert lens["floor"] == lens_panel.LOG_FLOOR and "log scale (0.01% to 100%)" in lens["caption"]
+        vocab = len(tm.tokenizer())
+        assert lens["floor"] == 1 / vocab and f"uniform guess over {vocab} tokens" in lens["caption"]
         ex.detach()
         browser_sends(ex.view, type="lens", top_k=2)
         assert ex.view.lens["edits"] == ""

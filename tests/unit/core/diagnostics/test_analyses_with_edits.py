@@ -77,7 +77,7 @@ def test_the_lens_gives_the_final_answers_probability_and_rank_at_each_layer() -
         hidden = model(IDS, output_hidden_states=True).hidden_states[1]  # block 0's output
         first = model.lm_head(model.transformer.ln_f(hidden)).softmax(-1)
     answer = logits.argmax(-1)
-    assert lens["answer_probs"].shape == lens["answer_ranks"].shape == (3, 2, 7)
+    assert lens["answer_probs"].shape == lens["answer_ranks"].shape == (3, 2, 7) and lens["vocab"] == tm.VOCAB
     assert torch.equal(lens["answer_ranks"][-1], torch.ones(2, 7, dtype=torch.long))  # the output row: its own top-1
     expected = first.gather(-1, answer[..., None])[..., 0]
     torch.testing.assert_close(lens["answer_probs"][0], expected)
