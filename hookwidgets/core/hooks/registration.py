@@ -181,9 +181,8 @@ class Registrar:
         if spec.name == "backward_pre":
 
             def backward_pre(mod: nn.Module, grad_output: tuple[Any, ...]) -> Any:
-                if not info.active or silent(
-                    info.edit
-                ):  # detached (torch still runs what a forward armed), or an own run
+                # detached (torch still runs what a forward armed), or an own run that leaves this hook out
+                if not info.active or silent(info.edit):
                     return None
                 firing = backward_firing(path, kind)
                 call_user = (lambda g: user(mod, g)) if callable(user) else None
@@ -195,9 +194,8 @@ class Registrar:
         if spec.name in ("backward", "legacy_backward"):
 
             def backward(mod: nn.Module, grad_input: tuple[Any, ...], grad_output: tuple[Any, ...]) -> Any:
-                if not info.active or silent(
-                    info.edit
-                ):  # detached (torch still runs what a forward armed), or an own run
+                # detached (torch still runs what a forward armed), or an own run that leaves this hook out
+                if not info.active or silent(info.edit):
                     return None
                 firing = backward_firing(path, kind)
                 call_user = (lambda g: user(mod, g, grad_output)) if callable(user) else None
