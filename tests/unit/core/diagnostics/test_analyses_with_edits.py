@@ -148,3 +148,21 @@ def test_an_attribution_honours_an_edit_of_the_gradients() -> None:
     assert edited.edits == "with your edits: zero at grad on 'transformer.h.0'"
     assert unedited.edits.startswith("without your edits")
     assert [info.fired for info in ex.own_hooks] == [0]
+
+
+@pytest.mark.parametrize(
+    ("target", "kind"),
+    [("1", "backward"), ("2", "backward_pre"), ("1", "grad"), ("", "global_backward"), ("node", "node")],
+)
+def test_an_attribution_honours_every_kind_of_gradient_edit(target: str, kind: str) -> None:
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 3))
+    images = torch.randn(2, 3, 8, 8)
+    ex = Explorer(model, images)
+    if kind == "node":  # the ReLU's backward node, by its persistent id
+        target = next(node["id"] for node in ex.graph()["nodes"] if node["module"] == "1")
+    ex.attach(target, kind, edit=("zero",))  # every gradient to the image passes through it
+    edited = ex.attribute(images, target=0, method="saliency")
+    unedited = ex.attribute(images, target=0, method="saliency", edits=False)
+    assert torch.count_nonzero(edited) == 0 and torch.count_nonzero(unedited) > 0
+    assert edited.edits.startswith("with your edits: zero at") and [info.fired for info in ex.own_hooks] == [0]
