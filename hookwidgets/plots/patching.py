@@ -35,6 +35,8 @@ MAX_SIDE = 256
 """Layers or positions described for the hover at most (block means past that: 65,536 values)."""
 DIFFERS = "▼"
 """Drawn over each position where the clean and the corrupted tokens differ."""
+MARK_POINTS = 7
+"""Its height: the room kept between the heatmap and the title."""
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,7 @@ def patch_sweep_figure(
     clip = f" [{limits.note}]" if limits.note else ""
     differ_note = f" [{DIFFERS}: clean and corrupted differ]" if marked else ""
     notes = f" [{colours.short}]{differ_note}{nonfinite_note(values)}{_step_note(step)}{layer_note}{clip}{means}"
-    fit_title(fig, ax, f"{literal(title)}{notes}".lstrip())
+    fit_title(fig, ax, f"{literal(title)}{notes}".lstrip(), above=MARK_POINTS if marked else 0)
     return fig
 
 
@@ -147,7 +149,7 @@ def _mark_differing(ax: Axes, positions: list[int]) -> set[int]:
     if positions:
         for x in positions:
             ax.annotate(
-                DIFFERS, (x, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=6,
+                DIFFERS, (x, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=MARK_POINTS - 1,
                 annotation_clip=False,
             )  # fmt: skip
         for tick, label in zip(ax.get_xticks(), ax.get_xticklabels(), strict=False):

@@ -61,7 +61,7 @@ def patching_payload(result: torch.Tensor, shown: Patching, edits: str) -> Patch
     metric = METRICS.get(name, "your metric")
     colours = restoration(getattr(result, "clean", None), getattr(result, "corrupted", None))
     differs = list(getattr(result, "differs", None) or [])
-    where = f"{len(differs)} position" + ("s" if len(differs) > 1 else "")
+    where = "position" if len(differs) == 1 else f"{len(differs)} positions"
     marked = f"; {DIFFERS} marks the {where} where clean and corrupted differ" if differs else ""
     caption = (
         f"activation patching: {metric}, for the corrupted run with the clean activation of each of {layers} "

@@ -335,11 +335,21 @@
 
 /**
  * @typedef {object} Patching
+ * @property {boolean} available
+ * @property {string} reason
+ * @property {string} mode
+ * @property {string} clean
+ * @property {string} corrupted
+ * @property {string} hint
+ * @property {string} metric
+ * @property {string[]} tokens
+ * @property {number[]} differs
  * @property {DataView | null} png
  * @property {Hover | null} hover
  * @property {string} caption
  * @property {number[] | null} progress
  * @property {string} error
+ * @property {string} edits
  */
 
 /**
@@ -507,6 +517,15 @@
  */
 
 /**
+ * @typedef {object} PatchMessage
+ * @property {"patch"} type
+ * @property {string} request_id
+ * @property {string} clean
+ * @property {string} corrupted
+ * @property {string} [metric]
+ */
+
+/**
  * @typedef {object} DismissErrorMessage
  * @property {"dismiss_error"} type
  * @property {string} request_id
@@ -542,7 +561,7 @@
  * @property {Training} training
  * @property {Partial<Attribution>} attribution
  * @property {Partial<Lens>} lens
- * @property {Patching} patching
+ * @property {Partial<Patching>} patching
  * @property {string} error
  * @property {Graph} graph
  * @property {Theme} theme
@@ -567,8 +586,8 @@
 /**
  * A message the page sends (protocol.MESSAGES), by its `type`.
  * @typedef {AttachMessage | ReattachMessage | DetachMessage | RunMessage | PlotStepMessage | PlotViewMessage
- *   | SummaryMessage | FindNonfiniteMessage | AttributeMessage | LensMessage | DismissErrorMessage
- *   | GraphMessage} PageMessage
+ *   | SummaryMessage | FindNonfiniteMessage | AttributeMessage | LensMessage | PatchMessage
+ *   | DismissErrorMessage | GraphMessage} PageMessage
  */
 
 export {};

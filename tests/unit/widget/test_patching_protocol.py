@@ -68,7 +68,7 @@ def test_a_sweep_from_the_page_shows_its_progress_then_the_fraction_recovered_wi
         caption = patching["caption"]
         assert caption.startswith("activation patching: the fraction of the logit difference recovered (0: corrupted")
         assert "red: toward the clean run (a full restoration: 1)" in caption
-        assert "▼ marks the 1 position where clean and corrupted differ" in caption
+        assert "▼ marks the position where clean and corrupted differ" in caption
         headless = ex.patch_sweep(
             tokenizer(CLEAN, return_tensors="pt"), tokenizer(CORRUPTED, return_tensors="pt"), metric="recovered"
         )
