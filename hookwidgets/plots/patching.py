@@ -149,9 +149,14 @@ def _mark_differing(ax: Axes, positions: list[int]) -> set[int]:
     if positions:
         for x in positions:
             ax.annotate(
-                DIFFERS, (x, 1.0), xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=MARK_POINTS - 1,
+                DIFFERS,
+                (x, 1.0),
+                xycoords=("data", "axes fraction"),
+                ha="center",
+                va="bottom",
+                fontsize=MARK_POINTS - 1,
                 annotation_clip=False,
-            )  # fmt: skip
+            )
         for tick, label in zip(ax.get_xticks(), ax.get_xticklabels(), strict=False):
             if round(tick) in positions:
                 label.set_fontweight("bold")

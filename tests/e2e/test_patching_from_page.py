@@ -115,10 +115,7 @@ def test_a_sweep_started_from_the_page_and_its_colours_agree_with_its_caption_fo
         kernel.evaluate(NEGATIVE)
         clean_value = kernel.evaluate_json("negative.clean - negative.corrupted")
     assert clean_value < 0
-    page.wait_for_function(
-        "() => document.querySelector('.hw-patching-caption').textContent.startsWith('activation patching: your metric')",
-        timeout=30_000,
-    )
+    explorer.locator(".hw-patching-caption", has_text="activation patching: your metric").wait_for(timeout=30_000)
     assert "red: toward the clean run (a full restoration: -" in _caption(explorer)
     negative = _colour(explorer, lab, path, 1, 5)
     assert negative["r"] > negative["b"] + 50, f"a full restoration is drawn {negative}, the caption says red"
