@@ -561,7 +561,7 @@
  * @property {Training} training
  * @property {Partial<Attribution>} attribution
  * @property {Partial<Lens>} lens
- * @property {Partial<Patching>} patching
+ * @property {Patching} patching
  * @property {string} error
  * @property {Graph} graph
  * @property {Theme} theme
