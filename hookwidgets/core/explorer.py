@@ -486,7 +486,14 @@ class Explorer:
 
         def sweep() -> torch.Tensor:
             return patch_sweep(
-                self.model, clean, corrupted, layers=layers, metric=metric, batch_size=batch_size, progress=progress
+                self.model,
+                clean,
+                corrupted,
+                layers=layers,
+                metric=metric,
+                batch_size=batch_size,
+                progress=progress,
+                names=self.sequences.token_names,
             )
 
         result = self._analyse(runner.PATCH_SWEEP, sweep, clean)

@@ -277,6 +277,7 @@ class ViewController:
             result = sweep(ProgressPush(show, progress))
         except Exception as exc:  # the user's cell gets the exception; the panel says it too
             view.patching = without_sweep(view.patching, error=f"{type(exc).__name__}: {message_text(exc)}")
+            self.keep_redraw("patching", None)  # a theme change must not bring the previous sweep back over the error
             self.set_status("error", "the patch sweep failed: see the patching panel")
             raise
         explorer = self.explorer

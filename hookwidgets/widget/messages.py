@@ -240,10 +240,11 @@ def patch(controller: PageController, explorer: Explorer, content: dict[str, Any
         if metric not in METRIC_CHOICES:
             known = ", ".join(METRIC_CHOICES)
             raise ValueError(f"the widget sent the patching metric {metric!r}; expected one of {known}")
-        clean, corrupted, _ = page_inputs(explorer, content.get("clean"), content.get("corrupted"))
+        clean, corrupted = page_inputs(explorer, content.get("clean"), content.get("corrupted"))
     except ValueError as exc:
         error = message_text(exc)
         view.patching = without_sweep(view.patching, error=error)
+        controller.keep_redraw("patching", None)  # a theme change must not bring the previous sweep back
         controller.set_status("idle", "the patch sweep did not start: see the patching panel")
         return error
     view.patching = {**view.patching, "clean": content["clean"], "corrupted": content["corrupted"], "metric": metric}

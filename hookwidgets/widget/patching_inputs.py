@@ -71,9 +71,9 @@ def boxes(explorer: Explorer) -> Boxes:
     )
 
 
-def page_inputs(explorer: Explorer, clean: Any, corrupted: Any) -> tuple[Any, Any, list[str] | None]:
-    """The boxes' ``clean`` and ``corrupted`` contents as model inputs shaped as the example inputs, and the corrupted
-    tokens' labels; a ValueError naming both lengths and the fix when they differ in length."""
+def page_inputs(explorer: Explorer, clean: Any, corrupted: Any) -> tuple[Any, Any]:
+    """The boxes' ``clean`` and ``corrupted`` contents as model inputs shaped as the example inputs; a ValueError
+    naming both lengths and the fix when they differ in length."""
     offer = boxes(explorer)
     if offer.reason:
         raise ValueError(offer.reason)
@@ -91,8 +91,7 @@ def page_inputs(explorer: Explorer, clean: Any, corrupted: Any) -> tuple[Any, An
             f"position by position, so both need the same length; {fix}"
         )
     example = explorer.example_inputs
-    shaped = [_like(example, m) for m in made]
-    return shaped[0], shaped[1], explorer.sequences.id_names(made[1]["input_ids"][0].tolist())
+    return _like(example, made[0]), _like(example, made[1])
 
 
 def _text_tokenizer(explorer: Explorer) -> Any:

@@ -13,6 +13,7 @@ import torch
 from ..model.scores import class_scores
 
 Metric = Callable[[Any], torch.Tensor]
+TokenNames = Callable[[list[int]], "list[str] | None"]
 METRICS = {
     "top_logit": "the clean top token's logit, minus its corrupted value",
     "logit_diff": (
@@ -35,9 +36,12 @@ class ChosenMetric:
     description: str
 
 
-def choose_metric(metric: Metric | str | None, clean_out: Any, corrupt_out: Any) -> ChosenMetric:
+def choose_metric(
+    metric: Metric | str | None, clean_out: Any, corrupt_out: Any, names: TokenNames | None = None
+) -> ChosenMetric:
     """The metric ``metric`` names (None: ``"top_logit"``; a callable: itself), set up from the clean and the corrupted
-    outputs; a ValueError naming the fix when it cannot be (an unknown name, one answer for both runs, no gap)."""
+    outputs; a ValueError naming the fix when it cannot be (an unknown name, one answer for both runs, no gap).
+    ``names``: the labels of token ids, which the errors use (``Sequences.token_names``)."""
     if callable(metric):
         return ChosenMetric(metric, "custom", "your metric")
     name = "top_logit" if metric is None else metric
@@ -53,8 +57,8 @@ def choose_metric(metric: Metric | str | None, clean_out: Any, corrupt_out: Any)
     if wrong == answer:
         raise ValueError(
             f"metric={name!r} compares the clean answer with the corrupted answer, but both runs predict token "
-            f"{answer} at the last position: change the corrupted input so that its prediction changes, or use "
-            "metric='top_logit'"
+            f"{_named(answer, names)} at the last position: change the corrupted input so that its prediction "
+            "changes, or use metric='top_logit'"
         )
 
     def difference(out: Any) -> torch.Tensor:
@@ -72,3 +76,9 @@ def choose_metric(metric: Metric | str | None, clean_out: Any, corrupt_out: Any)
             "more"
         )
     return ChosenMetric(lambda out: (difference(out) - corrupt_ld) / gap, name, METRICS[name])
+
+
+def _named(token: int, names: TokenNames | None) -> str:
+    """``7 'mat'``: a token id with its label when ``names`` knows it, else the id alone."""
+    label = names([token]) if names is not None else None
+    return f"{token} {label[0]!r}" if label else str(token)

@@ -14,7 +14,7 @@ from ..model.inputs import Inputs, call_model, describe_inputs
 from ..model.meta import is_meta, no_values
 from ..model.nested import first_tensor, map_tensors, output_tensors
 from .patch_metrics import Metric as Metric
-from .patch_metrics import choose_metric
+from .patch_metrics import TokenNames, choose_metric
 
 Progress = Callable[[int, int], Any]
 DEFAULT_BATCH = 32
@@ -30,12 +30,13 @@ def patch_sweep(
     metric: Metric | str | None = None,
     batch_size: int = DEFAULT_BATCH,
     progress: Progress | None = None,
+    names: TokenNames | None = None,
 ) -> torch.Tensor:
     """``(L, T)``: ``metric`` of the corrupted run with the clean activation (a layer's first output tensor) patched
     in at each layer and position (its dimension 1). ``metric``: a callable, or a name of ``patch_metrics.METRICS``
     (None: ``"top_logit"``). The result says ``.layers`` (the rows), ``.metric`` (its name), ``.clean`` and
     ``.corrupted`` (the metric of the unpatched runs: a full restoration, no effect) and ``.differs`` (the positions
-    whose token ids differ; None without token ids). Runs as called."""
+    whose token ids differ; None without token ids). ``names`` labels token ids in errors. Runs as called."""
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     chosen = _layers(model, layers)
@@ -56,7 +57,7 @@ def patch_sweep(
                 f"differ in length: at {path} their activations are {tuple(a.shape)} and {tuple(b.shape)}; "
                 "patching needs inputs of the same length (pad or trim one)"
             )
-    chosen_metric = choose_metric(metric, clean_out, corrupt_out)
+    chosen_metric = choose_metric(metric, clean_out, corrupt_out, names)
     measure = chosen_metric.measure
     # The unpatched runs' values (a full restoration, no effect): which way a patch restores, whatever the sign
     clean_value = float(_measured(measure, clean_out, 1, "the clean run")[0])

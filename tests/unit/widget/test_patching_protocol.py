@@ -10,7 +10,7 @@ import torch
 from hookwidgets import HookExplorer
 from tests import transformer_models as tm
 
-from ._messages import browser_sends
+from ._messages import browser_sends, browser_sets
 
 PNG = b"\x89PNG\r\n\x1a\n"
 CLEAN = "the cat sat on a mat"
@@ -95,6 +95,7 @@ def test_inputs_of_different_lengths_are_refused_naming_both_lengths_and_the_fix
         assert error.startswith("the clean input is 6 tokens and the corrupted input 7: patching swaps activations")
         assert "change the corrupted text so the tokenizer makes as many tokens" in error
         assert ex.view.patching["png"] is None and ex.view.patching["progress"] is None
+        assert ex.view.status["message"] == "the patch sweep did not start: see the patching panel"
         reply = browser_sends(ex.view, type="patch", clean=CLEAN, corrupted="  ")
         assert not reply["ok"] and "the corrupted box is empty" in ex.view.patching["error"]
         reply = browser_sends(ex.view, type="patch", clean=CLEAN, corrupted=CORRUPTED, metric="ratio")
@@ -105,9 +106,22 @@ def test_a_sweep_the_metric_cannot_measure_says_why_in_the_panel():
     ex, _ = _gpt2()
     with ex:
         reply = browser_sends(ex.view, type="patch", clean=CLEAN, corrupted="the dog sat on a mat")
-        assert not reply["ok"] and "both runs predict token" in reply["error"]
+        assert not reply["ok"] and "both runs predict token 9 'mat' at the last position" in reply["error"]
         assert ex.view.patching["error"].startswith("ValueError: metric='recovered' compares the clean answer")
         assert ex.view.status["state"] == "error"
+
+
+def test_a_failed_sweep_stays_said_when_the_theme_changes_after_a_drawn_one():
+    ex, _ = _gpt2()
+    with ex:
+        assert browser_sends(ex.view, type="patch", clean=CLEAN, corrupted=CORRUPTED)["ok"]
+        browser_sends(ex.view, type="patch", clean=CLEAN, corrupted="the dog sat on a mat")
+        browser_sets(ex.view, theme={"name": "dark", "background": "#1e1e1e", "foreground": "#d4d4d4"})
+        assert ex.view.patching["png"] is None and "both runs predict token" in ex.view.patching["error"]
+        assert browser_sends(ex.view, type="patch", clean=CLEAN, corrupted=CORRUPTED)["ok"]
+        browser_sends(ex.view, type="patch", clean=CLEAN, corrupted="the cat")  # refused before any sweep
+        browser_sets(ex.view, theme={"name": "light", "background": "#ffffff", "foreground": "#212121"})
+        assert ex.view.patching["png"] is None and "the clean input is 6 tokens" in ex.view.patching["error"]
 
 
 def test_ids_typed_in_the_boxes_are_swept_and_bad_ones_named():
