@@ -37,6 +37,8 @@ DIFFERS = "▼"
 """Drawn over each position where the clean and the corrupted tokens differ."""
 MARK_POINTS = 7
 """Its height: the room kept between the heatmap and the title."""
+QUANTITIES = {"recovered": "fraction recovered", "logit_diff": "logit difference gained"}
+"""What the hover calls a cell's value, by the sweep's ``.metric``; "patching effect" for the others."""
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,7 @@ def patch_sweep_figure(
         col=axis("position", shown_tokens[::col_stride] if shown_tokens else None, stride=col_stride, count=count),
         extent=(-0.5, cells.shape[1] * col_stride - 0.5, cells.shape[0] * row_stride - 0.5, -0.5),
         label=title,
-        quantity="patching effect",
+        quantity=QUANTITIES.get(str(getattr(result, "metric", "")), "patching effect"),
         aggregate="mean" if row_stride * col_stride > 1 else "",
     )
     means = f" [hover: means of {row_stride}×{col_stride}]" if row_stride * col_stride > 1 else ""

@@ -94,5 +94,8 @@ def test_the_positions_where_clean_and_corrupted_differ_are_marked_on_the_axis_a
     assert [t.get_fontweight() for t in ax.get_xticklabels()] == ["normal", "bold", "normal", "bold"]
     assert "[▼: clean and corrupted differ]" in ax.get_title()
     _, hover = figure_image(fig)
-    labels = next(r for r in hover["regions"] if r.get("col"))["col"]["labels"]
-    assert labels == ["the", "cat ▼ differs", "sat", "on ▼ differs"]
+    region = next(r for r in hover["regions"] if r.get("col"))
+    assert region["col"]["labels"] == ["the", "cat ▼ differs", "sat", "on ▼ differs"]
+    assert region["quantity"] == "patching effect"
+    sweep.metric = "recovered"
+    assert figure_image(patch_sweep_figure(sweep))[1]["regions"][0]["quantity"] == "fraction recovered"
