@@ -486,21 +486,32 @@ class Explorer:
         corrupted: Inputs,
         *,
         layers: Sequence[str] | None = None,
-        metric: Metric | None = None,
+        metric: Metric | str | None = None,
         batch_size: int = DEFAULT_BATCH,
         progress: Progress | None = None,
         edits: bool = True,
     ) -> torch.Tensor:
         """Activation patching: ``(L, T)`` of ``metric(output)`` for the ``corrupted`` run (batch 1) with the clean
-        activation of each layer (default: every block) at each position patched in; by default the logit of the
-        clean run's top token at the last position, minus that logit unpatched. ``metric`` maps a batched output to
-        ``(B,)``; up to ``batch_size`` positions run in one forward; ``progress(done, total)`` after each. The result's
-        ``.layers`` are the paths, ``.tokens`` the clean tokens' labels (None when unknown). Both runs have the attached
+        activation of each layer (default: every block) at each position patched in. ``metric``: ``"top_logit"`` (the
+        default: the clean top token's logit at the last position, minus it unpatched), ``"logit_diff"`` (the logit of
+        the clean answer minus the corrupted answer's, minus it unpatched), ``"recovered"`` (that difference's fraction
+        recovered: 0 corrupted, 1 clean; a ValueError where clean and corrupted differences are equal), or a callable
+        mapping a batched output to ``(B,)``. Up to ``batch_size`` positions run in one forward; ``progress(done,
+        total)`` after each. The result's ``.layers`` are the paths, ``.tokens`` the clean tokens' labels (None when
+        unknown), ``.metric`` the metric's name, ``.clean`` and ``.corrupted`` its unpatched values (what a full
+        restoration and no effect give), ``.differs`` the positions whose tokens differ. Both runs have the attached
         edits (``edits=False``: the unedited model), which ``.edits`` says. Model left as found."""
 
         def sweep() -> torch.Tensor:
             return patch_sweep(
-                self.model, clean, corrupted, layers=layers, metric=metric, batch_size=batch_size, progress=progress
+                self.model,
+                clean,
+                corrupted,
+                layers=layers,
+                metric=metric,
+                batch_size=batch_size,
+                progress=progress,
+                names=self.sequences.token_names,
             )
 
         result = self._analyse(self._edited(runner.PATCH_SWEEP, edits), sweep, clean)

@@ -149,9 +149,9 @@ def set_margins(fig: Figure, *, left: float, right: float, bottom: float, top: f
     )
 
 
-def fit_title(fig: Figure, ax: Axes, text: str, size: float = 9) -> None:
+def fit_title(fig: Figure, ax: Axes, text: str, size: float = 9, above: float = 0) -> None:
     """Title ``ax`` with ``text``, in a smaller font (down to ``MIN_FONT``) and then on more lines (up to 3) where it
-    would leave the figure.
+    would leave the figure; ``above``: points kept free between the axes and the title (marks drawn over the axes).
 
     Call it once the axes are placed: the title is centred over the axes, not over the figure.
     """
@@ -162,9 +162,9 @@ def fit_title(fig: Figure, ax: Axes, text: str, size: float = 9) -> None:
     box = ax.get_position()
     centre = (box.x0 + box.x1) / 2 * width
     wrapped, fontsize = wrap_title(text, 2 * min(centre, width - centre) - 0.1, size)
-    ax.set_title("\n".join(wrapped), fontsize=fontsize)
+    ax.set_title("\n".join(wrapped), fontsize=fontsize, pad=matplotlib.rcParams["axes.titlepad"] + above)
     height = fig.get_size_inches()[1]
-    needed_top = len(wrapped) * fontsize * 1.25 / 72 + 0.12  # the lines, and the title's padding
+    needed_top = len(wrapped) * fontsize * 1.25 / 72 + 0.12 + above / 72  # the lines, and the title's padding
     extra = needed_top - (1 - box.y1) * height
     if extra > 0:  # a taller figure, everything kept where it was from the bottom: the title gets the room
         # The boxes as placed, read before resizing: an image's axes (equal aspect) read after would shrink to fit.

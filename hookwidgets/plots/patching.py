@@ -1,11 +1,15 @@
-"""Activation patching: a sweep's layers × positions as a diverging heatmap, positions labelled with tokens."""
+"""Activation patching: a sweep's layers × positions as a diverging heatmap, positions labelled with tokens, red
+always toward the clean run (``restoration``: the colours and the words that say them, from one place)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..core.display import shortened
@@ -29,6 +33,38 @@ LABEL_SHARE = 0.35
 """The share of the figure's width layer names may take; longer ones keep their ends."""
 MAX_SIDE = 256
 """Layers or positions described for the hover at most (block means past that: 65,536 values)."""
+DIFFERS = "▼"
+"""Drawn over each position where the clean and the corrupted tokens differ."""
+MARK_POINTS = 7
+"""Its height: the room kept between the heatmap and the title."""
+QUANTITIES = {"recovered": "fraction recovered", "logit_diff": "logit difference gained"}
+"""What the hover calls a cell's value, by the sweep's ``.metric``; "patching effect" for the others."""
+
+
+@dataclass(frozen=True)
+class Restoration:
+    """How a sweep is coloured: the colour map (red toward the clean run), the value drawn white (the corrupted
+    run's: no effect), and the words saying it (``legend`` for a caption, ``short`` for the figure's title)."""
+
+    cmap: str
+    centre: float
+    legend: str
+    short: str
+
+
+def restoration(clean: float | None, corrupted: float | None) -> Restoration:
+    """The colouring of a sweep whose metric is ``clean`` on the clean run and ``corrupted`` on the corrupted one:
+    red is the clean side whichever sign it has; with no clean side known (None, equal), red is higher and says so."""
+    centre = corrupted if corrupted is not None and math.isfinite(corrupted) else 0.0
+    if clean is None or not math.isfinite(clean) or clean == centre:
+        why = "the clean and corrupted runs measure the same" if clean is not None else "no clean value is known"
+        legend = f"red: above {centre:.3g}, blue: below ({why}, so neither colour means restored)"
+        return Restoration("RdBu_r", centre, legend, "red: higher")
+    legend = (
+        f"red: toward the clean run (a full restoration: {clean:.3g}), blue: away from it (white: no effect, "
+        f"{centre:.3g})"
+    )
+    return Restoration("RdBu_r" if clean > centre else "RdBu", centre, legend, "red: toward clean")
 
 
 @themed
@@ -37,18 +73,23 @@ def patch_sweep_figure(
     *,
     tokens: Sequence[str] | None = None,
     layers: Sequence[str] | None = None,
+    differs: Sequence[int] | None = None,
     title: str = "",
     theme: ThemeLike = None,
 ) -> Figure:
     """A patch sweep ``(L, T)`` (``ex.patch_sweep()``) as layers (rows) × positions (columns), on a scale symmetric
-    around 0 (clipped at a percentile when outliers would wash it out, said), within the current frame's width.
-    Each cell is described for the hover: the layer's name, the position's token, the effect.
+    around the corrupted run's value (clipped at a percentile when outliers would wash it out, said), red toward the
+    clean run's (``restoration``), within the current frame's width. Each cell is described for the hover: the layer's
+    name, the position's token, the effect.
 
-    ``tokens`` and ``layers`` label the axes; by default the result's own ``.tokens`` and ``.layers``. NaN/Inf cells
-    are magenta and counted in the title.
+    ``tokens``, ``layers`` and ``differs`` (positions marked ▼: clean and corrupted differ there) default to the
+    result's own ``.tokens``, ``.layers`` and ``.differs``; ``.clean`` and ``.corrupted`` give the colours' direction.
+    NaN/Inf cells are magenta and counted in the title.
     """
     tokens = getattr(result, "tokens", None) if tokens is None else tokens
     layers = getattr(result, "layers", None) if layers is None else layers
+    differs = getattr(result, "differs", None) if differs is None else differs
+    colours = restoration(getattr(result, "clean", None), getattr(result, "corrupted", None))
     if result.ndim != 2:
         raise ValueError(f"a patch sweep is (layers, positions), got shape {tuple(result.shape)}")
     if 0 in result.shape:
@@ -70,9 +111,11 @@ def patch_sweep_figure(
     fw, fh = fig.get_size_inches()
     ax = fig.add_axes((left / fw, bottom / fh, heat_w / fw, heat_h / fh))
     cbar_ax = fig.add_axes(((left + heat_w + gap) / fw, bottom / fh, cbar_w / fw, heat_h / fh))
-    limits = signed_limits(values)
-    image = show_image(ax, values, "RdBu_r", limits.vmin, limits.vmax, aspect="auto", interpolation="none")
+    limits = signed_limits(values - colours.centre)
+    low, high = colours.centre + limits.vmin, colours.centre + limits.vmax
+    image = show_image(ax, values, colours.cmap, low, high, aspect="auto", interpolation="none")
     step = label_tokens(ax, "x", tokens, count, heat_w)
+    marked = _mark_differing(ax, sorted({int(t) for t in differs or () if 0 <= int(t) < count}))
     # As many layer names as the axis holds 7-point text apart: a deep model's every name would overlap.
     every = label_tokens(ax, "y", names if layers is not None else None, rows, heat_h)
     layer_note = f" [every {every}th layer labelled]" if every > 1 else ""
@@ -83,6 +126,8 @@ def patch_sweep_figure(
         values, min(rows, int(heat_h * CSS_DPI), MAX_SIDE), min(count, int(heat_w * CSS_DPI), MAX_SIDE)
     )
     shown_tokens = [shortened(str(t)) for t in tokens] if tokens is not None else None  # the page sets them as text
+    if shown_tokens is not None:
+        shown_tokens = [f"{t} {DIFFERS} differs" if i in marked else t for i, t in enumerate(shown_tokens)]
     describe_cells(
         ax,
         cells,
@@ -90,14 +135,34 @@ def patch_sweep_figure(
         col=axis("position", shown_tokens[::col_stride] if shown_tokens else None, stride=col_stride, count=count),
         extent=(-0.5, cells.shape[1] * col_stride - 0.5, cells.shape[0] * row_stride - 0.5, -0.5),
         label=title,
-        quantity="patching effect",
+        quantity=QUANTITIES.get(str(getattr(result, "metric", "")), "patching effect"),
         aggregate="mean" if row_stride * col_stride > 1 else "",
     )
     means = f" [hover: means of {row_stride}×{col_stride}]" if row_stride * col_stride > 1 else ""
     clip = f" [{limits.note}]" if limits.note else ""
-    notes = f"{nonfinite_note(values)}{_step_note(step)}{layer_note}{clip}{means}"
-    fit_title(fig, ax, f"{literal(title)}{notes}".lstrip())
+    differ_note = f" [{DIFFERS}: clean and corrupted differ]" if marked else ""
+    notes = f" [{colours.short}]{differ_note}{nonfinite_note(values)}{_step_note(step)}{layer_note}{clip}{means}"
+    fit_title(fig, ax, f"{literal(title)}{notes}".lstrip(), above=MARK_POINTS if marked else 0)
     return fig
+
+
+def _mark_differing(ax: Axes, positions: list[int]) -> set[int]:
+    """A ▼ over each of ``positions`` (columns) and their tick labels in bold; returns them."""
+    if positions:
+        for x in positions:
+            ax.annotate(
+                DIFFERS,
+                (x, 1.0),
+                xycoords=("data", "axes fraction"),
+                ha="center",
+                va="bottom",
+                fontsize=MARK_POINTS - 1,
+                annotation_clip=False,
+            )
+        for tick, label in zip(ax.get_xticks(), ax.get_xticklabels(), strict=False):
+            if round(tick) in positions:
+                label.set_fontweight("bold")
+    return set(positions)
 
 
 def _fitted(names: list[str], room: float) -> list[str]:

@@ -27,8 +27,7 @@ from .lens_panel import lens_offer
 from .live import LiveUpdates
 from .messages import handle, message_text
 from .page_choices import PageChoices
-from .patching_panel import EMPTY as EMPTY_PATCHING
-from .patching_panel import ProgressPush, patching_payload
+from .patching_panel import ProgressPush, patching_offer, patching_payload, without_sweep
 from .payloads import hooks_payload, kinds_payload, memory_payload, selection_payload, status_payload
 from .protocol import reply
 from .selection_images import draw_selection
@@ -87,6 +86,7 @@ class ViewController:
         output = self._choices.output
         view.status = status_payload("idle", "", output["top"], output, step=explorer.step)
         view.lens = lens_offer(explorer)
+        view.patching = patching_offer(explorer)
         # The view is kept alive by the widget registry: it must hold the controller weakly, as it holds the explorer.
         on_message = weakref.WeakMethod(self.on_message)
         view.on_msg(lambda widget, content, buffers: (m := on_message()) and m(content))
@@ -262,34 +262,34 @@ class ViewController:
             self._live.drew(spent)
         return spent
 
-    def patch_sweep(
-        self, sweep: Callable[[Callable[[int, int], Any]], torch.Tensor], progress: Any, default_metric: bool
-    ) -> torch.Tensor:
+    def patch_sweep(self, sweep: Callable[[Callable[[int, int], Any]], torch.Tensor], progress: Any) -> torch.Tensor:
         """Run ``sweep(progress)`` showing its progress in the patching panel, then its figure (or its error)."""
         view = self._view
         if view is None:
             return sweep(progress)
 
         def show(done: int, total: int) -> None:
-            view.patching = {**EMPTY_PATCHING, "progress": [done, total], "caption": "patch sweep running…"}
+            view.patching = without_sweep(view.patching, progress=[done, total], caption="patch sweep running…")
             self.set_status("busy", f"patch sweep: {done}/{total} patched positions")
 
         try:
             result = sweep(ProgressPush(show, progress))
         except Exception as exc:  # the user's cell gets the exception; the panel says it too
-            view.patching = {**EMPTY_PATCHING, "error": f"{type(exc).__name__}: {message_text(exc)}"}
+            view.patching = without_sweep(view.patching, error=f"{type(exc).__name__}: {message_text(exc)}")
+            self.keep_redraw("patching", None)  # a theme change must not bring the previous sweep back over the error
             self.set_status("error", "the patch sweep failed: see the patching panel")
             raise
-        redraw = functools.partial(self._show_patching, result, default_metric)  # an (L, T) tensor: small
+        edits = str(getattr(result, "edits", ""))  # what the sweep itself says it ran with
+        redraw = functools.partial(self._show_patching, result, edits)  # an (L, T) tensor: small
         redraw()
         self.keep_redraw("patching", redraw)
         self.set_status("idle", f"patch sweep: {result.shape[0]} layers × {result.shape[1]} positions")
         return result
 
-    def _show_patching(self, result: torch.Tensor, default_metric: bool) -> None:
+    def _show_patching(self, result: torch.Tensor, edits: str) -> None:
         if self._view is not None:
             with self.drawing():
-                self._view.patching = patching_payload(result, default_metric)
+                self._view.patching = patching_payload(result, self._view.patching, edits)
 
     def sync_summary(self) -> None:
         """Redraw the summary's table and heatmap with the page's chosen field and step."""

@@ -71,7 +71,7 @@ class HookExplorer(Explorer):
         corrupted: Inputs,
         *,
         layers: Sequence[str] | None = None,
-        metric: Metric | None = None,
+        metric: Metric | str | None = None,
         batch_size: int = DEFAULT_BATCH,
         progress: Progress | None = None,
         edits: bool = True,
@@ -83,7 +83,7 @@ class HookExplorer(Explorer):
                 clean, corrupted, layers=layers, metric=metric, batch_size=batch_size, progress=report, edits=edits
             )
 
-        return self._controller.patch_sweep(sweep, progress, default_metric=metric is None)
+        return self._controller.patch_sweep(sweep, progress)
 
     def show_ddp(self, source: DDPInspector | list[dict[str, Any]] | str | os.PathLike) -> None:
         """Show DDP records in the widget's Training panel, in place of what it showed of DDP before.

@@ -5,6 +5,7 @@ reply carries ("" when it did what was asked)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -23,6 +24,8 @@ from .graph_panel import EMPTY as EMPTY_GRAPH
 from .lens_panel import DEFAULT_TOP_K, lens_payload
 from .message_values import parse_edit, position_choice, score_choice
 from .page_choices import PageChoices
+from .patching_inputs import METRIC_CHOICES, page_inputs
+from .patching_panel import without_sweep
 from .protocol import MESSAGES, Attribution
 from .run_errors import failing_module, failure_line
 from .summary_filter import LayerFilter
@@ -49,6 +52,7 @@ class PageController(Protocol):
     def drawing(self) -> contextlib.AbstractContextManager[Any]: ...
     def keep_redraw(self, panel: str, redraw: Callable[[], None] | None) -> None: ...
     def page_run(self) -> contextlib.AbstractContextManager[None]: ...
+    def patch_sweep(self, sweep: Callable[[Callable[[int, int], Any]], Any], progress: Any) -> Any: ...
 
 
 Handler = Callable[[PageController, Explorer, dict[str, Any]], str]
@@ -227,6 +231,33 @@ def lens(controller: PageController, explorer: Explorer, content: dict[str, Any]
     return ""
 
 
+def patch(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
+    """A patch sweep of the page's clean and corrupted inputs with the chosen metric, its progress then its figure in
+    the patching panel; a refused input (lengths that differ, an empty box) or a failed sweep stays in the panel."""
+    view = _view(controller)
+    metric = content.get("metric", METRIC_CHOICES[0])
+    try:
+        if metric not in METRIC_CHOICES:
+            known = ", ".join(METRIC_CHOICES)
+            raise ValueError(f"the widget sent the patching metric {metric!r}; expected one of {known}")
+        clean, corrupted = page_inputs(explorer, content.get("clean"), content.get("corrupted"))
+    except ValueError as exc:
+        error = message_text(exc)
+        view.patching = without_sweep(view.patching, error=error)
+        controller.keep_redraw("patching", None)  # a theme change must not bring the previous sweep back
+        controller.set_status("idle", "the patch sweep did not start: see the patching panel")
+        return error
+    view.patching = {**view.patching, "clean": content["clean"], "corrupted": content["corrupted"], "metric": metric}
+    controller.set_status("busy", "patch sweep…")
+    try:
+        with controller.page_run():  # the engine's sweep, shown by the controller (HookExplorer's would show it twice)
+            sweep = functools.partial(Explorer.patch_sweep, explorer, clean, corrupted, metric=metric)
+            controller.patch_sweep(lambda progress: sweep(progress=progress), None)
+    except Exception as exc:  # the controller showed it in the panel
+        return f"{type(exc).__name__}: {message_text(exc)}"
+    return ""
+
+
 def run(controller: PageController, explorer: Explorer, content: dict[str, Any]) -> str:
     """Forward the example inputs; with mode "backward" (the default), backward from the chosen target ("top": each
     item's top class or next token at ``position``). An output with no scores runs the default forward only."""
@@ -344,6 +375,7 @@ HANDLERS: dict[str, Handler] = {
     "find_nonfinite": find_nonfinite,
     "attribute": attribute,
     "lens": lens,
+    "patch": patch,
     "dismiss_error": dismiss_error,
     "graph": record_graph,
 }

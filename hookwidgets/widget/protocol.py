@@ -337,11 +337,21 @@ class Lens(TypedDict):
 
 
 class Patching(TypedDict):
+    available: bool
+    reason: str
+    mode: str
+    clean: str
+    corrupted: str
+    hint: str
+    metric: str
+    tokens: list[str]
+    differs: list[int]
     png: bytes | None
     hover: Hover | None
     caption: str
     progress: list[int] | None
     error: str
+    edits: str
 
 
 class Frame(TypedDict):
@@ -538,6 +548,14 @@ class LensMessage(TypedDict):
     top_k: NotRequired[int]
 
 
+class PatchMessage(TypedDict):
+    type: Literal["patch"]
+    request_id: str
+    clean: str
+    corrupted: str
+    metric: NotRequired[str]
+
+
 class DismissErrorMessage(TypedDict):
     type: Literal["dismiss_error"]
     request_id: str
@@ -559,6 +577,7 @@ MESSAGES: dict[str, Any] = {
     "find_nonfinite": FindNonfiniteMessage,
     "attribute": AttributeMessage,
     "lens": LensMessage,
+    "patch": PatchMessage,
     "dismiss_error": DismissErrorMessage,
     "graph": GraphMessage,
 }

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import anywidget
 import traitlets
 
+from .patching_panel import EMPTY as EMPTY_PATCHING
 from .protocol import (
     Attribution,
     Frame,
@@ -82,10 +83,9 @@ class ExplorerView(anywidget.AnyWidget):
     error text."""
     lens: Synced[Lens] = _synced(traitlets.Dict({"available": False}))
     """The logit-lens panel: whether the model has one, then the last lens's layers × positions of top tokens."""
-    patching: Synced[Patching] = _synced(
-        traitlets.Dict({"png": None, "hover": None, "caption": "", "progress": None, "error": ""})
-    )
-    """The patching panel: the last ``patch_sweep()``'s figure, its progress while it runs, or its error."""
+    patching: Synced[Patching] = _synced(traitlets.Dict(dict(EMPTY_PATCHING)))
+    """The patching panel: whether a sweep starts from the page (its boxes, or the reason not), then the last
+    ``patch_sweep()``'s figure, its progress while it runs, or its error."""
     error = traitlets.Unicode("").tag(sync=True)
     """Last error text, with its traceback; empty when there is none."""
     graph: Synced[Graph] = _synced(traitlets.Dict({"autograd": None, "dataflow": None, "error": ""}))

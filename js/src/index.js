@@ -34,7 +34,7 @@ function render({ model, el }) {
   const summary = createSummaryView(model, requests); // per-layer statistics
   const training = createTrainingView(model); // update ratios and DDP, once an optimizer or DDP is watched
   const lens = createLensView(model, requests); // language models: each block's next-token prediction
-  const patching = createPatchingView(model); // the last ex.patch_sweep(), once one starts
+  const patching = createPatchingView(model, requests); // sweeps from the page, and the last ex.patch_sweep()
   // What to look at on the left (the modules, or the graph) beside what to do with it on the right.
   const navigator = createTabs(
     [
@@ -50,7 +50,7 @@ function render({ model, el }) {
       { key: "summary", label: "Summary", title: "Statistics per layer and step", el: summary.el },
       { key: "training", label: "Training", title: "Update ratios and DDP", el: training.el, announce: true },
       { key: "lens", label: "Logit lens", title: "What each block predicts next", el: lens.el },
-      { key: "patching", label: "Patching", title: "The last activation-patching sweep", el: patching.el, announce: true },
+      { key: "patching", label: "Patching", title: "Activation patching: clean and corrupted inputs, and the last sweep", el: patching.el, announce: true },
     ],
     "Panels",
   );

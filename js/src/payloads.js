@@ -343,11 +343,21 @@
 
 /**
  * @typedef {object} Patching
+ * @property {boolean} available
+ * @property {string} reason
+ * @property {string} mode
+ * @property {string} clean
+ * @property {string} corrupted
+ * @property {string} hint
+ * @property {string} metric
+ * @property {string[]} tokens
+ * @property {number[]} differs
  * @property {DataView | null} png
  * @property {Hover | null} hover
  * @property {string} caption
  * @property {number[] | null} progress
  * @property {string} error
+ * @property {string} edits
  */
 
 /**
@@ -515,6 +525,15 @@
  */
 
 /**
+ * @typedef {object} PatchMessage
+ * @property {"patch"} type
+ * @property {string} request_id
+ * @property {string} clean
+ * @property {string} corrupted
+ * @property {string} [metric]
+ */
+
+/**
  * @typedef {object} DismissErrorMessage
  * @property {"dismiss_error"} type
  * @property {string} request_id
@@ -575,8 +594,8 @@
 /**
  * A message the page sends (protocol.MESSAGES), by its `type`.
  * @typedef {AttachMessage | ReattachMessage | DetachMessage | RunMessage | PlotStepMessage | PlotViewMessage
- *   | SummaryMessage | FindNonfiniteMessage | AttributeMessage | LensMessage | DismissErrorMessage
- *   | GraphMessage} PageMessage
+ *   | SummaryMessage | FindNonfiniteMessage | AttributeMessage | LensMessage | PatchMessage
+ *   | DismissErrorMessage | GraphMessage} PageMessage
  */
 
 export {};

@@ -118,8 +118,7 @@ def test_token_attribution_lens_and_patching_from_clicks_in_a_gpt2_explorer(lab:
             "corrupt = tokenizer('the dog sat on a mat', return_tensors='pt')['input_ids']\n"
             "sweep = ex.patch_sweep(clean, corrupt)"
         )
-    explorer.locator('button.hw-tab.hw-tab-fresh[data-tab="patching"]').wait_for(timeout=30_000)
-    show_tab(explorer, "patching")
+    show_tab(explorer, "patching")  # offered from the start: a GPT-2 with example inputs
     explorer.locator("img.hw-patching-image").wait_for(timeout=30_000)
     assert "layers patched in at each of 6 positions" in explorer.locator(".hw-patching-caption").inner_text()
     assert explorer.locator("div.hw-error").is_hidden()

@@ -8,13 +8,14 @@ from typing import Any, cast
 import torch
 from torch import nn
 
+from ..attribution.tokens import token_ids
 from ..model.blocks import decoder_blocks
 from ..model.inputs import Inputs, call_model, describe_inputs
 from ..model.meta import is_meta, no_values
 from ..model.nested import first_tensor, map_tensors, output_tensors
-from ..model.scores import class_scores
+from .patch_metrics import Metric as Metric
+from .patch_metrics import TokenNames, choose_metric
 
-Metric = Callable[[Any], torch.Tensor]
 Progress = Callable[[int, int], Any]
 DEFAULT_BATCH = 32
 """Patched copies of the corrupted inputs run in one forward at most, by default."""
@@ -26,13 +27,16 @@ def patch_sweep(
     corrupted: Inputs,
     *,
     layers: Sequence[str] | None = None,
-    metric: Metric | None = None,
+    metric: Metric | str | None = None,
     batch_size: int = DEFAULT_BATCH,
     progress: Progress | None = None,
+    names: TokenNames | None = None,
 ) -> torch.Tensor:
     """``(L, T)``: ``metric`` of the corrupted run with the clean activation (a layer's first output tensor) patched
-    in at each layer and position (its dimension 1); ``.layers`` names the rows. The default metric: the logit of
-    the clean run's top class or next token (last position), minus it in the corrupted run. Runs as called."""
+    in at each layer and position (its dimension 1). ``metric``: a callable, or a name of ``patch_metrics.METRICS``
+    (None: ``"top_logit"``). The result says ``.layers`` (the rows), ``.metric`` (its name), ``.clean`` and
+    ``.corrupted`` (the metric of the unpatched runs: a full restoration, no effect) and ``.differs`` (the positions
+    whose token ids differ; None without token ids). ``names`` labels token ids in errors. Runs as called."""
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     chosen = _layers(model, layers)
@@ -53,13 +57,11 @@ def patch_sweep(
                 f"differ in length: at {path} their activations are {tuple(a.shape)} and {tuple(b.shape)}; "
                 "patching needs inputs of the same length (pad or trim one)"
             )
-    if metric is None:
-        token = class_scores(clean_out).argmax(-1)  # (1,)
-        baseline = class_scores(corrupt_out)[:, token]  # (1, 1)
-
-        def metric(output: Any) -> torch.Tensor:
-            return class_scores(output)[:, token[0]] - baseline[0, 0]
-
+    chosen_metric = choose_metric(metric, clean_out, corrupt_out, names)
+    measure = chosen_metric.measure
+    # The unpatched runs' values (a full restoration, no effect): which way a patch restores, whatever the sign
+    clean_value = float(_measured(measure, clean_out, 1, "the clean run")[0])
+    corrupt_value = float(_measured(measure, corrupt_out, 1, "the corrupted run")[0])
     positions = clean_acts[chosen[0][0]].shape[1]
     total, done = len(chosen) * positions, 0
     result = torch.empty(len(chosen), positions)
@@ -67,13 +69,26 @@ def patch_sweep(
         clean_act = clean_acts[path]
         for start in range(0, clean_act.shape[1], batch_size):
             where = torch.arange(start, min(start + batch_size, clean_act.shape[1]), device=clean_act.device)
-            result[row, where.cpu()] = _patched_run(model, module, corrupted, clean_act, where, metric, path)
+            result[row, where.cpu()] = _patched_run(model, module, corrupted, clean_act, where, measure, path)
             done += len(where)
             if progress is not None:
                 progress(done, total)
     result.layers = [path for path, _ in chosen]  # type: ignore[attr-defined]
     result.tokens = None  # type: ignore[attr-defined]
+    result.metric = chosen_metric.name  # type: ignore[attr-defined]
+    result.clean = clean_value  # type: ignore[attr-defined]
+    result.corrupted = corrupt_value  # type: ignore[attr-defined]
+    result.differs = differing_positions(clean, corrupted)  # type: ignore[attr-defined]
     return result
+
+
+def differing_positions(clean: Inputs, corrupted: Inputs) -> list[int] | None:
+    """The positions where the first item's token ids differ between ``clean`` and ``corrupted``; None when either
+    holds no token ids or their lengths differ."""
+    a, b = token_ids(clean), token_ids(corrupted)
+    if a is None or b is None or a.shape[1] != b.shape[1] or a.is_meta or b.is_meta:
+        return None
+    return [int(t) for t in (a[0] != b[0].to(a.device)).nonzero().flatten().tolist()]
 
 
 def _layers(model: nn.Module, layers: Sequence[str] | None) -> list[tuple[str, nn.Module]]:
@@ -149,11 +164,16 @@ def _patched_run(
         output = call_model(model, _repeated(corrupted, count))
     finally:
         handle.remove()
+    return _measured(metric, output, count, f"patching {path}")
+
+
+def _measured(metric: Metric, output: Any, count: int, where: str) -> torch.Tensor:
+    """``metric(output)`` as ``(count,)`` floats on the CPU; a ValueError when it is not one value per item."""
     values = metric(output)
     if not isinstance(values, torch.Tensor) or values.shape != (count,):
         got = tuple(values.shape) if isinstance(values, torch.Tensor) else type(values).__name__
         raise ValueError(
-            f"metric must return one value per item of a batched output, shape ({count},), got {got} (patching {path})"
+            f"metric must return one value per item of a batched output, shape ({count},), got {got} ({where})"
         )
     return values.detach().float().cpu()
 
