@@ -1,11 +1,11 @@
 """Small models and inputs shipped with hookwidgets, for notebooks and tests (no downloads).
 
-Public, as are ``hookwidgets.examples.vit``, ``.ddp_demo`` and ``.fsdp_demo``; ``digits`` and ``induction`` are internal (its public
-names are here).
+Public, as are ``hookwidgets.examples.vit``, ``.ddp_demo`` and ``.fsdp_demo``; ``digits`` and
+``induction`` are internal (their public names are here).
 """
 
-from .induction import InductionLM, InductionTokenizer, induction_lm, repeated_tokens
 from .digits import DigitsCNN, accuracy, digit_image, load_digits, pretrained_digits_cnn, train_digits_cnn
+from .induction import InductionLM, InductionTokenizer, induction_lm, repeated_tokens
 
 __all__ = [
     "DigitsCNN",
