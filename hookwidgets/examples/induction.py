@@ -31,6 +31,7 @@ class InductionTokenizer:
 
     def __init__(self) -> None:
         self.tokens = [c + v for c in CONSONANTS for v in VOWELS]
+        """The syllable of each id, in id order."""
         self._ids = {t: i for i, t in enumerate(self.tokens)}
 
     def __len__(self) -> int:
@@ -77,10 +78,15 @@ class InductionLM(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.embed = nn.Embedding(VOCAB, WIDTH)
+        """The token embedding, 64 ids of width 64."""
         self.position = nn.Embedding(CONTEXT, WIDTH)
+        """The learned position embedding, 64 positions."""
         self.blocks = nn.ModuleList(AttentionBlock() for _ in range(LAYERS))
+        """The two AttentionBlocks, ``blocks.0`` and ``blocks.1`` (an ``nn.ModuleList``: the logit lens's rows)."""
         self.norm = nn.LayerNorm(WIDTH)
+        """The final LayerNorm, before ``unembed``."""
         self.unembed = nn.Linear(WIDTH, VOCAB)
+        """The output projection to the 64 tokens' logits."""
 
     def get_output_embeddings(self) -> nn.Module:
         """``unembed``: what the logit lens reads each block's output through (after ``norm``)."""
