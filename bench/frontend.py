@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
-from playwright.sync_api import Page, sync_playwright
+from playwright.sync_api import Locator, Page, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -530,14 +530,22 @@ def tree_paint(session: Session, loads: int) -> Figure:
     return Figure("10,000-module explorer painted", values, 1000, note, f"{rows} rows drawn (virtualized)")
 
 
+def _fresh_explorer(session: Session, name: str, code: str) -> tuple[str, Locator]:
+    """Run ``code`` in a new notebook ``name``; returns its path and the explorer it shows (those already on the page
+    are marked old first, so that the locator finds only the new one)."""
+    session.page.evaluate(
+        "() => document.querySelectorAll('.hw-explorer').forEach((el) => { el.dataset.benchOld = '1'; })"
+    )
+    path = session.notebook(name, code)
+    session.lab.run_all(path, timeout=300)
+    return path, session.page.locator(".hw-explorer:not([data-bench-old])")
+
+
 def click_badge(session: Session, loads: int) -> Figure:
     """A hook toggle ticked → the attach message → Python attaches → the badge on the tree row painted."""
     page = session.page
-    page.evaluate("() => document.querySelectorAll('.hw-explorer').forEach((el) => { el.dataset.benchOld = '1'; })")
-    path = session.notebook("bench_click_badge.ipynb", CLICK_MODEL)
-    session.lab.run_all(path, timeout=300)
+    _, explorer = _fresh_explorer(session, "bench_click_badge.ipynb", CLICK_MODEL)
     layer, kind = "features.conv2", "forward"
-    explorer = page.locator(".hw-explorer:not([data-bench-old])")
     explorer.locator(f'.hw-row[data-path="{layer}"]').click()
     explorer.locator(f'input.hw-toggle[data-kind="{kind}"][data-path="{layer}"]').wait_for()
     values = []
@@ -662,12 +670,8 @@ def tab_switch(session: Session, loads: int) -> Figure:
     """A tab clicked → its page shown and painted, on the digits CNN after a Run with a recorded graph: the right
     pane between the inspector (images), the summary and the attribution, the left between the tree and the graph."""
     page = session.page
-    page.evaluate("() => document.querySelectorAll('.hw-explorer').forEach((el) => { el.dataset.benchOld = '1'; })")
-    path = session.notebook(
-        "bench_tab_switch.ipynb", CLICK_MODEL.replace("ex.run(target=0)", "ex.run(target=0, record_graph=True)")
-    )
-    session.lab.run_all(path, timeout=300)
-    explorer = page.locator(".hw-explorer:not([data-bench-old])")
+    graphed = CLICK_MODEL.replace("ex.run(target=0)", "ex.run(target=0, record_graph=True)")
+    _, explorer = _fresh_explorer(session, "bench_tab_switch.ipynb", graphed)
     explorer.locator('.hw-row[data-path="features.conv2"]').click()
     explorer.locator("input.hw-toggle[data-kind='forward']").wait_for()
     cycle = ["summary", "graph", "attribution", "modules", "inspector"]
@@ -686,10 +690,7 @@ def live_loop(session: Session, loads: int) -> list[Figure]:
     during it (bar 50 ms), and what the open page costs the loop (its time with the explorer's output shown in the
     page against the same loop, same hooks and view, with that output cleared from the page)."""
     page = session.page
-    page.evaluate("() => document.querySelectorAll('.hw-explorer').forEach((el) => { el.dataset.benchOld = '1'; })")
-    path = session.notebook("bench_live_loop.ipynb", LIVE_MODEL)
-    session.lab.run_all(path, timeout=300)
-    explorer = page.locator(".hw-explorer:not([data-bench-old])")
+    path, explorer = _fresh_explorer(session, "bench_live_loop.ipynb", LIVE_MODEL)
     explorer.locator('.hw-row[data-path="transformer"]').wait_for()
     explorer.locator('button.hw-tab[data-tab="summary"]').click()  # the panel a loop updates the most
     longest, shown, cleared, tasks = [], [], [], 0
@@ -750,10 +751,7 @@ def hover_readout(session: Session, loads: int) -> list[Figure]:
     """Issue 35: the mouse over a 12-head attention figure (12 × 32 × 32 cells): mousemove → the readout says the
     cell's value, read in the page from the hover description the kernel sent (no round trip)."""
     page = session.page
-    page.evaluate("() => document.querySelectorAll('.hw-explorer').forEach((el) => { el.dataset.benchOld = '1'; })")
-    path = session.notebook("bench_hover_readout.ipynb", HOVER_MODEL)
-    session.lab.run_all(path, timeout=300)
-    explorer = page.locator(".hw-explorer:not([data-bench-old])")
+    path, explorer = _fresh_explorer(session, "bench_hover_readout.ipynb", HOVER_MODEL)
     explorer.locator('.hw-row[data-path="transformer"]').wait_for()
     explorer.locator(".hw-search").fill("transformer.h.0.attn")
     explorer.locator('.hw-row.hw-match[data-path="transformer.h.0.attn"]').click()

@@ -53,6 +53,7 @@ from .graph.plain import (
     SavedTensor,
 )
 from .hooks.actions import BUILTIN_ACTIONS
+from .hooks.edit_notes import edits_note
 from .hooks.kinds import GLOBAL_KINDS, MODULE_KINDS, NODE_KINDS, PARAM_KINDS
 from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
 from .hooks.tensor_edits import EDIT_NAMES
@@ -126,6 +127,7 @@ __all__ = [
     "compare_backward",
     "default_intern",
     "default_layer",
+    "edits_note",
     "load_captures",
     "native_status",
     "package_report",

@@ -37,6 +37,7 @@ from .graph.plain import Dataflow, GraphData
 from .graph.record import GraphRecorder
 from .graph.recorded import RecordedGraph
 from .hooks import attaching, runner
+from .hooks.edit_notes import edit_labels
 from .hooks.events import Event
 from .hooks.heads import head_count
 from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
@@ -197,6 +198,11 @@ class Explorer:
     def own_hooks(self) -> list[HookInfo]:
         """The explorer's own live hooks in attach order: ``hooks`` without others' (no look through the model)."""
         return self._registry.own_hooks
+
+    @property
+    def edits(self) -> list[str]:
+        """The explorer's live edits (``ablate_heads``, ``scale``, a patch…), one phrase each, in attach order."""
+        return edit_labels(self._registry.own_hooks)
 
     @property
     def monitors(self) -> list[UpdateRatioMonitor]:

@@ -34,6 +34,8 @@ from .theme import ThemeLike, as_theme, themed
 
 MAX_CHANNELS = 32
 """Channels drawn by default."""
+BAR_HEIGHT = 320
+"""CSS pixels: the tallest colour bar, so that it shows whole in a pane beside a grid taller than the pane."""
 DPI = CSS_DPI
 MARGIN = {"left": 6, "right": 64, "bottom": 8, "top": 16}  # CSS px: the colour bar, its ticks (half a line past its
 # ends) and its ×10ⁿ above
@@ -191,7 +193,10 @@ def _figure(
     fig = Figure(figsize=(fig_w / ratio / CSS_DPI, fig_h / ratio / CSS_DPI), dpi=CSS_DPI)
     ax = fig.add_axes((left / fig_w, bottom / fig_h, width_px / fig_w, height_px / fig_h))
     bar_left = left + width_px + math.ceil(8 * ratio)
-    bar_ax = fig.add_axes((bar_left / fig_w, bottom / fig_h, math.ceil(10 * ratio) / fig_w, height_px / fig_h))
+    # At most BAR_HEIGHT tall, level with the grid's top: a tall grid scrolls in its pane, its scale stays in view.
+    bar_h = min(height_px, math.ceil(BAR_HEIGHT * ratio))
+    bar_box = (bar_left / fig_w, (bottom + height_px - bar_h) / fig_h, math.ceil(10 * ratio) / fig_w, bar_h / fig_h)
+    bar_ax = fig.add_axes(bar_box)
     return fig, ax, bar_ax, (lines, font)
 
 

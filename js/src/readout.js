@@ -20,30 +20,31 @@ import { toBytes } from "./bytes.js";
  */
 
 /**
- * float32 little-endian bytes as numbers (any alignment; a trailing partial value is left out).
+ * Little-endian floats of `size` bytes (4 or 8) as numbers (any alignment; a trailing partial value is left out).
  * @param {unknown} value
+ * @param {4 | 8} size
  */
-export function float32s(value) {
+function floats(value, size) {
   const bytes = toBytes(value);
-  if (!bytes) return new Float32Array(0);
+  const count = bytes ? Math.floor(bytes.byteLength / size) : 0;
+  const out = size === 4 ? new Float32Array(count) : new Float64Array(count);
+  if (!bytes) return out;
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const out = new Float32Array(Math.floor(bytes.byteLength / 4));
-  for (let i = 0; i < out.length; i += 1) out[i] = view.getFloat32(i * 4, true);
+  for (let i = 0; i < count; i += 1) out[i] = size === 4 ? view.getFloat32(i * 4, true) : view.getFloat64(i * 8, true);
   return out;
 }
 
 /**
- * float64 little-endian bytes as numbers (any alignment; a trailing partial value is left out).
+ * float32 little-endian bytes as numbers: a figure's values.
  * @param {unknown} value
  */
-export function float64s(value) {
-  const bytes = toBytes(value);
-  if (!bytes) return new Float64Array(0);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const out = new Float64Array(Math.floor(bytes.byteLength / 8));
-  for (let i = 0; i < out.length; i += 1) out[i] = view.getFloat64(i * 8, true);
-  return out;
-}
+export const float32s = (value) => /** @type {Float32Array} */ (floats(value, 4));
+
+/**
+ * float64 little-endian bytes as numbers: a line chart's x values.
+ * @param {unknown} value
+ */
+export const float64s = (value) => /** @type {Float64Array} */ (floats(value, 8));
 
 /**
  * Every region of `hover` with its values decoded, once per payload; [] for none.

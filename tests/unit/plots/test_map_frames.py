@@ -368,3 +368,13 @@ def test_a_huge_patch_grid_describes_block_means_within_the_bound_and_says_so():
     assert region["row"]["count"] == 300 and region["row"]["stride"] == 2
     assert "hover: means of 2×2 patches" in fig.axes[0].get_title()
     np.testing.assert_allclose(_values(region)[0, 0], tokens[0, [0, 1, 300, 301], 0].double().mean(), rtol=1e-5)
+
+
+def test_a_grid_taller_than_a_pane_keeps_its_whole_colour_bar_level_with_its_top():
+    maps = torch.randn(1, 64, 32, 32).relu()
+    with using_frame({"width": 530, "ratio": 2}):
+        fig = feature_map_figure(maps)
+    grid, bar = fig.axes[0].get_position(), fig.axes[1].get_position()
+    css_height = fig.get_size_inches()[1] * 96
+    assert grid.height * css_height > 600  # taller than the pane it scrolls in
+    assert bar.height * css_height <= 320 + 1 and bar.y1 == pytest.approx(grid.y1)
