@@ -5,6 +5,8 @@ logit lens put the answer at that head's layer."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,11 +41,15 @@ def _scores(pattern: torch.Tensor, lag: int) -> torch.Tensor:
     return pattern[0][:, queries, queries - lag].mean(-1)
 
 
+def _induction_scores(ex: HookExplorer) -> dict[tuple[str, int], float]:
+    """Each head's mean attention from a repeated token to the token after its previous occurrence (N - 1 positions
+    back), over every attention module ``attention()`` finds."""
+    return {(path, h): float(s) for path, p in ex.attention().items() for h, s in enumerate(_scores(p, N - 1))}
+
+
 def _induction_head(ex: HookExplorer) -> tuple[str, int, float]:
-    """(module, head, score) of the head that most attends from a repeated token to the token after its previous
-    occurrence (N - 1 positions back), over every attention module ``attention()`` finds."""
-    scores = {(path, h): float(s) for path, p in ex.attention().items() for h, s in enumerate(_scores(p, N - 1))}
-    (path, head), score = max(scores.items(), key=lambda item: item[1])
+    """(module, head, score) of the head that most attends to the token after the previous occurrence."""
+    (path, head), score = max(_induction_scores(ex).items(), key=lambda item: item[1])
     return path, head, score
 
 
@@ -113,6 +119,7 @@ def test_attention_finds_one_induction_head_in_the_second_layer(trained):
     ex = HookExplorer(model, repeated_tokens(N, seed=1), tokenizer=tokenizer)
     path, _, score = _induction_head(ex)
     assert path == "blocks.1.attn" and score > 0.8
+    assert sum(s > 0.3 for s in _induction_scores(ex).values()) == 1  # one head copies: the others do not
     assert float(_scores(ex.attention()["blocks.0.attn"], N - 1).max()) < 0.1  # the first layer copies nothing
     assert float(_scores(ex.attention()["blocks.0.attn"], 1).max()) > 0.8  # but one of its heads reads the token before
 
@@ -162,3 +169,17 @@ def test_the_logit_lens_shows_the_copied_token_only_after_the_induction_layer(tr
     hits = (top == ids[0, N + 1 :]).float().mean(-1)
     assert float(hits[0]) < 0.1 and float(hits[1]) > 0.9
     assert lens["labels"][1][0][-2][0] == tokenizer.convert_ids_to_tokens(int(ids[0, -1]))
+
+
+def test_the_model_loads_and_is_explored_without_transformers(trained):
+    script = (
+        "import sys; sys.modules['transformers'] = None\n"  # any import of transformers now raises ImportError
+        "from hookwidgets import HookExplorer\n"
+        "from hookwidgets.examples import induction_lm, repeated_tokens\n"
+        "model, tokenizer = induction_lm()\n"
+        "ex = HookExplorer(model, repeated_tokens(4), tokenizer=tokenizer)\n"
+        "print(sorted(ex.attention()), ex.logit_lens()['layers'])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['blocks.0.attn', 'blocks.1.attn'] ['blocks.0', 'blocks.1', 'output']"
