@@ -38,8 +38,8 @@ def cached_model(
     """
     path = weights_path(name, recipe)
     if cache and path.exists():
+        model = build()
         try:
-            model = build()
             model.load_state_dict(torch.load(path, weights_only=True))
             log.debug("loading %s from %s", name, path)
             return model.eval()
