@@ -89,6 +89,21 @@ def test_the_trained_model_copies_unseen_repeats_is_cached_and_names_its_tokens(
     assert ex.sequences.labels(6) == tokenizer.convert_ids_to_tokens(repeated_tokens(3)[0].tolist())
 
 
+def test_training_leaves_the_rng_and_threads_as_found_and_repeats_itself():
+    threads = torch.get_num_threads()
+    torch.manual_seed(5)
+    state = torch.random.get_rng_state()
+    first = recipe_module.train_induction_lm({**RECIPE, "steps": 3})
+    assert torch.equal(torch.random.get_rng_state(), state) and torch.get_num_threads() == threads
+    assert not first.training and all(p.grad is None for p in first.parameters())
+    second = recipe_module.train_induction_lm({**RECIPE, "steps": 3})  # the recipe's seed: the same weights
+    assert all(
+        torch.equal(a, b) for a, b in zip(first.state_dict().values(), second.state_dict().values(), strict=True)
+    )
+    third = recipe_module.train_induction_lm({**RECIPE, "steps": 3, "seed": 1})
+    assert not torch.equal(first.embed.weight, third.embed.weight)
+
+
 def test_a_changed_recipe_or_a_corrupt_file_trains_again(monkeypatch, tmp_path):
     monkeypatch.setenv("HOOKWIDGETS_CACHE", str(tmp_path))
     trainings = []
