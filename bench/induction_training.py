@@ -51,9 +51,9 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as cache:
         os.environ["HOOKWIDGETS_CACHE"] = cache
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         model, _ = induction_lm()
-        trained = time.perf_counter() - start
+        trained, cpu = time.perf_counter() - start, time.process_time() - cpu_start
         print(f"trained in {trained:.1f} s", file=sys.stderr)
         start = time.perf_counter()
         induction_lm()
@@ -76,6 +76,7 @@ def main() -> None:
         "| figure | value | bar | verdict |",
         "|---|---|---|---|",
         row("training on first use", f"{trained:.1f} s", f"≤ {TRAIN_BAR_S:.0f} s", trained <= TRAIN_BAR_S),
+        row("training on first use, CPU time (what a quiet machine's wall time nears)", f"{cpu:.1f} s", "—", None),
         row("cached load", f"{loaded * 1000:.0f} ms", f"≤ {LOAD_BAR_S * 1000:.0f} ms", loaded <= LOAD_BAR_S),
         *(
             row(f"copying, {what}", f"{value:.1%}", f"≥ {COPY_BAR:.0%}", value >= COPY_BAR)
