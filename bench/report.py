@@ -52,6 +52,7 @@ BENCHES: dict[str, list[str]] = {
     "other_models": ["--pairs", "30"],
     "attention": [],
     "token_attribution": [],
+    "induction_training": [],
     "interp": [],
     "run_log": [],  # writes a ~9 GB synthetic log to the temp dir, then removes it
     "fsdp_step": ["--pairs", "30"],

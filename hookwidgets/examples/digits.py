@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import contextlib
-import logging
-import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TypeVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-log = logging.getLogger(__name__)
+from .cache import cached_model
+
 M = TypeVar("M", bound=nn.Module)
 
 IMAGE_SIZE = 32
@@ -73,11 +71,6 @@ class DigitsCNN(nn.Module):
         return self.classifier(torch.relu(self.features(x)))
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("HOOKWIDGETS_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "hookwidgets")
-    return Path(base)
-
-
 @contextlib.contextmanager
 def one_thread() -> Iterator[None]:
     """torch on one intra-op thread for the body, then the thread count as it was.
@@ -116,24 +109,6 @@ def train_on_digits(
                 optimizer.step()
     model.zero_grad(set_to_none=True)
     return model.eval()
-
-
-def cached_model(name: str, build: Callable[[], M], train: Callable[[], M], cache: bool) -> M:
-    """The weights of ``name`` from the cache into ``build()``, or ``train()`` and cache them (atomically)."""
-    path = _cache_dir() / f"{name}.pt"
-    if cache and path.exists():
-        log.debug("loading %s from %s", name, path)
-        model = build()
-        model.load_state_dict(torch.load(path, weights_only=True))
-        return model.eval()
-    log.info("training %s (first use; takes seconds)%s", name, f", then cached in {path}" if cache else "")
-    model = train()
-    if cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        torch.save(model.state_dict(), tmp)
-        tmp.replace(path)  # atomic, so parallel first uses never read half a file
-    return model
 
 
 def train_digits_cnn(epochs: int = 5, seed: int = 0) -> DigitsCNN:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .digits import IMAGE_SIZE, cached_model, train_on_digits
+from .cache import cached_model
+from .digits import IMAGE_SIZE, train_on_digits
 
 PATCH = 4
 GRID = IMAGE_SIZE // PATCH  # 8×8 patches, plus the class token: 65 tokens

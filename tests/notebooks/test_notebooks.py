@@ -44,11 +44,12 @@ def test_notebook_is_stored_clean_and_checks_its_results(path: Path):
 @pytest.fixture(scope="module")
 def trained_examples() -> None:
     """Train the example models once into this session's cache, so each notebook's kernel only loads them."""
-    from hookwidgets.examples import pretrained_digits_cnn
+    from hookwidgets.examples import induction_lm, pretrained_digits_cnn
     from hookwidgets.examples.vit import pretrained_digits_vit
 
     pretrained_digits_cnn()
     pretrained_digits_vit()
+    induction_lm()
 
 
 @pytest.mark.timeout(600)

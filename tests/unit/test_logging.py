@@ -13,7 +13,7 @@ from torch import nn
 
 import hookwidgets
 from hookwidgets.core import Explorer
-from hookwidgets.examples.digits import cached_model
+from hookwidgets.examples.cache import cached_model
 
 PACKAGE = Path(hookwidgets.__file__).parent
 

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from ..._cache import cache_dir
+
 if TYPE_CHECKING:
     from _ctypes import CFuncPtr
 
@@ -146,7 +148,7 @@ def _build() -> Path:
     """The compiled library for this source, machine and Python, compiled now unless cached."""
     source = SOURCE.read_bytes()
     key = hashlib.sha256(source + f"{platform.machine()}-{sys.platform}".encode()).hexdigest()[:16]
-    cache = _cache_dir()
+    cache = cache_dir()
     target = cache / f"fused_stats-{key}.so"
     if target.exists():
         return target
@@ -199,11 +201,3 @@ def _why_not_compile() -> str | None:
         if found.returncode != 0 or not folder or not os.path.isdir(folder):
             return missing
     return None
-
-
-def _cache_dir() -> Path:
-    configured = os.environ.get("HOOKWIDGETS_CACHE")
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "hookwidgets"
