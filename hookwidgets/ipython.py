@@ -164,7 +164,7 @@ def _module_bundle(state: _Extension, module: nn.Module) -> dict[str, Any] | Non
         explorer = HookExplorer(module)
         state.explorers.append(explorer)
         state.by_model[id(module)] = explorer
-    bundle = explorer.view._repr_mimebundle_()
+    bundle = explorer._repr_mimebundle_()  # the widget, and its static snapshot for where widgets do not run
     data = bundle[0] if isinstance(bundle, tuple) else bundle  # anywidget returns (data, metadata)
     if not isinstance(data, dict):
         return None

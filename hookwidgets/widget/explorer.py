@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -14,6 +15,7 @@ from ..core.diagnostics.patching import DEFAULT_BATCH, Metric, Progress
 from ..core.explorer import Explorer
 from ..core.model.inputs import Inputs
 from .controller import ViewController
+from .snapshot import closed_html, snapshot_html, standalone_page
 from .training_panel import ddp_source
 from .view import ExplorerView
 
@@ -58,12 +60,34 @@ class HookExplorer(Explorer):
         return self._controller.open(self)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        if self._model is None:  # closed: its view is gone, its repr says so
+            return {"text/plain": repr(self), "text/html": closed_html(repr(self))}
         bundle = self.view._repr_mimebundle_(**kwargs)
-        # ipywidgets gives (data, metadata), older versions data alone; a console without widgets shows text/plain
+        # ipywidgets gives (data, metadata), older versions data alone; a console without widgets shows text/plain.
+        # Front ends that run widgets prefer the widget's mime type; the others (GitHub, nbviewer, nbconvert) show
+        # text/html, the snapshot as of this display.
         data = bundle[0] if isinstance(bundle, tuple) else bundle
         if isinstance(data, dict):
             data["text/plain"] = repr(self)
+            data["text/html"] = snapshot_html(self.view, repr(self))
         return bundle
+
+    def save_html(self, path: str | os.PathLike[str]) -> Path:
+        """Write what the widget shows now as a standalone HTML page (no script): the tree with its hook badges, the
+        selection's figures, the summary table. Returns the file's path."""
+        target = Path(path)
+        if target.is_dir():
+            raise IsADirectoryError(
+                f"save_html: {str(target)!r} is a folder: give a file path, e.g. {str(target / 'explorer.html')!r}"
+            )
+        if not target.parent.is_dir():
+            raise FileNotFoundError(
+                f"save_html: the folder {str(target.parent)!r} does not exist: create it first "
+                "(Path(...).mkdir(parents=True)) or choose a path in an existing folder"
+            )
+        page = standalone_page(snapshot_html(self.view, repr(self)), repr(self))
+        target.write_text(page, encoding="utf-8")
+        return target
 
     def patch_sweep(
         self,
