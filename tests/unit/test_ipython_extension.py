@@ -153,6 +153,7 @@ def test_display_is_opt_in_and_shows_one_explorer_per_module(ip, user_model):
     again, _ = ip.display_formatter.format(user_model)
     assert first[WIDGET_MIME]["model_id"] == again[WIDGET_MIME]["model_id"]  # the same explorer, not a new one
     assert first["text/plain"] == repr(user_model)  # a console without widgets still shows the module
+    assert 'class="hw-static"' in first["text/html"]  # and a page without widgets the explorer's static snapshot
     other, _ = ip.display_formatter.format(nn.Linear(2, 2))
     assert other[WIDGET_MIME]["model_id"] != first[WIDGET_MIME]["model_id"]
     assert WIDGET_MIME not in ip.display_formatter.format(torch.zeros(2))[0]  # tensors are left alone
