@@ -23,7 +23,7 @@ MAX_HOOK_ROWS = 100
 """Hooks the hook list shows; the rest are counted."""
 MAX_FIGURES = 8
 """Figures of the selection the snapshot keeps."""
-MAX_IMAGE_BYTES = 3_000_000
+MAX_IMAGE_BYTES = 2_000_000
 """PNG bytes the snapshot keeps in all (before base64); a figure past it is left out and counted."""
 MAX_TABLE_ROWS = 100
 """Layers the summary table shows; the rest are counted."""
@@ -44,8 +44,9 @@ CSS = """
 .hw-static figure img{max-width:100%;height:auto;background:#fff}
 .hw-static figcaption{font-size:12px;opacity:.85}
 .hw-static table{border-collapse:collapse;font-size:12px}
-.hw-static th,.hw-static td{border:1px solid rgba(127,127,127,.35);padding:1px 6px;text-align:right}
-.hw-static th:first-child,.hw-static td:first-child{text-align:left;font-family:ui-monospace,Menlo,monospace}
+.hw-static th,.hw-static td{border:1px solid rgba(127,127,127,.35);padding:1px 6px;text-align:left}
+.hw-static td:first-child{font-family:ui-monospace,Menlo,monospace}
+.hw-static .hw-s-num{text-align:right;font-variant-numeric:tabular-nums}
 @media (prefers-color-scheme:dark){.hw-static .hw-s-badge{background:rgba(110,160,255,.25)}}
 """
 """The snapshot's style, scoped by ``.hw-static``: colours inherit the page's text colour, lines and badges are
@@ -144,15 +145,15 @@ def _badge(hook: HookItem, kinds: list[HookKind]) -> str:
         return f'<span class="hw-s-badge" title="a hook others attached (left alone)">ext {_text(hook["kind"])}</span>'
     row = next((kind for kind in kinds if kind["kind"] == hook["kind"]), None)
     label = row["badge"] if row is not None and row["badge"] else hook["kind"]
-    lines = [
-        row["tip"] if row is not None else hook["kind"],
-        f"{hook.get('action') or 'capture'}: fired {hook['fired']}",
-    ]
+    fired, count = f"fired {hook['fired']}", hook["fired"]
+    if row is not None and row["family"] == "global" and hook.get("steps"):  # as the widget counts them: steps
+        fired, count = f"fired in {hook['steps']} steps ({hook['fired']} times in all)", hook["steps"]
+    lines = [row["tip"] if row is not None else hook["kind"], f"{hook.get('action') or 'capture'}: {fired}"]
     tip = "&#10;".join(_text(line) for line in lines)  # a line break inside the attribute
     error = " hw-s-badge-error" if hook.get("error") else ""
-    count = f" {hook['fired']}" if hook["fired"] else ""
+    shown = f" {count}" if count else ""
     kind = _text(hook["kind"])
-    return f'<span class="hw-s-badge{error}" data-kind="{kind}" title="{tip}">{_text(label)}{count}</span>'
+    return f'<span class="hw-s-badge{error}" data-kind="{kind}" title="{tip}">{_text(label)}{shown}</span>'
 
 
 def _hooks(hooks: list[HookItem]) -> list[str]:
@@ -164,7 +165,7 @@ def _hooks(hooks: list[HookItem]) -> list[str]:
         failed = " (failed)" if hook.get("error") else ""
         out.append(
             f"<tr><td>{_text(hook['path'] or '(model)')}</td><td>{_text(hook['kind'])}</td>"
-            f"<td>{_text(action)}{failed}</td><td>{int(hook['fired'])}</td></tr>"
+            f'<td>{_text(action)}{failed}</td><td class="hw-s-num">{int(hook["fired"])}</td></tr>'
         )
     out.append("</table>")
     if len(hooks) > MAX_HOOK_ROWS:
@@ -231,7 +232,7 @@ def _summary(summary: Summary) -> list[str]:
     out.append("<table><tr>" + "".join(f"<th>{_text(columns[k])}</th>" for k in used) + "</tr>")
     for row in rows[:MAX_TABLE_ROWS]:
         path = f"<td>{_text(row[0] or '(model)')}</td>"
-        out.append("<tr>" + path + "".join(f"<td>{_cell(row[k])}</td>" for k in used[1:]) + "</tr>")
+        out.append("<tr>" + path + "".join(f'<td class="hw-s-num">{_cell(row[k])}</td>' for k in used[1:]) + "</tr>")
     out.append("</table>")
     if len(rows) > MAX_TABLE_ROWS:
         out.append(f'<div class="hw-s-cut">… {len(rows) - MAX_TABLE_ROWS} more layers not shown</div>')
