@@ -27,7 +27,9 @@ class HookExplorer(Explorer):
     """Explore a model's hooks in a notebook: ``ex = HookExplorer(model, example_inputs=x); ex``.
 
     Every ``Explorer`` method, unchanged; ``view`` is the widget, which a controller keeps in step with the
-    explorer's events, so a call from Python and a click in the page act on the same state.
+    explorer's events, so a call from Python and a click in the page act on the same state. Where widgets do not run
+    (GitHub, nbviewer, ``jupyter nbconvert``) the notebook shows a static snapshot as of the display; ``save_html``
+    writes the current one.
     """
 
     def __init__(
