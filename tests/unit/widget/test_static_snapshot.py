@@ -121,3 +121,15 @@ def test_save_html_writes_a_standalone_page_and_names_a_wrong_path(tmp_path):
             ex.save_html(tmp_path)
         with pytest.raises(FileNotFoundError, match=r"the folder .*missing.* does not exist: create it first"):
             ex.save_html(tmp_path / "missing" / "explorer.html")
+
+
+def test_the_snapshot_keeps_eight_figures_and_counts_the_others():
+    kinds = ["forward_pre", "forward", "backward_pre", "backward", "grad"]
+    with HookExplorer(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), example_inputs=torch.randn(3, 4)) as ex:
+        ex.attach("", kinds + [f"global_{kind}" for kind in kinds])  # ten figures for the model, the selection
+        ex.run(target=0)
+        assert len(ex.view.plots["items"]) == 10
+        page = _shown(ex)["text/html"]
+    figures = page[page.index("<h3>Figures of (model)</h3>") :]
+    assert figures.count('<img src="data:image/png;base64,') == 8
+    assert "2 more figures left out (the snapshot keeps 8 figures, 2 MB of images)" in figures
