@@ -44,9 +44,11 @@ def test_the_repr_and_the_plain_text_say_what_the_explorer_holds():
         assert "text/html" in data
         ex.attach("0", "forward")
         ex.run()
-        assert _shown(ex)["text/plain"] == "<HookExplorer of Sequential: 3 modules, 1 hooks, step 1>"
+        assert _shown(ex)["text/plain"] == "<HookExplorer of Sequential: 3 modules, 1 hook, step 1>"
     closed = _shown(ex)  # a closed explorer shown again: its text, no widget
     assert closed["text/plain"] == "<HookExplorer of Sequential: 3 modules, closed>"
+    with HookExplorer(nn.Linear(2, 2)) as single:
+        assert repr(single) == "<HookExplorer of Linear: 1 module, 0 hooks, step 0>"
     assert WIDGET_MIME not in closed
     assert "closed: hooks removed, model as found" in closed["text/html"]
 
@@ -114,7 +116,7 @@ def test_save_html_writes_a_standalone_page_and_names_a_wrong_path(tmp_path):
         assert path == tmp_path / "explorer.html"
         page = path.read_text(encoding="utf-8")
         assert page.startswith("<!DOCTYPE html>") and '<meta charset="utf-8">' in page
-        assert "<title>&lt;HookExplorer of Sequential: 4 modules, 1 hooks, step 1&gt;</title>" in page
+        assert "<title>&lt;HookExplorer of Sequential: 4 modules, 1 hook, step 1&gt;</title>" in page
         assert "<script" not in page.lower() and page.count("data:image/png;base64,") == 1
         assert "prefers-color-scheme:dark" in page  # readable on a dark system too
         with pytest.raises(IsADirectoryError, match="is a folder: give a file path"):
