@@ -7,18 +7,12 @@ import re
 
 import pytest
 import torch
-from IPython.core.formatters import DisplayFormatter
 from torch import nn
 
 from hookwidgets import HookExplorer
+from tests.unit.widget._display import WIDGET_MIME, shown
 
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 HOSTILE = "<script>alert(1)</script>"
-
-
-def _shown(explorer: HookExplorer) -> dict:
-    data, _ = DisplayFormatter().format(explorer)  # what IPython puts in the notebook for ``ex`` at a cell's end
-    return data
 
 
 def _hostile_model() -> nn.Sequential:
@@ -34,18 +28,18 @@ def _row(page: str, title: str) -> str:
     return found.group(0)
 
 
-def test_the_repr_and_the_plain_text_say_what_the_explorer_holds():
+def test_the_repr_and_the_plain_text_say_what_the_explorer_holds(shell):
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
     with HookExplorer(model, example_inputs=torch.randn(2, 4)) as ex:
         assert repr(ex) == "<HookExplorer of Sequential: 3 modules, 0 hooks, step 0>"
-        data = _shown(ex)
+        data = shown(ex)
         assert data["text/plain"] == repr(ex)
         assert data[WIDGET_MIME]["model_id"] == ex.view.model_id  # the live widget is still what Lab shows
         assert "text/html" in data
         ex.attach("0", "forward")
         ex.run()
-        assert _shown(ex)["text/plain"] == "<HookExplorer of Sequential: 3 modules, 1 hook, step 1>"
-    closed = _shown(ex)  # a closed explorer shown again: its text, no widget
+        assert shown(ex)["text/plain"] == "<HookExplorer of Sequential: 3 modules, 1 hook, step 1>"
+    closed = shown(ex)  # a closed explorer shown again: its text, no widget
     assert closed["text/plain"] == "<HookExplorer of Sequential: 3 modules, closed>"
     with HookExplorer(nn.Linear(2, 2)) as single:
         assert repr(single) == "<HookExplorer of Linear: 1 module, 0 hooks, step 0>"
@@ -53,12 +47,12 @@ def test_the_repr_and_the_plain_text_say_what_the_explorer_holds():
     assert "closed: hooks removed, model as found" in closed["text/html"]
 
 
-def test_the_snapshot_shows_the_tree_badges_and_figures_with_no_script_and_names_escaped():
+def test_the_snapshot_shows_the_tree_badges_and_figures_with_no_script_and_names_escaped(shell):
     with HookExplorer(_hostile_model(), example_inputs=torch.randn(3, 4)) as ex:
         ex.attach(HOSTILE, ["forward", "grad"])
         ex.run(target=0)
         ex.view.selected = HOSTILE  # the figures of the selection, as the page would show them
-        page = _shown(ex)["text/html"]
+        page = shown(ex)["text/html"]
 
     assert "<script" not in page.lower()  # no script at all: the module's name is text
     escaped = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -75,12 +69,12 @@ def test_the_snapshot_shows_the_tree_badges_and_figures_with_no_script_and_names
     assert "<HookExplorer" not in page and "&lt;HookExplorer of Sequential: 4 modules, 2 hooks, step 1&gt;" in page
 
 
-def test_the_snapshot_is_bounded_and_says_what_it_left_out():
+def test_the_snapshot_is_bounded_and_says_what_it_left_out(shell):
     model = nn.Sequential(*(nn.Linear(2, 2) for _ in range(300)))
     with HookExplorer(model, example_inputs=torch.randn(1, 2)) as ex:
         ex.attach("", "global_forward", action="stats")
         ex.run()
-        page = _shown(ex)["text/html"]
+        page = shown(ex)["text/html"]
 
     assert "<h3>Modules (301)</h3>" in page
     assert page.count('<div class="hw-s-row') == 200
@@ -91,13 +85,13 @@ def test_the_snapshot_is_bounded_and_says_what_it_left_out():
     assert len(page) < 400_000
 
 
-def test_the_summary_table_and_heatmap_are_in_the_snapshot():
+def test_the_summary_table_and_heatmap_are_in_the_snapshot(shell):
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
     with HookExplorer(model, example_inputs=torch.randn(3, 4)) as ex:
         ex.attach("", "global_forward", action="stats")
         ex.run()
         ex.run()
-        page = _shown(ex)["text/html"]
+        page = shown(ex)["text/html"]
     badges = re.findall(r'data-kind="(\w+)"[^>]*>(\w+ \d+)</span>', _row(page, "Sequential"))
     assert badges == [("global_forward", "global_forward 2")]  # counted in steps, as the widget does: not 4 × 2
     summary = page[page.index("<h3>Summary, step 2</h3>") :]
@@ -125,13 +119,13 @@ def test_save_html_writes_a_standalone_page_and_names_a_wrong_path(tmp_path):
             ex.save_html(tmp_path / "missing" / "explorer.html")
 
 
-def test_the_snapshot_keeps_eight_figures_and_counts_the_others():
+def test_the_snapshot_keeps_eight_figures_and_counts_the_others(shell):
     kinds = ["forward_pre", "forward", "backward_pre", "backward", "grad"]
     with HookExplorer(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), example_inputs=torch.randn(3, 4)) as ex:
         ex.attach("", kinds + [f"global_{kind}" for kind in kinds])  # ten figures for the model, the selection
         ex.run(target=0)
         assert len(ex.view.plots["items"]) == 10
-        page = _shown(ex)["text/html"]
+        page = shown(ex)["text/html"]
     figures = page[page.index("<h3>Figures of (model)</h3>") :]
     assert figures.count('<img src="data:image/png;base64,') == 8
     assert "2 more figures left out (the snapshot keeps 8 figures, 2 MB of images)" in figures
