@@ -46,6 +46,7 @@ class SnapshotDisplay:
         self._in_cell = True  # shown from a cell: its end sends the changes it made
         self._closed = False
         self._shown = False
+        self._sent = 0  # hash of the HTML the display shows
         self._timer: threading.Timer | None = None
         self._shell: Any = None
         # Held weakly: IPython's events hold their callbacks, and a dropped explorer's snapshot must go with it.
@@ -63,6 +64,7 @@ class SnapshotDisplay:
         if html is None:
             return
         display({"text/html": html}, raw=True, display_id=self.display_id)
+        self._sent = hash(html)
         with self._lock:
             self._shown, self._stale = True, False
         if self._shell is None:
@@ -110,14 +112,14 @@ class SnapshotDisplay:
         self._flush()  # inside the cell's execution: a kernel runner (nbclient) sees it as that cell's output
 
     def _flush(self) -> None:
-        """Send the snapshot as the view shows it now, if it changed since the last one."""
+        """Send the snapshot as the view shows it now, if the view changed and the snapshot with it."""
         with self._sending:
             with self._lock:
                 if self._closed or not self._stale:
                     return
                 self._stale = False  # a change while drawing marks it stale again
             html = self._html()
-            if html is not None:
+            if html is not None and hash(html) != self._sent:  # a status that came and went changes no snapshot
                 self._send(html)
 
     def _html(self) -> str | None:
@@ -125,6 +127,7 @@ class SnapshotDisplay:
         return None if view is None or heading is None else snapshot_html(view, heading)
 
     def _send(self, html: str) -> None:
+        self._sent = hash(html)
         with contextlib.suppress(Exception):  # the kernel is gone (interpreter exit): nothing to replace
             display({"text/html": html}, raw=True, display_id=self.display_id, update=True)
 
