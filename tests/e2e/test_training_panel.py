@@ -50,8 +50,6 @@ def test_the_training_panel_shows_update_ratios_and_ddp_of_the_users_loop(lab: L
     lab.run_all(path, timeout=180)
     explorer = lab.page.locator(".hw-explorer")
     explorer.locator('button.hw-tab.hw-tab-fresh[data-tab="training"]').wait_for(timeout=30_000)  # marked: new
-    # The bundle also carries the static snapshot (text/html) for pages without widgets: Lab shows the widget alone.
-    assert lab.page.locator(".hw-static").count() == 0 and explorer.count() == 1
     show_tab(explorer, "training")
     panel = explorer.locator(".hw-training-panel")
     panel.wait_for(timeout=30_000)

@@ -50,7 +50,7 @@ def _shown_explorer(shell: InteractiveShell, monkeypatch, modules: int = 2) -> t
     outputs = _published(shell, monkeypatch)
     _run(shell, "from hookwidgets import HookExplorer\nex = HookExplorer(model, example_inputs=x)\nex")
     widget, snapshot = outputs
-    assert snapshot["display_id"] and not snapshot["update"]
+    assert WIDGET_MIME in widget["data"] and snapshot["display_id"] and not snapshot["update"]
     return shell.user_ns["ex"], outputs, snapshot["display_id"]
 
 
