@@ -60,8 +60,10 @@ class SnapshotDisplay:
 
     def show(self) -> None:
         """Display the snapshot (under the widget, which the caller displayed first) and follow the cells."""
+        from IPython import get_ipython
+
         html = self._html()
-        if html is None:
+        if html is None or get_ipython() is None:  # no shell, no notebook: nothing to show or to keep current
             return
         display({"text/html": html}, raw=True, display_id=self.display_id)
         self._sent = hash(html)
@@ -139,13 +141,9 @@ class SnapshotDisplay:
     def _follow_cells(self) -> None:
         from IPython import get_ipython
 
-        shell = get_ipython()
-        if shell is None:
-            self._in_cell = False
-            return
-        self._shell = shell
+        self._shell = get_ipython()
         for event, callback in self._cell_callbacks:
-            shell.events.register(event, callback)
+            self._shell.events.register(event, callback)
 
     def _unfollow(self) -> None:
         view = self._view()
