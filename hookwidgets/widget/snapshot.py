@@ -122,12 +122,14 @@ def _tree(tree: TreeNode, hooks: list[HookItem], kinds: list[HookKind], selected
         dtype = node.get("dtype")
         shape_text += f" {dtype}" if dtype and shape_text else ""
         at = sorted(by_path.get(path, []), key=lambda hook: order.get(hook["kind"], len(order)))
+        parts = [f"<span>{_text(name)}</span>"]
+        parts += [f'<span class="hw-s-cls">{_text(node.get("cls", ""))}</span>'] if path else []
+        parts += [f'<span class="hw-s-shape">{_text(shape_text)}</span>'] if shape_text else []
+        parts += [_badge(hook, kinds) for hook in at]
+        # Indented and spaced in the text itself: GitHub and an untrusted notebook in Lab drop the <style>.
         out.append(
-            f'<div class="hw-s-row{cls}" title="{_text(path or node.get("cls", ""))}">{"  " * depth}'
-            f"<span>{_text(name)}</span>"
-            + (f'<span class="hw-s-cls">{_text(node.get("cls", ""))}</span>' if path else "")
-            + (f'<span class="hw-s-shape">{_text(shape_text)}</span>' if shape_text else "")
-            + "".join(_badge(hook, kinds) for hook in at)
+            f'<div class="hw-s-row{cls}" title="{_text(path or node.get("cls", ""))}">{"&#160;&#160;" * depth}'
+            + " ".join(parts)
             + "</div>"
         )
     out.append("</div>")

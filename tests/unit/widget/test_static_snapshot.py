@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import re
 
 import pytest
@@ -61,6 +62,9 @@ def test_the_snapshot_shows_the_tree_badges_and_figures_with_no_script_and_names
     assert "(3, 2) float32" in row  # its output's shape from the probe
     assert re.findall(r'data-kind="(\w+)"[^>]*>(\w+ \d+)</span>', row) == [("forward", "fwd 1"), ("grad", "grad 1")]
     assert "hw-s-badge" not in _row(page, "1")  # ReLU has no hook
+    # Where the page drops the <style> (GitHub, an untrusted notebook in Lab), the row's text still reads.
+    text = html.unescape(re.sub(r"<[^>]+>", "", row))
+    assert text == "\u00a0\u00a0<script>alert(1)</script> Linear (3, 2) float32 fwd 1 grad 1"
     assert f"Figures of {escaped}" in page
     images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page)
     assert len(images) == 2  # the forward capture and the gradient, as the widget drew them
