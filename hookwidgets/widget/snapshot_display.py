@@ -55,7 +55,7 @@ class SnapshotDisplay:
             ("post_run_cell", _weak_call(self._cell_done)),
         )
         changed = weakref.WeakMethod(self._changed)
-        self._observer = lambda change: (m := changed()) and m()
+        self._observer = lambda change: (m := changed()) and m(change)
         view.observe(self._observer, names=list(WATCHED))
 
     def show(self) -> None:
@@ -65,10 +65,11 @@ class SnapshotDisplay:
         html = self._html()
         if html is None or get_ipython() is None:  # no shell, no notebook: nothing to show or to keep current
             return
-        display({"text/html": html}, raw=True, display_id=self.display_id)
-        self._sent = hash(html)
-        with self._lock:
-            self._shown, self._stale = True, False
+        with self._sending:  # after any replacement under way, which showed an older state
+            display({"text/html": html}, raw=True, display_id=self.display_id)
+            self._sent = hash(html)
+            with self._lock:
+                self._shown, self._stale = True, False
         if self._shell is None:
             self._follow_cells()
 
@@ -84,8 +85,10 @@ class SnapshotDisplay:
             if self._shown:
                 self._send(closed_html(heading))
 
-    def _changed(self) -> None:
+    def _changed(self, change: dict[str, Any]) -> None:
         """The view changed: mark the snapshot stale; between cells, start the timer that sends it (if none runs)."""
+        if change["name"] == "status" and change["old"].get("step") == change["new"].get("step"):
+            return  # the status line itself is not in the snapshot: only the step its heading counts
         with self._lock:
             if self._closed or not self._shown:
                 return
@@ -121,7 +124,7 @@ class SnapshotDisplay:
                     return
                 self._stale = False  # a change while drawing marks it stale again
             html = self._html()
-            if html is not None and hash(html) != self._sent:  # a status that came and went changes no snapshot
+            if html is not None and hash(html) != self._sent:  # e.g. a selection made and undone
                 self._send(html)
 
     def _html(self) -> str | None:
