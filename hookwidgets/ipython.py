@@ -157,25 +157,23 @@ class HookMagics(Magics):
         display(explorer)
 
 
-def _module_bundle(state: _Extension, module: nn.Module) -> dict[str, Any] | None:
-    """The explorer's widget bundle for ``module`` (one explorer per module, reused on every display)."""
+def _show_module(state: _Extension, module: nn.Module) -> None:
+    """Display the explorer of ``module`` (one explorer per module, reused on every display): its widget, with the
+    module's own repr as text, then its static snapshot."""
     explorer = state.by_model.get(id(module))
     if explorer is None or explorer._model is not module:
         explorer = HookExplorer(module)
         state.explorers.append(explorer)
         state.by_model[id(module)] = explorer
-    bundle = explorer.view._repr_mimebundle_()
-    data = bundle[0] if isinstance(bundle, tuple) else bundle  # anywidget returns (data, metadata)
-    if not isinstance(data, dict):
-        return None
-    return {k: v for k, v in data.items() if k != "text/plain"}  # IPython fills it with the module's own repr
+    explorer._display(repr(module))  # a console without widgets still shows the module
 
 
-def _mimebundle_formatter(ip: InteractiveShell) -> Any:
-    """The shell's formatter of ``_repr_mimebundle_``, where display hooks a printer per type."""
+def _display_formatter(ip: InteractiveShell) -> Any:
+    """The shell's formatter of ``_ipython_display_``, where display hooks a printer per type: an object it takes
+    shows as several outputs (the widget, then the snapshot)."""
     if ip.display_formatter is None:
         raise RuntimeError("this IPython shell has no display formatter: modules cannot be shown as explorers")
-    return ip.display_formatter.mimebundle_formatter
+    return ip.display_formatter.ipython_display_formatter
 
 
 def enable_display(ip: InteractiveShell | None = None) -> None:
@@ -185,13 +183,16 @@ def enable_display(ip: InteractiveShell | None = None) -> None:
     state = _state(ip)
     if state.display_enabled:
         return
-    formatter = _mimebundle_formatter(ip)
+    formatter = _display_formatter(ip)
     state.previous_printer = formatter.type_printers.get(nn.Module)
     state_ref = weakref.ref(state)
 
-    def printer(module: nn.Module) -> dict[str, Any] | None:
+    def printer(module: nn.Module) -> None:
         current = state_ref()
-        return _module_bundle(current, module) if current is not None else None
+        if current is not None:
+            _show_module(current, module)
+        else:  # the extension was unloaded under it: the module as IPython shows it
+            display({"text/plain": repr(module)}, raw=True)
 
     formatter.for_type(nn.Module, printer)
     state.printer = printer
@@ -204,7 +205,7 @@ def disable_display(ip: InteractiveShell | None = None) -> None:
     state = _state(ip)
     if not state.display_enabled:
         return
-    formatter = _mimebundle_formatter(ip)
+    formatter = _display_formatter(ip)
     if formatter.type_printers.get(nn.Module) is state.printer:
         formatter.type_printers.pop(nn.Module)
         if state.previous_printer is not None:

@@ -708,8 +708,8 @@ class Explorer:
         return monitor
 
     def __repr__(self) -> str:
-        state = "closed" if self._model is None else f"{len(self.hooks)} hooks, step {self.step}"
-        return f"<{type(self).__name__} of {self._model_name}: {self._module_count} modules, {state}>"
+        state = "closed" if self._model is None else f"{_count(len(self.hooks), 'hook')}, step {self.step}"
+        return f"<{type(self).__name__} of {self._model_name}: {_count(self._module_count, 'module')}, {state}>"
 
     def _inputs(self, inputs: Inputs | None) -> Inputs:
         """``inputs``, else a copy of the example inputs: a forward that changes its input in place (``x.sub_(m)``)
@@ -746,6 +746,11 @@ class Explorer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1 (the repr's "1 hook", "3 modules")."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _close_all(close_hooks: Callable[[], None], watches: OptimizerWatches) -> None:

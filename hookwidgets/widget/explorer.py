@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+from IPython.display import display
 from torch import nn
 
 from ..core.capture.store import DEFAULT_MEMORY_BUDGET
@@ -14,6 +17,8 @@ from ..core.diagnostics.patching import DEFAULT_BATCH, Metric, Progress
 from ..core.explorer import Explorer
 from ..core.model.inputs import Inputs
 from .controller import ViewController
+from .snapshot import closed_html, snapshot_html, standalone_page
+from .snapshot_display import SnapshotDisplay
 from .training_panel import ddp_source
 from .view import ExplorerView
 
@@ -25,7 +30,9 @@ class HookExplorer(Explorer):
     """Explore a model's hooks in a notebook: ``ex = HookExplorer(model, example_inputs=x); ex``.
 
     Every ``Explorer`` method, unchanged; ``view`` is the widget, which a controller keeps in step with the
-    explorer's events, so a call from Python and a click in the page act on the same state.
+    explorer's events, so a call from Python and a click in the page act on the same state. Where widgets do not run
+    (GitHub, nbviewer, ``jupyter nbconvert``) the notebook shows a static snapshot, kept current while the kernel runs
+    (an output under the widget, hidden where the widget shows); ``save_html`` writes it as a page.
     """
 
     def __init__(
@@ -51,6 +58,7 @@ class HookExplorer(Explorer):
             collective=collective,
         )
         self._controller = ViewController(self)  # follows the explorer's events once the view is open
+        self._snapshot: SnapshotDisplay | None = None  # the snapshot output under the widget, once displayed
 
     @property
     def view(self) -> ExplorerView:
@@ -58,12 +66,50 @@ class HookExplorer(Explorer):
         return self._controller.open(self)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The widget's own output: its mime bundle, with the explorer's repr as text (a console shows that)."""
+        if self._model is None:  # closed: its view is gone, its repr says so
+            return {"text/plain": repr(self), "text/html": closed_html(repr(self))}
         bundle = self.view._repr_mimebundle_(**kwargs)
-        # ipywidgets gives (data, metadata), older versions data alone; a console without widgets shows text/plain
+        # ipywidgets gives (data, metadata), older versions data alone. No text/html here: where widgets do not run,
+        # the snapshot output under it shows the explorer (``_display``).
         data = bundle[0] if isinstance(bundle, tuple) else bundle
         if isinstance(data, dict):
             data["text/plain"] = repr(self)
         return bundle
+
+    def _ipython_display_(self) -> None:
+        self._display()
+
+    def _display(self, plain: str | None = None) -> None:
+        """Show the widget, then its static snapshot (``snapshot_display``); ``plain``: the widget's text instead of
+        the repr (``%load_ext hookwidgets`` shows a module's own)."""
+        bundle = self._repr_mimebundle_()
+        data, metadata = bundle if isinstance(bundle, tuple) else (bundle, {})
+        if plain is not None:
+            data = {**data, "text/plain": plain}
+        display(data, metadata=metadata, raw=True)
+        if self._model is None:
+            return
+        if self._snapshot is None:
+            self._snapshot = SnapshotDisplay(self.view, _weak_repr(self))
+        self._snapshot.show()
+
+    def save_html(self, path: str | os.PathLike[str]) -> Path:
+        """Write what the widget shows now as a standalone HTML page (no script): the tree with its hook badges, the
+        selection's figures, the summary table. Returns the file's path."""
+        target = Path(path)
+        if target.is_dir():
+            raise IsADirectoryError(
+                f"save_html: {str(target)!r} is a folder: give a file path, e.g. {str(target / 'explorer.html')!r}"
+            )
+        if not target.parent.is_dir():
+            raise FileNotFoundError(
+                f"save_html: the folder {str(target.parent)!r} does not exist: create it first "
+                "(Path(...).mkdir(parents=True)) or choose a path in an existing folder"
+            )
+        page = standalone_page(snapshot_html(self.view, repr(self)), repr(self))
+        target.write_text(page, encoding="utf-8")
+        return target
 
     def patch_sweep(
         self,
@@ -97,3 +143,11 @@ class HookExplorer(Explorer):
     def close(self) -> None:
         self._controller.close()  # first: the view follows no event of the closing
         super().close()
+        if self._snapshot is not None:  # a shown snapshot says, once, that the explorer closed
+            self._snapshot.close(repr(self))
+
+
+def _weak_repr(explorer: HookExplorer) -> Callable[[], str | None]:
+    """The explorer's repr while it lives: its snapshot display keeps no explorer alive."""
+    ref = weakref.ref(explorer)
+    return lambda: None if (live := ref()) is None else repr(live)

@@ -2,6 +2,7 @@
  * beside the inspector, attribution, summary, training, logit lens and patching panels. */
 
 import "./widget.css";
+import "./snapshot_output.css";
 import { createRequests } from "./requests.js";
 import { h } from "./view/dom.js";
 import { createAttributionView } from "./view/attribution_view.js";

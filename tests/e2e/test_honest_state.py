@@ -1,10 +1,14 @@
-"""The widget says what is going on, in a real JupyterLab: an edit changed on an attached hook applies at once; while
-a cell runs, the inspector says the kernel is busy and the summary that it lags the live step; a failed Run names and
-marks its module, with the explorer's own traceback frames folded."""
+"""The widget says what is going on, in a real JupyterLab: an edit changed on an attached hook applies at once, and
+the static snapshot the notebook saves for pages without widgets follows it (hidden here); while a cell runs, the
+inspector says the kernel is busy and the summary that it lags the live step; a failed Run names and marks its module,
+with the explorer's own traceback frames folded."""
 
 from __future__ import annotations
 
+import json
+import re
 import threading
+import time
 
 import nbformat
 import pytest
@@ -73,6 +77,19 @@ def test_edits_apply_at_once_the_busy_kernel_and_a_failed_run_are_said(lab: Lab)
     explorer.locator("button.hw-run").click()
     explorer.locator('.hw-status[data-state="idle"]', has_text="step 1:").wait_for(timeout=60_000)
     note.wait_for(state="hidden", timeout=15_000)  # the Run filled the summary
+
+    # The static snapshot, an output of its own under the widget for pages without widgets: here the widget shows,
+    # once, and the snapshot's output is hidden whole (prompt and all), taking no height. The notebook keeps the
+    # snapshot as the page left the explorer, with no cell run: saved, the .ipynb has the hook attached and run here.
+    assert explorer.count() == 1
+    snapshot = lab.page.locator(".jp-OutputArea-child:has(.hw-static)")
+    assert snapshot.count() == 1 and snapshot.is_hidden() and snapshot.bounding_box() is None
+    assert snapshot.evaluate("el => el.previousElementSibling.querySelectorAll('.hw-explorer').length") == 1
+    saved = _saved_snapshot(lab, path, has="&lt;HookExplorer of Sequential: 6 modules, 3 hooks, step 1&gt;")
+    (row,) = re.findall(r'<div class="hw-s-row[^"]*" title="fc">.*?</div>', saved)
+    assert re.findall(r'data-kind="(\w+)"[^>]*>([^<]*)</span>', row) == [("forward", "fwd 1")]
+    lab.screenshot("honest-state-snapshot-hidden")
+
     with lab.kernel(path) as kernel:
         edits, zeroed = kernel.evaluate_json(
             "[[h.as_dict()['edit'] for h in ex.hooks if h.target == 'fc'], bool((model(x) == 0).all())]"
@@ -147,3 +164,21 @@ def test_edits_apply_at_once_the_busy_kernel_and_a_failed_run_are_said(lab: Lab)
         assert kernel.evaluate_json("[[h.action, h.as_dict()['edit']] for h in ex.hooks if h.target == 'fc']") == [
             ["stats", [["zero"]]]
         ]
+
+
+def _saved_snapshot(lab: Lab, path: str, has: str, timeout: float = 30.0) -> str:
+    """The explorer's snapshot in the notebook file as JupyterLab saves it, once it ``has`` the given text (the
+    kernel replaces it a second after the page's last change)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lab.page.evaluate("async (path) => { await window.__hwFindPanel(path).context.save(); }", path)
+        saved = json.loads((lab.server.root_dir / path).read_text(encoding="utf-8"))
+        outputs = saved["cells"][0]["outputs"]
+        snapshots = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+        assert len(snapshots) == 1, outputs  # the widget's output carries no HTML of its own
+        html = "".join(snapshots[0])
+        if has in html or time.monotonic() > deadline:
+            heading = re.search(r'<div class="hw-s-head">(.*?)</div>', html)
+            assert has in html, f"the saved snapshot was never replaced: {heading and heading.group(1)}"
+            return html
+        time.sleep(0.5)

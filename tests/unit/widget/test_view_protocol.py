@@ -5,7 +5,6 @@ import warnings
 
 import pytest
 import torch
-from IPython.core.formatters import DisplayFormatter
 from ipywidgets.widgets.widget import _remove_buffers
 from torch import nn
 
@@ -13,10 +12,11 @@ from hookwidgets import HookExplorer
 from hookwidgets.core.model.tree import SCRIPTED_ROOT
 from tests.conftest import hook_state
 
+from ._display import shown
 from ._messages import browser_sends, browser_sets, summary_rows
 
 
-def test_view_starts_with_the_tree_and_the_offered_hook_kinds(explorer):
+def test_view_starts_with_the_tree_and_the_offered_hook_kinds(explorer, shell):
     view = explorer.view
     assert view.tree["cls"] == "SmallCNN"
     assert view.tree["children"][0]["children"][0]["shape"] == [2, 4, 8, 8]
@@ -26,7 +26,7 @@ def test_view_starts_with_the_tree_and_the_offered_hook_kinds(explorer):
     assert view.selection["path"] == "" and view.selection["family"] == "module"
     assert "global_forward" in view.selection["kinds"]  # the model itself takes the global kinds
     assert view.hooks == [] and view.error == "" and view.status["state"] == "idle"
-    data, _ = DisplayFormatter().format(explorer)  # what IPython shows for ``ex`` at a cell's end
+    data = shown(explorer)  # what IPython shows for ``ex`` at a cell's end: the widget, then its static snapshot
     assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == view.model_id
     assert data["text/plain"] == repr(explorer)  # a console without widgets shows the explorer, not the view
     assert data["text/plain"].startswith("<HookExplorer of SmallCNN")
