@@ -38,8 +38,8 @@ from .view import ExplorerView
 
 CLOSED = "closed: hooks removed, model as found"
 """What a closed explorer's view says in place of its panels (``ex.close()``, or the explorer dropped unclosed)."""
-KEPT_OPEN = ("tree", "hooks", "selection", "plots", "status", "memory", "diagnostics", "summary", "training")
-KEPT_OPEN += ("attribution", "lens", "patching", "error", "graph")
+EMPTIED_ON_CLOSE = ("tree", "hooks", "selection", "plots", "diagnostics", "summary", "training", "attribution", "lens")
+EMPTIED_ON_CLOSE += ("patching", "error", "graph")
 """The traitlets a closed view empties: what it showed of the model, images included, goes with the explorer."""
 
 
@@ -127,7 +127,7 @@ class ViewController:
         if view is not None:
             view.closed = CLOSED  # sent first: the page puts the placeholder in place of the panels
             with view.hold_sync():  # then what they showed goes, in one message the page no longer renders
-                for name in KEPT_OPEN:
+                for name in EMPTIED_ON_CLOSE:
                     setattr(view, name, view.trait_defaults(name))
 
     # The engine's events.

@@ -386,8 +386,8 @@ class CaptureStore(Mapping[str, dict[str, list[Record]]]):
         return f"<CaptureStore {n} records, {mib:.1f} of {self.memory_budget / 2**20:.0f} MiB, {self.evicted} evicted>"
 
     def summary(self) -> dict[str, Any]:
-        """Counts for display: records, bytes, budget, evictions, whether it is ``evicting``, and ``short_steps``: the hooks whose records
-        went before their own step ended (``{"path", "kind", "note"}`` each; the budget holds
+        """Counts for display: records, bytes, budget, evictions, whether it is ``evicting``, and ``short_steps``: the
+        hooks whose records went before their own step ended (``{"path", "kind", "note"}`` each; the budget holds
         less than one step)."""
         with self._lock:
             return {
