@@ -35,11 +35,22 @@ from .summary_panel import summary_payload
 from .training_panel import DDPSource, training_payload, training_version
 from .view import ExplorerView
 
-
 CLOSED = "closed: hooks removed, model as found"
 """What a closed explorer's view says in place of its panels (``ex.close()``, or the explorer dropped unclosed)."""
-EMPTIED_ON_CLOSE = ("tree", "hooks", "selection", "plots", "diagnostics", "summary", "training", "attribution", "lens")
-EMPTIED_ON_CLOSE += ("patching", "error", "graph")
+EMPTIED_ON_CLOSE = (
+    "tree",
+    "hooks",
+    "selection",
+    "plots",
+    "diagnostics",
+    "summary",
+    "training",
+    "attribution",
+    "lens",
+    "patching",
+    "error",
+    "graph",
+)
 """The traitlets a closed view empties: what it showed of the model, images included, goes with the explorer."""
 
 

@@ -45,7 +45,7 @@ import time
 started = time.monotonic()
 while time.monotonic() - started < 10:
     optimizer.zero_grad()
-    model(x).sum().backward()
+    model(x).square().mean().backward()
     optimizer.step()
     time.sleep(0.01)
 """
@@ -66,11 +66,11 @@ def _places(explorer: Locator) -> dict[str, Any]:
 
 def test_edits_kept_results_lag_eviction_a_steady_status_line_and_the_closed_placeholder(lab: Lab) -> None:
     page = lab.page
-    page.set_viewport_size({"width": 600, "height": 1200})
-    _left_area(lab, shown=False)  # a narrow screen: the file browser closed, as a user there keeps it
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SETUP)])
     path = lab.write_notebook("state-stays.ipynb", nb)
     lab.open_notebook(path)
+    page.set_viewport_size({"width": 600, "height": 1200})
+    _left_area(lab, shown=False)  # a narrow screen: the file browser closed, as a user there keeps it
     lab.run_all(path, timeout=180)
     explorer = page.locator(".hw-explorer")
     try:
@@ -100,7 +100,8 @@ def test_edits_kept_results_lag_eviction_a_steady_status_line_and_the_closed_pla
         explorer.locator('.hw-row.hw-selected[data-path="fc"]').wait_for(timeout=15_000)
         caption.filter(has_text="(selected: fc)").wait_for(timeout=15_000)
         assert caption.inner_text().endswith("at conv (selected: fc)") and image.is_visible()
-        explorer.locator(".hw-attribution").screenshot(path=str(lab.artifacts_dir / "state-attribution-kept.png"))
+        caption.scroll_into_view_if_needed()
+        explorer.locator(".hw-details").screenshot(path=str(lab.artifacts_dir / "state-attribution-kept.png"))
 
         idle = _places(explorer)
         assert idle["text"] in ("viewing fc", "") or idle["text"].startswith(("gradcam", "step")), idle
@@ -126,8 +127,9 @@ def test_edits_kept_results_lag_eviction_a_steady_status_line_and_the_closed_pla
             assert live["lines"] == 1, live  # one line, cut with "…", the whole in its title
             assert (live["line"], live["top"], live["body"]) == (idle["line"], idle["top"], idle["body"]), (idle, live)
             show_tab(explorer, "training")
-            lag = explorer.locator(".hw-training-lag", has_text="updating…")
-            lag.wait_for(timeout=20_000)
+            explorer.locator("tr.hw-ratio-row").first.wait_for(timeout=20_000)  # drawn once during the loop
+            lag = explorer.locator(".hw-training-lag", has_text="updating…").filter(has_not_text="step 0 of")
+            lag.wait_for(timeout=20_000)  # and behind the live step until its next turn
             assert " of " in lag.inner_text()
             explorer.locator(".hw-meter-text.hw-meter-evicting", has_text="evicting").wait_for(timeout=20_000)
             assert "hw-meter-evicting" in explorer.locator(".hw-meter").get_attribute("class")
@@ -145,6 +147,7 @@ def test_edits_kept_results_lag_eviction_a_steady_status_line_and_the_closed_pla
         show_tab(explorer, "inspector")
         for theme in ("JupyterLab Light", "JupyterLab Dark"):
             _theme(lab, theme)
+            page.locator("#jupyterlab-splash").wait_for(state="detached", timeout=30_000)  # the theme's splash
             shade = "light" if theme.endswith("Light") else "dark"
             for part in (".hw-header", '.hw-row[data-path="fc"]'):
                 low = explorer.locator(part).evaluate(LOW_CONTRAST)
