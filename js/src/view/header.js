@@ -53,9 +53,16 @@ export function createHeader(model, requests) {
   const errors = h("span", { cls: "hw-error-count", attrs: { hidden: true } });
   const el = h("div", { cls: "hw-header" }, [
     h("div", { cls: "hw-header-line" }, [title, count, errors, h("span", { cls: "hw-spacer" }), meter, meterText, meterWarning]),
-    h("div", { cls: "hw-run-bar" }, [mode, target, positionLabel, trainLabel, run, edits]),
-    // A line of its own, one text line tall whatever it says and whether busy or not: the widget never moves.
-    h("div", { cls: "hw-status-line" }, [progress, status]),
+    h("div", { cls: "hw-run-bar" }, [
+      mode,
+      target,
+      positionLabel,
+      trainLabel,
+      run,
+      edits,
+      // One text line of a width set by the bar alone, not by what it says or whether busy: the widget never moves.
+      h("div", { cls: "hw-status-line" }, [progress, status]),
+    ]),
   ]);
 
   function updateTree() {
