@@ -95,5 +95,6 @@ class HookExplorer(Explorer):
         self._controller.show_ddp(ddp_source(source))
 
     def close(self) -> None:
+        """``Explorer.close``; the widget then says "closed: hooks removed, model as found" in place of its panels."""
         self._controller.close()  # first: the view follows no event of the closing
         super().close()
