@@ -38,6 +38,7 @@ EMPTY: Attribution = {
     "caption": "",
     "note": "",
     "edits": "",
+    "of_layer": False,
 }
 
 
@@ -84,6 +85,7 @@ def attribution_and_redraw(
     caption = f"{method} of {explained} " if explained else f"{method} "
     caption += f"over {used}" if method in ROLLOUT_METHODS else f"at {used}"
     payload: Attribution = {**EMPTY, "layer": layer, "method": method, "target": target, "caption": caption}
+    payload["of_layer"] = method in LAYER_METHODS  # the others explain the input whatever module is selected
     payload["note"] = note
     payload["edits"] = getattr(result, "edits", "")  # with the user's edits, said above the result
     if result.dim() == 2:  # one score per token

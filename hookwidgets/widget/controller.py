@@ -20,7 +20,6 @@ from ..core.graph.plain import GraphData
 from ..core.hooks.events import Event
 from ..core.model.tree import unwatched_note
 from .attention_heads import AttentionHeads
-from .attribution_panel import EMPTY as EMPTY_ATTRIBUTION
 from .drawing import drawing_for
 from .graph_panel import graph_payload
 from .lens_panel import lens_offer
@@ -34,6 +33,24 @@ from .selection_images import draw_selection
 from .summary_panel import summary_payload
 from .training_panel import DDPSource, training_payload, training_version
 from .view import ExplorerView
+
+CLOSED = "closed: hooks removed, model as found"
+"""What a closed explorer's view says in place of its panels (``ex.close()``, or the explorer dropped unclosed)."""
+EMPTIED_ON_CLOSE = (
+    "tree",
+    "hooks",
+    "selection",
+    "plots",
+    "diagnostics",
+    "summary",
+    "training",
+    "attribution",
+    "lens",
+    "patching",
+    "error",
+    "graph",
+)
+"""The traitlets a closed view empties: what it showed of the model, images included, goes with the explorer."""
 
 
 class ViewController:
@@ -106,13 +123,23 @@ class ViewController:
         return view
 
     def close(self) -> None:
-        """Stop following the explorer and close the view."""
+        """Stop following the explorer; the view lets go of what it showed and says it is closed (``CLOSED``).
+
+        Its comm stays open: a closed widget would vanish from the notebook, with nothing saying why.
+        """
+        if self._closed:
+            return
         self._closed = True
         self._unsubscribe()
         if self._live is not None:
             self._live.close()
-        if self._view is not None:
-            self._view.close()
+        self._redraws.clear()
+        view = self._view
+        if view is not None:
+            view.closed = CLOSED  # sent first: the page puts the placeholder in place of the panels
+            with view.hold_sync():  # then what they showed goes, in one message the page no longer renders
+                for name in EMPTIED_ON_CLOSE:
+                    setattr(view, name, view.trait_defaults(name))
 
     # The engine's events.
     def _on_event(self, event: Event) -> None:
@@ -198,9 +225,7 @@ class ViewController:
     def _on_selected(self, change: dict[str, Any]) -> None:
         self._choices.new_selection()  # which views fit, the elements and the heads were another path's
         self._attention_heads.forget()  # the user may have trained since: a selection shows what the model does now
-        if self._view is not None:
-            self._view.attribution = EMPTY_ATTRIBUTION  # its map and its error were the previous module's
-        self.sync()
+        self.sync()  # the attribution stays: it names its layer, and the page says which module is selected
 
     def _on_theme(self, change: dict[str, Any]) -> None:
         """The page's theme or figure pane changed: every image the view shows is drawn again for it."""
@@ -317,10 +342,12 @@ class ViewController:
             self._live.follow_optimizers()
         version = training_version(monitors, self._ddp)
         if version == self._training_version:
+            if view.training.get("visible") and view.training.get("step") != explorer.step:
+                view.training = {**view.training, "step": explorer.step}  # no new record: it is current at this step
             return False
         try:
             with self.drawing():
-                view.training = training_payload(monitors, self._ddp, _ddp_prefix(explorer.model))
+                view.training = training_payload(monitors, self._ddp, _ddp_prefix(explorer.model), explorer.step)
         except Exception as exc:  # shown in the widget; the user's loop goes on
             view.error = f"could not draw the Training panel: {type(exc).__name__}: {exc}"
         self._training_version = version

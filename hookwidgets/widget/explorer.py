@@ -141,6 +141,7 @@ class HookExplorer(Explorer):
         self._controller.show_ddp(ddp_source(source))
 
     def close(self) -> None:
+        """``Explorer.close``; the widget then says "closed: hooks removed, model as found" in place of its panels."""
         self._controller.close()  # first: the view follows no event of the closing
         super().close()
         if self._snapshot is not None:  # a shown snapshot says, once, that the explorer closed

@@ -206,7 +206,7 @@ def attribute(controller: PageController, explorer: Explorer, content: dict[str,
 def _redraw_attribution(
     controller: PageController, shown: Attribution, draw: Callable[[], AttributionImages]
 ) -> Callable[[], None]:
-    """Redraw ``shown``'s images while the panel still shows that attribution (a new selection empties it)."""
+    """Redraw ``shown``'s images while the panel still shows that attribution (a new one replaces it)."""
 
     def redraw() -> None:
         view = controller.view

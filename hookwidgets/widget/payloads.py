@@ -12,6 +12,7 @@ from ..core.capture.export import plain_number
 from ..core.codegen.generate import hook_code
 from ..core.display import display_name, quoted
 from ..core.explorer import Explorer
+from ..core.hooks.edit_notes import edit_labels
 from ..core.hooks.kinds import valid_kinds
 from ..core.hooks.registry import HookInfo
 from ..core.kind_table import KINDS
@@ -42,8 +43,12 @@ def kinds_payload() -> list[HookKind]:
 
 
 def hooks_payload(hooks: Iterable[HookInfo]) -> list[HookItem]:
-    """The ``hooks`` traitlet: the explorer's hooks, then hooks others attached (``foreign``)."""
-    return [_plain_hook({**info.as_dict(), "steps": info.steps}) for info in hooks]
+    """The ``hooks`` traitlet: the explorer's hooks, then hooks others attached (``foreign``); each edit named as
+    ``Explorer.edits`` names it (``edit_label``), for its badge and the run bar."""
+    return [
+        _plain_hook({**info.as_dict(), "steps": info.steps, "edit_label": "".join(edit_labels([info]))})
+        for info in hooks
+    ]
 
 
 def _plain_hook(hook: dict[str, Any]) -> HookItem:
@@ -85,14 +90,15 @@ OUTPUT_FIELDS = ("kind", "tensor", "shape", "words", "positions", "decoder", "lo
 
 
 def memory_payload(explorer: Explorer) -> Memory:
-    """The ``memory`` traitlet: what the capture store holds against its budget, and ``short_steps``, the hooks
-    whose records went before their own step ended (``{"path", "kind", "note"}``: the budget holds less)."""
+    """The ``memory`` traitlet: what the capture store holds against its budget, whether it is full (``evicting``),
+    and ``short_steps``, the hooks whose records went before their own step ended (``{"path", "kind", "note"}``)."""
     summary = explorer.captures.summary()
     return {
         "bytes": summary["nbytes"],
         "budget": summary["budget"],
         "records": summary["records"],
         "evicted": summary["evicted"],
+        "evicting": summary["evicting"],
         "short_steps": [{"path": s["path"], "kind": s["kind"], "note": s["note"]} for s in summary["short_steps"]],
     }
 

@@ -24,6 +24,7 @@ class HookItem(TypedDict):
     error: str | None
     note: str | None
     foreign: bool
+    edit_label: str
 
 
 class HookKind(TypedDict):
@@ -208,6 +209,7 @@ class Memory(TypedDict):
     budget: int
     records: int
     evicted: int
+    evicting: bool
     short_steps: list[ShortStep]
 
 
@@ -288,6 +290,7 @@ class Training(TypedDict):
     visible: bool
     ratios: Ratios | None
     ddp: DDPPanel | None
+    step: int | None
 
 
 class TokenScore(TypedDict):
@@ -309,6 +312,7 @@ class Attribution(TypedDict):
     note: str
     edits: str
     """Whether the attribution ran with the user's edits (``edits_note``); "" when none is attached."""
+    of_layer: bool
 
 
 class Lens(TypedDict):
@@ -444,6 +448,7 @@ TRAITLETS: dict[str, Any] = {
     "graph": Graph,
     "theme": Theme,
     "frame": Frame,
+    "closed": str,
 }
 """Each traitlet of ``ExplorerView`` and the shape of its value."""
 

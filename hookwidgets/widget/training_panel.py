@@ -24,7 +24,7 @@ PARAMS_DRAWN = 12
 """The chart draws at most this many parameters: those whose last ratio is furthest from 1e-3."""
 BUCKET_KEYS = ("step", "rank", "bucket", "numel", "bytes", "params", "grad_norm", "seconds")
 READY_KEYS = ("step", "rank", "order", "param", "seconds")
-EMPTY: Training = {"visible": False, "ratios": None, "ddp": None}
+EMPTY: Training = {"visible": False, "ratios": None, "ddp": None, "step": None}
 
 
 @dataclass
@@ -91,11 +91,14 @@ def training_version(monitors: Sequence[UpdateRatioMonitor], ddp: DDPSource | No
     return (tuple((id(m), len(m.records)) for m in monitors), ddp.version() if ddp is not None else None)
 
 
-def training_payload(monitors: Sequence[UpdateRatioMonitor], ddp: DDPSource | None, ddp_prefix: str = "") -> Training:
+def training_payload(
+    monitors: Sequence[UpdateRatioMonitor], ddp: DDPSource | None, ddp_prefix: str = "", step: int | None = None
+) -> Training:
     """The ``training`` traitlet: the ratio chart and last-step table, and the DDP figures and ready order.
 
     ``ddp_prefix`` goes before the DDP records' parameter names, which are those of ``ddp.module``: an
     explorer of the DDP wrapper itself passes ``"module."`` so they read as in its tree and ratio table.
+    ``step``: the explorer's step the panel is drawn at, which the page compares with the live one (its lag mark).
     """
     if not monitors and ddp is None:
         return EMPTY.copy()
@@ -103,6 +106,7 @@ def training_payload(monitors: Sequence[UpdateRatioMonitor], ddp: DDPSource | No
         "visible": True,
         "ratios": ratio_payload(monitors) if monitors else None,
         "ddp": ddp_payload(ddp, ddp_prefix) if ddp is not None else None,
+        "step": step,
     }
 
 

@@ -76,7 +76,7 @@ class ExplorerView(anywidget.AnyWidget):
     """The capture store: bytes held, budget, records, evicted."""
     summary: Synced[Summary] = _synced(traitlets.Dict({}))
     """Per-layer statistics: one step's rows, fields, steps, NaN/Inf layers, first non-finite, heatmap PNG."""
-    training: Synced[Training] = _synced(traitlets.Dict({"visible": False, "ratios": None, "ddp": None}))
+    training: Synced[Training] = _synced(traitlets.Dict({"visible": False, "ratios": None, "ddp": None, "step": None}))
     """Training panel: watched optimizers' update ratios (chart PNG, last-step rows) and DDP figures and ready order."""
     attribution: Synced[Attribution] = _synced(traitlets.Dict({}))
     """The last "attribution here": layer, method, target (the score), caption, overlay PNG or token scores, or the
@@ -96,3 +96,6 @@ class ExplorerView(anywidget.AnyWidget):
     frame: Synced[Frame] = _synced(traitlets.Dict({"width": 0, "ratio": 1.0}))
     """The figure pane the page reports: width in CSS pixels (0 until reported) and devicePixelRatio; every figure the
     view shows is drawn for it (``plots.frame``)."""
+    closed = traitlets.Unicode("").tag(sync=True)
+    """Empty while the explorer is open; once it is closed (``ex.close()``, or the explorer dropped unclosed), what
+    the page shows in place of the panels: ``controller.CLOSED``."""

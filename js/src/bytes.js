@@ -38,21 +38,26 @@ export function formatBytes(n) {
 
 const SHORT_STEP = "The budget holds less than one step: raise memory_budget.";
 
+const EVICTING = "The budget is full: each new capture evicts the oldest. Raise memory_budget to keep more.";
+
 /**
- * The memory meter's words for a `memory` payload: `text` ("1.5 MiB of 256 MiB"), `warning` ("" or
- * "less than one step" when the budget evicted records of the step being recorded) and `title` (the
- * details: counts, then each hook that lost records and its note).
+ * The memory meter's words for a `memory` payload: `text` ("1.5 MiB of 256 MiB", then "· evicting" while the store
+ * is full), `evicting` (whether it is), `warning` ("" or "less than one step" when the budget evicted records of
+ * the step being recorded) and `title` (the details: counts, then each hook that lost records and its note).
  * @param {Partial<Memory> | null | undefined} memory
  */
 export function describeMemory(memory) {
   const used = Number(memory?.bytes ?? 0);
   const budget = Number(memory?.budget ?? 0);
   const short = Array.isArray(memory?.short_steps) ? memory.short_steps : [];
+  const evicting = memory?.evicting === true;
   const counts = `${memory?.records ?? 0} records kept, ${Number(memory?.evicted ?? 0)} evicted (oldest first) to stay under the budget`;
   const lines = short.map((s) => `${s.kind} on ${displayPath(s.path)}: ${s.note}`);
+  const size = budget > 0 ? `${formatBytes(used)} of ${formatBytes(budget)}` : "";
   return {
-    text: budget > 0 ? `${formatBytes(used)} of ${formatBytes(budget)}` : "",
+    text: evicting ? [size, "evicting"].filter(Boolean).join(" · ") : size,
+    evicting,
     warning: short.length > 0 ? "less than one step" : "",
-    title: short.length > 0 ? [SHORT_STEP, ...lines, counts].join("\n") : counts,
+    title: [...(short.length > 0 ? [SHORT_STEP, ...lines] : []), ...(evicting ? [EVICTING] : []), counts].join("\n"),
   };
 }

@@ -60,3 +60,15 @@ export function badgeCount(kinds, hook) {
     text: `fired in ${steps} ${steps === 1 ? "step" : "steps"}, on ${modules} modules a step (${hook.fired} times in all)`,
   };
 }
+
+/**
+ * What the run bar says of the edits attached (the hooks' `edit_label`s, as `Explorer.edits` names them, in
+ * attach order): `text` "running with 2 edits: …" and `title` one per line; both "" when no edit is attached.
+ * @param {HookItem[] | null | undefined} hooks
+ */
+export function runEdits(hooks) {
+  const labels = (Array.isArray(hooks) ? hooks : []).filter((hook) => hook && !hook.foreign && hook.edit_label).map((hook) => hook.edit_label);
+  if (labels.length === 0) return { text: "", title: "" };
+  const head = `running with ${labels.length} ${labels.length === 1 ? "edit" : "edits"}`;
+  return { text: `${head}: ${labels.join("; ")}`, title: `Run and the panels' analyses ${head}:\n${labels.join("\n")}` };
+}

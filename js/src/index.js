@@ -79,13 +79,44 @@ function render({ model, el }) {
 }
 
 /**
+ * Render the explorer, or once it is closed (`closed`: `ex.close()`, or the explorer dropped) the placeholder that
+ * says so in its place; returns the cleanup.
+ * @param {{model: import("./widget_model.js").WidgetModel, el: HTMLElement}} context
+ */
+function renderExplorer({ model, el }) {
+  let cleanup = model.get("closed") ? renderClosed({ model, el }) : render({ model, el });
+  const onClosed = () => {
+    if (!model.get("closed")) return;
+    cleanup();
+    cleanup = renderClosed({ model, el });
+  };
+  model.on("change:closed", onClosed);
+  return () => {
+    model.off("change:closed", onClosed);
+    cleanup();
+  };
+}
+
+/**
+ * The closed explorer's placeholder: one line ("closed: hooks removed, model as found"); returns the cleanup.
+ * @param {{model: import("./widget_model.js").WidgetModel, el: HTMLElement}} context
+ */
+function renderClosed({ model, el }) {
+  const root = h("div", { cls: "hw-explorer hw-closed", attrs: { role: "status" } }, [
+    h("span", { cls: "hw-closed-text", text: model.get("closed") ?? "" }),
+  ]);
+  el.append(root);
+  return () => root.remove();
+}
+
+/**
  * Render the view of `model`: the run view for a run log's model (it has a `run` traitlet), else the explorer.
  * @param {{model: import("./widget_model.js").WidgetModel | import("./widget_model.js").RunModel, el: HTMLElement}} context
  */
 function renderAny({ model, el }) {
   const probe = /** @type {{get(name: string): unknown}} */ (model);
   if (probe.get("run") !== undefined) return renderRun({ model: /** @type {import("./widget_model.js").RunModel} */ (model), el });
-  return render({ model: /** @type {import("./widget_model.js").WidgetModel} */ (model), el });
+  return renderExplorer({ model: /** @type {import("./widget_model.js").WidgetModel} */ (model), el });
 }
 
 export default { render: renderAny };

@@ -1,5 +1,6 @@
 /** What the page says of the kernel's state: a running cell, views behind the live step; pure, no DOM. */
 
+import { displayPath } from "./format.js";
 import { everyLayerKinds, kindRow } from "./kinds.js";
 
 /** @typedef {Partial<import("./payloads.js").Status> | null | undefined} MaybeStatus */
@@ -62,4 +63,18 @@ export function everyLayerText(kinds, table) {
   const sides = new Set(kinds.map((kind) => kindRow(table, kind, "global")?.phase));
   const what = [sides.has("forward") ? "output" : "", sides.has("backward") ? "gradient" : ""].filter(Boolean).join(" and ");
   return `Stats attached on every layer's ${what}: Run, or your own training loop, fills this summary.`;
+}
+
+/**
+ * The status line's `text` (the latest action's message; without one, what the view shows: the selection and the
+ * explorer's step) and `title` (the message in full, then the view); one line, cut with "…", the whole in `title`.
+ * @param {MaybeStatus} status
+ * @param {string} selected
+ */
+export function statusLine(status, selected) {
+  const message = typeof status?.message === "string" ? status.message : "";
+  const step = status?.step;
+  const at = typeof step === "number" && step > 0 ? ` at step ${step}` : "";
+  const view = `viewing ${displayPath(selected)}${at}`;
+  return { text: message || view, title: message ? `${message}\n${view}` : view };
 }

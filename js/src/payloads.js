@@ -50,6 +50,7 @@
  * @property {string | null} error
  * @property {string | null} note
  * @property {boolean} foreign
+ * @property {string} edit_label
  */
 
 /**
@@ -210,6 +211,7 @@
  * @property {number} budget
  * @property {number} records
  * @property {number} evicted
+ * @property {boolean} evicting
  * @property {ShortStep[]} short_steps
  */
 
@@ -298,6 +300,7 @@
  * @property {boolean} visible
  * @property {Ratios | null} ratios
  * @property {DDPPanel | null} ddp
+ * @property {number | null} step
  */
 
 /**
@@ -320,6 +323,7 @@
  * @property {string} caption
  * @property {string} note
  * @property {string} edits
+ * @property {boolean} of_layer
  */
 
 /**
@@ -574,6 +578,7 @@
  * @property {Graph} graph
  * @property {Theme} theme
  * @property {Frame} frame
+ * @property {string} closed
  */
 
 /**

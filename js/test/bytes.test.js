@@ -38,6 +38,7 @@ test("describeMemory says when the budget holds less than one step, and which ho
   const fine = describeMemory({ bytes: 1536, budget: 256 * 1024 ** 2, records: 3, evicted: 0, short_steps: [] });
   assert.deepEqual(fine, {
     text: "1.5 KiB of 256 MiB",
+    evicting: false,
     warning: "",
     title: "3 records kept, 0 evicted (oldest first) to stay under the budget",
   });
@@ -56,4 +57,18 @@ test("describeMemory says when the budget holds less than one step, and which ho
     "1 records kept, 1 evicted (oldest first) to stay under the budget",
   ]);
   assert.equal(describeMemory({}).warning, "");
+});
+
+test("describeMemory says in words that a full budget is evicting captures, and how to keep more", () => {
+  const full = describeMemory({ bytes: 1024 ** 2, budget: 1024 ** 2, records: 4, evicted: 9, evicting: true, short_steps: [] });
+  assert.equal(full.text, "1.0 MiB of 1.0 MiB · evicting");
+  assert.equal(full.evicting, true);
+  assert.deepEqual(full.title.split("\n"), [
+    "The budget is full: each new capture evicts the oldest. Raise memory_budget to keep more.",
+    "4 records kept, 9 evicted (oldest first) to stay under the budget",
+  ]);
+  // Cleared since: records were evicted once, but the store is no longer full.
+  const cleared = describeMemory({ bytes: 0, budget: 1024 ** 2, records: 0, evicted: 9, evicting: false, short_steps: [] });
+  assert.equal(cleared.text, "0 B of 1.0 MiB");
+  assert.equal(cleared.evicting, false);
 });

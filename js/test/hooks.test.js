@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { badgeCount, hasHook, hooksAt, indexHooks } from "../src/hooks.js";
+import { badgeCount, hasHook, hooksAt, indexHooks, runEdits } from "../src/hooks.js";
 
 const hooks = [
   { path: "features.0", kind: "forward", action: "capture", fired: 2, error: null },
@@ -59,4 +59,18 @@ test("badgeCount counts a global kind's steps, not its firings summed over modul
   assert.deepEqual(badgeCount(kinds, module), { count: 5, text: "fired 5 times" });
   assert.equal(badgeCount(kinds, { ...global, fired: 0, steps: 0 }).count, 0);
   assert.equal(badgeCount(kinds, { ...global, fired: 7, steps: 2 }).text, "fired in 2 steps, on ~4 modules a step (7 times in all)");
+});
+
+test("the run bar names every edit attached, in attach order, and says nothing without one", () => {
+  const edited = [
+    { path: "h.0.attn", kind: "forward", edit: [["ablate_heads", [1, 3]]], edit_label: "ablate_heads [1, 3] at forward on 'h.0.attn'", foreign: false },
+    { path: "h.0", kind: "forward", edit: [], edit_label: "", foreign: false },
+    { path: "fc", kind: "grad", edit: [["scale", 2]], edit_label: "scale 2 at grad on 'fc'", foreign: false },
+  ];
+  const said = runEdits(edited);
+  assert.equal(said.text, "running with 2 edits: ablate_heads [1, 3] at forward on 'h.0.attn'; scale 2 at grad on 'fc'");
+  assert.deepEqual(said.title.split("\n").slice(1), ["ablate_heads [1, 3] at forward on 'h.0.attn'", "scale 2 at grad on 'fc'"]);
+  assert.equal(runEdits(edited.slice(0, 1)).text, "running with 1 edit: ablate_heads [1, 3] at forward on 'h.0.attn'");
+  assert.deepEqual(runEdits(hooks), { text: "", title: "" });
+  assert.deepEqual(runEdits(null), { text: "", title: "" });
 });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { busyText, cellRunning, everyLayerStats, everyLayerText, lagText } from "../src/live_state.js";
+import { busyText, cellRunning, everyLayerStats, everyLayerText, lagText, statusLine } from "../src/live_state.js";
 import { sampleKinds } from "./fixtures.js";
 import { foldTraceback, foldedAs, isOwnFile } from "../src/traceback.js";
 
@@ -74,4 +74,12 @@ test("a traceback folds the explorer's own frames and keeps the user's, in order
   assert.equal(isOwnFile("/pkgs/torch/nn/modules/module.py"), false);
   assert.equal(foldedAs("/pkgs/torch/nn/modules/module.py"), "torch's module calls");
   assert.equal(foldedAs("/pkgs/torch/nn/functional.py"), null); // where the error is raised stays in view
+});
+
+test("the status line says the latest action, else what the view shows, the whole in its title", () => {
+  const ran = statusLine({ state: "idle", message: "step 2: forward only", step: 2 }, "features.conv");
+  assert.deepEqual(ran, { text: "step 2: forward only", title: "step 2: forward only\nviewing features.conv at step 2" });
+  assert.deepEqual(statusLine({ state: "idle", message: "", step: 0 }, ""), { text: "viewing (model)", title: "viewing (model)" });
+  assert.equal(statusLine({ message: "", step: 5 }, "fc").text, "viewing fc at step 5");
+  assert.equal(statusLine(null, "fc").text, "viewing fc");
 });

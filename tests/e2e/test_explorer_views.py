@@ -295,7 +295,12 @@ def test_one_explorer_shown_in_two_cells_stays_consistent_and_close_closes_it(la
     second.locator('.hw-row[data-path="features.conv1"] .hw-badge[data-kind="forward"]').wait_for(timeout=15_000)
     with lab.kernel(path) as kernel:
         kernel.evaluate("ex.close()")
-    lab.page.wait_for_function("() => document.querySelectorAll('.hw-explorer').length === 0", timeout=15_000)
+    # Both views say so in place of their panels (a widget that vanished would leave no word why).
+    lab.page.wait_for_function(
+        "() => document.querySelectorAll('.hw-explorer.hw-closed').length === 2"
+        " && document.querySelectorAll('.hw-explorer:not(.hw-closed)').length === 0",
+        timeout=15_000,
+    )
 
 
 def test_the_memory_meter_says_when_the_budget_holds_less_than_one_step(lab: Lab) -> None:

@@ -195,6 +195,8 @@ class CaptureStore(Mapping[str, dict[str, list[Record]]]):
         """None, or ``"cpu"``: accelerator captures are copied into pinned host memory without blocking."""
         self.evicted = 0
         """Records evicted so far."""
+        self.evicting = False
+        """The store is full: it evicted records since it was last cleared, and each new one evicts the oldest."""
         self.nbytes = 0
         """Bytes of tensors held."""
         # Records in arrival order, those holding tensor bytes apart from those holding none, so that the byte
@@ -259,6 +261,7 @@ class CaptureStore(Mapping[str, dict[str, list[Record]]]):
             self._short.note(old.path, old.kind, old.step, old.call, limit)
         self.nbytes -= old.nbytes
         self.evicted += 1
+        self.evicting = True
         old._kept = False
 
     def latest(self, path: str, kind: str) -> Record | None:
@@ -323,6 +326,7 @@ class CaptureStore(Mapping[str, dict[str, list[Record]]]):
                 self._by_path.setdefault(r.path, OrderedDict()).setdefault(r.kind, deque()).append(r)
                 self.nbytes += r.nbytes
             self._short.forget(path)
+            self.evicting = False  # room was made: full again only once a record is evicted
             if path is None:
                 self._emptied.clear()
             else:
@@ -382,8 +386,8 @@ class CaptureStore(Mapping[str, dict[str, list[Record]]]):
         return f"<CaptureStore {n} records, {mib:.1f} of {self.memory_budget / 2**20:.0f} MiB, {self.evicted} evicted>"
 
     def summary(self) -> dict[str, Any]:
-        """Counts for display: records, bytes, budget, evictions, and ``short_steps``: the hooks whose records
-        went before their own step ended (``{"path", "kind", "note"}`` each; the budget holds
+        """Counts for display: records, bytes, budget, evictions, whether it is ``evicting``, and ``short_steps``: the
+        hooks whose records went before their own step ended (``{"path", "kind", "note"}`` each; the budget holds
         less than one step)."""
         with self._lock:
             return {
@@ -391,5 +395,6 @@ class CaptureStore(Mapping[str, dict[str, list[Record]]]):
                 "nbytes": self.nbytes,
                 "budget": self.memory_budget,
                 "evicted": self.evicted,
+                "evicting": self.evicting,
                 "short_steps": self._short_steps(),
             }

@@ -1,6 +1,7 @@
 /** "Attribution here": the methods that fit the selection, a target picker, and the result: a map over the input
  * image, or the input tokens coloured by their scores. */
 
+import { attributionShown } from "../attribution.js";
 import { formatScore, isSigned, parseRgb, scoreColors, scoreScale } from "../scores.js";
 import { positionField, runChoice, targetOptions } from "../targets.js";
 import { h, listen, onThemeChange, pngUrls, setAttr, setText, subscribe } from "./dom.js";
@@ -40,9 +41,10 @@ export function createAttributionView(model, requests) {
   const image = createFigure({ cls: "hw-attr-image hw-plot", figure: "attribution", alt: "attribution over the input" });
   const tokens = h("div", { cls: "hw-attr-tokens", attrs: { hidden: true, "aria-label": "tokens coloured by score" } });
   const legend = h("div", { cls: "hw-hint hw-attr-legend", attrs: { hidden: true } });
+  const picker = h("div", { cls: "hw-picker" }, [method, target, position, run]);
   const el = h("div", { cls: "hw-attribution" }, [
     h("div", { cls: "hw-section-title", text: "Attribution" }),
-    h("div", { cls: "hw-picker" }, [method, target, position, run]),
+    picker,
     hint,
     error,
     edits.el,
@@ -125,11 +127,11 @@ export function createAttributionView(model, requests) {
 
   function updateResult() {
     const result = model.get("attribution") ?? {};
-    // The result (or error) of the selected module only: the kernel empties it when the selection changes.
-    const mine = Boolean(result.method) && result.layer === model.get("selected");
-    const ok = mine && !result.error;
-    setText(error, mine ? (result.error ?? "") : "");
-    setText(caption, ok ? (result.caption ?? "") : "");
+    // The result stays across selections (a CAM names its layer and the selection); an error, at its module only.
+    const shown = attributionShown(result, model.get("selected") ?? "");
+    const ok = shown.ok;
+    setText(error, shown.error);
+    setText(caption, shown.caption);
     setText(note, ok ? (result.note ?? "") : ""); // e.g. why the map is blank
     edits.set(ok ? result.edits : "");
     images.revoke();
@@ -143,9 +145,11 @@ export function createAttributionView(model, requests) {
   }
 
   function updateVisible() {
-    // Modules only: parameters and autograd nodes have nothing to attribute.
+    // Modules only: parameters and autograd nodes have nothing to attribute; a result kept from a module stays shown.
     const sel = model.get("selection") ?? {};
-    el.hidden = sel.family !== "module";
+    const kept = Boolean(model.get("attribution")?.method);
+    el.hidden = sel.family !== "module" && !kept;
+    picker.hidden = sel.family !== "module";
     updateMethods();
     updateResult();
   }
@@ -163,7 +167,7 @@ export function createAttributionView(model, requests) {
 
   const offs = [
     subscribe(model, ["change:status"], updateTargets),
-    subscribe(model, ["change:attribution"], updateResult),
+    subscribe(model, ["change:attribution"], updateVisible),
     subscribe(model, ["change:selection", "change:selected"], updateVisible),
     listen(run, "click", onRun),
     onThemeChange(updateResult), // the tokens' colours start from the page's background

@@ -2,6 +2,8 @@
 
 import { describeMemory } from "../bytes.js";
 import { displayName, displayPath } from "../format.js";
+import { runEdits } from "../hooks.js";
+import { statusLine } from "../live_state.js";
 import { positionField, runChoice, targetOptions } from "../targets.js";
 import { countModules, isTree } from "../tree.js";
 import { h, listen, setAttr, setText, subscribe } from "./dom.js";
@@ -41,6 +43,7 @@ export function createHeader(model, requests) {
     attrs: { type: "button", title: "Run the example input through the model with the hooks attached" },
     text: "Run",
   });
+  const edits = h("span", { cls: "hw-run-edits", attrs: { hidden: true } });
   const progress = h("span", { cls: "hw-progress", attrs: { hidden: true, "aria-hidden": "true" } });
   const status = h("span", { cls: "hw-status", attrs: { role: "status", "aria-live": "polite" } });
   const meterFill = h("span", { cls: "hw-meter-fill" });
@@ -50,7 +53,16 @@ export function createHeader(model, requests) {
   const errors = h("span", { cls: "hw-error-count", attrs: { hidden: true } });
   const el = h("div", { cls: "hw-header" }, [
     h("div", { cls: "hw-header-line" }, [title, count, errors, h("span", { cls: "hw-spacer" }), meter, meterText, meterWarning]),
-    h("div", { cls: "hw-run-bar" }, [mode, target, positionLabel, trainLabel, run, progress, status]),
+    h("div", { cls: "hw-run-bar" }, [
+      mode,
+      target,
+      positionLabel,
+      trainLabel,
+      run,
+      edits,
+      // One text line of a width set by the bar alone, not by what it says or whether busy: the widget never moves.
+      h("div", { cls: "hw-status-line" }, [progress, status]),
+    ]),
   ]);
 
   function updateTree() {
@@ -69,7 +81,7 @@ export function createHeader(model, requests) {
     const state = model.get("status") ?? {};
     const name = typeof state.state === "string" ? state.state : "idle";
     status.setAttribute("data-state", name);
-    setText(status, state.message ?? "");
+    updateLine();
     run.disabled = name === "busy";
     progress.hidden = name !== "busy" && name !== "live";
     const chosen = target.value;
@@ -88,6 +100,12 @@ export function createHeader(model, requests) {
     }
   }
 
+  function updateLine() {
+    const line = statusLine(model.get("status"), model.get("selected") ?? "");
+    setText(status, line.text);
+    setAttr(status, "title", line.title);
+  }
+
   function updateMemory() {
     const memory = model.get("memory") ?? {};
     const used = Number(memory.bytes ?? 0);
@@ -100,7 +118,16 @@ export function createHeader(model, requests) {
     setText(meterWarning, words.warning ? `⚠ ${words.warning}` : "");
     meterWarning.hidden = !words.warning;
     meter.classList.toggle("hw-meter-over", Boolean(words.warning));
+    meter.classList.toggle("hw-meter-evicting", words.evicting); // the budget is full: captures are being evicted
+    meterText.classList.toggle("hw-meter-evicting", words.evicting);
     for (const el of [meter, meterText, meterWarning]) setAttr(el, "title", words.title);
+  }
+
+  function updateEdits() {
+    const said = runEdits(model.get("hooks"));
+    edits.hidden = said.text === "";
+    setText(edits, said.text ? `✎ ${said.text}` : "");
+    setAttr(edits, "title", said.title);
   }
 
   function updateErrors() {
@@ -131,8 +158,10 @@ export function createHeader(model, requests) {
   const offs = [
     subscribe(model, ["change:tree"], updateTree),
     subscribe(model, ["change:status"], updateStatus),
+    subscribe(model, ["change:selected"], updateLine),
     subscribe(model, ["change:memory"], updateMemory),
     subscribe(model, ["change:hooks"], updateErrors),
+    subscribe(model, ["change:hooks"], updateEdits),
     listen(run, "click", onRun),
     listen(mode, "change", onMode),
     listen(errors, "click", onErrorsClick),
@@ -141,5 +170,6 @@ export function createHeader(model, requests) {
   updateStatus();
   updateMemory();
   updateErrors();
+  updateEdits();
   return { el, destroy: () => offs.forEach((off) => off()) };
 }

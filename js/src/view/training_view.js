@@ -1,6 +1,7 @@
 /** Training panel: update-to-weight ratios (chart and last-step table), DDP buckets, ranks and gradient-ready order. */
 
 import { displayName } from "../format.js";
+import { lagText } from "../live_state.js";
 import { RATIO_COLUMNS, flagText, formatRatio, sortRatioRows } from "../training.js";
 import { h, listen, pngUrls, setText, sortableHeader, subscribe } from "./dom.js";
 import { createFigure } from "./readout_view.js";
@@ -43,8 +44,10 @@ export function createTrainingView(model) {
   ]);
 
   const title = h("summary", { cls: "hw-section-title", text: "Training" });
+  const lag = h("div", { cls: "hw-training-lag hw-lagging", attrs: { hidden: true } });
   const el = h("details", { cls: "hw-training-panel", attrs: { open: true, hidden: true } }, [
     title,
+    lag,
     h("div", { cls: "hw-training-body" }, [ratioSection, ddpSection]),
   ]);
   let sort = { field: "param", descending: false };
@@ -130,7 +133,15 @@ export function createTrainingView(model) {
     updateReady(ddp.ready);
   }
 
+  /** While a cell runs, a panel drawn at an older step than the live one says so, as the summary does. */
+  function renderLag() {
+    const text = lagText(model.get("training")?.step ?? null, model.get("status"));
+    lag.hidden = text === "";
+    setText(lag, text);
+  }
+
   function update() {
+    renderLag();
     const training = model.get("training") ?? {};
     el.hidden = !training.visible;
     const shown = [training.ratios && "update ratios", training.ddp && "DDP communication"].filter(Boolean);
@@ -151,7 +162,11 @@ export function createTrainingView(model) {
     if (ratios) renderRatioTable(ratios);
   }
 
-  const offs = [subscribe(model, ["change:training"], update), listen(ratioTable, "click", onTableClick)];
+  const offs = [
+    subscribe(model, ["change:training"], update),
+    subscribe(model, ["change:status"], renderLag),
+    listen(ratioTable, "click", onTableClick),
+  ];
   update();
   return {
     el,

@@ -43,17 +43,19 @@ export function fillBadges(container, path, { hookIndex, kinds }) {
   const foreign = hooks.filter((hook) => hook.foreign);
   const badges = own.map((hook) => {
     const { count, text } = badgeCount(kinds, hook); // a global kind counts steps, not firings summed over modules
+    const edit = hook.edit_label ? `\nedit: ${hook.edit_label}` : "";
+    const cls = ["hw-badge", hook.edit_label ? "hw-badge-edit" : "", hook.error ? "hw-badge-error" : ""];
     return h(
       "span",
       {
-        cls: hook.error ? "hw-badge hw-badge-error" : "hw-badge",
+        cls: cls.filter(Boolean).join(" "),
         attrs: {
           "data-kind": hook.kind,
-          title: `${kindTitle(kinds, hook.kind)}\n${displayName(hook.action ?? "capture")}: ${text}${hook.error ? " (failed)" : ""}`,
+          title: `${kindTitle(kinds, hook.kind)}${edit}\n${displayName(hook.action ?? "capture")}: ${text}${hook.error ? " (failed)" : ""}`,
         },
       },
       [
-        h("span", { text: badgeLabel(kinds, hook.kind) }),
+        h("span", { text: `${hook.edit_label ? "✎ " : ""}${badgeLabel(kinds, hook.kind)}` }),
         count > 0 ? h("span", { cls: "hw-badge-count", text: formatCount(count) }) : null,
       ],
     );

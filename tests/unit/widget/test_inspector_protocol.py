@@ -190,7 +190,14 @@ def test_memory_meter_follows_the_store_and_counts_evictions(cnn, image):
         view = ex.view
         ex.attach("features.conv", "forward")  # 2×4×8×8 float32 = 2048 bytes a capture
         ex.run()
-        assert view.memory == {"bytes": 2048, "budget": 3000, "records": 1, "evicted": 0, "short_steps": []}
+        assert view.memory == {
+            "bytes": 2048,
+            "budget": 3000,
+            "records": 1,
+            "evicted": 0,
+            "evicting": False,
+            "short_steps": [],
+        }
         ex.run()
         assert view.memory["evicted"] == 1 and view.memory["records"] == 1
         assert view.memory["short_steps"] == []  # the previous step's record went: the budget holds a step
@@ -364,7 +371,7 @@ def test_close_stops_live_updates(ipython, cnn, image):
     statuses = []
     view.observe(lambda change: statuses.append(change["new"]), names="status")
     ex.close()
-    assert followed == before and view.comm is None
+    assert followed == before and view.closed == "closed: hooks removed, model as found"
     in_cell(ipython, lambda: cnn(image))  # the model runs on, hook-free: nothing reaches the closed view
     assert statuses == []
 
@@ -377,7 +384,7 @@ def test_a_dropped_explorer_stops_following_the_shells_cells(ipython, cnn, image
     ex.attach("features.conv", "forward")
     del ex
     gc.collect()
-    assert followed == before and view.comm is None
+    assert followed == before and view.closed == "closed: hooks removed, model as found"
 
 
 def test_what_the_engine_did_on_its_own_reaches_the_view():

@@ -103,8 +103,8 @@ def test_the_checks_see_a_wrong_field_or_type():
     ]
 
 
-def _session(shell: Any) -> tuple[ExplorerView, list[dict[str, Any]]]:
-    """A view after a session that fills every traitlet, and every reply the kernel sent."""
+def _session(shell: Any) -> tuple[HookExplorer, list[dict[str, Any]]]:
+    """An explorer after a session that fills every traitlet of its view, and every reply the kernel sent."""
     from hookwidgets.examples import DigitsCNN
 
     torch.manual_seed(0)
@@ -138,18 +138,19 @@ def _session(shell: Any) -> tuple[ExplorerView, list[dict[str, Any]]]:
         browser_sends(view, type="dismiss_error")
 
     replies = sent_by_kernel(view, clicks)
-    ex.close()
-    return view, replies
+    return ex, replies
 
 
 def test_a_sessions_payloads_and_replies_have_the_declared_shapes(ipython):
-    view, replies = _session(ipython)
+    ex, replies = _session(ipython)
+    view = ex.view
     for name, shape in protocol.TRAITLETS.items():
         value = getattr(view, name)
         assert problems(value, shape, name) == []
     assert view.plots["items"] and view.summary["rows"] and view.graph["autograd"] and view.attribution["png"]
     assert view.training["ratios"]["rows"] and view.hooks and view.status["top"]
     assert len(replies) == 13 and [r["ok"] for r in replies].count(False) == 1
+    ex.close()
     for reply in replies:
         assert problems(reply, protocol.Reply, "reply") == []
 

@@ -41,7 +41,7 @@ def test_the_panel_is_hidden_while_nothing_is_watched(ipython):
     model = _model()
     with HookExplorer(model, example_inputs=torch.randn(2, 4)) as ex:
         view = ex.view
-        assert view.training == {"visible": False, "ratios": None, "ddp": None}
+        assert view.training == {"visible": False, "ratios": None, "ddp": None, "step": None}
         ex.attach("0", "forward")
         ex.run(target=0)
         in_cell(ipython, lambda: _loop(model, torch.optim.SGD(model.parameters(), lr=0.1), 2))  # nobody watches it

@@ -130,7 +130,7 @@ def test_python_side_attach_updates_the_view_and_close_restores_the_model(cnn, i
     assert [(h["path"], h["kind"]) for h in view.hooks] == [("features.act", "forward"), ("features.act", "grad")]
     ex.close()
     assert hook_state(cnn) == before
-    assert view.comm is None  # the widget is closed too
+    assert view.closed == "closed: hooks removed, model as found"  # the widget says so in place of its panels
 
 
 def test_digits_quickstart_model_round_trip():

@@ -17,7 +17,31 @@ def test_oldest_records_are_evicted_to_stay_under_the_budget():
     assert [r.step for r in store["a"]["forward"]] == [3, 4, 5]
     assert store.evicted == 2
     assert store.nbytes == 3 * 1024
-    assert store.summary() == {"records": 3, "nbytes": 3072, "budget": 3072, "evicted": 2, "short_steps": []}
+    assert store.summary() == {
+        "records": 3,
+        "nbytes": 3072,
+        "budget": 3072,
+        "evicted": 2,
+        "evicting": True,
+        "short_steps": [],
+    }
+
+
+def test_a_full_store_says_it_is_evicting_until_it_is_cleared():
+    store = CaptureStore(memory_budget=2 * 1024)
+    store.add(_record(step=1))
+    store.add(_record(step=2))
+    assert (store.evicting, store.evicted) == (False, 0)  # full to the byte, nothing lost yet
+    store.add(_record(step=3))
+    assert (store.evicting, store.evicted) == (True, 1)
+    store.clear("a")
+    store.add(_record(step=4))
+    assert (store.evicting, store.evicted) == (False, 1)  # room again: the count stays, the store is not full
+    store.add(_record("b", step=4))
+    store.add(_record("b", step=5))
+    assert store.evicting and store.summary()["evicting"]
+    store.clear()
+    assert not store.evicting and not store.summary()["evicting"]
 
 
 def test_eviction_crosses_targets_and_kinds_in_arrival_order():
@@ -122,6 +146,7 @@ def test_records_without_tensor_bytes_are_bounded_by_count():
         "nbytes": 0,
         "budget": ex.captures.memory_budget,
         "evicted": 200,
+        "evicting": True,  # the count cap is full too
         "short_steps": [],
     }
     assert min(r.step for r in ex.captures.snapshot()[0]) == 26  # the newest five steps, whole
