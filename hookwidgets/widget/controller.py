@@ -32,10 +32,8 @@ from .protocol import reply
 from .selection_images import draw_selection
 from .summary_panel import summary_payload
 from .training_panel import DDPSource, training_payload, training_version
-from .view import ExplorerView
+from .view import CLOSED, ExplorerView
 
-CLOSED = "closed: hooks removed, model as found"
-"""What a closed explorer's view says in place of its panels (``ex.close()``, or the explorer dropped unclosed)."""
 EMPTIED_ON_CLOSE = (
     "tree",
     "hooks",

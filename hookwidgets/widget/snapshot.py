@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.display import display_name
 from .protocol import HookItem, HookKind, PlotItem, Summary, TreeNode
-from .view import ExplorerView
+from .view import CLOSED, ExplorerView
 
 MAX_TREE_ROWS = 200
 """Modules the tree shows; the rest are counted."""
@@ -80,7 +80,7 @@ def closed_html(heading: str) -> str:
     """What a closed explorer shows: its repr and that its hooks are gone."""
     return (
         f'<style>{CSS}</style><div class="hw-static"><div class="hw-s-head">{_text(heading)}</div>'
-        '<div class="hw-s-note">closed: hooks removed, model as found</div></div>'
+        f'<div class="hw-s-note">{_text(CLOSED)}</div></div>'
     )
 
 

@@ -27,6 +27,9 @@ from .protocol import (
     TreeNode,
 )
 
+CLOSED = "closed: hooks removed, model as found"
+"""What a closed explorer's widget and snapshot say in place of their panels."""
+
 STATIC = Path(__file__).resolve().parent.parent / "static"
 
 
@@ -98,4 +101,4 @@ class ExplorerView(anywidget.AnyWidget):
     view shows is drawn for it (``plots.frame``)."""
     closed = traitlets.Unicode("").tag(sync=True)
     """Empty while the explorer is open; once it is closed (``ex.close()``, or the explorer dropped unclosed), what
-    the page shows in place of the panels: ``controller.CLOSED``."""
+    the page shows in place of the panels: ``CLOSED``."""
