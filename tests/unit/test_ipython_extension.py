@@ -126,7 +126,9 @@ def test_rerunning_the_magic_without_a_name_replaces_the_explorer_of_that_model(
     assert len(user_model.features.conv._forward_hooks) == 1
     _run(ip, "%hookexplorer model x")  # the cell run again: its old widget is gone from the page
     second = widget_shown(last_widget(shown))
-    assert second is not first and first.comm is None  # the first widget closed with its explorer
+    assert (
+        second is not first and first.closed == "closed: hooks removed, model as found"
+    )  # the first widget closed with its explorer
     assert len(user_model.features.conv._forward_hooks) == 0  # no hidden explorer keeps capturing
     assert len([data for data in shown if WIDGET_MIME in data]) == 2
     assert browser_sends(second, type="attach", path="features.conv", kind="forward")["ok"]
@@ -137,7 +139,7 @@ def test_rerunning_the_magic_without_a_name_replaces_the_explorer_of_that_model(
     assert other_view is not second and second.comm is not None
     assert len(user_model.features.conv._forward_hooks) == 1  # the model's explorer stays, hook and all
     _run(ip, "%hookexplorer model x")  # and replacing the model's explorer leaves the other model's
-    assert second.comm is None and other_view.comm is not None
+    assert second.closed == "closed: hooks removed, model as found" and other_view.closed == ""
 
 
 def test_expressions_are_evaluated_in_the_user_namespace(ip, user_model, image):
@@ -201,7 +203,7 @@ def test_a_cell_ending_in_a_module_shows_its_explorer_once_display_is_enabled(ip
     assert browser_sends(features_view, type="attach", path="conv", kind="forward")["ok"]
     assert len(user_model.features.conv._forward_hooks) == 1
     _run(ip, "hookwidgets.disable_display()")  # closes the explorers display made: their widgets and hooks go
-    assert model_view.comm is None and features_view.comm is None
+    assert model_view.closed == features_view.closed == "closed: hooks removed, model as found"
     assert len(user_model.features.conv._forward_hooks) == 0
     _run(ip, "model")
     assert WIDGET_MIME not in shown[-1]
@@ -227,7 +229,7 @@ def test_unloading_closes_every_explorer_and_leaves_the_models_as_found(ip, user
     _run(ip, "%unload_ext hookwidgets")
     assert hook_state(user_model) == before
     assert hook_state(other) == other_before
-    assert repr(ex).endswith("closed>") and displayed.comm is None
+    assert repr(ex).endswith("closed>") and displayed.closed == "closed: hooks removed, model as found"
     assert "hookexplorer" not in ip.magics_manager.magics["line"]
     assert WIDGET_MIME not in ip.display_formatter.format(other)[0]
     assert not torch.nn.modules.module._global_forward_hooks
