@@ -81,7 +81,7 @@ def status_payload(
     }
 
 
-OUTPUT_FIELDS = ("kind", "tensor", "shape", "words", "positions", "decoder", "loss", "labels")
+OUTPUT_FIELDS = ("kind", "tensor", "shape", "words", "positions", "decoder", "loss", "labels", "probe_failed")
 
 
 def memory_payload(explorer: Explorer) -> Memory:

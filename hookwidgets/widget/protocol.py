@@ -182,6 +182,7 @@ class OutputScores(TypedDict):
     decoder: bool
     loss: bool
     labels: dict[str, str]
+    probe_failed: str
 
 
 class Status(TypedDict):

@@ -183,6 +183,7 @@
  * @property {boolean} decoder
  * @property {boolean} loss
  * @property {Record<string, string>} labels
+ * @property {string} probe_failed
  */
 
 /**
