@@ -9,6 +9,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..core.attribution import method_name
 from ..core.display import display_name
 from ..core.explorer import Explorer
 from ..core.kind_table import has
@@ -182,7 +183,7 @@ def attribute(controller: PageController, explorer: Explorer, content: dict[str,
     """ "Attribution here": the chosen method's result for the selected layer, or the error, in the panel."""
     view = _view(controller)
     layer, method, target = content.get("layer"), content.get("method", "gradcam"), content.get("target", "top")
-    controller.set_status("busy", f"computing {method}…")
+    controller.set_status("busy", f"computing {method_name(str(method))}…")
     error = ""
     try:
         if not isinstance(layer, str):
@@ -194,7 +195,7 @@ def attribute(controller: PageController, explorer: Explorer, content: dict[str,
     except Exception as exc:
         error = message_text(exc)
         view.attribution = {**EMPTY_ATTRIBUTION, "layer": layer, "method": method, "error": error}
-    caption = view.attribution.get("caption") or f"{method} failed: see the attribution panel"
+    caption = view.attribution.get("caption") or f"{method_name(str(method))} failed: see the attribution panel"
     controller.set_status("idle", caption)
     return error
 

@@ -19,7 +19,7 @@ from ..core.model.lazy import unmaterialized_param
 from ..core.model.paths import resolve_path
 from ..core.model.scores import output_summary
 from ..core.model.tree import SCRIPTED_ROOT
-from .attribution_methods import methods_note, offered_methods
+from .attribution_methods import method_words, methods_note, offered_methods
 from .edit_choices import NO_OFFERS, edit_offers
 from .protocol import HookItem, HookKind, Memory, OutputScores, ParamChip, Selection, Status
 
@@ -142,6 +142,7 @@ def selection_payload(explorer: Explorer, path: str) -> Selection:
         "problem": problem,
         **offers,
         "attribution_methods": methods,
+        "attribution_words": method_words(methods),
         "attribution_note": methods_note(explorer, path, methods) if family == "module" else "",
     }
 
@@ -158,6 +159,7 @@ def _nothing_at(path: str, problem: str) -> Selection:
         "problem": problem,
         **NO_OFFERS,
         "attribution_methods": [],
+        "attribution_words": {},
         "attribution_note": "",
     }
 

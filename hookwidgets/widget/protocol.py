@@ -49,6 +49,11 @@ class RecordChoice(TypedDict):
     shape: list[int]
 
 
+class MethodWords(TypedDict):
+    name: str
+    tip: str
+
+
 class Selection(TypedDict):
     path: str
     family: str
@@ -61,6 +66,7 @@ class Selection(TypedDict):
     heads: int | None
     records: list[RecordChoice]
     attribution_methods: list[str]
+    attribution_words: dict[str, MethodWords]
     attribution_note: str
 
 

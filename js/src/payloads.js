@@ -79,6 +79,12 @@
  */
 
 /**
+ * @typedef {object} MethodWords
+ * @property {string} name
+ * @property {string} tip
+ */
+
+/**
  * @typedef {object} Selection
  * @property {string} path
  * @property {string} family
@@ -91,6 +97,7 @@
  * @property {number | null} heads
  * @property {RecordChoice[]} records
  * @property {string[]} attribution_methods
+ * @property {Record<string, MethodWords>} attribution_words
  * @property {string} attribution_note
  */
 

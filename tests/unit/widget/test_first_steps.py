@@ -8,14 +8,16 @@ import torch
 from torch import nn
 
 from hookwidgets import HookExplorer
-from hookwidgets.core import ProbeFailedWarning
+from hookwidgets.core import METHOD_WORDS, METHODS, ProbeFailedWarning, method_name
 
-from ._messages import browser_sends
+from ._messages import browser_sends, browser_sets
 
 
 def test_a_failed_shape_probe_is_named_in_the_status():
     model = nn.Sequential(nn.Linear(4, 3), nn.Linear(3, 2))
-    with pytest.warns(ProbeFailedWarning), HookExplorer(model, example_inputs=torch.randn(1, 5)) as ex:
+    with pytest.warns(ProbeFailedWarning):
+        ex = HookExplorer(model, example_inputs=torch.randn(1, 5))
+    with ex:
         output = ex.view.status["output"]
         assert output["kind"] == "none"
         assert output["probe_failed"] == (
@@ -28,3 +30,25 @@ def test_a_failed_shape_probe_is_named_in_the_status():
 
 def test_a_probe_that_worked_names_no_failure(explorer):
     assert explorer.view.status["output"]["probe_failed"] == ""
+
+
+def test_the_attribution_menu_names_each_method_in_words_and_takes_its_id(explorer):
+    view = explorer.view
+    browser_sets(view, selected="features.conv")
+    selection = view.selection
+    assert selection["attribution_methods"][:2] == ["gradcam", "gradcam++"]  # the ids, unchanged
+    words = selection["attribution_words"]
+    assert list(words) == selection["attribution_methods"]
+    assert words["gradcam"]["name"] == "Grad-CAM" and words["input_x_grad"]["name"] == "input × gradient"
+    assert words["guided_gradcam"]["tip"] == "guided backprop times this layer's Grad-CAM"
+    browser_sends(view, type="attribute", layer="features.conv", method="input_x_grad", target=3)
+    assert view.attribution["method"] == "input_x_grad"
+    assert view.attribution["caption"] == "input × gradient of class 3 at features.conv"
+    assert view.status["message"] == "input × gradient of class 3 at features.conv"
+
+
+def test_every_method_has_its_name_in_words():
+    assert set(METHOD_WORDS) == set(METHODS)
+    assert method_name("grad_attention_rollout") == "gradient-weighted attention rollout"
+    assert method_name("integrated_gradients") == "integrated gradients"
+    assert method_name("not a method") == "not a method"
