@@ -26,7 +26,8 @@ from .protocol import HookItem, HookKind, Memory, OutputScores, ParamChip, Selec
 
 def kinds_payload() -> list[HookKind]:
     """The ``hook_kinds`` traitlet: the kind table's rows in display order, with what the page shows of each (its
-    tooltip and badge) and which ones "Stats on every layer" attaches: the page keeps no list of kinds of its own."""
+    tooltip and badge), which ones "Stats on every layer" attaches and which the inspector offers first (``common``):
+    the page keeps no list of kinds of its own."""
     return [
         {
             "kind": k.user_name,
@@ -36,6 +37,7 @@ def kinds_payload() -> list[HookKind]:
             "tip": k.tip,
             "badge": k.badge,
             "every_layer": k.every_layer,
+            "common": k.common,
         }
         for k in KINDS.values()
     ]

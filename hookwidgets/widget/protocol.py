@@ -34,6 +34,7 @@ class HookKind(TypedDict):
     tip: str
     badge: str
     every_layer: bool
+    common: bool
 
 
 class ParamChip(TypedDict):

@@ -61,6 +61,7 @@
  * @property {string} tip
  * @property {string} badge
  * @property {boolean} every_layer
+ * @property {boolean} common
  */
 
 /**

@@ -52,3 +52,9 @@ def test_every_method_has_its_name_in_words():
     assert method_name("grad_attention_rollout") == "gradient-weighted attention rollout"
     assert method_name("integrated_gradients") == "integrated gradients"
     assert method_name("not a method") == "not a method"
+
+
+def test_the_kind_table_marks_the_common_kinds_the_inspector_offers_first(explorer):
+    common = [(row["kind"], row["family"]) for row in explorer.view.hook_kinds if row["common"]]
+    assert common == [("forward", "module"), ("grad", "module"), ("grad", "param")]
+    assert all(row["common"] is False for row in explorer.view.hook_kinds if row["family"] in ("global", "node"))
