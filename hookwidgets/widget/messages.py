@@ -281,7 +281,7 @@ def record_graph(controller: PageController, explorer: Explorer, content: dict[s
     view = _view(controller)
     if explorer.example_inputs is None:
         text = "Record graph needs example inputs: HookExplorer(model, example_inputs=x)"
-        view.graph = {**EMPTY_GRAPH, "error": text}
+        view.graph = {**EMPTY_GRAPH, "error": text, "recordable": False}
         controller.set_status("error", text)
         return text
     controller.set_status("busy", "recording the autograd graph…")
@@ -295,7 +295,7 @@ def record_graph(controller: PageController, explorer: Explorer, content: dict[s
             data = explorer.graph(explorer.example_copy())  # recorded again, on a copy the model may change
     except Exception as exc:  # "no graph: …" and failures of the recorder: shown in the panel, kernel alive
         text = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
-        view.graph = {**EMPTY_GRAPH, "error": text}  # the previous graph stays in ex.graph(), not on screen
+        view.graph = {**EMPTY_GRAPH, "error": text, "recordable": True}  # the previous graph stays in ex.graph(), not on screen
         summary_line = text.splitlines()[0] if text else "recording the graph failed"
         controller.set_status("error", summary_line)
         if notices:

@@ -364,6 +364,7 @@ class Graph(TypedDict):
     autograd: CompactGraph | None
     dataflow: Dataflow | None
     error: str
+    recordable: bool
 
 
 # The run view (``hookwidgets.open_run(log_dir)`` displayed): its own traitlets, ``RUN_TRAITLETS``.

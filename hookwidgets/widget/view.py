@@ -88,7 +88,7 @@ class ExplorerView(anywidget.AnyWidget):
     """The patching panel: the last ``patch_sweep()``'s figure, its progress while it runs, or its error."""
     error = traitlets.Unicode("").tag(sync=True)
     """Last error text, with its traceback; empty when there is none."""
-    graph: Synced[Graph] = _synced(traitlets.Dict({"autograd": None, "dataflow": None, "error": ""}))
+    graph: Synced[Graph] = _synced(traitlets.Dict({"autograd": None, "dataflow": None, "error": "", "recordable": False}))
     """Graph panel: compact autograd graph and module dataflow (or None each), and why recording failed."""
     theme: Synced[Theme] = _synced(traitlets.Dict({"name": "light", "background": "", "foreground": ""}))
     """The page's theme, written by the browser: name (light or dark), background and foreground (``#rrggbb``,

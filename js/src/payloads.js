@@ -383,6 +383,7 @@
  * @property {CompactGraph | null} autograd
  * @property {Dataflow | null} dataflow
  * @property {string} error
+ * @property {boolean} recordable
  */
 
 /**

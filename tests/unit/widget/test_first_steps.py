@@ -58,3 +58,12 @@ def test_the_kind_table_marks_the_common_kinds_the_inspector_offers_first(explor
     common = [(row["kind"], row["family"]) for row in explorer.view.hook_kinds if row["common"]]
     assert common == [("forward", "module"), ("grad", "module"), ("grad", "param")]
     assert all(row["common"] is False for row in explorer.view.hook_kinds if row["family"] in ("global", "node"))
+
+
+def test_the_graph_panel_knows_it_can_record_on_its_first_visit(explorer, cnn):
+    view = explorer.view
+    assert view.graph == {"autograd": None, "dataflow": None, "error": "", "recordable": True}
+    browser_sends(view, type="graph")  # what the panel sends on its first visit
+    assert view.graph["recordable"] and "ConvolutionBackward0" in view.graph["autograd"]["ops"]
+    with HookExplorer(cnn) as bare:  # no example inputs: nothing to record, the panel waits for ex.graph(x)
+        assert bare.view.graph["recordable"] is False and bare.view.graph["autograd"] is None
