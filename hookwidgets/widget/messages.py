@@ -295,7 +295,8 @@ def record_graph(controller: PageController, explorer: Explorer, content: dict[s
             data = explorer.graph(explorer.example_copy())  # recorded again, on a copy the model may change
     except Exception as exc:  # "no graph: …" and failures of the recorder: shown in the panel, kernel alive
         text = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
-        view.graph = {**EMPTY_GRAPH, "error": text, "recordable": True}  # the previous graph stays in ex.graph(), not on screen
+        # the previous graph stays in ex.graph(), not on screen
+        view.graph = {**EMPTY_GRAPH, "error": text, "recordable": True}
         summary_line = text.splitlines()[0] if text else "recording the graph failed"
         controller.set_status("error", summary_line)
         if notices:
