@@ -248,7 +248,7 @@ class ViewController:
         """Send the recorded graph unless the view already shows that very graph (recording makes a new dict)."""
         view, explorer = self._view, self.explorer
         data = explorer.recorded_graph if explorer is not None else None
-        if view is None or data is None or data is self._graph_shown:
+        if view is None or explorer is None or data is None or data is self._graph_shown:
             return
         view.graph = graph_payload(data, recordable=explorer.example_inputs is not None)
         self._graph_shown = data
