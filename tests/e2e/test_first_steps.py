@@ -1,7 +1,6 @@
-"""A first look in a real JupyterLab (issue 36, first steps): the graph tab records the example inputs' graph on its
-first visit and Fit puts the whole graph in the pane; the inspector offers forward and grad first and the other kinds
-under "More kinds"; attribution methods are named in words; a failed shape probe is named in the run bar. One
-notebook, one kernel."""
+"""A first look in a real JupyterLab: the graph tab records the example inputs' graph on its first visit and Fit puts
+the whole graph in the pane; the inspector offers forward and grad first and the other kinds under "More kinds";
+attribution methods are named in words; a failed shape probe is named in the run bar. One notebook, one kernel."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""What a first look at the explorer reads (issue 36, first steps): a failed shape probe named as such, the common
-hook kinds marked for the inspector's first group, and attribution methods named in words."""
+"""What a first look at the explorer reads: a failed shape probe named as such, the common hook kinds marked for the
+inspector's first group, attribution methods named in words, and a graph panel that may record on its first visit."""
 
 from __future__ import annotations
 
