@@ -67,6 +67,10 @@ def test_first_steps(lab: Lab) -> None:
     panel = first.locator(".hw-graph-panel")
     panel.locator('.hw-graph-status[data-state="ready"]').wait_for(timeout=60_000)
     assert panel.locator('.hw-gnode[data-op="ConvolutionBackward0"]').count() > 0
+    said = panel.locator(".hw-graph-status").inner_text()
+    panel.locator("button.hw-graph-record").click()  # the same graph recorded again: drawn as it was, ready again
+    panel.locator('.hw-graph-status[data-state="ready"]').wait_for(timeout=60_000)
+    assert panel.locator(".hw-graph-status").inner_text() == said
     panel.screenshot(path=str(lab.artifacts_dir / "first-steps-graph-first-visit.png"))
 
     # Fit: every node and module box of a graph too tall for the pane inside it

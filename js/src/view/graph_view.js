@@ -338,6 +338,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
   }
 
   function onRecord() {
+    const before = [status.getAttribute("data-state") ?? "empty", status.textContent ?? ""];
     recording = true;
     setStatus("recording", "recording…");
     updateToolbar();
@@ -345,8 +346,12 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
       // The reply comes after the new `graph` (drawn by onGraph); a failed or unchanged recording sends none.
       if (destroyed) return;
       recording = false;
-      if (current()) updateToolbar();
-      else show();
+      if (!current()) show();
+      else {
+        // Unchanged (the same graph recorded again): the drawing is still the graph's, and says so again.
+        if (status.getAttribute("data-state") === "recording") setStatus(before[0], before[1]);
+        updateToolbar();
+      }
     });
   }
 
