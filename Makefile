@@ -15,9 +15,13 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # torch goes in first, from the CPU wheel: any unpinned torch requirement resolved on an empty
 # environment would pull a multi-GB CUDA build. The editable install builds js/ (hatch-jupyter-builder).
+# Each step says what it does first: a first run downloads torch and JupyterLab, minutes of otherwise silent work.
 $(INSTALLED): pyproject.toml js/package.json js/package-lock.json
+	@echo "demo: venv: $(VENV) (created with $(PYTHON) when missing)"
 	[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet $(TORCH)
+	@echo "demo: torch: installing $(TORCH) first (a large download the first time: pip's progress below)"
+	$(BIN)/python -m pip install $(TORCH)
+	@echo "demo: package: installing hookwidgets from this clone with its dev extras (JupyterLab, pytest, ruff...)"
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $@
 
@@ -29,7 +33,9 @@ $(BENCH_INSTALLED): $(INSTALLED)
 
 # Rebuild the bundle whenever the frontend source changed since the last build.
 $(BUNDLE): $(JS_SOURCES) | $(INSTALLED)
+	@[ -d js/node_modules ] || echo "demo: npm: installing the frontend's packages into js/node_modules (npm ci)"
 	[ -d js/node_modules ] || npm --prefix js ci --no-audit --no-fund
+	@echo "demo: build: bundling js/src into $(BUNDLE)"
 	npm --prefix js run build
 	touch $@
 
@@ -42,9 +48,11 @@ chromium:
 compiler:
 	@command -v cc >/dev/null 2>&1 || { $(SUDO) apt-get update && $(SUDO) apt-get install -y gcc libc6-dev; }
 
+# JupyterLab serving the repository root (README.md and docs/ browsable), opened at notebooks/quickstart.ipynb; the
+# URL printed carries the port the server really got (PORT is only asked for). OPEN=0: print it, open no browser.
+OPEN ?= 1
 demo: $(INSTALLED) $(BUNDLE)
-	@echo "Starting JupyterLab on http://$(HOST):$(PORT)/ — open the URL with the token printed below."
-	$(BIN)/jupyter lab --ip=$(HOST) --port=$(PORT) --no-browser $(if $(filter 0,$(shell id -u)),--allow-root) notebooks/quickstart.ipynb
+	$(BIN)/python -m tools.demo --host $(HOST) --port $(PORT) $(if $(filter 0,$(OPEN)),--no-browser)
 
 test: $(INSTALLED) $(BUNDLE) chromium compiler lint typecheck test-js test-python
 

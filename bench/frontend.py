@@ -608,7 +608,8 @@ def graph_expand(session: Session, loads: int) -> Figure:
 
 
 def open_graph_tab(page: Page) -> None:
-    """Open the Graph tab of the explorer whose graph panel is not marked old, as a user does before recording."""
+    """Open the Graph tab of the explorer whose graph panel is not marked old, as a user does; its first visit records
+    the example inputs' graph (untimed): the caller waits for it to be drawn."""
     page.evaluate(
         "() => document.querySelector('.hw-graph-panel:not([data-bench-old])').closest('.hw-explorer')"
         ".querySelector('button.hw-tab[data-tab=\"graph\"]').click()"
@@ -623,7 +624,7 @@ def graph_record(session: Session, loads: int) -> Figure:
     session.lab.run_all(path, timeout=300)
     page.wait_for_selector(".hw-graph-panel:not([data-bench-old]) .hw-graph-status", state="attached")
     open_graph_tab(page)
-    page.wait_for_selector('.hw-graph-panel:not([data-bench-old]) .hw-graph-status[data-state="empty"]')
+    page.wait_for_selector('.hw-graph-panel:not([data-bench-old]) .hw-graph-status[data-state="ready"]')
     values = []
     with session.lab.kernel(path) as kernel:
         for i in range(WARMUP_PAIRS + loads):

@@ -100,6 +100,7 @@ def gpt2_graph_record(session: Session, loads: int) -> Figure:
     panel = ".hw-graph-panel:not([data-bench-old])"
     page.wait_for_selector(f'{panel} .hw-graph-status[data-state="empty"]', state="attached")
     open_graph_tab(page)
+    page.wait_for_selector(f'{panel} .hw-graph-status[data-state="ready"]', timeout=120_000)  # the first visit's
     values = []
     with session.lab.kernel(path) as kernel:
         for i in range(WARMUP_PAIRS + loads):

@@ -27,6 +27,11 @@ def code_blocks(text: str = README, language: str | None = None) -> list[str]:
     return [code for lang, code in _FENCE.findall(text) if language is None or lang == language]
 
 
+FIRST_LOOK = "A first look"
+"""The section of the README's first example."""
+
+
 def first_example() -> str:
-    """The README's first Python example: the one a new user runs after ``pip install hookwidgets``."""
-    return code_blocks(language="python")[0]
+    """The README's first Python example, the one a new user runs after ``pip install hookwidgets``: the cells of
+    "A first look", one after the other."""
+    return "\n".join(code_blocks(section(FIRST_LOOK), "python"))

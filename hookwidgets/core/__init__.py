@@ -24,6 +24,7 @@ from .._warnings import (
 )
 from .attribution import (
     CAM_METHODS,
+    METHOD_WORDS,
     METHODS,
     PIXEL_METHODS,
     ROLLOUT_METHODS,
@@ -33,6 +34,7 @@ from .attribution import (
     attribute,
     check_method,
     default_layer,
+    method_name,
     spatial_layers,
     token_grid,
 )
@@ -73,6 +75,7 @@ __all__ = [
     "GLOBAL_KINDS",
     "KINDS",
     "METHODS",
+    "METHOD_WORDS",
     "MODULE_KINDS",
     "NODE_KINDS",
     "PARAM_KINDS",
@@ -129,6 +132,7 @@ __all__ = [
     "default_layer",
     "edits_note",
     "load_captures",
+    "method_name",
     "native_status",
     "package_report",
     "probe",

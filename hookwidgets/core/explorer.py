@@ -48,7 +48,7 @@ from .model.inputs import Inputs, Target, explain_run_error
 from .model.lazy import has_lazy
 from .model.nested import map_tensors
 from .model.paths import first_name, resolve_path
-from .model.scores import Score, output_summary, top_classes
+from .model.scores import Score, failed_probe, output_summary, top_classes
 from .model.tokens import Sequences, read_sequences
 from .model.tree import ProbeResult, TreeNode, build_tree, hookable_modules, probe
 from .monitors.optim import OptimizerWatches, UpdateRatioMonitor
@@ -112,7 +112,8 @@ class Explorer:
         """What the probe's output offers a backward, as plain data: ``kind`` (``classes``, ``sequence``, ``scalar``,
         ``none``), the scores' ``tensor`` and ``shape``, ``words`` (``classes``, ``tokens``, ``labels``), ``positions``
         (a sequence's length), ``decoder``, ``loss`` (``target="loss"`` works) and ``top`` (``[[id, probability], …]``
-        of the first item, at the last position); kind ``none`` without a probe."""
+        of the first item, at the last position); kind ``none`` without a probe, and then ``probe_failed`` says when the
+        probe failed ("the shape probe failed: …")."""
         self.last_score: Score | None = None
         """What the latest ``run()`` backpropagated (value, description, tensor, position, classes); None after a
         run without a target."""
@@ -148,6 +149,7 @@ class Explorer:
             return self._runner.run(runner.PROBE, model, lambda: probe(model, self._inputs(None)))
         except Exception as exc:
             self.probe_error = explain_run_error(exc, self.example_inputs)
+            self.probe_output = failed_probe(exc)
             warnings.warn(
                 f"the probe run with example_inputs failed, so no output shapes are shown: {exc}",
                 ProbeFailedWarning,

@@ -47,6 +47,9 @@ class Kind:
     """The module tree's badge text, when not the user's name."""
     plotted: bool = True
     """The widget's inspector draws its captures."""
+    common: bool = False
+    """One of the kinds most looks start with (a module's output and its gradient, a parameter's gradient): the
+    inspector offers them first, the others under "More kinds"."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "user_name", self.user_name or self.name)
@@ -96,6 +99,7 @@ KINDS: dict[str, Kind] = {
             "the module's output, each time its forward returns",
             summary="act",
             badge="fwd",
+            common=True,
         ),
         Kind(
             "backward_pre",
@@ -128,6 +132,7 @@ KINDS: dict[str, Kind] = {
             "the gradient of the module's output, when backward reaches it "
             "(a tensor hook: in-place ops cannot break it)",
             summary="grad",
+            common=True,
         ),
         Kind(
             "legacy_backward",
@@ -199,6 +204,7 @@ KINDS: dict[str, Kind] = {
             user_name="grad",
             armed_by_step=True,
             summary="grad",
+            common=True,
         ),
         Kind(
             "post_accumulate",

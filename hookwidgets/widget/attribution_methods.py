@@ -7,12 +7,13 @@ from typing import Any
 
 import torch
 
-from ..core.attribution import CAM_METHODS, PIXEL_METHODS, ROLLOUT_METHODS, TOKEN_METHODS
+from ..core.attribution import CAM_METHODS, METHOD_WORDS, PIXEL_METHODS, ROLLOUT_METHODS, TOKEN_METHODS
 from ..core.attribution.grid import is_spatial
 from ..core.attribution.tokens import holds_image, token_ids
 from ..core.explorer import Explorer
 from ..core.model.attention import is_attention_module
 from ..core.model.tree import tree_node
+from .protocol import MethodWords
 
 LAYER_METHODS = (*CAM_METHODS, "guided_gradcam")
 """The methods taken at the selected layer (the others at the input, or over the attention stack)."""
@@ -48,6 +49,11 @@ def offered_methods(explorer: Explorer, path: str) -> list[str]:
         shape, (image.shape[-2], image.shape[-1]), explorer.sequences.grid
     )
     return [*(LAYER_METHODS if spatial else ()), *PIXEL_METHODS[:3], *rollouts]
+
+
+def method_words(methods: list[str]) -> dict[str, MethodWords]:
+    """Each of ``methods`` → its name in words and what it computes (``METHOD_WORDS``): what the menu shows."""
+    return {m: {"name": METHOD_WORDS[m][0], "tip": METHOD_WORDS[m][1]} for m in methods if m in METHOD_WORDS}
 
 
 def methods_note(explorer: Explorer, path: str, offered: list[str]) -> str:

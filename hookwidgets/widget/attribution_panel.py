@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import torch
 
-from ..core.attribution import ROLLOUT_METHODS, check_method
+from ..core.attribution import ROLLOUT_METHODS, check_method, method_name
 from ..core.attribution.tokens import token_ids
 from ..core.display import display_name, quoted
 from ..core.explorer import Explorer
@@ -82,7 +82,8 @@ def attribution_and_redraw(
     note = "\n\n".join(dict.fromkeys(str(w.message) for w in caught))  # each once, in order
     used = display_name(getattr(result, "layer", None) or layer)
     explained = _explained(explorer, result)
-    caption = f"{method} of {explained} " if explained else f"{method} "
+    name = method_name(method)
+    caption = f"{name} of {explained} " if explained else f"{name} "
     caption += f"over {used}" if method in ROLLOUT_METHODS else f"at {used}"
     payload: Attribution = {**EMPTY, "layer": layer, "method": method, "target": target, "caption": caption}
     payload["of_layer"] = method in LAYER_METHODS  # the others explain the input whatever module is selected

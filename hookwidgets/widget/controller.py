@@ -102,6 +102,8 @@ class ViewController:
         view.status = status_payload("idle", "", output["top"], output, step=explorer.step)
         view.lens = lens_offer(explorer)
         view.patching = patching_offer(explorer)
+        # With example inputs the graph panel records them on its first visit (a graph from ex.graph() comes below).
+        view.graph = graph_payload(None, recordable=explorer.example_inputs is not None)
         # The view is kept alive by the widget registry: it must hold the controller weakly, as it holds the explorer.
         on_message = weakref.WeakMethod(self.on_message)
         view.on_msg(lambda widget, content, buffers: (m := on_message()) and m(content))
@@ -269,9 +271,9 @@ class ViewController:
         """Send the recorded graph unless the view already shows that very graph (recording makes a new dict)."""
         view, explorer = self._view, self.explorer
         data = explorer.recorded_graph if explorer is not None else None
-        if view is None or data is None or data is self._graph_shown:
+        if view is None or explorer is None or data is None or data is self._graph_shown:
             return
-        view.graph = graph_payload(data)
+        view.graph = graph_payload(data, recordable=explorer.example_inputs is not None)
         self._graph_shown = data
 
     def sync_plots(self) -> float | None:

@@ -15,7 +15,7 @@ from .protocol import CompactGraph, Graph
 SAVED_DETAIL_LIMIT = 5000
 """Graphs with more nodes than this send saved-tensor totals per node, not the list of saved tensors."""
 
-EMPTY: Graph = {"autograd": None, "dataflow": None, "error": ""}
+EMPTY: Graph = {"autograd": None, "dataflow": None, "error": "", "recordable": False}
 
 
 def compact_autograd(data: GraphData) -> CompactGraph:
@@ -59,12 +59,14 @@ def compact_autograd(data: GraphData) -> CompactGraph:
     }
 
 
-def graph_payload(data: GraphData | None, error: str = "") -> Graph:
-    """The ``graph`` traitlet for a recorded graph (or None): compact autograd graph, dataflow, error text."""
+def graph_payload(data: GraphData | None, error: str = "", *, recordable: bool = True) -> Graph:
+    """The ``graph`` traitlet for a recorded graph (or None): compact autograd graph, dataflow, error text, and
+    whether the explorer has example inputs to record one from (``recordable``)."""
     if data is None:
-        return {**EMPTY, "error": error}
+        return {**EMPTY, "error": error, "recordable": recordable}
     return {
         "autograd": compact_autograd(data),
         "dataflow": dataflow_graph(data),
         "error": error or data.get("error") or "",  # a failed forward's partial graph says why it stops
+        "recordable": recordable,
     }

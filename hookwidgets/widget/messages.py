@@ -10,6 +10,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..core.attribution import method_name
 from ..core.display import display_name
 from ..core.explorer import Explorer
 from ..core.kind_table import has
@@ -186,7 +187,7 @@ def attribute(controller: PageController, explorer: Explorer, content: dict[str,
     """ "Attribution here": the chosen method's result for the selected layer, or the error, in the panel."""
     view = _view(controller)
     layer, method, target = content.get("layer"), content.get("method", "gradcam"), content.get("target", "top")
-    controller.set_status("busy", f"computing {method}…")
+    controller.set_status("busy", f"computing {method_name(str(method))}…")
     error = ""
     try:
         if not isinstance(layer, str):
@@ -198,7 +199,7 @@ def attribute(controller: PageController, explorer: Explorer, content: dict[str,
     except Exception as exc:
         error = message_text(exc)
         view.attribution = {**EMPTY_ATTRIBUTION, "layer": layer, "method": method, "error": error}
-    caption = view.attribution.get("caption") or f"{method} failed: see the attribution panel"
+    caption = view.attribution.get("caption") or f"{method_name(str(method))} failed: see the attribution panel"
     controller.set_status("idle", caption)
     return error
 
@@ -311,7 +312,7 @@ def record_graph(controller: PageController, explorer: Explorer, content: dict[s
     view = _view(controller)
     if explorer.example_inputs is None:
         text = "Record graph needs example inputs: HookExplorer(model, example_inputs=x)"
-        view.graph = {**EMPTY_GRAPH, "error": text}
+        view.graph = {**EMPTY_GRAPH, "error": text, "recordable": False}
         controller.set_status("error", text)
         return text
     controller.set_status("busy", "recording the autograd graph…")
@@ -325,7 +326,8 @@ def record_graph(controller: PageController, explorer: Explorer, content: dict[s
             data = explorer.graph(explorer.example_copy())  # recorded again, on a copy the model may change
     except Exception as exc:  # "no graph: …" and failures of the recorder: shown in the panel, kernel alive
         text = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
-        view.graph = {**EMPTY_GRAPH, "error": text}  # the previous graph stays in ex.graph(), not on screen
+        # the previous graph stays in ex.graph(), not on screen
+        view.graph = {**EMPTY_GRAPH, "error": text, "recordable": True}
         summary_line = text.splitlines()[0] if text else "recording the graph failed"
         controller.set_status("error", summary_line)
         if notices:

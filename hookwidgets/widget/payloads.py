@@ -20,14 +20,15 @@ from ..core.model.lazy import unmaterialized_param
 from ..core.model.paths import resolve_path
 from ..core.model.scores import output_summary
 from ..core.model.tree import SCRIPTED_ROOT
-from .attribution_methods import methods_note, offered_methods
+from .attribution_methods import method_words, methods_note, offered_methods
 from .edit_choices import NO_OFFERS, edit_offers
 from .protocol import HookItem, HookKind, Memory, OutputScores, ParamChip, Selection, Status
 
 
 def kinds_payload() -> list[HookKind]:
     """The ``hook_kinds`` traitlet: the kind table's rows in display order, with what the page shows of each (its
-    tooltip and badge) and which ones "Stats on every layer" attaches: the page keeps no list of kinds of its own."""
+    tooltip and badge), which ones "Stats on every layer" attaches and which the inspector offers first (``common``):
+    the page keeps no list of kinds of its own."""
     return [
         {
             "kind": k.user_name,
@@ -37,6 +38,7 @@ def kinds_payload() -> list[HookKind]:
             "tip": k.tip,
             "badge": k.badge,
             "every_layer": k.every_layer,
+            "common": k.common,
         }
         for k in KINDS.values()
     ]
@@ -86,7 +88,7 @@ def status_payload(
     }
 
 
-OUTPUT_FIELDS = ("kind", "tensor", "shape", "words", "positions", "decoder", "loss", "labels")
+OUTPUT_FIELDS = ("kind", "tensor", "shape", "words", "positions", "decoder", "loss", "labels", "probe_failed")
 
 
 def memory_payload(explorer: Explorer) -> Memory:
@@ -148,6 +150,7 @@ def selection_payload(explorer: Explorer, path: str) -> Selection:
         "problem": problem,
         **offers,
         "attribution_methods": methods,
+        "attribution_words": method_words(methods),
         "attribution_note": methods_note(explorer, path, methods) if family == "module" else "",
     }
 
@@ -164,6 +167,7 @@ def _nothing_at(path: str, problem: str) -> Selection:
         "problem": problem,
         **NO_OFFERS,
         "attribution_methods": [],
+        "attribution_words": {},
         "attribution_note": "",
     }
 

@@ -35,6 +35,7 @@ class HookKind(TypedDict):
     tip: str
     badge: str
     every_layer: bool
+    common: bool
 
 
 class ParamChip(TypedDict):
@@ -50,6 +51,11 @@ class RecordChoice(TypedDict):
     shape: list[int]
 
 
+class MethodWords(TypedDict):
+    name: str
+    tip: str
+
+
 class Selection(TypedDict):
     path: str
     family: str
@@ -62,6 +68,7 @@ class Selection(TypedDict):
     heads: int | None
     records: list[RecordChoice]
     attribution_methods: list[str]
+    attribution_words: dict[str, MethodWords]
     attribution_note: str
 
 
@@ -186,6 +193,7 @@ class OutputScores(TypedDict):
     decoder: bool
     loss: bool
     labels: dict[str, str]
+    probe_failed: str
 
 
 class Status(TypedDict):
@@ -388,6 +396,7 @@ class Graph(TypedDict):
     autograd: CompactGraph | None
     dataflow: Dataflow | None
     error: str
+    recordable: bool
 
 
 # The run view (``hookwidgets.open_run(log_dir)`` displayed): its own traitlets, ``RUN_TRAITLETS``.

@@ -91,8 +91,11 @@ class ExplorerView(anywidget.AnyWidget):
     ``patch_sweep()``'s figure, its progress while it runs, or its error."""
     error = traitlets.Unicode("").tag(sync=True)
     """Last error text, with its traceback; empty when there is none."""
-    graph: Synced[Graph] = _synced(traitlets.Dict({"autograd": None, "dataflow": None, "error": ""}))
-    """Graph panel: compact autograd graph and module dataflow (or None each), and why recording failed."""
+    graph: Synced[Graph] = _synced(
+        traitlets.Dict({"autograd": None, "dataflow": None, "error": "", "recordable": False})
+    )
+    """Graph panel: compact autograd graph and module dataflow (or None each), why recording failed, and whether the
+    panel may record the example inputs' graph on its first visit."""
     theme: Synced[Theme] = _synced(traitlets.Dict({"name": "light", "background": "", "foreground": ""}))
     """The page's theme, written by the browser: name (light or dark), background and foreground (``#rrggbb``,
     ``""`` until the page reports them); every figure the view shows is drawn in it."""

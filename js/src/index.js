@@ -40,7 +40,13 @@ function render({ model, el }) {
   const navigator = createTabs(
     [
       { key: "modules", label: "Modules", title: "The module tree: select a module to hook it", el: tree.el },
-      { key: "graph", label: "Graph", title: "The autograd graph or the module dataflow of one forward", el: graph.el },
+      {
+        key: "graph",
+        label: "Graph",
+        title: "The autograd graph or the module dataflow of one forward",
+        el: graph.el,
+        onShow: graph.shown, // its first visit records the example inputs' graph
+      },
     ],
     "Model views",
   );

@@ -84,3 +84,17 @@ export function everyLayerKinds(table) {
     .filter((row) => row.every_layer === true)
     .map((row) => row.kind);
 }
+
+/**
+ * The selection's kinds split for the inspector: the common ones first (`forward`, `grad`), then the rest ("More
+ * kinds"), each in the selection's order. With no common kind, or no other, every kind is in `common` (one group).
+ * @param {KindTable} table
+ * @param {string[]} kinds
+ * @param {string} [family]
+ * @returns {{common: string[], more: string[]}}
+ */
+export function groupKinds(table, kinds, family = "module") {
+  const common = kinds.filter((kind) => kindRow(table, kind, family)?.common === true);
+  const more = kinds.filter((kind) => !common.includes(kind));
+  return common.length === 0 || more.length === 0 ? { common: [...kinds], more: [] } : { common, more };
+}

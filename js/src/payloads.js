@@ -62,6 +62,7 @@
  * @property {string} tip
  * @property {string} badge
  * @property {boolean} every_layer
+ * @property {boolean} common
  */
 
 /**
@@ -80,6 +81,12 @@
  */
 
 /**
+ * @typedef {object} MethodWords
+ * @property {string} name
+ * @property {string} tip
+ */
+
+/**
  * @typedef {object} Selection
  * @property {string} path
  * @property {string} family
@@ -92,6 +99,7 @@
  * @property {number | null} heads
  * @property {RecordChoice[]} records
  * @property {string[]} attribution_methods
+ * @property {Record<string, MethodWords>} attribution_words
  * @property {string} attribution_note
  */
 
@@ -185,6 +193,7 @@
  * @property {boolean} decoder
  * @property {boolean} loss
  * @property {Record<string, string>} labels
+ * @property {string} probe_failed
  */
 
 /**
@@ -396,6 +405,7 @@
  * @property {CompactGraph | null} autograd
  * @property {Dataflow | null} dataflow
  * @property {string} error
+ * @property {boolean} recordable
  */
 
 /**

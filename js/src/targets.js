@@ -35,7 +35,8 @@ export function targetOptions(status, labels = null) {
   const options = [];
   if (kind === "none" || kind === "scalar") {
     if (output.loss) options.push({ value: "loss", text: kind === "scalar" ? "the output (a loss)" : "loss" });
-    else options.push({ value: "top", text: "no scores: forward only" });
+    // A failed shape probe is why there are no scores yet: say that, not that the model has none.
+    else options.push({ value: "top", text: output.probe_failed || "no scores: forward only" });
     return options;
   }
   const words = WORDS[output.words ?? ""] ?? WORDS.classes;

@@ -13,6 +13,7 @@ import {
   minimapSize,
   minimapViewport,
   overflows,
+  wholeTransform,
 } from "../src/graph/viewport.js";
 import { visibleGraph } from "../src/graph/visible.js";
 import { nestedPayload } from "./graph_fixtures.js";
@@ -125,4 +126,15 @@ test("labels fit their boxes: a long parameter name is cut to the node's width, 
     assert.ok(labelRoom(node.width) >= itemLabel(model, item).length, node.key);
     assert.ok(smallRoom(node.width - 8) >= blockDetail(model, item).length, node.key);
   }
+});
+
+test("Fit shows the whole graph, centred, however small: a tall graph inside the view, a small one at 1.2 at most", () => {
+  for (const bounds of [{ x: -40, y: 10, width: 3000, height: 6000 }, { x: 5, y: 5, width: 9000, height: 200 }]) {
+    const t = wholeTransform(bounds, view);
+    assert.equal(overflows(bounds, t, view), false);
+    assert.ok(t.k < READABLE_SCALE); // smaller than the readable fit would draw it
+    const [cx, cy] = screen(t, [bounds.x + bounds.width / 2, bounds.y + bounds.height / 2]);
+    assert.ok(Math.abs(cx - view.width / 2) < 1e-6 && Math.abs(cy - view.height / 2) < 1e-6);
+  }
+  assert.equal(wholeTransform({ x: 0, y: 0, width: 100, height: 50 }, view).k, 1.2);
 });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { badgeLabel, everyLayerKinds, kindOrder, kindRow, kindTip, kindTitle } from "../src/kinds.js";
+import { badgeLabel, everyLayerKinds, groupKinds, kindOrder, kindRow, kindTip, kindTitle } from "../src/kinds.js";
 import { sampleKinds } from "./fixtures.js";
 
 const KINDS = sampleKinds();
@@ -30,9 +30,19 @@ test("badges: the table's text for each kind, the name itself for a kind it does
 
 test("the display order and the kinds of Stats on every layer are read from the table", () => {
   assert.deepEqual(kindOrder(KINDS), ["forward_pre", "forward", "backward", "grad", "global_forward", "global_backward",
-    "global_grad", "post_accumulate", "node"]);
+    "global_grad", "post_accumulate", "node_pre", "node"]);
   assert.deepEqual(everyLayerKinds(KINDS), ["global_forward", "global_grad"]);
-  const more = [...KINDS, { kind: "global_fake", name: "global_fake", family: "global", phase: "forward", tip: "", badge: "f", every_layer: true }];
+  const more = [...KINDS, { kind: "global_fake", name: "global_fake", family: "global", phase: "forward", tip: "", badge: "f", every_layer: true, common: false }];
   assert.deepEqual(everyLayerKinds(more), ["global_forward", "global_grad", "global_fake"]);
   assert.deepEqual(kindOrder(["forward", null, 3]), []); // not rows: nothing
+});
+
+test("the inspector's groups: forward and grad first, the rest under More kinds; one group when nothing is common", () => {
+  const module = ["forward_pre", "forward", "backward", "grad"];
+  assert.deepEqual(groupKinds(KINDS, module), { common: ["forward", "grad"], more: ["forward_pre", "backward"] });
+  const root = [...module, "global_forward", "global_grad"];
+  assert.deepEqual(groupKinds(KINDS, root).more, ["forward_pre", "backward", "global_forward", "global_grad"]);
+  assert.deepEqual(groupKinds(KINDS, ["grad", "post_accumulate"], "param"), { common: ["grad"], more: ["post_accumulate"] });
+  assert.deepEqual(groupKinds(KINDS, ["node_pre", "node"], "node"), { common: ["node_pre", "node"], more: [] });
+  assert.deepEqual(groupKinds(null, module), { common: module, more: [] }); // no table yet: one group, as before
 });

@@ -65,3 +65,8 @@ test("the run message's target and position: empty position is the last (null), 
   assert.deepEqual(runChoice("3", "5", { shown: false }), { target: 3, position: null });
   assert.deepEqual(runChoice("3", "1.5", field), { target: 3, position: 1.5 }); // refused in words by the kernel
 });
+
+test("an output unknown because the shape probe failed says so, not that the model has no scores", () => {
+  const failed = output({ kind: "none", tensor: null, probe_failed: "the shape probe failed: RuntimeError: bad shape" });
+  assert.deepEqual(targetOptions({ top: [], output: failed }), [{ value: "top", text: "the shape probe failed: RuntimeError: bad shape" }]);
+});

@@ -60,11 +60,8 @@ def test_record_the_graph_click_in_it_and_follow_the_tree(lab: Lab) -> None:
     lab.run_all(path, timeout=180)
     explorer = lab.page.locator(".hw-explorer")
     explorer.wait_for(timeout=30_000)
-    show_tab(explorer, "graph")
+    show_tab(explorer, "graph")  # its first visit records the example inputs' graph: no click on Record graph
     panel = explorer.locator(".hw-graph-panel")
-    assert panel.locator(".hw-graph-status").get_attribute("data-state") == "empty"
-
-    panel.locator("button.hw-graph-record").click()
     _ready(panel)
     ops = set(panel.locator(".hw-gnode[data-op]").evaluate_all("els => els.map((e) => e.dataset.op)"))
     assert {"ConvolutionBackward0", "NativeBatchNormBackward0", "ReluBackward0", "AddmmBackward0"} <= ops
@@ -318,12 +315,15 @@ def test_a_big_graph_fits_readably_with_a_minimap_finds_nodes_and_keeps_its_text
     assert panel.locator(".hw-graph-search-count").text_content() == ""
     assert panel.locator(".hw-gmatch").count() == 0
 
-    # every level open: Fit keeps every text at 9 px or more on screen and shows the rest on the minimap
-    # (clicks dispatched: what they land on may be scrolled out of the canvas, which a real click cannot reach)
+    # every level open, drawn again (a view drawn anew is fitted): every text at 9 px or more on screen, the rest on
+    # the minimap (clicks dispatched: what they land on may be scrolled out of the canvas, which a click cannot reach)
     _expand_every_level(panel, "tail")
     _expand_every_level(panel, "stem")
     assert panel.locator('.hw-gnode[data-op="AddmmBackward0"]').count() == 81
-    panel.locator("button.hw-graph-fit").click()
+    panel.locator('button.hw-graph-mode[data-mode="dataflow"]').click()
+    _ready(panel)
+    panel.locator('button.hw-graph-mode[data-mode="autograd"]').click()
+    _ready(panel)
     texts = panel.evaluate(_TEXTS)
     shown = [t for t in texts if t["shown"]]
     assert shown, "no text in view after Fit"
@@ -346,8 +346,11 @@ def test_a_big_graph_fits_readably_with_a_minimap_finds_nodes_and_keeps_its_text
     assert map_after and port_after  # (the click scrolled the page: positions relative to the map)
     assert port_after["y"] - map_after["y"] > port["y"] - map_box["y"] + map_box["height"] / 3
 
-    # the panel narrower: Fit again by itself (the graph stays centred across the canvas)
+    # Fit: the whole graph in the canvas, however small its text; the panel narrower: Fit again by itself (the graph
+    # stays centred across the canvas)
     panel.locator("button.hw-graph-fit").click()
+    layer, view = panel.locator(".hw-graph-layer").bounding_box(), canvas.bounding_box()
+    assert layer and view and view["y"] <= layer["y"] and layer["y"] + layer["height"] <= view["y"] + view["height"]
     page.set_viewport_size({"width": 900, "height": 1000})
     page.wait_for_timeout(300)
     layer, view = panel.locator(".hw-gboxes").bounding_box(), canvas.bounding_box()

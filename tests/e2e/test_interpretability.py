@@ -45,12 +45,12 @@ def test_token_attribution_lens_and_patching_from_clicks_in_a_gpt2_explorer(lab:
     explorer.locator('.hw-row[data-path="transformer.h.1.attn"]').click()
     methods = explorer.locator("select.hw-attr-method option")
     methods.first.wait_for(state="attached", timeout=15_000)
-    assert methods.all_inner_texts() == [
-        "integrated_gradients",
+    assert methods.all_inner_texts() == [  # in words; each option's value is the id the kernel takes
+        "integrated gradients",
         "saliency",
-        "input_x_grad",
-        "attention_rollout",
-        "grad_attention_rollout",
+        "input × gradient",
+        "attention rollout",
+        "gradient-weighted attention rollout",
     ]
     show_tab(explorer, "attribution")
     explorer.locator("select.hw-attr-method").select_option("integrated_gradients")
@@ -65,7 +65,7 @@ def test_token_attribution_lens_and_patching_from_clicks_in_a_gpt2_explorer(lab:
     assert len({t["background"] for t in drawn}) > 1  # coloured by score, not one colour
     assert min(t["contrast"] for t in drawn) >= 4.5
     caption = explorer.locator(".hw-attribution .hw-plot-caption").inner_text()
-    assert caption.startswith("integrated_gradients of token") and caption.endswith("at transformer.wte")
+    assert caption.startswith("integrated gradients of token") and caption.endswith("at transformer.wte")
     explorer.locator(".hw-attribution").screenshot(path=str(lab.artifacts_dir / "gpt2-token-attribution-light.png"))
     _theme(lab, "JupyterLab Dark")
     try:
@@ -83,7 +83,7 @@ def test_token_attribution_lens_and_patching_from_clicks_in_a_gpt2_explorer(lab:
     # a method that does not fit: the error stays while the module is selected, and goes with the selection
     explorer.locator('.hw-row[data-path="transformer.h.1.mlp"]').click()
     explorer.locator("select.hw-attr-method option").first.wait_for(state="attached", timeout=15_000)
-    assert "attention_rollout" not in explorer.locator("select.hw-attr-method option").all_inner_texts()
+    assert "attention rollout" not in explorer.locator("select.hw-attr-method option").all_inner_texts()
     with lab.kernel(path) as kernel:
         kernel.evaluate(
             "ex.view.attribution = {**ex.view.attribution, 'layer': 'transformer.h.1.mlp', "

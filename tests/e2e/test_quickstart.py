@@ -81,7 +81,7 @@ def test_quickstart_through_load_ext_click_toggle_run_and_see_the_python_image(
     overlay = explorer.locator("img.hw-attr-image")
     overlay.wait_for(timeout=60_000)
     assert explorer.locator("img.hw-attr-input").is_visible()
-    assert explorer.locator(".hw-attribution .hw-plot-caption").inner_text().startswith("gradcam of class ")
+    assert explorer.locator(".hw-attribution .hw-plot-caption").inner_text().startswith("Grad-CAM of class ")
     for img in (overlay, explorer.locator("img.hw-attr-input")):
         page.wait_for_function("(img) => img.complete && img.naturalWidth > 0", arg=img.element_handle())
 

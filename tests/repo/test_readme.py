@@ -3,12 +3,13 @@ Develop, links the API reference, lists every notebook, and links nothing missin
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
 import tomllib
 
-from tests.readme import README, ROOT, code_blocks, first_example, section, sections
+from tests.readme import FIRST_LOOK, README, ROOT, code_blocks, first_example, section, sections
 from tests.repo.test_torch_floor import declared_floor
 from tests.unit.core.test_layers import LAYERS
 
@@ -43,6 +44,20 @@ def test_the_first_example_needs_nothing_beyond_the_package(tmp_path):
         [sys.executable, "-c", blocker + example], cwd=tmp_path, capture_output=True, text=True, timeout=240
     )
     assert done.returncode == 0, f"README's first example failed:\n{done.stderr}"
+
+
+def test_the_first_example_shows_the_widget_as_its_cells_last_expression():
+    """A bare ``ex`` shows the widget only as its cell's last expression: the cell that makes the explorer ends with
+    it, and no cell has one anywhere else (where it shows nothing)."""
+    cells = [ast.parse(cell).body for cell in code_blocks(section(FIRST_LOOK), "python")]
+    bare = [
+        (k, i == len(body) - 1)
+        for k, body in enumerate(cells)
+        for i, statement in enumerate(body)
+        if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Name) and statement.value.id == "ex"
+    ]
+    made = next(k for k, body in enumerate(cells) if "HookExplorer(" in ast.unparse(body))
+    assert bare == [(made, True)]
 
 
 def test_it_says_what_each_notebook_front_end_needs():

@@ -8,7 +8,16 @@ Internal: the public names are ``hookwidgets.core``'s; what is here may change w
 from .cams import CAM_FUNCTIONS
 from .grid import as_grid, token_grid
 from .layers import default_layer, spatial_layers
-from .methods import CAM_METHODS, METHODS, PIXEL_METHODS, Attribution, attribute, check_method
+from .methods import (
+    CAM_METHODS,
+    METHOD_WORDS,
+    METHODS,
+    PIXEL_METHODS,
+    Attribution,
+    attribute,
+    check_method,
+    method_name,
+)
 from .rollout import ROLLOUT_METHODS
 from .tokens import TOKEN_METHODS, token_attribution
 
@@ -16,6 +25,7 @@ __all__ = [
     "CAM_FUNCTIONS",
     "CAM_METHODS",
     "METHODS",
+    "METHOD_WORDS",
     "PIXEL_METHODS",
     "ROLLOUT_METHODS",
     "TOKEN_METHODS",
@@ -24,6 +34,7 @@ __all__ = [
     "attribute",
     "check_method",
     "default_layer",
+    "method_name",
     "spatial_layers",
     "token_attribution",
     "token_grid",

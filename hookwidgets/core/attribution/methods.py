@@ -39,6 +39,38 @@ PIXEL_METHODS = ("saliency", "input_x_grad", "guided_backprop", "guided_gradcam"
 METHODS = (*CAM_METHODS, *PIXEL_METHODS, "integrated_gradients", *ROLLOUT_METHODS)
 """Every method ``attribute`` takes: the CAMs, the pixel methods, integrated gradients (token ids only; saliency and
 input×gradient also attribute tokens when the inputs are token ids), then the attention rollouts."""
+METHOD_WORDS: dict[str, tuple[str, str]] = {
+    "gradcam": ("Grad-CAM", "the layer's activations weighted by the score's gradient, averaged per channel"),
+    "gradcam++": ("Grad-CAM++", "Grad-CAM with each position's gradient weighted by its higher-order terms"),
+    "hirescam": ("HiResCAM", "the layer's activations times the score's gradient, position by position"),
+    "xgradcam": ("XGrad-CAM", "Grad-CAM with channel weights normalised by the activations"),
+    "layercam": ("LayerCAM", "the layer's activations times the positive part of the gradient, position by position"),
+    "saliency": ("saliency", "the absolute gradient of the score"),
+    "input_x_grad": ("input × gradient", "the input times the score's gradient"),
+    "guided_backprop": ("guided backprop", "the gradient with ReLUs passing positive gradients only"),
+    "guided_gradcam": ("guided Grad-CAM", "guided backprop times this layer's Grad-CAM"),
+    "integrated_gradients": (
+        "integrated gradients",
+        "the path integral of the gradient from a zero embedding (50 steps)",
+    ),
+    "attention_rollout": (
+        "attention rollout",
+        "the attention of every layer multiplied through, heads averaged",
+    ),
+    "grad_attention_rollout": (
+        "gradient-weighted attention rollout",
+        "each layer's attention weighted by the score's gradient, multiplied through",
+    ),
+}
+"""Each method of ``METHODS`` → its name in words and what it computes, in one line: what the page and captions
+show (the API takes the ids)."""
+
+
+def method_name(method: str) -> str:
+    """``method``'s name in words (``input_x_grad`` → "input × gradient"); the id itself for one not in METHODS."""
+    return METHOD_WORDS[method][0] if method in METHOD_WORDS else method
+
+
 _LAYER_METHODS = (*CAM_METHODS, "guided_gradcam")
 _GUIDED_METHODS = ("guided_backprop", "guided_gradcam")
 

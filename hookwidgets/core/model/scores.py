@@ -308,7 +308,8 @@ def output_summary(
     ``positions`` (a sequence's length), ``decoder`` (positions are an encoder-decoder's decoder positions),
     ``loss`` (``target="loss"`` works), ``top``, ``[[id, probability], …]`` of the first item's top ``k`` at the
     last position, and ``labels``, ``{id: name}`` of those ids in the model's words (``id_names``, e.g. a tokenizer's,
-    for token ids; the config's ``id2label`` for classes and labels)."""
+    for token ids; the config's ``id2label`` for classes and labels), and ``probe_failed``, "" here (``failed_probe``
+    says why a failed probe offers none)."""
     summary: dict[str, Any] = {
         "kind": "none",
         "tensor": None,
@@ -319,6 +320,7 @@ def output_summary(
         "loss": find_loss(output) is not None,
         "top": [],
         "labels": {},
+        "probe_failed": "",
     }
     found = find_scores(output)
     if isinstance(output, torch.Tensor) and output.numel() == 1:
@@ -333,6 +335,13 @@ def output_summary(
         summary["top"] = _top(scores.tensor if scores.kind == "classes" else scores.tensor[:, -1], k)
         summary["labels"] = _id_labels(model, summary["words"], [i for i, _ in summary["top"]], id_names)
     return summary
+
+
+def failed_probe(exc: BaseException) -> dict[str, Any]:
+    """``output_summary`` of a shape probe that raised ``exc``: no scores, and ``probe_failed`` says so, with the
+    error's first line (the default Run is then a forward only, which names the real error when it fails)."""
+    reason = f"{type(exc).__name__}: {str(exc).strip()}".splitlines()[0]
+    return {**output_summary(None), "probe_failed": f"the shape probe failed: {reason}"}
 
 
 def _id_labels(

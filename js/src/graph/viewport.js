@@ -55,6 +55,23 @@ export function fitTransform(bounds, view, focus = null) {
 }
 
 /**
+ * The transform {x, y, k} that shows all of `bounds` in a `view`, centred, however small its text gets (Fit; the
+ * wheel zooms in): never blown up past 1.2.
+ * @param {Bounds} bounds
+ * @param {Size} view
+ */
+export function wholeTransform(bounds, view) {
+  const width = Math.max(1, bounds.width || 1);
+  const height = Math.max(1, bounds.height || 1);
+  const k = Math.min(MAX_FIT_SCALE, Math.max(1e-3, view.width - PAD) / width, Math.max(1e-3, view.height - PAD) / height);
+  return {
+    k,
+    x: view.width / 2 - (bounds.x + width / 2) * k,
+    y: view.height / 2 - (bounds.y + height / 2) * k,
+  };
+}
+
+/**
  * Whether any part of `bounds` lies outside the view under transform {x, y, k}.
  * @param {Bounds} bounds
  * @param {Transform} transform

@@ -8,17 +8,6 @@ import { h, listen, onThemeChange, pngUrls, setAttr, setText, subscribe } from "
 import { createEditsNote } from "./edits_note.js";
 import { createFigure } from "./readout_view.js";
 
-/** @type {Record<string, string>} */
-const METHOD_TITLES = {
-  integrated_gradients: "integrated gradients: the path integral of the gradient from a zero embedding (50 steps)",
-  saliency: "saliency: the absolute gradient of the score",
-  input_x_grad: "input × gradient",
-  attention_rollout: "attention rollout: the attention of every layer multiplied through, heads averaged",
-  grad_attention_rollout: "gradient-weighted rollout: each layer's attention weighted by the score's gradient",
-  guided_backprop: "guided backprop: the gradient with ReLUs passing positive gradients only",
-  guided_gradcam: "guided Grad-CAM: guided backprop times this layer's Grad-CAM",
-};
-
 /**
  * Build the attribution section for `model`, sending through `requests`; returns {el, destroy}.
  * @param {import("../widget_model.js").WidgetModel} model
@@ -85,7 +74,11 @@ export function createAttributionView(model, requests) {
     const methods = sel?.attribution_methods ?? [];
     const chosen = method.value;
     method.replaceChildren(
-      ...methods.map((m) => h("option", { attrs: { value: m, title: METHOD_TITLES[m] ?? m }, text: m })),
+      ...methods.map((m) => {
+        const words = sel?.attribution_words?.[m]; // the name in words and its tip; the id is what the kernel takes
+        const title = words ? `${words.name}: ${words.tip}` : m;
+        return h("option", { attrs: { value: m, title }, text: words?.name ?? m });
+      }),
     );
     if (methods.includes(chosen)) method.value = chosen;
     method.disabled = methods.length === 0;

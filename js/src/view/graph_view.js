@@ -1,6 +1,7 @@
 /**
  * Graph panel: the module dataflow or autograd graph as SVG, clusters that expand on click, selection synced
- * with `selected`, a readable Fit with a minimap, and a search that centres on nodes and modules.
+ * with `selected`, drawn at a readable size with a minimap, a Fit that shows the whole graph, and a search that centres
+ * on nodes and modules. Its first visit records the example inputs' graph when there is none yet.
  */
 
 import "./graph.css";
@@ -80,7 +81,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
   );
   const fitButton = h("button", {
     cls: "hw-graph-fit",
-    attrs: { type: "button", title: "Fit the graph in view at a readable size (the minimap shows the rest)" },
+    attrs: { type: "button", title: "Fit the whole graph in view (the wheel zooms in; the minimap shows where you are)" },
     text: "Fit",
   });
   const search = h("input", {
@@ -135,6 +136,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
   /** @type {GraphPlace[]} */
   let matches = []; // the search's matches in the current view, as selections {node, cluster}
   let cursor = -1; // the match last centred on
+  let visited = false; // the panel was shown once: its first visit records the example inputs' graph
 
   /**
    * @param {string} state
@@ -336,6 +338,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
   }
 
   function onRecord() {
+    const before = [status.getAttribute("data-state") ?? "empty", status.textContent ?? ""];
     recording = true;
     setStatus("recording", "recording…");
     updateToolbar();
@@ -343,8 +346,12 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
       // The reply comes after the new `graph` (drawn by onGraph); a failed or unchanged recording sends none.
       if (destroyed) return;
       recording = false;
-      if (current()) updateToolbar();
-      else show();
+      if (!current()) show();
+      else {
+        // Unchanged (the same graph recorded again): the drawing is still the graph's, and says so again.
+        if (status.getAttribute("data-state") === "recording") setStatus(before[0], before[1]);
+        updateToolbar();
+      }
     });
   }
 
@@ -421,7 +428,7 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
       if (graph) drawBadges(drawn, graph, hooksByPath(model.get("hooks")), model.get("hook_kinds"));
     }),
     listen(record, "click", onRecord),
-    listen(fitButton, "click", () => bounds && panZoom.fit(bounds)),
+    listen(fitButton, "click", () => bounds && panZoom.fitWhole(bounds)),
     listen(search, "input", runSearch),
     listen(search, "keydown", onSearchKey),
     listen(previous, "click", () => stepMatch(-1)),
@@ -436,8 +443,17 @@ export function createGraphView(model, { layoutClient = createLayoutClient(), re
     onGraph();
   });
 
+  /** The panel is shown (its tab chosen): the first time, with example inputs and no graph yet, record one. */
+  function shown() {
+    if (visited || destroyed) return;
+    visited = true;
+    const graph = /** @type {import("../payloads.js").Graph | null} */ (model.get("graph") ?? null);
+    if (graph?.recordable && !graph.autograd && !graph.error && !recording) onRecord();
+  }
+
   return {
     el,
+    shown,
     destroy() {
       destroyed = true;
       cancelAnimationFrame(frame);

@@ -3,7 +3,7 @@
 
 import { displayName, displayPath, formatCount, formatFired, formatParams, formatShape } from "../format.js";
 import { hasHook, hooksAt, indexHooks } from "../hooks.js";
-import { kindTitle } from "../kinds.js";
+import { groupKinds, kindTitle } from "../kinds.js";
 import { busyText } from "../live_state.js";
 import { SLOW_MS } from "../requests.js";
 import { findNode, isTree } from "../tree.js";
@@ -114,25 +114,36 @@ export function createInspector(model, requests) {
     const path = selectedPath();
     const sel = selection();
     const kinds = sel?.kinds ?? [];
+    const table = model.get("hook_kinds");
+    const groups = groupKinds(table, kinds, sel?.family);
+    const order = [...groups.common, ...groups.more];
     const shown = [...toggles.querySelectorAll("input.hw-toggle")];
     const same =
-      shown.length === kinds.length &&
-      shown.every((input, i) => input.getAttribute("data-kind") === kinds[i] && input.getAttribute("data-path") === path);
+      shown.length === order.length &&
+      shown.every((input, i) => input.getAttribute("data-kind") === order[i] && input.getAttribute("data-path") === path);
     if (same && kinds.length > 0) {
       // The same toggles (a hook's code changed the selection payload): kept, so focus and a pending click stay put.
       syncToggles();
       return;
     }
-    toggles.replaceChildren(
-      ...kinds.map((kind) => {
-        const input = h("input", {
-          cls: "hw-toggle",
-          attrs: { type: "checkbox", "data-kind": kind, "data-path": path },
-        });
-        const title = kindTitle(model.get("hook_kinds"), kind, sel?.family);
-        return h("label", { cls: "hw-toggle-label", attrs: { title } }, [input, h("span", { text: kind })]);
-      }),
-    );
+    /** @param {string} kind */
+    const toggle = (kind) => {
+      const input = h("input", {
+        cls: "hw-toggle",
+        attrs: { type: "checkbox", "data-kind": kind, "data-path": path },
+      });
+      const title = kindTitle(table, kind, sel?.family);
+      return h("label", { cls: "hw-toggle-label", attrs: { title } }, [input, h("span", { text: kind })]);
+    };
+    // The common kinds (a module's output and its gradient) first; the rest one click away, open when one is on.
+    const hookIndex = indexHooks(model.get("hooks"));
+    const more = groups.more.length
+      ? h("details", { cls: "hw-more-kinds", attrs: { open: groups.more.some((kind) => hasHook(hookIndex, path, kind)) } }, [
+          h("summary", { text: `More kinds (${groups.more.length})` }),
+          h("div", { cls: "hw-more-kinds-list" }, groups.more.map(toggle)),
+        ])
+      : null;
+    toggles.replaceChildren(...groups.common.map(toggle), ...(more ? [more] : []));
     // No payload yet: the kernel has not answered (a running cell holds it), which is not "no hook fits".
     if (sel && kinds.length === 0) toggles.append(h("span", { cls: "hw-hint", text: "No hook can be attached here." }));
     syncToggles();

@@ -1,6 +1,6 @@
 /** Pan (drag) and zoom (wheel) of an SVG layer through its transform; a drag swallows the click that ends it. */
 
-import { READABLE_SCALE, fitTransform } from "../graph/viewport.js";
+import { READABLE_SCALE, fitTransform, wholeTransform } from "../graph/viewport.js";
 import { listen } from "./dom.js";
 
 const MIN_SCALE = 0.05;
@@ -11,7 +11,7 @@ const DRAG_THRESHOLD = 4; // px: below it a press is a click, not a pan
 
 /**
  * Pan/zoom controller for `layer` inside `svg`; `onChange` runs after every move. Returns
- * {fit, centerOn, panTo, isVisible, transform, size, destroy}.
+ * {fit, fitWhole, centerOn, panTo, isVisible, transform, size, destroy}.
  * @param {SVGSVGElement} svg
  * @param {SVGGElement} layer
  * @param {{onChange?: () => void}} [options]
@@ -23,8 +23,8 @@ export function createPanZoom(svg, layer, { onChange = () => {} } = {}) {
   /** @type {{startX: number, startY: number, x: number, y: number, id: number} | null} */
   let drag = null;
   let dragged = false;
-  /** @type {[Bounds, number[] | null] | null} */
-  let fitted = null; // [bounds, focus] of the last fit, until the user moves: a resize fits again
+  /** @type {[Bounds, number[] | null | "whole"] | null} */
+  let fitted = null; // [bounds, focus or "whole"] of the last fit, until the user moves: a resize fits again
 
   const apply = () => {
     layer.setAttribute("transform", `translate(${x.toFixed(1)},${y.toFixed(1)}) scale(${k.toFixed(4)})`);
@@ -41,7 +41,8 @@ export function createPanZoom(svg, layer, { onChange = () => {} } = {}) {
           const old = known;
           known = next;
           if (!next.width || !next.height || (old && old.width === next.width && old.height === next.height)) return;
-          if (fitted) fit(...fitted);
+          if (fitted?.[1] === "whole") fitWhole(fitted[0]);
+          else if (fitted) fit(fitted[0], fitted[1]);
           else if (old?.width) {
             // Keep what was in the middle of the view in the middle.
             x += (next.width - old.width) / 2;
@@ -64,6 +65,16 @@ export function createPanZoom(svg, layer, { onChange = () => {} } = {}) {
     fitted = [bounds, focus];
     apply();
     return next;
+  }
+
+  /**
+   * Show all of `bounds`, centred, whatever the scale (the Fit button).
+   * @param {Bounds} bounds
+   */
+  function fitWhole(bounds) {
+    ({ x, y, k } = wholeTransform(bounds, size()));
+    fitted = [bounds, "whole"];
+    apply();
   }
 
   /**
@@ -146,6 +157,7 @@ export function createPanZoom(svg, layer, { onChange = () => {} } = {}) {
 
   return {
     fit,
+    fitWhole,
     /**
      * Centre the view on a layout point, zooming in to a readable scale when far out.
      * @param {number} cx

@@ -5,12 +5,13 @@ import { h, listen } from "./dom.js";
 
 /**
  * A page of the strip.
- * @typedef {{key: string, label: string, title: string, el: HTMLElement, announce?: boolean}} Page
+ * @typedef {{key: string, label: string, title: string, el: HTMLElement, announce?: boolean, onShow?: () => void}} Page
  */
 
 /**
  * Build tabs over `pages` ([{key, label, title, el, announce}]); `el` is the panel, whose own `hidden` says whether it
- * has anything to show; `announce`: mark its tab when it first has something while another page is open. `label` names the strip for assistive technology. Returns {el, select(key), selected(), destroy}.
+ * has anything to show; `announce`: mark its tab when it first has something while another page is open; `onShow`:
+ * called each time its page is chosen, once shown. `label` names the strip for assistive technology. Returns {el, select(key), selected(), destroy}.
  * @param {Page[]} pages
  * @param {string} label
  */
@@ -51,6 +52,7 @@ export function createTabs(pages, label) {
       if (on) button.classList.remove("hw-tab-fresh");
       /** @type {HTMLDivElement} */ (holders.get(k)).hidden = !on;
     }
+    pages.find((p) => p.key === key)?.onShow?.(); // after it is shown: it can measure itself
   }
 
   function sync() {

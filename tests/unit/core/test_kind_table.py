@@ -127,5 +127,6 @@ def test_a_kind_added_as_one_row_is_seen_everywhere_kinds_are_listed(fake_rows, 
         "tip": "a kind added to the table by a test, with its tooltip",
         "badge": "fk",
         "every_layer": False,
+        "common": False,
     }
     assert sent["global_fake"]["every_layer"] is True and sent["global_fake"]["badge"] == "global_fake"

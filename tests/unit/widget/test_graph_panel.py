@@ -33,7 +33,7 @@ def expand(compact):
 
 
 def test_the_view_starts_without_a_graph(explorer):
-    assert explorer.view.graph == {"autograd": None, "dataflow": None, "error": ""}
+    assert explorer.view.graph == {"autograd": None, "dataflow": None, "error": "", "recordable": True}
 
 
 def test_record_message_fills_the_graph_with_what_ex_graph_returns(explorer):

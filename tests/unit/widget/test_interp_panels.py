@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from hookwidgets import HookExplorer
+from hookwidgets.core import method_name
 from hookwidgets.widget import lens_panel
 from tests import transformer_models as tm
 from tests.conftest import hook_state
@@ -70,7 +71,7 @@ def test_a_token_method_sends_each_token_with_its_score(method):
         assert [t["text"] for t in result["tokens"]] == ["the", "cat", "sat", "on", "a", "mat"]
         assert [t["score"] for t in result["tokens"]] == pytest.approx(expected.tolist(), rel=1e-5, abs=1e-7)
         where = "transformer.wte" if method in TOKEN_METHODS else "transformer.h.*.attn"
-        assert result["caption"].startswith(method) and result["caption"].endswith(where)
+        assert result["caption"].startswith(method_name(method)) and result["caption"].endswith(where)
         assert all(p.grad is None for p in model.parameters()) and hook_state(model) == hook_state(tm.gpt2())
 
 
@@ -143,7 +144,7 @@ def test_a_vit_rollout_is_drawn_over_the_image(cnn, image):
         browser_sends(ex.view, type="attribute", layer="vit.layers.1.attention", method="attention_rollout", target=0)
         result = ex.view.attribution
         assert result["error"] == "" and result["png"][:8] == PNG and result["input_png"][:8] == PNG
-        assert result["tokens"] is None and result["caption"] == "attention_rollout over vit.layers.*.attention"
+        assert result["tokens"] is None and result["caption"] == "attention rollout over vit.layers.*.attention"
 
 
 def test_nan_token_scores_reach_the_page_as_text():

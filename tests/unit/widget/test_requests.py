@@ -53,7 +53,9 @@ def test_a_run_or_recording_that_fails_replies_with_the_failure():
         view = ex.view
         reply = browser_sends(view, type="run")
         assert reply["ok"] is False and reply["error"].startswith("run failed: RuntimeError: ")
-        assert view.status == status_payload("error", "run failed: RuntimeError", [], failed="")  # the root failed
+        failed_probe = ex.probe_output  # no scores: the probe failed, which the run bar says
+        expected = status_payload("error", "run failed: RuntimeError", [], failed_probe, failed="")  # the root failed
+        assert view.status == expected and failed_probe["probe_failed"].startswith("the shape probe failed: ")
         reply = browser_sends(view, type="graph")
         assert reply["ok"] is False and reply["error"] == view.status["message"]
     with HookExplorer(nn.Linear(4, 2)) as ex:

@@ -125,7 +125,7 @@ def test_attribution_here_draws_the_cam_of_the_selected_layer():
         result = view.attribution
         assert result["error"] == "" and result["png"][:8] == PNG
         assert result["input_png"][:8] == PNG  # the input, drawn beside its map
-        assert result["caption"] == f"gradcam of class {label} at features.conv2"
+        assert result["caption"] == f"Grad-CAM of class {label} at features.conv2"
         browser_sends(view, type="attribute", layer="features.conv2", method="saliency", target=3)
         assert view.attribution["caption"].startswith("saliency of class 3")
 

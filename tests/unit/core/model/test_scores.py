@@ -337,3 +337,17 @@ def test_scores_per_position_are_tokens_only_where_a_config_declares_that_vocabu
     with Explorer(model, torch.randn(2, 3, 4)) as ex:
         ex.run(target="top")
         assert ex.last_score.description == f"output[:, -1] · {words}"
+
+
+def test_a_failed_probe_says_so_in_what_the_output_offers():
+    from hookwidgets.core import ProbeFailedWarning
+
+    with pytest.warns(ProbeFailedWarning):
+        ex = Explorer(torch.nn.Linear(4, 3), example_inputs=torch.randn(2, 5))
+    with ex:
+        assert ex.probe_output["kind"] == "none" and ex.probe_output["top"] == []
+        assert ex.probe_output["probe_failed"] == (
+            "the shape probe failed: RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x5 and 4x3)"
+        )
+    with Explorer(torch.nn.Linear(4, 3), example_inputs=torch.randn(2, 4)) as ex:
+        assert ex.probe_output["probe_failed"] == "" and ex.probe_output["kind"] == "classes"
