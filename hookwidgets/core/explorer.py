@@ -22,7 +22,6 @@ from torch import nn
 from .._warnings import PartialGraphWarning, ProbeFailedWarning
 from ._torch import off as torch_features_off
 from .attribution import CAM_METHODS, Attribution, attribute, check_method
-from .attribution.tokens import token_ids
 from .capture.export import export_captures
 from .capture.store import DEFAULT_MEMORY_BUDGET, CaptureStore
 from .codegen.generate import hook_code
@@ -44,7 +43,7 @@ from .hooks.registry import HookGroup, HookInfo, HookRegistry, TimelineEvent
 from .hooks.runner import Analysis, Runner
 from .hooks.scored_run import forward_backward
 from .model.attention_record import Attentions, attention_runner
-from .model.inputs import Inputs, Target, explain_run_error
+from .model.inputs import Inputs, Target, explain_run_error, token_ids
 from .model.lazy import has_lazy
 from .model.nested import map_tensors
 from .model.paths import first_name, resolve_path

@@ -9,9 +9,10 @@ import torch
 
 from ..core.attribution import CAM_METHODS, METHOD_WORDS, PIXEL_METHODS, ROLLOUT_METHODS, TOKEN_METHODS
 from ..core.attribution.grid import is_spatial
-from ..core.attribution.tokens import holds_image, token_ids
+from ..core.attribution.tokens import holds_image
 from ..core.explorer import Explorer
 from ..core.model.attention import is_attention_module
+from ..core.model.inputs import token_ids
 from ..core.model.tree import tree_node
 from .protocol import MethodWords
 

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import torch
 
 from ..core.attribution import ROLLOUT_METHODS, check_method, method_name
-from ..core.attribution.tokens import token_ids
 from ..core.display import display_name, quoted
 from ..core.explorer import Explorer
+from ..core.model.inputs import token_ids
 from .attribution_methods import LAYER_METHODS, image_of, methods_note, offered_methods
 from .message_values import position_choice, score_choice
 from .protocol import Attribution, Hover, TokenScore

@@ -7,10 +7,10 @@ from typing import Any
 
 import torch
 
-from ..core.attribution.tokens import token_ids
 from ..core.display import display_name
 from ..core.explorer import Explorer
 from ..core.model.blocks import output_embedding
+from ..core.model.inputs import token_ids
 from .protocol import Lens
 
 MAX_POSITIONS = 64

@@ -9,9 +9,9 @@ from typing import Any
 
 import torch
 
-from ..core.attribution.tokens import token_ids
 from ..core.explorer import Explorer
 from ..core.model.blocks import decoder_blocks
+from ..core.model.inputs import token_ids
 
 TEXT_KEYS = ("input_ids", "attention_mask", "token_type_ids")
 """What a tokenizer makes of a text; example inputs holding anything else are not rebuilt from the boxes."""

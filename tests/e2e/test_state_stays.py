@@ -95,7 +95,7 @@ def test_edits_kept_results_lag_eviction_a_steady_status_line_and_the_closed_pla
         image = explorer.locator("img.hw-attr-image")
         image.wait_for(timeout=60_000)
         caption = explorer.locator(".hw-attribution .hw-plot-caption")
-        assert caption.inner_text().startswith("gradcam of") and caption.inner_text().endswith("at conv")
+        assert caption.inner_text().startswith("Grad-CAM of") and caption.inner_text().endswith("at conv")
         explorer.locator('.hw-row[data-path="fc"]').click()
         explorer.locator('.hw-row.hw-selected[data-path="fc"]').wait_for(timeout=15_000)
         caption.filter(has_text="(selected: fc)").wait_for(timeout=15_000)
@@ -104,7 +104,7 @@ def test_edits_kept_results_lag_eviction_a_steady_status_line_and_the_closed_pla
         explorer.locator(".hw-details").screenshot(path=str(lab.artifacts_dir / "state-attribution-kept.png"))
 
         idle = _places(explorer)
-        assert idle["text"] in ("viewing fc", "") or idle["text"].startswith(("gradcam", "step")), idle
+        assert idle["text"] in ("viewing fc", "") or idle["text"].startswith(("Grad-CAM", "step")), idle
         assert idle["lines"] == 1 and idle["title"].startswith(idle["text"]), idle
 
         # The user's loop: the Training panel lags and says so, the meter evicts and says so, the status stays put.

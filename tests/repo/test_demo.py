@@ -22,7 +22,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_make_demo_says_each_step_before_it_runs(tmp_path):
     # -B: every step as on a first run, whatever this clone has built already
     dry = subprocess.run(
-        ["make", "-n", "-B", "demo", f"VENV={tmp_path / 'venv'}"], cwd=ROOT, capture_output=True, text=True, timeout=60
+        ["make", "--no-print-directory", "-n", "-B", "demo", f"VENV={tmp_path / 'venv'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert dry.returncode == 0, dry.stderr
     said = [line.split('"demo: ', 1)[1].split(":", 1)[0] for line in dry.stdout.splitlines() if '"demo: ' in line]

@@ -16,7 +16,7 @@ from torch.autograd.graph import get_gradient_edge
 from ..._warnings import BlankMapWarning
 from ..display import display_name, quoted
 from ..graph.stops import Stops, check_path
-from ..model.inputs import Inputs, Target, call_model
+from ..model.inputs import Inputs, Target, call_model, token_ids
 from ..model.preserved_state import preserved_state
 from ..model.scores import Score, resolve_score
 from ..model.tokens import patch_grid
@@ -28,7 +28,7 @@ from .layers import blank_map_warning, default_layer, layers_reached, not_spatia
 from .maps import normalize, upsample
 from .rollout import ROLLOUT_METHODS, rollout
 from .tap import LayerTap
-from .tokens import check_token_call, holds_image, token_attribution, token_ids
+from .tokens import check_token_call, holds_image, token_attribution
 
 log = logging.getLogger(__name__)
 

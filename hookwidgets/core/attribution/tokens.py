@@ -13,7 +13,7 @@ from torch.autograd.graph import get_gradient_edge
 
 from ..display import quoted
 from ..graph.stops import Stops, check_path
-from ..model.inputs import Inputs, call_model, describe_inputs
+from ..model.inputs import Inputs, call_model, describe_inputs, token_ids
 from ..model.nested import rebuilt_mapping
 from ..model.preserved_state import preserved_state
 from ..model.scores import resolve_score
@@ -22,25 +22,12 @@ TOKEN_METHODS = ("saliency", "input_x_grad", "integrated_gradients")
 """The methods that give one score per input token ``(N, T)`` on a model fed token ids."""
 
 
-def token_ids(inputs: Inputs) -> torch.Tensor | None:
-    """The inputs' token ids ``(N, T)``: a Mapping's ``input_ids`` or a lone integer tensor; else None."""
-    value = inputs.get("input_ids") if isinstance(inputs, Mapping) else inputs
-    if isinstance(value, (tuple, list)) and len(value) == 1:
-        value = value[0]
-    if not isinstance(value, torch.Tensor) or value.dim() != 2 or value.dtype not in _INTEGER:
-        return None
-    return value
-
-
 def holds_image(inputs: Inputs) -> bool:
     """Whether the inputs hold a floating-point tensor ``(N, C, H, W)`` (the pixel methods' and CAMs' input)."""
     if isinstance(inputs, torch.Tensor):
         return inputs.is_floating_point() and inputs.dim() == 4
     values = inputs.values() if isinstance(inputs, Mapping) else inputs if isinstance(inputs, (tuple, list)) else ()
     return any(holds_image(value) for value in values)
-
-
-_INTEGER = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
 
 
 class EmbeddingTap:

@@ -8,9 +8,8 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-from ..attribution.tokens import token_ids
 from ..model.blocks import decoder_blocks
-from ..model.inputs import Inputs, call_model, describe_inputs
+from ..model.inputs import Inputs, call_model, describe_inputs, token_ids
 from ..model.meta import is_meta, no_values
 from ..model.nested import first_tensor, map_tensors, output_tensors
 from .patch_metrics import Metric as Metric

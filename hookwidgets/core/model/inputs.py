@@ -48,3 +48,16 @@ def explain_run_error(exc: BaseException, inputs: Inputs) -> str:
     """The error of a failed run as text, with the inputs' shapes so a wrong shape is obvious."""
     trace = "".join(traceback.format_exception(exc)).rstrip()
     return f"{type(exc).__name__}: {exc}\n(inputs were {describe_inputs(inputs)})\n\n{trace}"
+
+
+_TOKEN_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+
+
+def token_ids(inputs: Inputs) -> torch.Tensor | None:
+    """The inputs' token ids ``(N, T)``: a Mapping's ``input_ids`` or a lone integer tensor; else None."""
+    value = inputs.get("input_ids") if isinstance(inputs, Mapping) else inputs
+    if isinstance(value, (tuple, list)) and len(value) == 1:
+        value = value[0]
+    if not isinstance(value, torch.Tensor) or value.dim() != 2 or value.dtype not in _TOKEN_DTYPES:
+        return None
+    return value
