@@ -49,7 +49,10 @@ def boxes(explorer: Explorer) -> Boxes:
         decoder_blocks(explorer.model)
     except ValueError as exc:
         return Boxes(reason=f"no layers to patch: {exc}")
-    if explorer.probe_output["kind"] not in ("sequence", "classes"):
+    output = explorer.probe_output
+    if output.get("probe_failed"):  # no scores known because the probe raised, not because the output has none
+        return Boxes(reason=f"{output['probe_failed']}: the metric reads the output's scores, which it could not find")
+    if output["kind"] not in ("sequence", "classes"):
         return Boxes(reason="the example inputs' output holds no class or token scores for the metric to read")
     text = _text_tokenizer(explorer)
     first = ids[0].tolist()

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from hookwidgets import HookExplorer
+from hookwidgets.core import ProbeFailedWarning
 from tests import transformer_models as tm
 
 from ._messages import browser_sends, browser_sets
@@ -50,6 +51,15 @@ def test_without_a_tokenizer_the_boxes_hold_token_ids_and_a_second_item_is_the_c
         assert not ex.view.patching["available"] and "token ids" in ex.view.patching["reason"]
     with HookExplorer(tm.gpt2()) as ex:
         assert not ex.view.patching["available"] and "needs example inputs" in ex.view.patching["reason"]
+
+
+def test_a_failed_shape_probe_is_named_as_the_reason_no_sweep_is_offered():
+    ids = torch.full((1, 5), 10**6)  # past the vocabulary: the probe's forward raises
+    with pytest.warns(ProbeFailedWarning):
+        ex = HookExplorer(tm.gpt2(), example_inputs=ids)
+    with ex:
+        reason = ex.view.patching["reason"]
+        assert not ex.view.patching["available"] and reason.startswith("the shape probe failed: IndexError"), reason
 
 
 def test_a_sweep_from_the_page_shows_its_progress_then_the_fraction_recovered_with_the_differing_position():
