@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
+import threading
 import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -160,6 +163,27 @@ class Lab:
     def kernel(self, path: str, timeout: float = 30.0) -> NotebookKernel:
         """Connect a second client to the kernel of notebook `path` (use it as a context manager)."""
         return NotebookKernel(self.server.connection_file(path), timeout=timeout)
+
+    @contextlib.contextmanager
+    def running(self, path: str, code: str, timeout: float = 60.0) -> Iterator[None]:
+        """Run `code` in notebook `path`'s kernel from a second client, on a thread, while the block uses the page (the
+        user's loop); the block's end waits for it, and what it raised fails the test."""
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                with self.kernel(path, timeout=timeout) as other:
+                    other.evaluate(code)
+            except BaseException as exc:  # reported by the test, not lost in the thread
+                errors.append(exc)
+
+        runner = threading.Thread(target=run)
+        runner.start()
+        try:
+            yield
+        finally:
+            runner.join(timeout=90)
+        assert not errors, errors
 
     def screenshot(self, name: str) -> Path:
         """Save a PNG of the page as `<artifacts>/<name>.png` and return its path."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 
 import nbformat
@@ -99,18 +98,7 @@ def test_edits_apply_at_once_the_busy_kernel_and_a_failed_run_are_said(lab: Lab)
     assert "forward: the module's output" in badge.get_attribute("title")
 
     # While the user's loop runs: the summary says it lags, a new selection says the kernel is busy.
-    errors: list[BaseException] = []
-
-    def loop() -> None:
-        try:
-            with lab.kernel(path, timeout=60) as other:
-                other.evaluate(LOOP)
-        except BaseException as exc:  # reported by the test, not lost in the thread
-            errors.append(exc)
-
-    runner = threading.Thread(target=loop)
-    runner.start()
-    try:
+    with lab.running(path, LOOP):  # the user's loop, on a second client
         explorer.locator('.hw-status[data-state="live"]').wait_for(timeout=30_000)
         show_tab(explorer, "summary")
         explorer.locator(".hw-summary-lag", has_text="updating…").wait_for(timeout=15_000)
@@ -123,9 +111,6 @@ def test_edits_apply_at_once_the_busy_kernel_and_a_failed_run_are_said(lab: Lab)
         assert "busy running a cell" in busy.inner_text()
         assert explorer.locator(".hw-toggles .hw-hint").count() == 0  # not "No hook can be attached here."
         lab.screenshot("honest-state-busy")
-    finally:
-        runner.join(timeout=90)
-    assert not errors, errors
     busy.wait_for(state="hidden", timeout=30_000)
     explorer.locator('input.hw-toggle[data-kind="forward"][data-path="features.lin"]').wait_for(timeout=15_000)
     assert explorer.locator(".hw-summary-lag").is_hidden()

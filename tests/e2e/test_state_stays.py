@@ -5,7 +5,6 @@ after ``ex.close()`` the placeholder in place of the widget. One notebook, one k
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import nbformat
@@ -108,18 +107,7 @@ def test_edits_kept_results_lag_eviction_a_steady_status_line_and_the_closed_pla
         assert idle["lines"] == 1 and idle["title"].startswith(idle["text"]), idle
 
         # The user's loop: the Training panel lags and says so, the meter evicts and says so, the status stays put.
-        errors: list[BaseException] = []
-
-        def loop() -> None:
-            try:
-                with lab.kernel(path, timeout=60) as other:
-                    other.evaluate(LOOP)
-            except BaseException as exc:  # reported by the test, not lost in the thread
-                errors.append(exc)
-
-        runner = threading.Thread(target=loop)
-        runner.start()
-        try:
+        with lab.running(path, LOOP):  # the user's loop, on a second client
             explorer.locator('.hw-status[data-state="live"]').wait_for(timeout=30_000)
             explorer.locator(".hw-progress:not([hidden])").wait_for(timeout=10_000)
             live = _places(explorer)
@@ -134,9 +122,6 @@ def test_edits_kept_results_lag_eviction_a_steady_status_line_and_the_closed_pla
             explorer.locator(".hw-meter-text.hw-meter-evicting", has_text="evicting").wait_for(timeout=20_000)
             assert "hw-meter-evicting" in explorer.locator(".hw-meter").get_attribute("class")
             lab.screenshot("state-live-600")
-        finally:
-            runner.join(timeout=90)
-        assert not errors, errors
         explorer.locator('.hw-status[data-state="idle"]').wait_for(timeout=30_000)
         assert explorer.locator(".hw-training-lag").is_hidden()  # the cell ended: current again
         assert _places(explorer)["body"] == idle["body"]
