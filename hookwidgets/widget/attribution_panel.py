@@ -84,7 +84,12 @@ def attribution_and_redraw(
     explained = _explained(explorer, result)
     name = method_name(method)
     caption = f"{name} of {explained} " if explained else f"{name} "
-    caption += f"over {used}" if method in ROLLOUT_METHODS else f"at {used}"
+    if method in ROLLOUT_METHODS:
+        caption += f"over {used}"
+    elif result.dim() == 4 and method not in LAYER_METHODS:  # a pixel map explains the input, whatever is selected
+        caption += "over the input"
+    else:
+        caption += f"at {used}"
     payload: Attribution = {**EMPTY, "layer": layer, "method": method, "target": target, "caption": caption}
     payload["of_layer"] = method in LAYER_METHODS  # the others explain the input whatever module is selected
     payload["note"] = note

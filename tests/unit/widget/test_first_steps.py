@@ -43,8 +43,8 @@ def test_the_attribution_menu_names_each_method_in_words_and_takes_its_id(explor
     assert words["guided_gradcam"]["tip"] == "guided backprop times this layer's Grad-CAM"
     browser_sends(view, type="attribute", layer="features.conv", method="input_x_grad", target=3)
     assert view.attribution["method"] == "input_x_grad"
-    assert view.attribution["caption"] == "input × gradient of class 3 at features.conv"
-    assert view.status["message"] == "input × gradient of class 3 at features.conv"
+    assert view.attribution["caption"] == "input × gradient of class 3 over the input"
+    assert view.status["message"] == "input × gradient of class 3 over the input"
 
 
 def test_every_method_has_its_name_in_words():
