@@ -107,6 +107,15 @@ def test_the_lens_is_coloured_shows_the_last_position_and_honours_an_edit(lab: L
     assert f"position {LENGTH - 1}" in readout and "log p" in readout and "answer" in readout
     assert "NaN" not in readout and "," not in readout.split(" · ")[2]  # the top token, then its probability
     explorer.locator(".hw-lens-panel").screenshot(path=str(lab.artifacts_dir / "lens-edits-light.png"))
+    # in a narrow pane the readout wraps to its second line rather than cutting what the cell holds
+    page.set_viewport_size({"width": 700, "height": 1200})
+    page.wait_for_timeout(500)
+    explorer.locator("table.hw-lens-table tbody tr").nth(0).locator("td.hw-lens-cell").last.hover()
+    fits = explorer.locator(".hw-lens-readout").evaluate(
+        "(el) => [el.scrollHeight <= el.clientHeight + 1, el.scrollWidth <= el.clientWidth + 1, el.clientHeight]"
+    )
+    assert fits[:2] == [True, True], fits
+    page.set_viewport_size({"width": 1200, "height": 1200})
 
     _theme(lab, "JupyterLab Dark")
     try:
