@@ -40,6 +40,7 @@ def _open(lab: Lab, name: str, cells: list[str]) -> Locator:
 def _select(explorer: Locator, path: str) -> None:
     explorer.locator(f'.hw-row[data-path="{path}"]').click()
     explorer.locator(".hw-info dd", has_text=path).first.wait_for(timeout=15_000)
+    explorer.locator('.hw-info[aria-busy="false"]').wait_for(timeout=15_000)  # Python's answer for this path
 
 
 def _run(explorer: Locator, step: int) -> None:

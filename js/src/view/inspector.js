@@ -90,6 +90,8 @@ export function createInspector(model, requests) {
       for (const [term, value] of sel.details ?? []) entries.push([term, value]);
     }
     if (sel?.problem) entries.push(["", sel.problem]);
+    // Busy until Python's answer for this path arrives: the kinds and edits shown until then are the last path's.
+    info.setAttribute("aria-busy", String(sel === null));
     info.replaceChildren(
       ...entries.flatMap(([term, value]) => [h("dt", { text: term }), h("dd", { text: value })]),
     );
