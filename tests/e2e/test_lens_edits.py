@@ -83,7 +83,7 @@ def test_the_lens_is_coloured_shows_the_last_position_and_honours_an_edit(lab: L
     assert len(drawn["probs"]) == 3 and all(len(row) == LENGTH for row in drawn["probs"])
     for shown, expected in zip(drawn["probs"], headless["probs"], strict=True):
         assert shown == pytest.approx(expected, rel=1e-6)
-    assert headless["edits"].startswith("with your edits: ablate_heads (0, 1, 2)")
+    assert headless["edits"].startswith("with your edits: ablate_heads 0,1,2")
     assert drawn["note"] == headless["edits"] and drawn["noteHidden"] is False
     # coloured by probability: the likeliest cell darker than the least likely, many shades
     flat = [

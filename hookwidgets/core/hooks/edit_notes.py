@@ -10,13 +10,20 @@ from .tensor_edits import describe_edit
 
 
 def edit_labels(hooks: Iterable[HookInfo]) -> list[str]:
-    """Each live edit as one short phrase, in attach order: ``ablate_heads [1, 3] at forward on 'h.0.attn'``."""
+    """Each live edit as one short phrase, in attach order: ``ablate_heads 1,3 at forward on 'h.0.attn'``."""
     labels = []
     for info in hooks:
         if info.edit and not info.foreign:
-            edits = ", ".join(" ".join(str(part) for part in describe_edit(edit)) for edit in info.edit)
+            edits = ", ".join(" ".join(_word(part) for part in describe_edit(edit)) for edit in info.edit)
             labels.append(f"{edits} at {info.kind} on {quoted(info.path)}")
     return labels
+
+
+def _word(part: object) -> str:
+    """An edit's argument as the page writes it: indices as ``0,2`` (not a tuple's ``(0, 2)``)."""
+    if isinstance(part, (list, tuple)):
+        return ",".join(str(item) for item in part)
+    return str(part)
 
 
 def edits_note(hooks: Iterable[HookInfo], applied: bool, failed: Iterable[HookInfo] = ()) -> str:

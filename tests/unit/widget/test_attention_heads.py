@@ -119,5 +119,5 @@ def test_the_heads_run_with_the_users_edits_say_so_and_are_computed_again_when_a
         browser_sets(view, selected="transformer.h.1.mlp")
         browser_sets(view, selected=ATTENTION)  # the same step: computed again for the edit
         edited = _heads(view)
-        assert edited["edits"] == "with your edits: ablate_heads (0, 1, 2, 3) at forward on 'transformer.h.0.attn'"
+        assert edited["edits"] == "with your edits: ablate_heads 0,1,2,3 at forward on 'transformer.h.0.attn'"
         assert edited["png"] != plain["png"]

@@ -247,7 +247,7 @@ def test_the_lens_panel_marks_where_the_final_answer_first_leads_and_says_it_ran
         assert lens["answer_ranks"] == ranks.tolist() and lens["answer_ranks"][-1] == [1] * 6
         for t, row in enumerate(lens["answer_first"]):
             assert ranks[row, t] == 1 and (ranks[:row, t] > 1).all()
-        assert lens["edits"] == "with your edits: ablate_heads (0, 2) at forward on 'transformer.h.0.attn'"
+        assert lens["edits"] == "with your edits: ablate_heads 0,2 at forward on 'transformer.h.0.attn'"
         vocab = len(tm.tokenizer())
         assert lens["floor"] == 1 / vocab and f"uniform guess over {vocab} tokens" in lens["caption"]
         ex.detach()

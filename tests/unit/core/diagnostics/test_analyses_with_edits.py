@@ -47,7 +47,7 @@ def test_the_lens_honours_ablate_heads_and_records_nothing() -> None:
     lens = ex.logit_lens(top_k=4)
     assert torch.equal(lens["ids"], top)
     torch.testing.assert_close(lens["probs"], probs)
-    assert lens["edits"].startswith("with your edits: ablate_heads (1, 3) at forward on 'transformer.h.0.attn'")
+    assert lens["edits"].startswith("with your edits: ablate_heads 1,3 at forward on 'transformer.h.0.attn'")
     # nothing recorded, counted or begun, and the model's hook dicts as found
     assert ex.captures.get("transformer.h.1", {}).get("forward", []) == []
     assert ex.captures.get("transformer.h.1.mlp", {}).get("forward", []) == []
@@ -64,7 +64,7 @@ def test_edits_false_is_the_unedited_lens_and_says_so() -> None:
     lens = ex.logit_lens(top_k=4, edits=False)
     assert torch.equal(lens["ids"], top)
     torch.testing.assert_close(lens["probs"], probs)
-    assert lens["edits"].startswith("without your edits (ablate_heads (1, 3)") and "unedited model" in lens["edits"]
+    assert lens["edits"].startswith("without your edits (ablate_heads 1,3") and "unedited model" in lens["edits"]
     ex.detach()
     assert ex.logit_lens()["edits"] == ""  # no edit attached: nothing to say
 

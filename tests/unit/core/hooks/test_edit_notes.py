@@ -31,3 +31,9 @@ def test_edits_are_named_in_attach_order_with_or_without() -> None:
     assert without.startswith("without your edits (scale 0.5 at forward on '0'") and "unedited model" in without
     ex.detach()
     assert ex.edits == []
+
+
+def test_indices_read_as_the_page_writes_them() -> None:
+    ex = _explorer()
+    ex.attach("0", "forward", edit=("ablate", (1, 3), -1))
+    assert ex.edits == ["ablate 1,3 -1 at forward on '0'"]  # not "(1, 3)"
