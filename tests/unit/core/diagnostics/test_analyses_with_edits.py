@@ -56,6 +56,25 @@ def test_the_lens_honours_ablate_heads_and_records_nothing() -> None:
     assert hook_state(model) == hooks
 
 
+def test_the_lens_says_a_function_hook_did_not_run_in_it() -> None:
+    model = tm.gpt2(layers=2)
+    top, probs, _ = hand_lens(model)
+    ex = Explorer(model, IDS)
+    calls = []
+
+    def halve(module, args, output):
+        calls.append(1)
+        return (output[0] * 0.5, *output[1:])
+
+    ex.attach("transformer.h.0", "forward", action=halve)
+    lens = ex.logit_lens(top_k=4)
+    assert calls == [] and torch.equal(lens["ids"], top)  # the unedited model's lens, as it says:
+    torch.testing.assert_close(lens["probs"], probs)
+    assert lens["edits"] == (
+        "your functions did not run in it (halve at forward on 'transformer.h.0'): a value they return is not applied"
+    )
+
+
 def test_edits_false_is_the_unedited_lens_and_says_so() -> None:
     model = tm.gpt2(layers=2)
     top, probs, _ = hand_lens(model)

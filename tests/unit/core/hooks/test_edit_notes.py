@@ -37,3 +37,20 @@ def test_indices_read_as_the_page_writes_them() -> None:
     ex = _explorer()
     ex.attach("0", "forward", edit=("ablate", (1, 3), -1))
     assert ex.edits == ["ablate 1,3 -1 at forward on '0'"]  # not "(1, 3)"
+
+
+def test_a_function_hook_is_said_not_to_have_run_in_an_analysis() -> None:
+    ex = _explorer()
+
+    def double(module, args, output):
+        return output * 2
+
+    ex.attach("2", "forward", action=double)
+    ex.attach("0", "forward", edit=("zero",))
+    note = edits_note(ex.own_hooks, applied=True)
+    assert note == (
+        "with your edits: zero at forward on '0'; your functions did not run in it "
+        "(double at forward on '2'): a value they return is not applied"
+    )
+    ex.detach("0")
+    assert edits_note(ex.own_hooks, applied=False).startswith("your functions did not run in it (double at forward")
