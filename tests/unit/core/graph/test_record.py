@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from dataclasses import dataclass
 
 import pytest
@@ -221,14 +220,12 @@ def test_history_of_the_inputs_from_before_the_forward_is_left_out():
 
 def test_a_2000_block_mlp_and_a_20000_node_graph_need_no_recursion():
     assert sys.getrecursionlimit() <= 3000  # far below the graphs' depth
-    start = time.perf_counter()
     recording = record_graph(deep_mlp(2000), torch.randn(2, 4))
     data = recording.data()
     assert len(data["nodes"]) == 2000 * 5  # Addmm, T, ReLU and two AccumulateGrad per block
     assert data["outputs"] == ["3999/ReluBackward0#0"]
     chain = record_graph(Chain(10_000), torch.randn(3)).data()
     assert len(chain["nodes"]) == 20_000 and chain["nodes"][-1]["id"] == "/MulBackward0#9999"  # 1st sin: no grad
-    assert time.perf_counter() - start < 20  # seconds; about 1 s on a quiet machine
 
 
 @pytest.mark.parametrize(
