@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from typing import TypeVar
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -87,23 +87,40 @@ def one_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def train_on_digits(
-    build: Callable[[], M], optimizer_class: Callable[..., torch.optim.Optimizer], lr: float, epochs: int, seed: int
-) -> M:
-    """``build()`` trained on the first 1,500 digits in batches of 64, in eval mode, gradients cleared.
+CNN_RECIPE: dict[str, Any] = {
+    "revision": 1,
+    "optimizer": "Adam",
+    "lr": 3e-3,
+    "epochs": 5,
+    "seed": 0,
+    "digits": 1500,
+    "batch": 64,
+}
+"""Everything the DigitsCNN's trained weights depend on but its code: the cache file is keyed by it, so a changed
+recipe trains anew (raise ``revision`` when the model or its training changes otherwise)."""
+
+
+def recipe_with(recipe: Mapping[str, Any], **changes: Any) -> dict[str, Any]:
+    """``recipe`` with the ``changes`` that are not None."""
+    return {**recipe, **{key: value for key, value in changes.items() if value is not None}}
+
+
+def train_on_digits(build: Callable[[], M], recipe: Mapping[str, Any]) -> M:
+    """``build()`` trained as ``recipe`` says (``optimizer``, a ``torch.optim`` class name, ``lr``, ``epochs``,
+    ``seed``, on the first ``digits`` digits in batches of ``batch``), in eval mode, gradients cleared.
 
     Built and trained under ``seed`` in a forked RNG, on one thread: the global RNG and thread count are
     left as found.
     """
     images, labels = load_digits()
     with torch.random.fork_rng(devices=[]), one_thread():
-        torch.manual_seed(seed)
+        torch.manual_seed(recipe["seed"])
         model = build()
-        optimizer = optimizer_class(model.parameters(), lr=lr)
-        train_x, train_y = images[:1500], labels[:1500]
+        optimizer = getattr(torch.optim, recipe["optimizer"])(model.parameters(), lr=recipe["lr"])
+        train_x, train_y = images[: recipe["digits"]], labels[: recipe["digits"]]
         model.train()
-        for _ in range(epochs):
-            for batch in torch.randperm(len(train_x)).split(64):
+        for _ in range(recipe["epochs"]):
+            for batch in torch.randperm(len(train_x)).split(recipe["batch"]):
                 optimizer.zero_grad()
                 F.cross_entropy(model(train_x[batch]), train_y[batch]).backward()
                 optimizer.step()
@@ -111,15 +128,15 @@ def train_on_digits(
     return model.eval()
 
 
-def train_digits_cnn(epochs: int = 5, seed: int = 0) -> DigitsCNN:
+def train_digits_cnn(epochs: int | None = None, seed: int | None = None) -> DigitsCNN:
     """Train a DigitsCNN on the first 1,500 digits in seconds on one CPU thread, leaving the global RNG and thread
-    count untouched."""
-    return train_on_digits(DigitsCNN, torch.optim.Adam, 3e-3, epochs, seed)
+    count untouched; ``epochs`` and ``seed`` default to ``CNN_RECIPE``'s."""
+    return train_on_digits(DigitsCNN, recipe_with(CNN_RECIPE, epochs=epochs, seed=seed))
 
 
 def pretrained_digits_cnn(cache: bool = True) -> DigitsCNN:
-    """A trained DigitsCNN in eval mode, trained on first use and cached on disk afterwards."""
-    return cached_model("digits_cnn_v1", DigitsCNN, train_digits_cnn, cache)
+    """A trained DigitsCNN in eval mode, trained on first use and cached on disk after (keyed by ``CNN_RECIPE``)."""
+    return cached_model("digits_cnn", DigitsCNN, lambda: train_on_digits(DigitsCNN, CNN_RECIPE), cache, CNN_RECIPE)
 
 
 def accuracy(model: nn.Module) -> float:

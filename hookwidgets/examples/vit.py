@@ -6,11 +6,13 @@ weights ``(N, heads, 65, 65)``. Trains in seconds on a CPU; nothing is downloade
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
 from .cache import cached_model
-from .digits import IMAGE_SIZE, train_on_digits
+from .digits import IMAGE_SIZE, recipe_with, train_on_digits
 
 PATCH = 4
 GRID = IMAGE_SIZE // PATCH  # 8×8 patches, plus the class token: 65 tokens
@@ -80,12 +82,24 @@ class DigitsViT(nn.Module):
         return self.head(self.norm(self.blocks(tokens))[:, 0])
 
 
-def train_digits_vit(epochs: int = 4, seed: int = 0) -> DigitsViT:
+VIT_RECIPE: dict[str, Any] = {
+    "revision": 1,
+    "optimizer": "AdamW",
+    "lr": 4e-3,
+    "epochs": 4,
+    "seed": 0,
+    "digits": 1500,
+    "batch": 64,
+}
+"""Everything the DigitsViT's trained weights depend on but its code: the cache file is keyed by it."""
+
+
+def train_digits_vit(epochs: int | None = None, seed: int | None = None) -> DigitsViT:
     """Train a DigitsViT on the first 1,500 digits in seconds on one CPU thread, leaving the global RNG and thread
-    count untouched."""
-    return train_on_digits(DigitsViT, torch.optim.AdamW, 4e-3, epochs, seed)
+    count untouched; ``epochs`` and ``seed`` default to ``VIT_RECIPE``'s."""
+    return train_on_digits(DigitsViT, recipe_with(VIT_RECIPE, epochs=epochs, seed=seed))
 
 
 def pretrained_digits_vit(cache: bool = True) -> DigitsViT:
-    """A trained DigitsViT in eval mode, trained on first use and cached on disk afterwards."""
-    return cached_model("digits_vit_v1", DigitsViT, train_digits_vit, cache)
+    """A trained DigitsViT in eval mode, trained on first use and cached on disk after (keyed by ``VIT_RECIPE``)."""
+    return cached_model("digits_vit", DigitsViT, lambda: train_on_digits(DigitsViT, VIT_RECIPE), cache, VIT_RECIPE)

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from hookwidgets.examples import DigitsCNN, accuracy, digits, load_digits, pretrained_digits_cnn, train_digits_cnn
+from hookwidgets.examples.cache import weights_path
 
 
 def test_the_digits_come_from_scikit_learns_bundled_files_without_the_network(monkeypatch):
@@ -30,17 +31,28 @@ def test_the_pretrained_model_is_accurate_in_eval_mode_and_cached(monkeypatch):
     assert isinstance(model, DigitsCNN) and not model.training
     assert all(p.grad is None for p in model.parameters())
     assert accuracy(model) > 0.9  # 297 held-out digits
-    cached = Path(os.environ["HOOKWIDGETS_CACHE"]) / "digits_cnn_v1.pt"
-    assert cached.exists()
+    cached = weights_path("digits_cnn", digits.CNN_RECIPE)
+    assert cached.parent == Path(os.environ["HOOKWIDGETS_CACHE"]) and cached.exists()
 
     def no_training(*args, **kwargs):
         raise AssertionError("trained again although the weights were cached")
 
-    monkeypatch.setattr(digits, "train_digits_cnn", no_training)
-    again = pretrained_digits_cnn()
+    with monkeypatch.context() as patched:
+        patched.setattr(digits, "train_on_digits", no_training)
+        again = pretrained_digits_cnn()
     assert again is not model and not again.training
     for (name, a), (_, b) in zip(model.state_dict().items(), again.state_dict().items(), strict=True):
         assert torch.equal(a, b), name
+
+    # A changed recipe is another file: trained as it says, not the old weights loaded
+    trained = []
+    monkeypatch.setitem(digits.CNN_RECIPE, "epochs", 1)
+    monkeypatch.setattr(digits, "train_on_digits", lambda build, recipe: trained.append(dict(recipe)) or build())
+    pretrained_digits_cnn()
+    assert trained == [{**digits.CNN_RECIPE, "epochs": 1}]
+    changed = weights_path("digits_cnn", digits.CNN_RECIPE)
+    assert changed != cached and changed.exists()
+    changed.unlink()  # untrained weights: not left in the cache other tests read
 
 
 def test_training_leaves_the_random_generator_and_the_thread_count_as_found():
