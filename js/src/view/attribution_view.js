@@ -28,7 +28,7 @@ export function createAttributionView(model, requests) {
   const edits = createEditsNote();
   const input = createFigure({ cls: "hw-attr-input hw-plot", figure: "attribution-input", alt: "the input image" });
   const image = createFigure({ cls: "hw-attr-image hw-plot", figure: "attribution", alt: "attribution over the input" });
-  const tokens = h("div", { cls: "hw-attr-tokens", attrs: { hidden: true, "aria-label": "tokens coloured by score" } });
+  const tokens = h("div", { cls: "hw-token-row hw-attr-tokens", attrs: { hidden: true, "aria-label": "tokens coloured by score" } });
   const legend = h("div", { cls: "hw-hint hw-attr-legend", attrs: { hidden: true } });
   const picker = h("div", { cls: "hw-picker" }, [method, target, position, run]);
   const el = h("div", { cls: "hw-attribution" }, [

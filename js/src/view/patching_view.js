@@ -45,7 +45,7 @@ export function createPatchingView(model, requests) {
   const progress = h("progress", { cls: "hw-patching-progress", attrs: { hidden: true, "aria-label": "patch sweep" } });
   const error = h("div", { cls: "hw-attr-error hw-patching-error", attrs: { role: "alert" } });
   const edits = h("div", { cls: "hw-hint hw-edits-note", attrs: { hidden: true } });
-  const tokens = h("div", { cls: "hw-patching-tokens", attrs: { hidden: true, "aria-label": "the clean tokens" } });
+  const tokens = h("div", { cls: "hw-token-row hw-patching-tokens", attrs: { hidden: true, "aria-label": "the clean tokens" } });
   const caption = h("div", { cls: "hw-hint hw-patching-caption" });
   const image = createFigure({ cls: "hw-patching-image", figure: "patching", alt: "patch sweep: layers × positions" });
   const el = h("details", { cls: "hw-patching-panel", attrs: { open: true, hidden: true } }, [
@@ -89,7 +89,7 @@ export function createPatchingView(model, requests) {
     tokens.replaceChildren(
       ...labels.map((label, i) =>
         h("span", {
-          cls: marked.has(i) ? "hw-patching-token hw-differs" : "hw-patching-token",
+          cls: marked.has(i) ? "hw-token hw-patching-token hw-differs" : "hw-token hw-patching-token",
           attrs: {
             "data-position": String(i),
             title: marked.has(i) ? `position ${i}: differs in the corrupted input` : `position ${i}`,
