@@ -2,6 +2,7 @@
  * `ex.patch_sweep()`), its progress, then its layers × positions figure with the positions that differ marked. */
 
 import { h, listen, pngUrls, setAttr, setText, subscribe } from "./dom.js";
+import { createEditsNote } from "./edits_note.js";
 import { createFigure } from "./readout_view.js";
 
 /** The metrics the page offers (patching_inputs.METRIC_CHOICES), the first the default. */
@@ -44,7 +45,7 @@ export function createPatchingView(model, requests) {
   const reason = h("div", { cls: "hw-hint hw-patching-reason" });
   const progress = h("progress", { cls: "hw-patching-progress", attrs: { hidden: true, "aria-label": "patch sweep" } });
   const error = h("div", { cls: "hw-attr-error hw-patching-error", attrs: { role: "alert" } });
-  const edits = h("div", { cls: "hw-hint hw-edits-note", attrs: { hidden: true } });
+  const edits = createEditsNote();
   const tokens = h("div", { cls: "hw-token-row hw-patching-tokens", attrs: { hidden: true, "aria-label": "the clean tokens" } });
   const caption = h("div", { cls: "hw-hint hw-patching-caption" });
   const image = createFigure({ cls: "hw-patching-image", figure: "patching", alt: "patch sweep: layers × positions" });
@@ -54,7 +55,7 @@ export function createPatchingView(model, requests) {
     reason,
     progress,
     error,
-    edits,
+    edits.el,
     tokens,
     caption,
     image.el, // drawn for the pane's width: it fits
@@ -116,8 +117,7 @@ export function createPatchingView(model, requests) {
       setAttr(progress, "title", `${done} of ${total} patched positions`);
     }
     setText(error, patching.error ?? "");
-    setText(edits, patching.edits ?? "");
-    edits.hidden = !patching.edits;
+    edits.set(patching.edits);
     updateTokens(patching.png ? (patching.tokens ?? []) : [], patching.differs ?? []);
     setText(caption, counts ? `${counts[0]} of ${counts[1]} patched positions…` : (patching.caption ?? ""));
     images.revoke();
