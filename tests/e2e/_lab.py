@@ -160,6 +160,14 @@ class Lab:
         if problems:
             raise NotebookRunError(f"running {path} failed:\n" + "\n".join(problems))
 
+    def run_cells(self, name: str, cells: list[str], timeout: float = 180.0) -> str:
+        """Write a notebook of code `cells` as `name`, open it and run every cell; returns its path."""
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cell) for cell in cells])
+        path = self.write_notebook(name, nb)
+        self.open_notebook(path)
+        self.run_all(path, timeout=timeout)
+        return path
+
     def kernel(self, path: str, timeout: float = 30.0) -> NotebookKernel:
         """Connect a second client to the kernel of notebook `path` (use it as a context manager)."""
         return NotebookKernel(self.server.connection_file(path), timeout=timeout)

@@ -3,7 +3,6 @@ block's output from a recorded run; each attached by a click, checked in the ker
 
 from __future__ import annotations
 
-import nbformat
 import pytest
 from playwright.sync_api import Locator
 
@@ -27,10 +26,7 @@ CHANGED = "[h.target for h in ex.hooks], [h.as_dict()['edit'] for h in ex.hooks]
 
 
 def _open(lab: Lab, name: str, cells: list[str]) -> Locator:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    path = lab.write_notebook(name, nb)
-    lab.open_notebook(path)
-    lab.run_all(path, timeout=180)
+    lab.run_cells(name, cells)
     explorer = lab.page.locator(".hw-explorer")
     explorer.locator('.hw-row[data-path="transformer"]').wait_for(timeout=30_000)
     explorer.locator("button.hw-expand-all").click()

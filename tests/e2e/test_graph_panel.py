@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import nbformat
 import pytest
 from playwright.sync_api import Locator
 
@@ -54,10 +53,7 @@ def _find(panel, query: str) -> None:
 
 
 def test_record_the_graph_click_in_it_and_follow_the_tree(lab: Lab) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(MODEL_CELL)])
-    path = lab.write_notebook("graph_panel.ipynb", nb)
-    lab.open_notebook(path)
-    lab.run_all(path, timeout=180)
+    path = lab.run_cells("graph_panel.ipynb", [MODEL_CELL], timeout=180)
     explorer = lab.page.locator(".hw-explorer")
     explorer.wait_for(timeout=30_000)
     show_tab(explorer, "graph")  # its first visit records the example inputs' graph: no click on Record graph
@@ -141,10 +137,7 @@ _ROW_IN_VIEW = """
 
 
 def test_a_module_selected_in_the_graph_is_scrolled_to_and_highlighted_in_the_tree(lab: Lab) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(LONG_MODEL_CELL)])
-    path = lab.write_notebook("graph_scroll.ipynb", nb)
-    lab.open_notebook(path)
-    lab.run_all(path, timeout=180)
+    path = lab.run_cells("graph_scroll.ipynb", [LONG_MODEL_CELL], timeout=180)
     explorer = lab.page.locator(".hw-explorer")
     panel = explorer.locator(".hw-graph-panel")
     assert explorer.locator('.hw-row[data-path="tail.35"]').count() == 0  # 83 rows, virtualized: far below
@@ -273,10 +266,7 @@ def _low_contrast(panel: Locator) -> list[dict]:
 
 
 def test_a_big_graph_fits_readably_with_a_minimap_finds_nodes_and_keeps_its_text_readable(lab: Lab) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(BIG_MODEL_CELL)])
-    path = lab.write_notebook("graph_big.ipynb", nb)
-    lab.open_notebook(path)
-    lab.run_all(path, timeout=180)
+    lab.run_cells("graph_big.ipynb", [BIG_MODEL_CELL], timeout=180)
     page = lab.page
     page.set_viewport_size({"width": 1400, "height": 1000})
     show_tab(page.locator(".hw-explorer"), "graph")

@@ -9,7 +9,6 @@ import json
 import re
 import time
 
-import nbformat
 import pytest
 
 from ._lab import Lab, show_tab
@@ -54,10 +53,7 @@ while time.monotonic() - started < 12:
 
 
 def test_edits_apply_at_once_the_busy_kernel_and_a_failed_run_are_said(lab: Lab) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(SETUP)])
-    path = lab.write_notebook("honest-state.ipynb", nb)
-    lab.open_notebook(path)
-    lab.run_all(path, timeout=180)
+    path = lab.run_cells("honest-state.ipynb", [SETUP], timeout=180)
     explorer = lab.page.locator(".hw-explorer")
     explorer.locator('.hw-row[data-path="features"]').wait_for(timeout=30_000)
     explorer.locator("button.hw-expand-all").click()

@@ -3,7 +3,6 @@ Grad-CAM), draws integrated gradients as coloured tokens, the logit lens as a ta
 
 from __future__ import annotations
 
-import nbformat
 import pytest
 
 from ._lab import Lab, show_tab
@@ -31,10 +30,7 @@ TOKEN_COLOURS = """
 
 
 def test_token_attribution_lens_and_patching_from_clicks_in_a_gpt2_explorer(lab: Lab) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(GPT2_WITH_TOKENIZER)])
-    path = lab.write_notebook("gpt2-interp.ipynb", nb)
-    lab.open_notebook(path)
-    lab.run_all(path, timeout=180)
+    path = lab.run_cells("gpt2-interp.ipynb", [GPT2_WITH_TOKENIZER], timeout=180)
     page = lab.page
     page.set_viewport_size({"width": 1400, "height": 1400})
     explorer = page.locator(".hw-explorer")

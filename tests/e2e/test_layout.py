@@ -4,7 +4,6 @@ outside the widget's box."""
 
 from __future__ import annotations
 
-import nbformat
 import pytest
 
 from ._lab import Lab, show_tab
@@ -62,10 +61,7 @@ def test_the_compact_layout_keeps_everything_inside_the_widget_at_every_width(
 ) -> None:
     lab: Lab = request.getfixturevalue(frontend)
     shots = "" if frontend == "lab" else f"{frontend}-"
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(GPT2_WITH_TOKENIZER)])
-    path = lab.write_notebook("layout.ipynb", nb)
-    lab.open_notebook(path)
-    lab.run_all(path, timeout=180)
+    lab.run_cells("layout.ipynb", [GPT2_WITH_TOKENIZER], timeout=180)
     page = lab.page
     page.set_viewport_size({"width": 1400, "height": 1200})
     explorer = page.locator(".hw-explorer")

@@ -5,7 +5,6 @@ notebook and one kernel; screenshots light and dark."""
 
 from __future__ import annotations
 
-import nbformat
 import pytest
 
 from ._lab import Lab, show_tab
@@ -61,10 +60,7 @@ HEADLESS_VALUES = """{"probs": lens["probs"][:, 0, :, 0].tolist(), "edits": lens
 
 
 def test_the_lens_is_coloured_shows_the_last_position_and_honours_an_edit(lab: Lab) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(NOTEBOOK)])
-    path = lab.write_notebook("lens-edits.ipynb", nb)
-    lab.open_notebook(path)
-    lab.run_all(path, timeout=180)
+    path = lab.run_cells("lens-edits.ipynb", [NOTEBOOK], timeout=180)
     page = lab.page
     page.set_viewport_size({"width": 1200, "height": 1200})
     explorer = page.locator(".hw-explorer")

@@ -4,7 +4,6 @@ with its caption for both signs of clean − corrupted, light and dark, at 600 p
 
 from __future__ import annotations
 
-import nbformat
 import pytest
 from playwright.sync_api import Locator
 
@@ -65,10 +64,7 @@ def _caption(explorer: Locator) -> str:
 
 
 def test_a_sweep_started_from_the_page_and_its_colours_agree_with_its_caption_for_both_signs(lab: Lab) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(CELL)])
-    path = lab.write_notebook("patching-from-page.ipynb", nb)
-    lab.open_notebook(path)
-    lab.run_all(path, timeout=180)
+    path = lab.run_cells("patching-from-page.ipynb", [CELL], timeout=180)
     page = lab.page
     page.set_viewport_size({"width": 600, "height": 1200})
     _left_area(lab, shown=False)

@@ -3,7 +3,6 @@ default Run that backpropagates from the top next token."""
 
 from __future__ import annotations
 
-import nbformat
 import pytest
 
 from ._lab import Lab
@@ -28,10 +27,7 @@ ex
 
 
 def test_the_run_bar_of_a_language_model_offers_next_tokens_and_runs_from_the_top_one(lab: Lab) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(GPT2_MODEL)])
-    path = lab.write_notebook("gpt2-run.ipynb", nb)
-    lab.open_notebook(path)
-    lab.run_all(path, timeout=180)
+    path = lab.run_cells("gpt2-run.ipynb", [GPT2_MODEL], timeout=180)
     explorer = lab.page.locator(".hw-explorer")
     explorer.locator(".hw-row").first.wait_for(timeout=30_000)
     target = explorer.locator("select.hw-run-target")

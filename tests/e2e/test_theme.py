@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 
-import nbformat
 import pytest
 from playwright.sync_api import Locator
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
@@ -130,10 +129,7 @@ TABS += [("summary", "hw-summary-panel"), ("training", "hw-training-panel")]
 
 
 def test_figures_follow_the_theme_and_every_text_reads_in_light_and_dark(lab: Lab) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(EXPLORER)])
-    path = lab.write_notebook("theme.ipynb", nb)
-    lab.open_notebook(path)
-    lab.run_all(path, timeout=180)
+    path = lab.run_cells("theme.ipynb", [EXPLORER], timeout=180)
     page = lab.page
     page.set_viewport_size({"width": 1400, "height": 1600})
     explorer = page.locator(".hw-explorer")
@@ -184,10 +180,7 @@ def test_figures_follow_the_theme_and_every_text_reads_in_light_and_dark(lab: La
 
 
 def test_notebook7_dark_draws_every_figure_on_its_background(notebook7: Notebook7) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(EXPLORER)])
-    path = notebook7.write_notebook("theme-nb7.ipynb", nb)
-    notebook7.open_notebook(path)
-    notebook7.run_all(path, timeout=180)
+    notebook7.run_cells("theme-nb7.ipynb", [EXPLORER], timeout=180)
     page = notebook7.page
     page.set_viewport_size({"width": 900, "height": 1400})
     explorer = page.locator(".hw-explorer")

@@ -3,7 +3,6 @@ hidden states with token labels, and an attention module's heads with sdpa left 
 
 from __future__ import annotations
 
-import nbformat
 import pytest
 
 from ._lab import Lab
@@ -30,10 +29,7 @@ def _theme(lab: Lab, name: str) -> None:
 
 
 def test_a_gpt2_explorer_runs_by_default_labels_tokens_and_shows_attention_heads(lab: Lab) -> None:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(GPT2_WITH_TOKENIZER)])
-    path = lab.write_notebook("gpt2-tokens.ipynb", nb)
-    lab.open_notebook(path)
-    lab.run_all(path, timeout=180)
+    path = lab.run_cells("gpt2-tokens.ipynb", [GPT2_WITH_TOKENIZER], timeout=180)
     page = lab.page
     page.set_viewport_size({"width": 1400, "height": 1400})
     explorer = page.locator(".hw-explorer")
